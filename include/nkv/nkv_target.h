@@ -1,0 +1,135 @@
+/*
+ * nkv_target.h - embedding API of the rados-nkv target: build a target over a kvdev backend
+ * (`rados` or `mem`), add subsystems (RADOS pools) and KV namespaces (RADOS namespaces), and drive a
+ * controller through the in-process loop transport.
+ *
+ * Thread-safety: configuration calls (create/add/destroy) must not race each other. A loop queue
+ * pair is owned by the thread that created it: submit and poll it from that thread only. Different
+ * queue pairs may be used from different threads concurrently.
+ */
+#ifndef NKV_TARGET_H
+#define NKV_TARGET_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "nkv_spec.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct nkv_target;
+struct nkv_subsys;
+
+/** Backend configuration. Unset strings take the defaults noted. */
+struct nkv_backend_conf {
+	const char *name;        /* "rados" or "mem" */
+	/* rados */
+	const char *ceph_conf;   /* path to ceph.conf (NULL: librados default search) */
+	const char *keyring;     /* path to a keyring (NULL: from ceph.conf) */
+	const char *client_id;   /* cephx user without "client." (NULL: "admin") */
+	unsigned op_timeout_s;   /* per-op timeout; 0: 30 s. Expiry completes with 82h, DNR clear */
+	unsigned connect_timeout_s; /* cluster connect timeout; 0: 15 s */
+	/* mem */
+	uint64_t mem_max_object; /* largest value the mem backend accepts; 0: 128 MiB (Ceph default) */
+};
+
+/** Namespace configuration. */
+struct nkv_ns_conf {
+	uint32_t nsid;           /* 1..NKV_MAX_NSID */
+	const char *rados_ns;    /* RADOS namespace ("" = the pool's default namespace) */
+	uint64_t max_value;      /* KVVML; 0: 64 MiB. Capped by the cluster's osd max object size */
+	bool read_only;          /* Store/Delete fail with Namespace Is Write Protected (20h) */
+};
+
+#define NKV_MAX_NSID 1024u
+#define NKV_DEFAULT_MAX_VALUE (64ull << 20)
+
+/**
+ * Create a target over one backend connection.
+ * @return 0, or -errno: -EINVAL (unknown backend, bad conf), -ETIMEDOUT / -ENOTCONN (cluster
+ * unreachable within connect_timeout_s), -ENOMEM.
+ */
+int nkv_target_create(const struct nkv_backend_conf *conf, struct nkv_target **out);
+
+/** Destroy a target. All controllers must be disconnected first. */
+void nkv_target_destroy(struct nkv_target *tgt);
+
+/**
+ * Add a subsystem exporting @pool under @nqn.
+ * @return 0, -EEXIST (NQN taken), -ENOENT (pool missing), -EINVAL (NQN over 223 bytes), -ENOMEM.
+ */
+int nkv_subsys_add(struct nkv_target *tgt, const char *nqn, const char *pool, struct nkv_subsys **out);
+
+/**
+ * Add a KV namespace. The effective max value size is min(conf->max_value, backend object limit).
+ * @return 0, -EEXIST (NSID in use), -EINVAL (NSID out of range), -ENOMEM, or a backend error.
+ */
+int nkv_ns_add(struct nkv_subsys *ss, const struct nkv_ns_conf *conf);
+
+/* ---- loop transport: in-process controller access ---------------------------------------------- */
+
+struct nkv_loop_ctrlr;
+struct nkv_loop_qp;
+
+/** Called on the owning thread when a command completes; @xfer = bytes moved to/from the buffer. */
+typedef void (*nkv_loop_cb)(void *arg, const struct nkv_cqe *cqe, uint32_t xfer);
+
+/**
+ * Connect a host to subsystem @subnqn: creates a controller with an admin queue (QID 0) owned by the
+ * calling thread. The controller starts disabled; enable it with nkv_loop_enable().
+ * @return 0, -ENOENT (no such subsystem), -ENOMEM.
+ */
+int nkv_loop_connect(struct nkv_target *tgt, const char *subnqn, const char *hostnqn,
+		     struct nkv_loop_ctrlr **out);
+
+/** Disconnect: waits (bounded) for outstanding commands, then frees the controller and its queues. */
+void nkv_loop_disconnect(struct nkv_loop_ctrlr *c);
+
+/** Fabrics Property Get/Set. @size is 4 or 8. @return 0, or -EINVAL (bad offset/size/read-only). */
+int nkv_loop_prop_get(struct nkv_loop_ctrlr *c, uint32_t ofs, unsigned size, uint64_t *val);
+int nkv_loop_prop_set(struct nkv_loop_ctrlr *c, uint32_t ofs, unsigned size, uint64_t val);
+
+/** Write CC (EN=1, CSS=110b, IOSQES 6, IOCQES 4) and wait for CSTS.RDY. @return 0 or -EIO (CFS). */
+int nkv_loop_enable(struct nkv_loop_ctrlr *c);
+
+/** The admin queue pair (QID 0). */
+struct nkv_loop_qp *nkv_loop_admin_qp(struct nkv_loop_ctrlr *c);
+
+/**
+ * Create I/O queue pair @qid with @depth slots, owned by the calling thread.
+ * @return 0, -EINVAL (qid 0 or over the granted queue count, depth 0 or above MQES+1), -EEXIST, -ENOMEM.
+ */
+int nkv_loop_qp_create(struct nkv_loop_ctrlr *c, uint16_t qid, uint16_t depth, struct nkv_loop_qp **out);
+
+/** Destroy an I/O queue pair after waiting (bounded) for its outstanding commands. */
+void nkv_loop_qp_destroy(struct nkv_loop_qp *qp);
+
+/**
+ * Submit one SQE with an optional data buffer of @len bytes (source for host-to-controller
+ * commands, destination otherwise). The CID is assigned by the queue pair. @cb runs from
+ * nkv_loop_qp_poll() (or from this call when the command completes at once).
+ * @return 0, or -EBUSY (queue full).
+ */
+int nkv_loop_qp_submit(struct nkv_loop_qp *qp, const struct nkv_sqe *sqe, void *buf, uint32_t len,
+		       nkv_loop_cb cb, void *arg);
+
+/** Run completions handed back by the backend. @timeout_ms < 0 waits for one; 0 never waits.
+ *  @return commands completed (>= 0), or -ETIMEDOUT when a wait saw none. */
+int nkv_loop_qp_poll(struct nkv_loop_qp *qp, int timeout_ms);
+
+/** Commands submitted and not yet completed. */
+unsigned nkv_loop_qp_outstanding(const struct nkv_loop_qp *qp);
+
+/**
+ * Submit and wait for one command (bounded by 5 minutes; backend ops time out well before).
+ * @return 0 with *cqe filled (check its status), or -EBUSY / -ETIMEDOUT.
+ */
+int nkv_loop_qp_exec(struct nkv_loop_qp *qp, const struct nkv_sqe *sqe, void *buf, uint32_t len,
+		     struct nkv_cqe *cqe, uint32_t *xfer);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* NKV_TARGET_H */

@@ -1,0 +1,243 @@
+#!/usr/bin/env bash
+# Micro Ceph cluster (1 mon + 1 OSD, no mgr) on 127.0.0.1 for development and CI.
+# Run with -h for usage. Needs ceph-mon, ceph-osd, ceph-common (scripts/deps.sh).
+set -euo pipefail
+
+usage() {
+  cat <<EOF
+Usage: $0 <command> [options]
+
+Commands:
+  start [--durable] [--dir DIR] [--pool NAME]
+      Build and start a 1-mon + 1-OSD cluster (no mgr, cephx on) bound to 127.0.0.1
+      on a free port block, create the pool and wait (bounded) until a test write
+      succeeds. Default store is memstore (RAM, 2 GiB, lost on stop); --durable uses
+      bluestore on a 10 GiB sparse file DIR/osd/block. Idempotent: if the cluster in DIR
+      is already running it only makes sure the pool exists. Dead or half-built clusters
+      are wiped and rebuilt; with --durable an intact durable cluster is restarted instead.
+  stop [--dir DIR]    SIGTERM (then SIGKILL after ${STOP_WAIT:-15}s) the daemons recorded in DIR/run/*.pid,
+                      after checking each pid is still a ceph-mon/ceph-osd of this DIR.
+                      Data stays in DIR until the next start (memstore: start wipes it).
+  status [--dir DIR]  Print running/stopped per daemon; exit 0 if all running, 3 otherwise.
+  env [--dir DIR]     Print 'export' lines: eval "\$($0 env)"
+                      (CEPH_CONF, NKV_CEPH_CONF, NKV_CEPH_KEYRING, NKV_CEPH_USER, NKV_CEPH_POOL, NKV_CEPH_DIR)
+
+Environment:
+  NKV_CEPH_DIR      default DIR (default /tmp/nkv-ceph)
+  NKV_CEPH_POOL     default pool (default nkv)
+  NKV_CEPH_TIMEOUT  readiness deadline in seconds (default 90)
+
+Layout of DIR: ceph.conf, keyring (client.admin), mon/, osd/, run/ (pid files, admin
+sockets), log/, state (port, pool, store). Clients: rados -c DIR/ceph.conf -p nkv ls
+OSD max object size: ceph -c DIR/ceph.conf tell osd.0 config get osd_max_object_size
+EOF
+}
+
+CMD="${1:-}"; [ $# -gt 0 ] && shift
+DIR="${NKV_CEPH_DIR:-/tmp/nkv-ceph}"; POOL="${NKV_CEPH_POOL:-nkv}"; DURABLE=0; POOL_SET=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --dir) DIR="$2"; shift 2 ;;
+    --pool) POOL="$2"; POOL_SET=1; shift 2 ;;
+    --durable) DURABLE=1; shift ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "ceph-dev: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
+  esac
+done
+DIR="$(realpath -m "$DIR")"   # absolute: the paths end up in ceph.conf
+CONF="$DIR/ceph.conf"; RUN="$DIR/run"; DAEMONS=(mon.a osd.0)
+TIMEOUT="${NKV_CEPH_TIMEOUT:-90}"
+
+log() { echo "ceph-dev: $*" >&2; }
+# Every CLI call is bounded: a ceph client retries forever when the mon is gone.
+cephc() { timeout 20 ceph -c "$CONF" --connect-timeout 15 "$@"; }
+
+# Pid of a daemon if it is alive AND is really our ceph daemon (pid reuse safety).
+live_pid() {
+  local f="$RUN/$1.pid" pid
+  [ -f "$f" ] || return 1
+  pid="$(cat "$f" 2>/dev/null)"; [[ "$pid" =~ ^[0-9]+$ ]] || return 1
+  local cmd; cmd="$(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline")" || return 1
+  [[ "$cmd" == *ceph-${1%%.*}* && "$cmd" == *"$CONF"* ]] || return 1
+  echo "$pid"
+}
+n_running() { local n=0 d; for d in "${DAEMONS[@]}"; do live_pid "$d" >/dev/null && n=$((n + 1)); done; echo $n; }
+
+# OSD first: it tells the mon it is going down, and waits ~5 s if the mon is already gone.
+stop_all() {
+  local d pid end
+  for d in osd.0 mon.a; do
+    pid="$(live_pid "$d")" || continue
+    log "stopping $d (pid $pid)"; kill -TERM "$pid" 2>/dev/null || true
+    end=$((SECONDS + ${STOP_WAIT:-15}))   # memstore saves its contents on clean shutdown
+    while kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt $end ]; do sleep 0.2; done
+    kill -0 "$pid" 2>/dev/null && { log "$d ignored SIGTERM, sending SIGKILL"; kill -KILL "$pid" 2>/dev/null || true; }
+  done
+  rm -f "$RUN"/*.pid
+}
+
+# Only ever delete what this script creates (DIR may be a user directory).
+wipe() { rm -rf "$DIR"/{mon,osd,run,log,ceph.conf,keyring,mon.keyring,monmap,state}; }
+
+dump_logs() { local f; for f in "$DIR"/log/*; do [ -f "$f" ] && { echo "==> $f <==" >&2; tail -n 25 "$f" >&2; }; done; }
+fail() { log "$*"; dump_logs; stop_all; exit 1; }
+
+# Ports: a block of 12 (mon v2, mon v1, 10 for the OSD's 8 messenger binds) that no socket
+# uses. Below 32768 so outgoing connections' ephemeral ports never collide; the start
+# point depends on DIR so clusters in different dirs rarely even probe the same block.
+pick_ports() {
+  local used base i ok
+  used=" $(ss -Htan | awk '{n=split($4,a,":"); print a[n]}' | sort -u | tr '\n' ' ') "
+  base=$((17000 + ($(echo "$DIR" | cksum | cut -d' ' -f1) % 750) * 20))
+  for _ in $(seq 750); do
+    ok=1; for i in $(seq 0 11); do [[ "$used" == *" $((base + i)) "* ]] && { ok=0; break; }; done
+    [ $ok = 1 ] && { echo $base; return; }
+    base=$((base + 20)); [ $base -ge 32000 ] && base=17000
+  done
+  log "no free port block in 17000-32000"; exit 1
+}
+
+write_conf() {   # $1 = port base
+  local p=$1 store=memstore
+  [ "$DURABLE" = 1 ] && store=bluestore
+  cat >"$CONF" <<EOF
+[global]
+fsid = $FSID
+mon host = [v2:127.0.0.1:$p,v1:127.0.0.1:$((p + 1))]
+public addr = 127.0.0.1
+cluster addr = 127.0.0.1
+ms bind port min = $((p + 2))
+ms bind port max = $((p + 11))
+auth cluster required = cephx
+auth service required = cephx
+auth client required = cephx
+keyring = $DIR/keyring
+run dir = $RUN
+log file = $DIR/log/\$name.log
+osd pool default size = 1
+osd pool default min size = 1
+osd pool default pg num = 8
+osd pool default pgp num = 8
+osd pool default pg autoscale mode = off
+osd crush chooseleaf type = 0
+mon allow pool size one = true
+mon allow pool delete = true
+mon warn on pool no redundancy = false
+mon warn on insecure global id reclaim allowed = false
+auth allow insecure global id reclaim = false
+# daemons only: clients keep the default per-process socket name (no clashes)
+[mon]
+admin socket = $RUN/\$name.asok
+pid file = $RUN/\$name.pid
+mon data = $DIR/mon
+keyring = \$mon_data/keyring
+[osd]
+admin socket = $RUN/\$name.asok
+pid file = $RUN/\$name.pid
+osd data = $DIR/osd
+keyring = \$osd_data/keyring
+osd objectstore = $store
+osd class load list = *
+osd class default list = *
+# we place osd.0 in the crush map ourselves (a tiny memstore would get a ~0 weight)
+osd crush update on start = false
+memstore device bytes = 2147483648
+bluestore block path = \$osd_data/block
+bluestore block size = 10737418240
+bluestore block create = true
+osd memory target = 1073741824
+EOF
+}
+
+start_daemon() {   # $1 = mon.a | osd.0 ; both daemonize and write their pid file
+  local d=$1 end=$((SECONDS + 20))
+  "ceph-${d%%.*}" -c "$CONF" -i "${d#*.}" >>"$DIR/log/$d.out" 2>&1 || fail "ceph-${d%%.*} failed to start"
+  until live_pid "$d" >/dev/null; do [ $SECONDS -lt $end ] || fail "$d did not come up"; sleep 0.2; done
+}
+
+wait_mon() {
+  local end=$((SECONDS + 30))
+  until cephc -s >/dev/null 2>&1; do [ $SECONDS -lt $end ] || fail "mon not reachable"; sleep 0.5; done
+}
+
+ensure_pool() {   # idempotent: 'pool create' succeeds if the pool exists
+  cephc osd pool create "$POOL" 8 8 replicated >/dev/null 2>&1 || return 1
+  cephc osd pool application enable "$POOL" rados >/dev/null 2>&1 || true
+  grep -qx "pool=$POOL" "$DIR/state" 2>/dev/null || echo "pool=$POOL" >>"$DIR/state"
+}
+
+# Bounded readiness probe: a real write through the whole stack.
+wait_ready() {
+  local end=$((SECONDS + TIMEOUT))
+  until echo ready | timeout 10 rados -c "$CONF" -p "$POOL" put .nkv-ready - 2>/dev/null; do
+    [ $SECONDS -lt $end ] || return 1; sleep 1
+  done
+  timeout 10 rados -c "$CONF" -p "$POOL" rm .nkv-ready 2>/dev/null || true
+}
+
+build() {
+  log "building new $([ "$DURABLE" = 1 ] && echo durable || echo memstore) cluster in $DIR"
+  wipe; mkdir -p "$DIR"/{mon,osd,run,log}
+  FSID="$(cat /proc/sys/kernel/random/uuid)"; local port; port="$(pick_ports)"
+  write_conf "$port"
+  local q=(--cap mon 'allow *' --cap osd 'allow *' --cap mgr 'allow *')
+  ceph-authtool --create-keyring "$DIR/keyring" --gen-key -n client.admin "${q[@]}" >>"$DIR/log/mkfs.out"
+  ceph-authtool --create-keyring "$DIR/mon.keyring" --gen-key -n mon. --cap mon 'allow *' >>"$DIR/log/mkfs.out"
+  ceph-authtool "$DIR/mon.keyring" --import-keyring "$DIR/keyring" >>"$DIR/log/mkfs.out"
+  monmaptool --create --fsid "$FSID" --addv a "[v2:127.0.0.1:$port,v1:127.0.0.1:$((port + 1))]" "$DIR/monmap" >>"$DIR/log/mkfs.out"
+  ceph-mon -c "$CONF" --mkfs -i a --monmap "$DIR/monmap" --keyring "$DIR/mon.keyring" \
+    >>"$DIR/log/mkfs.out" 2>&1 || fail "ceph-mon --mkfs failed"
+  start_daemon mon.a; wait_mon
+  # The OSD key must be registered before ceph-osd --mkfs (mkfs fetches config from the mon).
+  local uuid; uuid="$(cat /proc/sys/kernel/random/uuid)"
+  ceph-authtool --create-keyring "$DIR/osd/keyring" --gen-key -n osd.0 >>"$DIR/log/mkfs.out"
+  cephc auth add osd.0 osd 'allow *' mon 'allow profile osd' mgr 'allow profile osd' \
+    -i "$DIR/osd/keyring" >/dev/null 2>&1 || fail "ceph auth add osd.0 failed"
+  [ "$(cephc osd new "$uuid" 0 2>/dev/null)" = 0 ] || fail "ceph osd new failed"
+  ceph-osd -c "$CONF" -i 0 --mkfs --osd-uuid "$uuid" >>"$DIR/log/mkfs.out" 2>&1 || fail "ceph-osd --mkfs failed"
+  cephc osd crush add osd.0 1.0 host=localhost root=default >/dev/null 2>&1 || fail "crush add failed"
+  start_daemon osd.0
+  printf 'port=%s\ndurable=%s\n' "$port" "$DURABLE" >"$DIR/state"
+}
+
+case "$CMD" in
+  start)
+    if [ "$(n_running)" = ${#DAEMONS[@]} ]; then
+      log "cluster in $DIR already running"
+      ensure_pool || { log "cannot create pool $POOL"; exit 1; }; exit 0
+    fi
+    stop_all   # kill survivors of a partial crash before touching their files
+    t0=$SECONDS
+    # A durable cluster whose daemons died keeps its data: restart it instead of wiping.
+    # Subshell: a failure in there (fail -> exit) falls back to a rebuild instead of exiting.
+    if [ "$DURABLE" = 1 ] && grep -qx durable=1 "$DIR/state" 2>/dev/null && [ -f "$DIR/osd/block" ]; then
+      log "restarting existing durable cluster in $DIR"
+      if ( mkdir -p "$RUN" "$DIR/log"; start_daemon mon.a; wait_mon; start_daemon osd.0
+           ensure_pool && wait_ready ); then
+        log "ready after $((SECONDS - t0))s (pool $POOL, conf $CONF)"; exit 0
+      fi
+      log "WARNING: durable cluster did not come back, wiping and rebuilding"; stop_all
+    fi
+    build; ensure_pool || fail "cannot create pool $POOL"
+    wait_ready || fail "cluster not ready after ${TIMEOUT}s"
+    log "ready after $((SECONDS - t0))s (pool $POOL, conf $CONF)"
+    ;;
+  stop) stop_all; log "stopped $DIR" ;;
+  status)
+    rc=0
+    for d in "${DAEMONS[@]}"; do
+      if pid="$(live_pid "$d")"; then echo "$d: running (pid $pid)"; else echo "$d: stopped"; rc=3; fi
+    done
+    exit $rc
+    ;;
+  env)
+    # Pool: --pool, else the one this cluster last created (state), else NKV_CEPH_POOL/nkv.
+    if [ "$POOL_SET" = 0 ] && [ -f "$DIR/state" ]; then
+      p="$(sed -n 's/^pool=//p' "$DIR/state" | tail -n1)"; POOL="${p:-$POOL}"
+    fi
+    printf 'export CEPH_CONF=%q\nexport NKV_CEPH_CONF=%q\nexport NKV_CEPH_KEYRING=%q\n' "$CONF" "$CONF" "$DIR/keyring"
+    printf 'export NKV_CEPH_USER=admin\nexport NKV_CEPH_POOL=%q\nexport NKV_CEPH_DIR=%q\n' "$POOL" "$DIR"
+    ;;
+  -h|--help|help) usage ;;
+  *) usage >&2; exit 2 ;;
+esac

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package the build, the tests and the micro Ceph cluster need.
+# Idempotent: packages already present are skipped, and `apt-get update` runs at most once per call,
+# only when something is missing.
+set -euo pipefail
+
+PKGS=(
+  build-essential cmake pkg-config git
+  clang libclang-rt-14-dev          # libFuzzer + sanitizer runtimes (fuzz preset)
+  libcmocka-dev                     # unit tests
+  librados-dev                      # rados backend
+  ceph-mon ceph-osd ceph-common     # micro cluster (scripts/ceph-dev.sh)
+  procps iproute2 python3           # ceph-dev.sh: pgrep/ss for free ports, json parsing
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "deps: all ${#PKGS[@]} packages present"
+  exit 0
+fi
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+echo "deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -1,0 +1,89 @@
+/*
+ * kvdev.h - the key-value device backend interface (ops table). A kvdev is one connection to a
+ * store (a RADOS cluster, or the in-process mem table); a kvns is one namespace of one pool in it.
+ * Each I/O is a struct nkv_kvio the caller owns until its done callback runs, exactly once, on
+ * the thread that owns io->msgq (or inline from submit, for backends that complete at once).
+ */
+#ifndef NKV_KVDEV_H
+#define NKV_KVDEV_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "common/key.h"
+#include "nkv/nkv_target.h"
+#include "reactor/msgq.h"
+
+struct nkv_kvdev;
+struct nkv_kvns;
+
+enum nkv_kvio_op {
+	NKV_IO_STORE,    /* write the whole value (buf, len) */
+	NKV_IO_RETRIEVE, /* read up to len bytes into buf; value_size = full size */
+	NKV_IO_DELETE,   /* remove the key */
+	NKV_IO_EXIST,    /* succeed iff the key exists */
+	NKV_IO_LIST,     /* pack keys >= key, ascending, into buf (len >= 4) */
+};
+
+#define NKV_IO_MUST_EXIST 0x1u     /* Store: fail with -ENOENT if absent */
+#define NKV_IO_MUST_NOT_EXIST 0x2u /* Store: fail with -EEXIST if present */
+
+struct nkv_kvio {
+	enum nkv_kvio_op op;
+	unsigned flags;
+	struct nkv_key key;
+	void *buf;
+	uint32_t len;
+	/* results */
+	int rc;              /* 0 or -errno */
+	uint64_t value_size; /* Retrieve: full size of the value */
+	uint32_t xfer;       /* bytes written into buf (Retrieve, List) */
+	/* completion */
+	struct nkv_msgq *msgq;             /* thread to complete on */
+	void (*done)(struct nkv_kvio *io); /* runs once, on msgq's consumer thread */
+	struct nkv_msg msg;
+	/* backend scratch: lives as long as the I/O, so no allocation on the I/O path */
+	void *be_op;          /* rados read/write op */
+	void *be_ns;          /* rados: namespace of a queued List */
+	struct nkv_kvio *be_next; /* rados: List worker queue link */
+	uint64_t be_size;     /* rados: stat size */
+	size_t be_read;       /* rados: bytes read */
+	time_t be_mtime;      /* rados: stat mtime */
+	int be_rval[2];
+};
+
+/** Space and limits of a namespace, as reported by Identify. */
+struct nkv_kvns_info {
+	uint64_t max_object; /* largest value the backend accepts (osd max object size) */
+	uint64_t capacity;   /* bytes; 0 = unknown */
+	uint64_t used;       /* bytes stored in the pool (RADOS) or namespace (mem) */
+	uint8_t id[16];      /* stable identity of (cluster, pool, namespace), for NGUID */
+};
+
+struct nkv_kvdev_ops {
+	const char *name;
+	/** Connect. @return 0 or -errno (-ETIMEDOUT, -ENOTCONN, -EINVAL). */
+	int (*open)(const struct nkv_backend_conf *conf, struct nkv_kvdev **out);
+	void (*close)(struct nkv_kvdev *dev);
+	/** Open @pool / @ns. @return 0, -ENOENT (no such pool) or -errno. */
+	int (*ns_open)(struct nkv_kvdev *dev, const char *pool, const char *ns, struct nkv_kvns **out);
+	void (*ns_close)(struct nkv_kvns *ns);
+	/** Limits and usage (may block briefly on the cluster). @return 0 or -errno. */
+	int (*ns_info)(struct nkv_kvns *ns, struct nkv_kvns_info *info);
+	/** Start an I/O; completion always through io->done. */
+	void (*submit)(struct nkv_kvns *ns, struct nkv_kvio *io);
+};
+
+extern const struct nkv_kvdev_ops nkv_kvdev_mem;
+#ifdef NKV_HAVE_RADOS
+extern const struct nkv_kvdev_ops nkv_kvdev_rados;
+#endif
+
+/** Backend by name ("mem", "rados"), or NULL. */
+const struct nkv_kvdev_ops *nkv_kvdev_find(const char *name);
+
+/** Complete @io with @rc on its owner thread (hop through io->msgq). Any thread. */
+void nkv_kvio_complete(struct nkv_kvio *io, int rc);
+
+#endif

@@ -1,0 +1,157 @@
+/*
+ * core.h - the transport-agnostic controller core: target, subsystems, namespaces, controllers,
+ * queue pairs and the request lifecycle. A transport embeds struct nkv_req in its own request,
+ * points data/data_len at the command's buffer and calls nkv_req_exec(); the core parses the SQE
+ * (returning a status or choosing an execute function), executes it and ends every command in
+ * nkv_req_complete(), which calls the transport's complete op exactly once.
+ */
+#ifndef NKV_CORE_H
+#define NKV_CORE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backend/kvdev.h"
+#include "nkv/nkv_spec.h"
+#include "nkv/nkv_target.h"
+#include "reactor/msgq.h"
+
+#define NKV_NQN_MAX 224    /* 223 bytes + NUL */
+#define NKV_AERL 3         /* 0's based: 4 Asynchronous Event Requests held */
+#define NKV_KAS 10         /* keep-alive granularity, 100 ms units */
+#define NKV_FW_REV "0.1.0"
+
+struct nkv_target {
+	const struct nkv_kvdev_ops *be;
+	struct nkv_kvdev *dev;
+	struct nkv_subsys *subsystems;
+	atomic_uint next_cntlid;
+};
+
+struct nkv_ns {
+	uint32_t nsid;
+	struct nkv_kvns *kvns;
+	uint64_t max_value;       /* KVVML actually enforced */
+	bool read_only;
+	struct nkv_kvns_info info; /* limits and identity read when the namespace was added */
+};
+
+struct nkv_subsys {
+	struct nkv_subsys *next;
+	struct nkv_target *tgt;
+	char nqn[NKV_NQN_MAX];
+	char pool[256];
+	char sn[21];                              /* serial number shared by its controllers */
+	_Atomic(struct nkv_ns *) ns[NKV_MAX_NSID + 1]; /* by NSID; published with release stores */
+};
+
+/** What a transport tells the core about itself when it creates a controller. */
+struct nkv_ctrlr_opts {
+	uint16_t mqes;         /* 0's based max queue entries (CAP.MQES) */
+	uint16_t max_io_queues;/* I/O queue pairs the transport can serve */
+	bool fabrics;          /* NVMe-oF: SGLs, IOCCSZ/IORCSZ/ICDOFF/MSDBD reported */
+	uint32_t ioccsz;       /* 16-byte units */
+	uint32_t iorcsz;
+	uint8_t msdbd;
+};
+
+struct nkv_req;
+
+struct nkv_ctrlr {
+	struct nkv_subsys *ss;
+	uint16_t cntlid;
+	char hostnqn[NKV_NQN_MAX];
+	uint8_t hostid[16];
+	struct nkv_ctrlr_opts opts;
+	/* properties */
+	uint64_t cap;
+	uint32_t vs, cc, csts;
+	/* features (current values) */
+	uint32_t feat_arb, feat_pm, feat_temp, feat_err;
+	uint32_t aec;          /* 0Bh */
+	uint32_t kato_ms;      /* 0Fh */
+	uint32_t iocs_index;   /* 19h */
+	uint32_t kv_config;    /* 20h */
+	uint16_t nsqa, ncqa;   /* 07h granted, 0's based */
+	/* Asynchronous Event Requests held (admin queue owner thread only) */
+	struct nkv_req *aer[NKV_AERL + 1];
+	unsigned naer;
+	uint64_t last_keepalive_ms;
+	/* SMART counters, updated from every I/O thread */
+	atomic_uint_fast64_t bytes_read, bytes_written, host_reads, host_writes, media_errors;
+};
+
+struct nkv_qpair;
+struct nkv_qpair_ops {
+	/** Deliver req->cpl to the host and recycle the request. Called once per command. */
+	void (*complete)(struct nkv_req *req);
+};
+
+struct nkv_qpair {
+	struct nkv_ctrlr *ctrlr;
+	uint16_t qid;
+	uint16_t size;
+	const struct nkv_qpair_ops *ops;
+	struct nkv_msgq *msgq; /* the owner thread's completion queue */
+};
+
+struct nkv_req {
+	struct nkv_qpair *qp;
+	struct nkv_sqe cmd;
+	struct nkv_cqe cpl;
+	void *data;         /* transport's buffer for the command's data */
+	uint32_t data_len;  /* its size */
+	uint32_t length;    /* bytes the command moves, set by parse */
+	uint32_t xfer;      /* bytes moved to the host (controller-to-host commands) */
+	void (*execute)(struct nkv_req *req);
+	struct nkv_ns *ns;
+	struct nkv_kvio io;
+};
+
+/* ---- request lifecycle (request.c) ---- */
+
+/** Parse and execute a command whose data buffer is in place. Completion via nkv_req_complete. */
+void nkv_req_exec(struct nkv_req *req);
+
+/** The single completion exit: fill CID/SQID/status and hand the CQE to the transport. */
+void nkv_req_complete(struct nkv_req *req, nkv_status st);
+
+/** Copy controller data to the host buffer (up to req->length); records req->xfer. */
+void nkv_req_copy_out(struct nkv_req *req, const void *src, uint32_t len);
+
+/* ---- target (target.c) ---- */
+struct nkv_subsys *nkv_target_find_subsys(struct nkv_target *tgt, const char *nqn);
+static inline struct nkv_ns *nkv_subsys_ns(struct nkv_subsys *ss, uint32_t nsid)
+{
+	if (nsid == 0 || nsid > NKV_MAX_NSID)
+		return NULL;
+	/* Pairs with the release store in nkv_ns_add(): the namespace is fully built when seen. */
+	return atomic_load_explicit(&ss->ns[nsid], memory_order_acquire);
+}
+/** Largest value any namespace of @ss accepts (drives MDTS). */
+uint64_t nkv_subsys_max_value(struct nkv_subsys *ss);
+
+/* ---- controller (ctrlr.c) ---- */
+/** @return 0, -ENOMEM. */
+int nkv_ctrlr_create(struct nkv_subsys *ss, const char *hostnqn, const uint8_t hostid[16],
+		     const struct nkv_ctrlr_opts *opts, struct nkv_ctrlr **out);
+void nkv_ctrlr_destroy(struct nkv_ctrlr *c);
+/** Fabrics Property Get/Set. @return 0 or -EINVAL (unknown or read-only property, bad size). */
+int nkv_ctrlr_prop_get(struct nkv_ctrlr *c, uint32_t ofs, unsigned size, uint64_t *val);
+int nkv_ctrlr_prop_set(struct nkv_ctrlr *c, uint32_t ofs, unsigned size, uint64_t val);
+static inline bool nkv_ctrlr_ready(const struct nkv_ctrlr *c)
+{
+	return (c->csts & NKV_CSTS_RDY) != 0;
+}
+/** Largest data transfer in bytes (MDTS). */
+uint32_t nkv_ctrlr_max_xfer(struct nkv_ctrlr *c);
+uint64_t nkv_now_ms(void);
+
+/* ---- command sets ---- */
+nkv_status nkv_admin_parse(struct nkv_req *req); /* admin.c */
+nkv_status nkv_kv_parse(struct nkv_req *req);    /* kv_cmd.c */
+/** Complete held AERs with Aborted - SQ Deletion (controller reset or teardown). */
+void nkv_admin_abort_aers(struct nkv_ctrlr *c);
+
+#endif

@@ -1,0 +1,136 @@
+/*
+ * kv_cmd.c - the Key Value I/O command set (CSI 01h): parse each SQE into a kvdev I/O or a status,
+ * execute it on the namespace's backend, and map the result to a CQE. The opcode table leaves room
+ * for vendor opcodes (80h-FFh) later.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/status.h"
+#include "core.h"
+
+#define ST(sct, sc) nkv_status_make(NKV_SCT_##sct, NKV_SC_##sc, 1)
+#define OK 0
+
+struct kv_op {
+	enum nkv_kvio_op io;
+	uint8_t min_klen;  /* List accepts KL 0: "from the first key" */
+	bool has_key;      /* 0 means the table slot is empty */
+	bool modifies;     /* refused on read-only namespaces */
+};
+
+static const struct kv_op g_kv_ops[256] = {
+	[NKV_KV_STORE] = {NKV_IO_STORE, 1, true, true},
+	[NKV_KV_RETRIEVE] = {NKV_IO_RETRIEVE, 1, true, false},
+	[NKV_KV_LIST] = {NKV_IO_LIST, 0, true, false},
+	[NKV_KV_DELETE] = {NKV_IO_DELETE, 1, true, true},
+	[NKV_KV_EXIST] = {NKV_IO_EXIST, 1, true, false},
+};
+
+static struct nkv_req *req_of(struct nkv_kvio *io)
+{
+	return (struct nkv_req *)((char *)io - offsetof(struct nkv_req, io));
+}
+
+static void kv_done(struct nkv_kvio *io)
+{
+	struct nkv_req *req = req_of(io);
+	struct nkv_ctrlr *c = req->qp->ctrlr;
+	int rc = io->rc;
+
+	/* Feature 20h: with EDNEK clear, deleting an absent key succeeds. */
+	if (io->op == NKV_IO_DELETE && rc == -ENOENT && !(c->kv_config & NKV_KV_CONFIG_EDNEK))
+		rc = 0;
+	if (rc == 0) {
+		if (io->op == NKV_IO_RETRIEVE) {
+			nkv_put32(&req->cpl.dw0, (uint32_t)io->value_size);
+			atomic_fetch_add_explicit(&c->host_reads, 1, memory_order_relaxed);
+			atomic_fetch_add_explicit(&c->bytes_read, io->xfer, memory_order_relaxed);
+		} else if (io->op == NKV_IO_STORE) {
+			atomic_fetch_add_explicit(&c->host_writes, 1, memory_order_relaxed);
+			atomic_fetch_add_explicit(&c->bytes_written, io->len, memory_order_relaxed);
+		}
+		req->xfer = io->xfer;
+	} else {
+		req->xfer = 0; /* never a partial value */
+		if (rc == -EIO)
+			atomic_fetch_add_explicit(&c->media_errors, 1, memory_order_relaxed);
+		NKV_DEBUG("nsid %u op %d: %s", req->ns->nsid, io->op, strerror(-rc));
+	}
+	nkv_req_complete(req, nkv_errno_to_status(rc));
+}
+
+static void exec_kv(struct nkv_req *req)
+{
+	struct nkv_target *t = req->qp->ctrlr->ss->tgt;
+
+	req->io.msgq = req->qp->msgq;
+	req->io.done = kv_done;
+	t->be->submit(req->ns->kvns, &req->io);
+}
+
+static void exec_flush(struct nkv_req *req)
+{
+	nkv_req_complete(req, OK); /* no volatile cache: every acknowledged Store is in RADOS */
+}
+
+nkv_status nkv_kv_parse(struct nkv_req *req)
+{
+	const struct nkv_sqe *cmd = &req->cmd;
+	const struct kv_op *op = &g_kv_ops[cmd->opc];
+	struct nkv_ctrlr *c = req->qp->ctrlr;
+	struct nkv_kvio *io = &req->io;
+	uint32_t size = nkv_get32(&cmd->cdw10);
+	unsigned klen = nkv_sqe_klen(cmd), opts = nkv_sqe_kv_opts(cmd);
+
+	if (!op->has_key && cmd->opc != NKV_KV_FLUSH)
+		return ST(GENERIC, INVALID_OPCODE);
+	if (!(req->ns = nkv_subsys_ns(c->ss, nkv_get32(&cmd->nsid))))
+		return ST(GENERIC, INVALID_NS);
+	if (NKV_CC_CSS(c->cc) != NKV_CC_CSS_IOCS) /* KV is enabled only through the IOCS profile */
+		return ST(GENERIC, INVALID_NS);
+	if (cmd->opc == NKV_KV_FLUSH) {
+		req->execute = exec_flush;
+		return OK;
+	}
+	if (klen < op->min_klen || klen > NKV_KEY_MAX)
+		return ST(GENERIC, KV_INVALID_KEY_SIZE);
+	if (op->modifies && req->ns->read_only)
+		return ST(GENERIC, NS_WRITE_PROTECTED);
+
+	memset(io, 0, offsetof(struct nkv_kvio, msgq));
+	io->op = op->io;
+	io->key.len = (uint8_t)klen;
+	nkv_sqe_get_key(cmd, io->key.b);
+	memset(io->key.b + klen, 0, NKV_KEY_MAX - klen); /* bytes past KL are the host's don't-care */
+	switch (op->io) {
+	case NKV_IO_STORE:
+		if ((opts & NKV_STORE_MUST_EXIST) && (opts & NKV_STORE_MUST_NOT_EXIST))
+			return ST(GENERIC, INVALID_FIELD);
+		if (size > req->ns->max_value)
+			return ST(GENERIC, KV_INVALID_VALUE_SIZE);
+		io->flags = (opts & NKV_STORE_MUST_EXIST ? NKV_IO_MUST_EXIST : 0) |
+			    (opts & NKV_STORE_MUST_NOT_EXIST ? NKV_IO_MUST_NOT_EXIST : 0);
+		req->length = size;
+		break;
+	case NKV_IO_RETRIEVE:
+		/* No value exceeds max_value, so a larger host buffer is only ever filled up to it. */
+		req->length = size < req->ns->max_value ? size : (uint32_t)req->ns->max_value;
+		break;
+	case NKV_IO_LIST:
+		if (size < NKV_LIST_HDR) /* no room even for the key count */
+			return ST(GENERIC, INVALID_FIELD);
+		if (size > nkv_ctrlr_max_xfer(c))
+			return ST(GENERIC, INVALID_FIELD);
+		req->length = size;
+		break;
+	default:
+		break;
+	}
+	io->buf = req->data;
+	io->len = req->length;
+	req->execute = exec_kv;
+	return OK;
+}

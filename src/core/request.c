@@ -1,0 +1,52 @@
+/* request.c - request lifecycle: parse, then execute, then one completion exit. */
+#include <string.h>
+
+#include "common/log.h"
+#include "common/status.h"
+#include "core.h"
+
+void nkv_req_exec(struct nkv_req *req)
+{
+	struct nkv_ctrlr *c = req->qp->ctrlr;
+	nkv_status st;
+
+	memset(&req->cpl, 0, sizeof(req->cpl));
+	req->length = 0;
+	req->xfer = 0;
+	req->execute = NULL;
+	req->ns = NULL;
+	if (!nkv_ctrlr_ready(c))
+		st = nkv_status_make(NKV_SCT_GENERIC, NKV_SC_CMD_SEQUENCE_ERROR, 1);
+	else if (req->cmd.flags & NKV_SQE_FUSE_MASK)
+		st = nkv_status_make(NKV_SCT_GENERIC, NKV_SC_INVALID_FIELD, 1); /* no fused operations */
+	else
+		st = req->qp->qid == 0 ? nkv_admin_parse(req) : nkv_kv_parse(req);
+	/* The buffer must hold what the command moves; a larger one is used only up to that. */
+	if (st == 0 && req->length > req->data_len)
+		st = nkv_status_make(NKV_SCT_GENERIC, NKV_SC_DATA_SGL_LENGTH_INVALID, 1);
+	if (st != 0) {
+		NKV_DEBUG("qid %u cid %u opc %02x: %s", req->qp->qid, req->cmd.cid, req->cmd.opc,
+			  nkv_status_str(st));
+		nkv_req_complete(req, st);
+		return;
+	}
+	req->execute(req);
+}
+
+void nkv_req_complete(struct nkv_req *req, nkv_status st)
+{
+	req->cpl.cid = req->cmd.cid;
+	nkv_put16(&req->cpl.sqid, req->qp->qid);
+	nkv_put16(&req->cpl.status, (uint16_t)(st << 1)); /* the transport owns the phase bit */
+	req->qp->ops->complete(req);
+}
+
+void nkv_req_copy_out(struct nkv_req *req, const void *src, uint32_t len)
+{
+	uint32_t n = len < req->length ? len : req->length;
+
+	memcpy(req->data, src, n);
+	if (n < req->length)
+		memset((uint8_t *)req->data + n, 0, req->length - n);
+	req->xfer = req->length;
+}

@@ -1,0 +1,135 @@
+/* target.c - target, subsystem (pool) and namespace (RADOS namespace) registries. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "core.h"
+
+int nkv_target_create(const struct nkv_backend_conf *conf, struct nkv_target **out)
+{
+	const struct nkv_kvdev_ops *be = nkv_kvdev_find(conf ? conf->name : NULL);
+	struct nkv_target *t;
+	int rc;
+
+	if (!be) {
+		NKV_ERR("unknown backend '%s'", conf && conf->name ? conf->name : "(null)");
+		return -EINVAL;
+	}
+	if (!(t = calloc(1, sizeof(*t))))
+		return -ENOMEM;
+	t->be = be;
+	atomic_init(&t->next_cntlid, 1);
+	if ((rc = be->open(conf, &t->dev)) < 0) {
+		free(t);
+		return rc;
+	}
+	*out = t;
+	return 0;
+}
+
+void nkv_target_destroy(struct nkv_target *t)
+{
+	if (!t)
+		return;
+	while (t->subsystems) {
+		struct nkv_subsys *ss = t->subsystems;
+		t->subsystems = ss->next;
+		for (uint32_t i = 1; i <= NKV_MAX_NSID; i++) {
+			struct nkv_ns *ns = atomic_load(&ss->ns[i]);
+			if (ns) {
+				t->be->ns_close(ns->kvns);
+				free(ns);
+			}
+		}
+		free(ss);
+	}
+	t->be->close(t->dev);
+	free(t);
+}
+
+struct nkv_subsys *nkv_target_find_subsys(struct nkv_target *t, const char *nqn)
+{
+	for (struct nkv_subsys *ss = t->subsystems; ss; ss = ss->next)
+		if (strcmp(ss->nqn, nqn) == 0)
+			return ss;
+	return NULL;
+}
+
+int nkv_subsys_add(struct nkv_target *t, const char *nqn, const char *pool, struct nkv_subsys **out)
+{
+	struct nkv_subsys *ss;
+	struct nkv_kvns *probe;
+	int rc;
+
+	if (!nqn || !pool || strlen(nqn) >= NKV_NQN_MAX || strlen(pool) >= sizeof(ss->pool) || !*pool)
+		return -EINVAL;
+	if (nkv_target_find_subsys(t, nqn))
+		return -EEXIST;
+	/* Fail now, with a clear error, if the pool does not exist. */
+	if ((rc = t->be->ns_open(t->dev, pool, "", &probe)) < 0)
+		return rc;
+	t->be->ns_close(probe);
+	if (!(ss = calloc(1, sizeof(*ss))))
+		return -ENOMEM;
+	ss->tgt = t;
+	snprintf(ss->nqn, sizeof(ss->nqn), "%s", nqn);
+	snprintf(ss->pool, sizeof(ss->pool), "%s", pool);
+	/* A stable serial number per subsystem: FNV-1a of the NQN. */
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (const char *p = nqn; *p; p++)
+		h = (h ^ (uint8_t)*p) * 0x100000001b3ull;
+	snprintf(ss->sn, sizeof(ss->sn), "%016" PRIx64, h);
+	ss->next = t->subsystems;
+	t->subsystems = ss;
+	NKV_INFO("subsystem %s exports pool %s", nqn, pool);
+	if (out)
+		*out = ss;
+	return 0;
+}
+
+int nkv_ns_add(struct nkv_subsys *ss, const struct nkv_ns_conf *conf)
+{
+	struct nkv_target *t = ss->tgt;
+	struct nkv_ns *ns;
+	int rc;
+
+	if (conf->nsid == 0 || conf->nsid > NKV_MAX_NSID)
+		return -EINVAL;
+	if (atomic_load(&ss->ns[conf->nsid]))
+		return -EEXIST;
+	if (!(ns = calloc(1, sizeof(*ns))))
+		return -ENOMEM;
+	ns->nsid = conf->nsid;
+	ns->read_only = conf->read_only;
+	if ((rc = t->be->ns_open(t->dev, ss->pool, conf->rados_ns ? conf->rados_ns : "", &ns->kvns)) < 0 ||
+	    (rc = t->be->ns_info(ns->kvns, &ns->info)) < 0) {
+		if (ns->kvns)
+			t->be->ns_close(ns->kvns);
+		free(ns);
+		return rc;
+	}
+	ns->max_value = conf->max_value ? conf->max_value : NKV_DEFAULT_MAX_VALUE;
+	if (ns->max_value > ns->info.max_object)
+		ns->max_value = ns->info.max_object;
+	if (ns->max_value > UINT32_MAX) /* KVVML is 32 bits */
+		ns->max_value = UINT32_MAX;
+	/* Pairs with the acquire load in nkv_subsys_ns(). */
+	atomic_store_explicit(&ss->ns[conf->nsid], ns, memory_order_release);
+	NKV_INFO("%s: nsid %u = RADOS namespace '%s', max value %" PRIu64 "%s", ss->nqn, ns->nsid,
+		 conf->rados_ns ? conf->rados_ns : "", ns->max_value, ns->read_only ? ", read-only" : "");
+	return 0;
+}
+
+uint64_t nkv_subsys_max_value(struct nkv_subsys *ss)
+{
+	uint64_t m = 0;
+	for (uint32_t i = 1; i <= NKV_MAX_NSID; i++) {
+		struct nkv_ns *ns = nkv_subsys_ns(ss, i);
+		if (ns && ns->max_value > m)
+			m = ns->max_value;
+	}
+	return m;
+}

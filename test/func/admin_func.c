@@ -1,0 +1,279 @@
+/*
+ * admin_func.c - controller properties and admin commands through the loop transport: CAP/VS/CC/
+ * CSTS behaviour, Identify (every CNS served), Get Log Page with offsets, Get/Set Features, Keep
+ * Alive, Abort and Asynchronous Event Requests. Usage: admin_func mem|rados
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+#define G 0
+static uint8_t B[8192];
+
+static struct nkv_sqe cmd(uint8_t opc, uint32_t nsid, uint32_t c10, uint32_t c11)
+{
+	struct nkv_sqe s = {.opc = opc};
+	nkv_put32(&s.nsid, nsid);
+	nkv_put32(&s.cdw10, c10);
+	nkv_put32(&s.cdw11, c11);
+	return s;
+}
+
+static unsigned identify(struct nkv_loop_qp *a, uint32_t nsid, unsigned cns, unsigned csi)
+{
+	struct nkv_sqe s = cmd(NKV_ADM_IDENTIFY, nsid, cns, (uint32_t)csi << 24);
+	memset(B, 0xa5, sizeof(B));
+	return h_admin(a, &s, B, 4096, NULL);
+}
+
+static unsigned get_log(struct nkv_loop_qp *a, unsigned lid, unsigned csi, uint32_t len, uint64_t ofs)
+{
+	struct nkv_sqe s = cmd(NKV_ADM_GET_LOG_PAGE, 0xffffffffu, lid | ((len / 4 - 1) << 16), 0);
+	nkv_put32(&s.cdw12, (uint32_t)ofs);
+	nkv_put32(&s.cdw13, (uint32_t)(ofs >> 32));
+	nkv_put32(&s.cdw14, (uint32_t)csi << 24);
+	memset(B, 0xa5, sizeof(B));
+	return h_admin(a, &s, B, len, NULL);
+}
+
+static unsigned feature(struct nkv_loop_qp *a, uint8_t opc, uint32_t c10, uint32_t c11, uint32_t *dw0)
+{
+	struct nkv_sqe s = cmd(opc, 0, c10, c11);
+	return h_admin(a, &s, B, 16, dw0);
+}
+
+static void test_properties(void)
+{
+	struct nkv_loop_ctrlr *c;
+	uint64_t v = 0;
+
+	CHECK(nkv_loop_connect(H.tgt, SUBNQN, HOSTNQN, &c) == 0, "connect");
+	CHECK(nkv_loop_connect(H.tgt, "nqn.2026-11.io.rados-nkv:none", HOSTNQN, &(struct nkv_loop_ctrlr *){0}) == -ENOENT,
+	      "connect to an unknown subsystem");
+	CHECK(nkv_loop_prop_get(c, NKV_REG_CAP, 8, &v) == 0, "get CAP");
+	CHECK(NKV_CAP_MQES(v) == 4095 && (v & NKV_CAP_CQR) && ((v >> 24) & 0xff) == 20, "CAP MQES/CQR/TO %llx",
+	      (unsigned long long)v);
+	CHECK((v & NKV_CAP_CSS_IOCS) && (v & NKV_CAP_CSS_NVM) && !(v & NKV_CAP_CSS_ADMIN_ONLY), "CAP.CSS");
+	CHECK(((v >> 32) & 0xf) == 0 && ((v >> 48) & 0xf) == 0, "DSTRD 0, MPSMIN 0");
+	CHECK(nkv_loop_prop_get(c, NKV_REG_VS, 4, &v) == 0 && v == 0x00020000, "VS 2.0");
+	CHECK(nkv_loop_prop_get(c, NKV_REG_CAP, 4, &v) == -EINVAL, "CAP with size 4");
+	CHECK(nkv_loop_prop_get(c, 0x40, 4, &v) == -EINVAL, "unknown property");
+	CHECK(nkv_loop_prop_set(c, NKV_REG_VS, 4, 0) == -EINVAL, "VS is read-only");
+	CHECK(nkv_loop_prop_get(c, NKV_REG_CSTS, 4, &v) == 0 && v == 0, "CSTS 0 while disabled");
+
+	/* commands before CC.EN get Command Sequence Error */
+	struct nkv_sqe ka = cmd(NKV_ADM_KEEP_ALIVE, 0, 0, 0);
+	CHECK(h_admin(nkv_loop_admin_qp(c), &ka, NULL, 0, NULL) == SC(0, NKV_SC_CMD_SEQUENCE_ERROR), "cmd before enable");
+
+	/* invalid CC on enable: MPS 1 (8 KiB) above MPSMAX -> CFS, not ready */
+	CHECK(nkv_loop_prop_set(c, NKV_REG_CC, 4, NKV_CC_EN | (6u << 4) | (1u << 7)) == 0, "set bad CC");
+	CHECK(nkv_loop_prop_get(c, NKV_REG_CSTS, 4, &v) == 0 && (v & NKV_CSTS_CFS) && !(v & NKV_CSTS_RDY),
+	      "CFS on invalid CC: %llx", (unsigned long long)v);
+	CHECK(nkv_loop_prop_set(c, NKV_REG_CC, 4, 0) == 0, "disable");
+	CHECK(nkv_loop_prop_set(c, NKV_REG_CC, 4, NKV_CC_EN | (5u << 4)) == 0 &&
+		      nkv_loop_prop_get(c, NKV_REG_CSTS, 4, &v) == 0 && (v & NKV_CSTS_CFS),
+	      "CFS on reserved CSS");
+	CHECK(nkv_loop_prop_set(c, NKV_REG_CC, 4, 0) == 0, "disable");
+	CHECK(nkv_loop_enable(c) == 0, "enable");
+	CHECK(nkv_loop_prop_get(c, NKV_REG_CSTS, 4, &v) == 0 && v == NKV_CSTS_RDY, "RDY: %llx", (unsigned long long)v);
+	CHECK(nkv_loop_prop_get(c, NKV_REG_CC, 4, &v) == 0 && (v & 1) && NKV_CC_CSS(v) == 6, "CC reads back");
+	CHECK(h_admin(nkv_loop_admin_qp(c), &ka, NULL, 0, NULL) == G, "keep alive");
+
+	/* shutdown notification completes at once */
+	CHECK(nkv_loop_prop_set(c, NKV_REG_CC, 4, v | (1u << 14)) == 0 && nkv_loop_prop_get(c, NKV_REG_CSTS, 4, &v) == 0 &&
+		      (v & NKV_CSTS_SHST_MASK) == NKV_CSTS_SHST_DONE, "SHST complete: %llx", (unsigned long long)v);
+	CHECK(nkv_loop_prop_set(c, NKV_REG_CC, 4, 0) == 0 && nkv_loop_prop_get(c, NKV_REG_CSTS, 4, &v) == 0 && v == 0,
+	      "disable clears RDY and SHST");
+	struct nkv_loop_qp *qp;
+	CHECK(nkv_loop_qp_create(c, 1, 8, &qp) == -EINVAL, "I/O queue on a disabled controller");
+	CHECK(nkv_loop_enable(c) == 0, "re-enable");
+	CHECK(nkv_loop_qp_create(c, 1, 4097, &qp) == -EINVAL, "queue above MQES+1");
+	CHECK(nkv_loop_qp_create(c, 0, 8, &qp) == -EINVAL, "I/O queue id 0");
+	CHECK(nkv_loop_qp_create(c, 1, 4096, &qp) == 0, "queue of MQES+1 entries");
+	CHECK(nkv_loop_qp_create(c, 1, 8, &(struct nkv_loop_qp *){0}) == -EEXIST, "queue id in use");
+	nkv_loop_disconnect(c);
+}
+
+static void test_identify(struct nkv_loop_qp *a)
+{
+	struct nkv_id_ctrlr *id = (struct nkv_id_ctrlr *)B;
+	unsigned st;
+
+	CHECK(identify(a, 0, NKV_CNS_CTRLR, 0) == G, "identify controller");
+	CHECK(nkv_get32(&id->ver) == 0x00020000 && nkv_get16(&id->kas) != 0 && id->sqes == 0x66 && id->cqes == 0x44,
+	      "VER/KAS/SQES/CQES");
+	CHECK(nkv_get16(&id->cntlid) != 0 && id->cntrltype == 1 && (nkv_get32(&id->ctratt) & 1), "CNTLID/type/ctratt");
+	CHECK(strncmp(id->mn, "rados-nkv ", 10) == 0 && strcmp(id->subnqn, SUBNQN) == 0, "MN and SUBNQN");
+	CHECK(id->aerl == 3 && (id->lpa & 0x6) == 0x6 && nkv_get32(&id->nn) == NKV_MAX_NSID && id->vwc == 0 &&
+		      nkv_get16(&id->oncs) == 0, "AERL/LPA/NN/VWC/ONCS");
+	CHECK(id->mdts >= 14 && (4096ull << id->mdts) >= (64ull << 20), "MDTS %u covers 64 MiB values", id->mdts);
+	CHECK(nkv_get16(&id->maxcmd) == 4096 && id->sn[0] != ' ' && id->fr[0] == '0', "MAXCMD/SN/FR");
+
+	CHECK(identify(a, 0, NKV_CNS_ACTIVE_NS, 0) == G && nkv_get32(B) == 1 && nkv_get32(B + 4) == 2 &&
+		      nkv_get32(B + 8) == 7 && nkv_get32(B + 12) == 0, "active NSID list 1,2,7");
+	CHECK(identify(a, 2, NKV_CNS_ACTIVE_NS, 0) == G && nkv_get32(B) == 7 && nkv_get32(B + 4) == 0, "list after 2");
+	CHECK(identify(a, 0xfffffffe, NKV_CNS_ACTIVE_NS, 0) == SC(0, NKV_SC_INVALID_NS), "list after FFFFFFFEh");
+	CHECK(identify(a, 0, NKV_CNS_CSI_ACTIVE_NS, NKV_CSI_KV) == G && nkv_get32(B + 8) == 7, "KV active list");
+	CHECK(identify(a, 0, NKV_CNS_CSI_ACTIVE_NS, NKV_CSI_NVM) == G && nkv_get32(B) == 0, "NVM active list empty");
+	CHECK(identify(a, 0, NKV_CNS_CSI_ACTIVE_NS, NKV_CSI_ZNS) == SC(0, NKV_SC_INVALID_FIELD), "ZNS list");
+
+	CHECK(identify(a, 1, NKV_CNS_NS_DESC, 0) == G && B[0] == NKV_NIDT_NGUID && B[1] == 16 && B[20] == NKV_NIDT_CSI &&
+		      B[21] == 1 && B[24] == NKV_CSI_KV && B[25] == 0 && B[26] == 0, "descriptors: NGUID then CSI 01h");
+	uint8_t nguid1[16];
+	memcpy(nguid1, B + 4, 16);
+	CHECK(identify(a, 7, NKV_CNS_NS_DESC, 0) == G && memcmp(nguid1, B + 4, 16) != 0, "NGUIDs differ");
+	CHECK(identify(a, 3, NKV_CNS_NS_DESC, 0) == SC(0, NKV_SC_INVALID_NS), "descriptors of an inactive NSID");
+
+	struct nkv_id_ns_kv *kv = (struct nkv_id_ns_kv *)B;
+	CHECK(identify(a, 1, NKV_CNS_CSI_NS, NKV_CSI_KV) == G, "KV identify namespace");
+	CHECK(nkv_get16(&kv->kvf[0].kvkml) == 16 && nkv_get32(&kv->kvf[0].kvvml) == (64u << 20) && kv->nkvf == 0 &&
+		      kv->nsattr == 0 && (kv->nmic & 1) && memcmp(kv->nguid, nguid1, 16) == 0,
+	      "KVKML/KVVML/NKVF/NSATTR/NGUID (kvvml %u)", nkv_get32(&kv->kvf[0].kvvml));
+	CHECK(identify(a, 2, NKV_CNS_CSI_NS, NKV_CSI_KV) == G && kv->nsattr == 1 &&
+		      nkv_get32(&kv->kvf[0].kvvml) == 4096, "read-only namespace, KVVML 4096");
+	CHECK(identify(a, 7, NKV_CNS_CSI_NS, NKV_CSI_KV) == G && nkv_get32(&kv->kvf[0].kvvml) == (128u << 20),
+	      "KVVML capped by the object size limit: %u", nkv_get32(&kv->kvf[0].kvvml));
+	CHECK(identify(a, 3, NKV_CNS_CSI_NS, NKV_CSI_KV) == G && nkv_get32(&kv->kvf[0].kvvml) == 0, "inactive: zeros");
+	CHECK(identify(a, 1, NKV_CNS_CSI_NS, NKV_CSI_NVM) == SC(0, NKV_SC_INVALID_FIELD), "CNS 05h CSI 0");
+	CHECK(identify(a, 0, NKV_CNS_CSI_NS, NKV_CSI_KV) == SC(0, NKV_SC_INVALID_NS), "CNS 05h NSID 0");
+
+	struct nkv_id_ns_nvm_head *nvm = (struct nkv_id_ns_nvm_head *)B;
+	CHECK(identify(a, 1, NKV_CNS_NS, 0) == G && nkv_get64(&nvm->ncap) != 0 && nvm->flbas == 0,
+	      "CNS 00h: NCAP nonzero for SPDK hosts");
+	CHECK(identify(a, 3, NKV_CNS_NS, 0) == G && nkv_get64(&nvm->ncap) == 0, "CNS 00h inactive: zeros");
+	CHECK(identify(a, 0, NKV_CNS_NS, 0) == SC(0, NKV_SC_INVALID_NS), "CNS 00h NSID 0");
+	CHECK(identify(a, NKV_MAX_NSID + 1, NKV_CNS_NS, 0) == SC(0, NKV_SC_INVALID_NS), "CNS 00h NSID > NN");
+	struct nkv_id_ns_indep_head *ind = (struct nkv_id_ns_indep_head *)B;
+	CHECK(identify(a, 2, NKV_CNS_INDEP_NS, 0) == G && (ind->nstat & 1) && ind->nsattr == 1 && (ind->nmic & 1),
+	      "CNS 08h: NSTAT ready, NSATTR");
+	CHECK(identify(a, 0, NKV_CNS_CSI_CTRLR, NKV_CSI_KV) == G && nkv_get32(B) == NKV_KV_SPEC_VER && B[4] == 0,
+	      "CNS 06h CSI 1: VER");
+	CHECK(identify(a, 0, NKV_CNS_CSI_CTRLR, NKV_CSI_NVM) == G && nkv_get32(B) == 0, "CNS 06h CSI 0: zeros");
+	CHECK(identify(a, 0, NKV_CNS_CSI_CTRLR, NKV_CSI_ZNS) == SC(0, NKV_SC_INVALID_FIELD), "CNS 06h CSI 2");
+	CHECK(identify(a, 0, NKV_CNS_IOCS, 0) == G && nkv_get64(B) == 3 && nkv_get64(B + 8) == 0, "CNS 1Ch vector 0");
+	CHECK(identify(a, 0, 0x55, 0) == SC(0, NKV_SC_INVALID_FIELD), "unknown CNS");
+	struct nkv_sqe s = cmd(NKV_ADM_IDENTIFY, 0, NKV_CNS_CTRLR, 0);
+	st = h_admin(a, &s, B, 4095, NULL);
+	CHECK(st == SC(0, NKV_SC_DATA_SGL_LENGTH_INVALID), "identify into 4095 bytes: %03x", st);
+}
+
+static void test_logs(struct nkv_loop_qp *a)
+{
+	static uint8_t full[4096];
+
+	CHECK(get_log(a, NKV_LOG_SUPPORTED, 0, 1024, 0) == G && nkv_get32(B) == 1 && nkv_get32(B + 8) == 1 &&
+		      nkv_get32(B + 20) == 1 && nkv_get32(B + 16) == 0, "supported log pages");
+	CHECK(get_log(a, NKV_LOG_ERROR, 0, 64, 0) == G && nkv_get64(B) == 0, "error log");
+	CHECK(get_log(a, NKV_LOG_SMART, 0, 512, 0) == G, "SMART");
+	memcpy(full, B, 512);
+	CHECK(nkv_get64(full + 80) >= 1, "SMART host writes counted: %llu", (unsigned long long)nkv_get64(full + 80));
+	CHECK(get_log(a, NKV_LOG_SMART, 0, 256, 256) == G && memcmp(B, full + 256, 256) == 0, "SMART second half by LPO");
+	CHECK(get_log(a, NKV_LOG_SMART, 0, 64, 64) == G && memcmp(B, full + 64, 64) == 0, "SMART at offset 64");
+	CHECK(get_log(a, NKV_LOG_SMART, 0, 64, 2) == SC(0, NKV_SC_INVALID_FIELD), "unaligned LPO");
+	CHECK(get_log(a, NKV_LOG_SMART, 0, 64, 1024) == SC(0, NKV_SC_INVALID_FIELD), "LPO past the log");
+	CHECK(get_log(a, NKV_LOG_SMART, 0, 1024, 0) == G && B[600] == 0, "read past the end: zero filled");
+	CHECK(get_log(a, NKV_LOG_FW_SLOT, 0, 512, 0) == G && B[0] == 1 && memcmp(B + 8, "0.1.0", 5) == 0, "FW slot");
+	CHECK(get_log(a, NKV_LOG_CMD_EFFECTS, NKV_CSI_KV, 4096, 0) == G && nkv_get32(B + 4 * NKV_ADM_IDENTIFY) == 1 &&
+		      nkv_get32(B + 1024 + 4 * NKV_KV_STORE) == 3 && nkv_get32(B + 1024 + 4 * NKV_KV_RETRIEVE) == 1 &&
+		      nkv_get32(B + 1024 + 4 * NKV_KV_DELETE) == 3 && nkv_get32(B + 1024 + 4 * 0x03) == 0,
+	      "effects log CSI 1");
+	CHECK(get_log(a, NKV_LOG_CMD_EFFECTS, NKV_CSI_NVM, 4096, 0) == G && nkv_get32(B + 1024 + 4) == 0,
+	      "effects log CSI 0: no NVM I/O commands");
+	CHECK(get_log(a, NKV_LOG_CMD_EFFECTS, NKV_CSI_ZNS, 4096, 0) == SC(0, NKV_SC_INVALID_FIELD), "effects CSI 2");
+	CHECK(get_log(a, 0x42, 0, 512, 0) == SC(NKV_SCT_CMD, NKV_SC_INVALID_LOG_PAGE), "unknown log page");
+	CHECK(get_log(a, NKV_LOG_SMART, 0, 8192, 0) == SC(0, NKV_SC_INVALID_FIELD), "log longer than 4 KiB");
+}
+
+static void test_features(struct nkv_loop_qp *a)
+{
+	uint32_t dw0 = 0;
+	const uint8_t S = NKV_ADM_SET_FEATURES, GF = NKV_ADM_GET_FEATURES;
+
+	CHECK(feature(a, S, NKV_FEAT_NUM_QUEUES, (100u << 16) | 100u, &dw0) == G && dw0 == ((63u << 16) | 63u),
+	      "queues granted 64 of 101: %08x", dw0);
+	CHECK(feature(a, GF, NKV_FEAT_NUM_QUEUES, 0, &dw0) == G && dw0 == ((63u << 16) | 63u), "get queues");
+	CHECK(feature(a, S, NKV_FEAT_NUM_QUEUES, (3u << 16) | 1u, &dw0) == G && dw0 == ((3u << 16) | 1u), "queues 2/4");
+	CHECK(feature(a, S, NKV_FEAT_NUM_QUEUES, 0xffff, &dw0) == SC(0, NKV_SC_INVALID_FIELD), "NSQR FFFFh");
+	CHECK(feature(a, S, NKV_FEAT_KATO, 1500, NULL) == G && feature(a, GF, NKV_FEAT_KATO, 0, &dw0) == G &&
+		      dw0 == 2000, "KATO rounded up to KAS granularity: %u", dw0);
+	CHECK(feature(a, S, NKV_FEAT_ASYNC_EVENT, 0x100, NULL) == G && feature(a, GF, NKV_FEAT_ASYNC_EVENT, 0, &dw0) == G &&
+		      dw0 == 0x100, "AEC");
+	CHECK(feature(a, S, NKV_FEAT_IOCS_PROFILE, 0, NULL) == G, "IOCS profile 0");
+	CHECK(feature(a, S, NKV_FEAT_IOCS_PROFILE, 1, NULL) == SC(NKV_SCT_CMD, NKV_SC_IOCS_COMBINATION_REJECTED),
+	      "IOCS profile 1");
+	CHECK(feature(a, GF, NKV_FEAT_KV_CONFIG, 0, &dw0) == G && dw0 == NKV_KV_CONFIG_EDNEK, "KV config default");
+	CHECK(feature(a, GF, NKV_FEAT_KV_CONFIG | (NKV_FEAT_SEL_DEFAULT << 8), 0, &dw0) == G && dw0 == 1, "default sel");
+	CHECK(feature(a, GF, NKV_FEAT_KV_CONFIG | (NKV_FEAT_SEL_CAPS << 8), 0, &dw0) == G && dw0 == NKV_FEAT_CAP_CHANGEABLE,
+	      "capabilities sel");
+	CHECK(feature(a, GF, NKV_FEAT_TEMP_THRESH, 0, &dw0) == G && dw0 == 0x157, "temperature threshold");
+	CHECK(feature(a, GF, NKV_FEAT_VWC, 0, &dw0) == G && dw0 == 0, "VWC disabled");
+	CHECK(feature(a, S, NKV_FEAT_VWC, 1, NULL) == SC(0, NKV_SC_INVALID_FIELD), "no VWC to enable");
+	CHECK(feature(a, GF, NKV_FEAT_ARBITRATION, 0, &dw0) == G && feature(a, GF, NKV_FEAT_POWER_MGMT, 0, &dw0) == G &&
+		      feature(a, GF, NKV_FEAT_ERROR_RECOVERY, 0, &dw0) == G, "arbitration, power, error recovery");
+	memset(B, 0xa5, 16);
+	CHECK(feature(a, GF, NKV_FEAT_HOST_ID, 1, NULL) == G && B[0] == 0, "host ID (EXHID)");
+	CHECK(feature(a, GF, NKV_FEAT_HOST_ID, 0, NULL) == SC(0, NKV_SC_INVALID_FIELD), "64-bit host ID");
+	CHECK(feature(a, S, NKV_FEAT_HOST_ID, 1, NULL) == SC(0, NKV_SC_CMD_SEQUENCE_ERROR), "set host ID");
+	CHECK(feature(a, S, NKV_FEAT_KATO | (1u << 31), 1000, NULL) == SC(NKV_SCT_CMD, NKV_SC_FEATURE_NOT_SAVEABLE),
+	      "save bit");
+	CHECK(feature(a, GF, 0x7e, 0, NULL) == SC(0, NKV_SC_INVALID_FIELD), "unknown feature");
+}
+
+struct aer_seen {
+	int n;
+	unsigned status;
+};
+static void aer_cb(void *arg, const struct nkv_cqe *c, uint32_t xfer)
+{
+	struct aer_seen *s = arg;
+	(void)xfer;
+	s->n++;
+	s->status = h_status(c);
+}
+
+static void test_aer_abort(void)
+{
+	struct nkv_loop_ctrlr *c = h_connect();
+	struct nkv_loop_qp *a = nkv_loop_admin_qp(c);
+	struct nkv_sqe aer = cmd(NKV_ADM_ASYNC_EVENT, 0, 0, 0), ab = cmd(NKV_ADM_ABORT, 0, 1 << 16, 0);
+	struct aer_seen held = {0}, fifth = {0};
+	uint32_t dw0 = 0;
+
+	for (int i = 0; i < 4; i++)
+		CHECK(nkv_loop_qp_submit(a, &aer, NULL, 0, aer_cb, &held) == 0, "submit AER %d", i);
+	nkv_loop_qp_poll(a, 50);
+	CHECK(held.n == 0 && nkv_loop_qp_outstanding(a) == 4, "4 AERs held");
+	CHECK(nkv_loop_qp_submit(a, &aer, NULL, 0, aer_cb, &fifth) == 0 && fifth.n == 1 &&
+		      fifth.status == SC(NKV_SCT_CMD, NKV_SC_AER_LIMIT_EXCEEDED), "fifth AER: %03x", fifth.status);
+	CHECK(h_admin(a, &ab, NULL, 0, &dw0) == G && (dw0 & 1), "abort: not aborted");
+	CHECK(nkv_loop_prop_set(c, NKV_REG_CC, 4, 0) == 0, "disable");
+	CHECK(held.n == 4 && held.status == SC(0, NKV_SC_ABORTED_SQ_DELETION), "AERs aborted on reset: %d %03x", held.n,
+	      held.status);
+	CHECK(nkv_loop_enable(c) == 0, "re-enable");
+	for (int i = 0; i < 2; i++)
+		nkv_loop_qp_submit(a, &aer, NULL, 0, aer_cb, &held);
+	nkv_loop_disconnect(c);
+	CHECK(held.n == 6, "AERs completed at disconnect: %d", held.n);
+}
+
+int main(int argc, char **argv)
+{
+	h_init(argc, argv, "admin_func");
+	h_add_ns(1, "a", 0, false);
+	h_add_ns(2, "a", 4096, true);
+	h_add_ns(7, "b", 1ull << 40, false); /* asks for 1 TiB: capped by the object size limit */
+
+	test_properties();
+	struct nkv_loop_ctrlr *c = h_connect();
+	struct nkv_loop_qp *q;
+	CHECK(nkv_loop_qp_create(c, 1, 4, &q) == 0, "I/O queue");
+	CHECK(h_kv(q, NKV_KV_STORE, 1, "k", 1, 3, 0, "abc", 3, NULL, NULL) == G, "one store for SMART");
+	test_identify(nkv_loop_admin_qp(c));
+	test_logs(nkv_loop_admin_qp(c));
+	test_features(nkv_loop_admin_qp(c));
+	nkv_loop_disconnect(c);
+	test_aer_abort();
+	return h_finish();
+}

@@ -1,0 +1,75 @@
+/*
+ * harness.h - functional tests through the loop transport, against the backend named on the
+ * command line: `mem`, or `rados` (the micro cluster named by $NKV_CEPH_CONF, $NKV_CEPH_KEYRING,
+ * $NKV_CEPH_USER, $NKV_CEPH_POOL). Without a cluster a rados run exits 77 (skip), unless
+ * $NKV_REQUIRE_RADOS=1, when it fails. Every check counts; the last line is "N passed, N failed".
+ */
+#ifndef NKV_TEST_HARNESS_H
+#define NKV_TEST_HARNESS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "nkv/nkv_spec.h"
+#include "nkv/nkv_target.h"
+
+#define SUBNQN "nqn.2026-11.io.rados-nkv:test"
+#define HOSTNQN "nqn.2014-08.org.nvmexpress:uuid:00000000-0000-0000-0000-000000000001"
+
+struct h_env {
+	const char *backend;
+	char pool[128];
+	char rados_ns[64];   /* unique per run, so runs never see each other's keys */
+	const char *ceph_conf, *keyring, *user;
+	struct nkv_target *tgt;
+	struct nkv_subsys *ss;
+};
+
+extern struct h_env H;
+extern unsigned h_pass, h_fail;
+
+#define CHECK(cond, ...)                                                                           \
+	do {                                                                                       \
+		if (cond) {                                                                        \
+			h_pass++;                                                                  \
+		} else {                                                                           \
+			h_fail++;                                                                  \
+			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);            \
+			fprintf(stderr, __VA_ARGS__);                                              \
+			fputc('\n', stderr);                                                       \
+		}                                                                                  \
+	} while (0)
+
+/** Status as SCT << 8 | SC, for comparisons in checks. */
+#define SC(sct, sc) (((sct) << 8) | (sc))
+static inline unsigned h_status(const struct nkv_cqe *c)
+{
+	return (nkv_get16(&c->status) >> 1) & 0x7ff;
+}
+static inline bool h_dnr(const struct nkv_cqe *c)
+{
+	return (nkv_get16(&c->status) >> 15) & 1;
+}
+
+/** Parse argv, create the target and subsystem (NSIDs added by the test). Exits 77 to skip. */
+void h_init(int argc, char **argv, const char *name);
+/** Add namespace @nsid on RADOS namespace "<run-unique>-<suffix>". */
+void h_add_ns(uint32_t nsid, const char *suffix, uint64_t max_value, bool read_only);
+/** Connect and enable a controller, with its admin queue ready. */
+struct nkv_loop_ctrlr *h_connect(void);
+/** Print the summary line and return the exit code. Destroys the target. */
+int h_finish(void);
+
+/** Run one KV command synchronously. @return status (SCT << 8 | SC); fills dw0 and xfer when not NULL. */
+unsigned h_kv(struct nkv_loop_qp *qp, uint8_t opc, uint32_t nsid, const void *key, unsigned klen,
+	      uint32_t size, unsigned opts, void *buf, uint32_t len, uint32_t *dw0, uint32_t *xfer);
+/** Run one admin command; the SQE's cdw10.. given. */
+unsigned h_admin(struct nkv_loop_qp *qp, const struct nkv_sqe *sqe, void *buf, uint32_t len, uint32_t *dw0);
+
+/** Deterministic value bytes for (seed, length): a reader can verify any value it gets back. */
+void h_fill(uint8_t *buf, uint32_t len, uint64_t seed);
+bool h_verify(const uint8_t *buf, uint32_t len, uint64_t seed);
+uint64_t h_rand(uint64_t *state);
+
+#endif
