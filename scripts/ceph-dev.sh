@@ -12,7 +12,7 @@ Commands:
       Build and start a 1-mon + 1-OSD cluster (no mgr, cephx on) bound to 127.0.0.1
       on a free port block, create the pool and wait (bounded) until a test write
       succeeds. Default store is memstore (RAM, 2 GiB, lost on stop); --durable uses
-      bluestore on a 10 GiB sparse file DIR/osd/block. Idempotent: if the cluster in DIR
+      bluestore on a 10 GiB sparse file DIR/osd/block.img. Idempotent: if the cluster in DIR
       is already running it only makes sure the pool exists. Dead or half-built clusters
       are wiped and rebuilt; with --durable an intact durable cluster is restarted instead.
   stop [--dir DIR]    SIGTERM (then SIGKILL after ${STOP_WAIT:-15}s) the daemons recorded in DIR/run/*.pid,
@@ -142,7 +142,7 @@ osd class default list = *
 # we place osd.0 in the crush map ourselves (a tiny memstore would get a ~0 weight)
 osd crush update on start = false
 memstore device bytes = 2147483648
-bluestore block path = \$osd_data/block
+bluestore block path = \$osd_data/block.img
 bluestore block size = 10737418240
 bluestore block create = true
 osd memory target = 1073741824
@@ -163,6 +163,7 @@ wait_mon() {
 ensure_pool() {   # idempotent: 'pool create' succeeds if the pool exists
   cephc osd pool create "$POOL" 8 8 replicated >/dev/null 2>&1 || return 1
   cephc osd pool application enable "$POOL" rados >/dev/null 2>&1 || true
+  cephc health mute MGR_DOWN >/dev/null 2>&1 || true   # no mgr on purpose: keep HEALTH_OK
   grep -qx "pool=$POOL" "$DIR/state" 2>/dev/null || echo "pool=$POOL" >>"$DIR/state"
 }
 
@@ -180,17 +181,17 @@ build() {
   wipe; mkdir -p "$DIR"/{mon,osd,run,log}
   FSID="$(cat /proc/sys/kernel/random/uuid)"; local port; port="$(pick_ports)"
   write_conf "$port"
-  local q=(--cap mon 'allow *' --cap osd 'allow *' --cap mgr 'allow *')
-  ceph-authtool --create-keyring "$DIR/keyring" --gen-key -n client.admin "${q[@]}" >>"$DIR/log/mkfs.out"
-  ceph-authtool --create-keyring "$DIR/mon.keyring" --gen-key -n mon. --cap mon 'allow *' >>"$DIR/log/mkfs.out"
-  ceph-authtool "$DIR/mon.keyring" --import-keyring "$DIR/keyring" >>"$DIR/log/mkfs.out"
-  monmaptool --create --fsid "$FSID" --addv a "[v2:127.0.0.1:$port,v1:127.0.0.1:$((port + 1))]" "$DIR/monmap" >>"$DIR/log/mkfs.out"
-  ceph-mon -c "$CONF" --mkfs -i a --monmap "$DIR/monmap" --keyring "$DIR/mon.keyring" \
-    >>"$DIR/log/mkfs.out" 2>&1 || fail "ceph-mon --mkfs failed"
+  local q=(--cap mon 'allow *' --cap osd 'allow *' --cap mgr 'allow *') port2="[v2:127.0.0.1:$port,v1:127.0.0.1:$((port + 1))]"
+  { ceph-authtool --create-keyring "$DIR/keyring" --gen-key -n client.admin "${q[@]}"
+    ceph-authtool --create-keyring "$DIR/mon.keyring" --gen-key -n mon. --cap mon 'allow *'
+    ceph-authtool "$DIR/mon.keyring" --import-keyring "$DIR/keyring"
+    monmaptool --create --fsid "$FSID" --addv a "$port2" "$DIR/monmap"
+    ceph-mon -c "$CONF" --mkfs -i a --monmap "$DIR/monmap" --keyring "$DIR/mon.keyring"
+  } >>"$DIR/log/mkfs.out" 2>&1 || fail "mon mkfs failed"
   start_daemon mon.a; wait_mon
   # The OSD key must be registered before ceph-osd --mkfs (mkfs fetches config from the mon).
   local uuid; uuid="$(cat /proc/sys/kernel/random/uuid)"
-  ceph-authtool --create-keyring "$DIR/osd/keyring" --gen-key -n osd.0 >>"$DIR/log/mkfs.out"
+  ceph-authtool --create-keyring "$DIR/osd/keyring" --gen-key -n osd.0 >>"$DIR/log/mkfs.out" 2>&1
   cephc auth add osd.0 osd 'allow *' mon 'allow profile osd' mgr 'allow profile osd' \
     -i "$DIR/osd/keyring" >/dev/null 2>&1 || fail "ceph auth add osd.0 failed"
   [ "$(cephc osd new "$uuid" 0 2>/dev/null)" = 0 ] || fail "ceph osd new failed"
@@ -210,7 +211,7 @@ case "$CMD" in
     t0=$SECONDS
     # A durable cluster whose daemons died keeps its data: restart it instead of wiping.
     # Subshell: a failure in there (fail -> exit) falls back to a rebuild instead of exiting.
-    if [ "$DURABLE" = 1 ] && grep -qx durable=1 "$DIR/state" 2>/dev/null && [ -f "$DIR/osd/block" ]; then
+    if [ "$DURABLE" = 1 ] && grep -qx durable=1 "$DIR/state" 2>/dev/null && [ -f "$DIR/osd/block.img" ]; then
       log "restarting existing durable cluster in $DIR"
       if ( mkdir -p "$RUN" "$DIR/log"; start_daemon mon.a; wait_mon; start_daemon osd.0
            ensure_pool && wait_ready ); then

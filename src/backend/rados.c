@@ -268,6 +268,8 @@ static int submit_read(struct nkv_kvns *h, struct nkv_kvio *io, const char *oid)
 
 	if (!op)
 		return -ENOMEM;
+	io->be_size = 0;
+	io->be_read = 0;
 	if (io->op == NKV_IO_EXIST) {
 		rados_read_op_assert_exists(op);
 	} else {

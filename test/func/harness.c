@@ -35,7 +35,7 @@ void h_init(int argc, char **argv, const char *name)
 		bc.ceph_conf = H.ceph_conf;
 		bc.keyring = H.keyring;
 		bc.client_id = H.user;
-		bc.op_timeout_s = 30;
+		bc.op_timeout_s = getenv("NKV_TEST_OP_TIMEOUT") ? (unsigned)atoi(getenv("NKV_TEST_OP_TIMEOUT")) : 30;
 		snprintf(H.pool, sizeof(H.pool), "%s", getenv("NKV_CEPH_POOL") ? getenv("NKV_CEPH_POOL") : "nkv");
 	} else {
 		snprintf(H.pool, sizeof(H.pool), "nkv");

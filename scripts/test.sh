@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it: install the Debian packages, build the asan preset, start a
+# micro Ceph cluster, run every CTest test (unit, functional on mem and on RADOS, fuzz replay), stop
+# the cluster, and fail if any RADOS test was skipped or did not run.
+#   scripts/test.sh            # everything
+#   PRESET=debug scripts/test.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PRESET=${PRESET:-asan}
+CEPH_DIR=${NKV_TEST_CEPH_DIR:-/tmp/nkv-ceph-test}
+LOG=build/$PRESET/ctest.log
+
+bash scripts/deps.sh
+cmake --preset "$PRESET" >/dev/null
+cmake --build --preset "$PRESET" -j"$(nproc)"
+
+bash scripts/ceph-dev.sh start --dir "$CEPH_DIR"
+trap 'bash scripts/ceph-dev.sh stop --dir "$CEPH_DIR"' EXIT
+eval "$(bash scripts/ceph-dev.sh env --dir "$CEPH_DIR")"
+export NKV_REQUIRE_RADOS=1   # a rados test without a cluster fails instead of skipping
+
+set +e
+ctest --preset "$PRESET" -j2 2>&1 | tee "$LOG"
+rc=${PIPESTATUS[0]}
+set -e
+
+# The RADOS tests must have run, every one of them, and passed.
+want=$(ctest --preset "$PRESET" -N -L rados | sed -n 's/^Total Tests: //p')
+ran=$(grep -cE '_rados \.+ +Passed' "$LOG" || true)
+if [ "${want:-0}" -eq 0 ] || [ "$ran" -ne "$want" ] || grep -qE '_rados .*(Not Run|Skipped)' "$LOG"; then
+  echo "RADOS tests: $ran of ${want:-0} passed; they must all run against the micro cluster" >&2
+  rc=1
+fi
+total=$(sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' "$LOG" | tail -1)
+failed=$(sed -n 's/.* \([0-9]*\) tests failed out of.*/\1/p' "$LOG" | tail -1)
+echo "rados label: $ran of $want tests ran and passed"
+echo "ctest: $(( ${total:-0} - ${failed:-0} )) passed, ${failed:-0} failed"
+exit "$rc"

@@ -1,0 +1,111 @@
+/*
+ * timeout_func.c - a stalled cluster never hangs a command. The test makes a pool whose placement
+ * groups cannot go active (size 2 / min_size 2 on a one-OSD cluster), so every op on it blocks in
+ * RADOS; Store, Retrieve, Delete, Exist and List there must complete within the per-op timeout with
+ * KV Namespace Not Ready (82h) and DNR clear, so hosts retry, while a healthy pool served by the
+ * same target keeps working. Usage: timeout_func rados
+ */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+#define OP_TIMEOUT_S 3
+#define STALL_POOL "nkv-stall"
+#define STALL_NQN "nqn.2026-11.io.rados-nkv:stall"
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Run `ceph -c CONF -n client.USER [--keyring K] ARGS...` (NULL-terminated); @return its exit status. */
+static int ceph(const char *arg0, ...)
+{
+	const char *argv[24];
+	char user[64];
+	int n = 0;
+	va_list ap;
+
+	snprintf(user, sizeof(user), "client.%s", H.user);
+	argv[n++] = "ceph";
+	argv[n++] = "-c";
+	argv[n++] = H.ceph_conf;
+	argv[n++] = "-n";
+	argv[n++] = user;
+	if (H.keyring) {
+		argv[n++] = "--keyring";
+		argv[n++] = H.keyring;
+	}
+	va_start(ap, arg0);
+	for (const char *a = arg0; a && n < 23; a = va_arg(ap, const char *))
+		argv[n++] = a;
+	va_end(ap);
+	argv[n] = NULL;
+	pid_t pid = fork();
+	if (pid == 0) {
+		execvp("ceph", (char **)argv);
+		_exit(127);
+	}
+	int st = -1;
+	waitpid(pid, &st, 0);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2 || strcmp(argv[1], "rados") != 0) {
+		printf("timeout_func: only meaningful on the rados backend: skipped\n");
+		return 77;
+	}
+	setenv("NKV_TEST_OP_TIMEOUT", "3", 1);
+	h_init(argc, argv, "timeout_func");
+	h_add_ns(1, "t", 0, false);
+
+	/* A pool that can never serve I/O on a one-OSD cluster (idempotent: rerunning is fine). */
+	CHECK(ceph("osd", "pool", "create", STALL_POOL, "1", "1", NULL) == 0, "create " STALL_POOL);
+	CHECK(ceph("osd", "pool", "set", STALL_POOL, "size", "2", NULL) == 0, "size 2");
+	CHECK(ceph("osd", "pool", "set", STALL_POOL, "min_size", "2", NULL) == 0, "min_size 2");
+
+	struct nkv_subsys *stall;
+	CHECK(nkv_subsys_add(H.tgt, STALL_NQN, STALL_POOL, &stall) == 0, "subsystem on " STALL_POOL);
+	struct nkv_ns_conf nc = {.nsid = 1, .rados_ns = H.rados_ns};
+	CHECK(nkv_ns_add(stall, &nc) == 0, "namespace on " STALL_POOL);
+
+	struct nkv_loop_ctrlr *good = h_connect(), *bad;
+	struct nkv_loop_qp *gq, *bq;
+	uint8_t buf[64];
+	uint32_t size = 0;
+	CHECK(nkv_loop_connect(H.tgt, STALL_NQN, HOSTNQN, &bad) == 0 && nkv_loop_enable(bad) == 0, "connect stall");
+	CHECK(nkv_loop_qp_create(good, 1, 8, &gq) == 0 && nkv_loop_qp_create(bad, 1, 8, &bq) == 0, "queues");
+
+	const uint8_t opcs[] = {NKV_KV_STORE, NKV_KV_RETRIEVE, NKV_KV_DELETE, NKV_KV_EXIST, NKV_KV_LIST};
+	for (size_t i = 0; i < sizeof(opcs); i++) {
+		struct nkv_sqe s;
+		struct nkv_cqe cqe;
+		memcpy(buf, "stalled!", 8);
+		nkv_sqe_kv(&s, opcs[i], 1, (const uint8_t *)"key", 3, 8, 0);
+		double t0 = now_s();
+		int rc = nkv_loop_qp_exec(bq, &s, buf, 8, &cqe, NULL);
+		double dt = now_s() - t0;
+		CHECK(rc == 0 && h_status(&cqe) == SC(0, NKV_SC_KV_NS_NOT_READY) && !h_dnr(&cqe),
+		      "opc %02x on an inactive pool: status %03x dnr %d", opcs[i], h_status(&cqe), h_dnr(&cqe));
+		CHECK(dt >= OP_TIMEOUT_S - 0.5 && dt < OP_TIMEOUT_S + 10, "opc %02x completed after %.1f s", opcs[i], dt);
+		printf("opc %02x: status %03x after %.1f s\n", opcs[i], h_status(&cqe), dt);
+		/* the healthy pool on the same target is unaffected */
+		CHECK(h_kv(gq, NKV_KV_STORE, 1, "ok", 2, 2, 0, "ok", 2, NULL, NULL) == 0 &&
+			      h_kv(gq, NKV_KV_RETRIEVE, 1, "ok", 2, 8, 0, buf, 8, &size, NULL) == 0 && size == 2,
+		      "healthy pool during the stall");
+	}
+	nkv_loop_disconnect(bad);
+	nkv_loop_disconnect(good);
+	CHECK(ceph("osd", "pool", "rm", STALL_POOL, STALL_POOL, "--yes-i-really-really-mean-it", NULL) == 0,
+	      "remove " STALL_POOL);
+	return h_finish();
+}
