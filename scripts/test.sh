@@ -31,8 +31,10 @@ if [ "${want:-0}" -eq 0 ] || [ "$ran" -ne "$want" ] || grep -qE '_rados .*(Not R
   echo "RADOS tests: $ran of ${want:-0} passed; they must all run against the micro cluster" >&2
   rc=1
 fi
+bash scripts/ceph-dev.sh stop --dir "$CEPH_DIR"
+trap - EXIT
 total=$(sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' "$LOG" | tail -1)
 failed=$(sed -n 's/.* \([0-9]*\) tests failed out of.*/\1/p' "$LOG" | tail -1)
 echo "rados label: $ran of $want tests ran and passed"
-echo "ctest: $(( ${total:-0} - ${failed:-0} )) passed, ${failed:-0} failed"
+echo "ctest: $(( ${total:-0} - ${failed:-0} )) passed, ${failed:-0} failed" | tee "build/$PRESET/summary.txt"
 exit "$rc"

@@ -183,7 +183,8 @@ static int do_store(struct nkv_kvns *h, struct nkv_kvio *io)
 		return -EFBIG;
 	if (!(copy = malloc(io->len ? io->len : 1)))
 		return -ENOMEM;
-	memcpy(copy, io->buf, io->len);
+	if (io->len)
+		memcpy(copy, io->buf, io->len);
 	pthread_mutex_lock(&t->lock);
 	size_t i = lower_bound(t, &io->key);
 	int found = i < t->n && nkv_key_cmp(&t->keys[i], &io->key) == 0;

@@ -246,7 +246,7 @@ static int submit_write(struct nkv_kvns *h, struct nkv_kvio *io, const char *oid
 			rados_write_op_create(op, LIBRADOS_CREATE_EXCLUSIVE, NULL);
 		if (io->flags & NKV_IO_MUST_EXIST)
 			rados_write_op_assert_exists(op);
-		rados_write_op_write_full(op, io->buf, io->len);
+		rados_write_op_write_full(op, io->len ? io->buf : "", io->len); /* 0 B: an empty object */
 	}
 	io->be_op = op;
 	if ((rc = rados_aio_create_completion2(io, write_done, &c)) < 0) {

@@ -1,6 +1,6 @@
 /*
  * replay.c - runs the fuzz target without libFuzzer (gcc builds, CI): every file of the corpus
- * directories given, then 100 deterministic mutations of each (byte flips, splices, truncations).
+ * directories given, then 500 deterministic mutations of each (byte flips, splices, truncations).
  * Exits non-zero only by crashing or aborting inside the target, as libFuzzer would report.
  */
 #include <dirent.h>
@@ -36,7 +36,7 @@ static size_t run_file(const char *path, uint64_t *seed)
 		n = 0;
 	fclose(f);
 	LLVMFuzzerTestOneInput(buf, (size_t)n);
-	for (int i = 0; i < 100 && n > 0; i++) {
+	for (int i = 0; i < 500 && n > 0; i++) {
 		size_t len = (size_t)n;
 		memcpy(mut, buf, len);
 		int flips = 1 + (int)(rnd(seed) % 8);
@@ -74,6 +74,6 @@ int main(int argc, char **argv)
 		}
 		closedir(d);
 	}
-	printf("replayed %zu corpus files with 100 mutations each\n", files);
+	printf("replayed %zu corpus files with 500 mutations each\n", files);
 	return files ? 0 : 1;
 }
