@@ -9,7 +9,7 @@ all: build
 deps:
 	bash scripts/deps.sh
 
-build:            ## release build
+build:            ## release build (after make deps)
 	cmake --preset release >/dev/null && cmake --build --preset release -j$(JOBS)
 
 debug:
@@ -29,7 +29,7 @@ fuzz:             ## libFuzzer on the SQE parser for 60 s (clang)
 	mkdir -p build/fuzz/corpus && cp test/fuzz/corpus/* build/fuzz/corpus/
 	build/fuzz/test/fuzz_sqe -max_total_time=60 build/fuzz/corpus
 
-demo: build       ## store, retrieve and list a key (BACKEND=rados uses the micro cluster)
+demo: deps build  ## store, retrieve and list a key (BACKEND=rados uses the micro cluster)
 	@if [ "$(BACKEND)" = rados ]; then bash scripts/ceph-dev.sh start; fi
 	@eval "$$(bash scripts/ceph-dev.sh env)"; build/release/nkv-demo $(BACKEND)
 

@@ -130,6 +130,8 @@ auth allow insecure global id reclaim = false
 admin socket = $RUN/\$name.asok
 pid file = $RUN/\$name.pid
 mon data = $DIR/mon
+# no mgr on purpose: never raise MGR_DOWN (warned once the cluster is older than this)
+mon mgr mkfs grace = 315360000
 keyring = \$mon_data/keyring
 [osd]
 admin socket = $RUN/\$name.asok
@@ -163,7 +165,6 @@ wait_mon() {
 ensure_pool() {   # idempotent: 'pool create' succeeds if the pool exists
   cephc osd pool create "$POOL" 8 8 replicated >/dev/null 2>&1 || return 1
   cephc osd pool application enable "$POOL" rados >/dev/null 2>&1 || true
-  cephc health mute MGR_DOWN >/dev/null 2>&1 || true   # no mgr on purpose: keep HEALTH_OK
   grep -qx "pool=$POOL" "$DIR/state" 2>/dev/null || echo "pool=$POOL" >>"$DIR/state"
 }
 
