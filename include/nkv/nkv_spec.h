@@ -582,13 +582,13 @@ NKV_SIZE(struct nkv_ns_desc, 4);
 #define NKV_VS_2_0 0x00020000u
 
 /* ---- Log pages ---------------------------------------------------------------------------------- */
-#define NKV_LOG_SUPPORTED 0x00
-#define NKV_LOG_ERROR 0x01
-#define NKV_LOG_SMART 0x02
-#define NKV_LOG_FW_SLOT 0x03
-#define NKV_LOG_CHANGED_NS 0x04
-#define NKV_LOG_CMD_EFFECTS 0x05
-#define NKV_LOG_DISCOVERY 0x70
+#define NKV_LID_SUPPORTED 0x00
+#define NKV_LID_ERROR 0x01
+#define NKV_LID_SMART 0x02
+#define NKV_LID_FW_SLOT 0x03
+#define NKV_LID_CHANGED_NS 0x04
+#define NKV_LID_CMD_EFFECTS 0x05
+#define NKV_LID_DISCOVERY 0x70
 
 /** Error information log entry (64 bytes). */
 struct nkv_log_error {

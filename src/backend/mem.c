@@ -133,14 +133,7 @@ static int mem_ns_info(struct nkv_kvns *h, struct nkv_kvns_info *info)
 	pthread_mutex_lock(&h->t->lock);
 	info->used = h->t->used;
 	pthread_mutex_unlock(&h->t->lock);
-	/* NGUID source: FNV-1a of the table name, spread over 16 bytes. */
-	uint64_t a = 0xcbf29ce484222325ull, b = 0x84222325cbf29ce4ull;
-	for (const char *p = h->t->name; *p; p++) {
-		a = (a ^ (uint8_t)*p) * 0x100000001b3ull;
-		b = (b ^ (uint8_t)*p) * 0x1000193ull + 7;
-	}
-	memcpy(info->id, &a, 8);
-	memcpy(info->id + 8, &b, 8);
+	nkv_id128("mem", h->t->name, info->id);
 	return 0;
 }
 

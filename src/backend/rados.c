@@ -192,16 +192,7 @@ static int rados_ns_info(struct nkv_kvns *h, struct nkv_kvns_info *info)
 		info->used = ps.num_bytes;
 	if (rados_cluster_stat(h->dev->cluster, &cs) == 0)
 		info->capacity = cs.kb * 1024;
-	/* NGUID source: FNV-1a over "fsid/pool/ns", two lanes. */
-	uint64_t a = 0xcbf29ce484222325ull, b = 0x84222325cbf29ce4ull;
-	for (const char *p = h->dev->fsid; *p; p++)
-		a = (a ^ (uint8_t)*p) * 0x100000001b3ull;
-	for (const char *p = h->name; *p; p++) {
-		a = (a ^ (uint8_t)*p) * 0x100000001b3ull;
-		b = (b ^ (uint8_t)*p) * 0x1000193ull + 7;
-	}
-	memcpy(info->id, &a, 8);
-	memcpy(info->id + 8, &b, 8);
+	nkv_id128(h->dev->fsid, h->name, info->id);
 	return 0;
 }
 

@@ -141,3 +141,21 @@ void nkv_keyheap_fini(struct nkv_keyheap *h)
 	h->v = NULL;
 	h->n = h->cap = 0;
 }
+
+void nkv_id128(const char *a, const char *b, uint8_t id[16])
+{
+	uint64_t h1 = 0xcbf29ce484222325ull, h2 = 0x84222325cbf29ce4ull;
+	const char *parts[2] = {a, b};
+
+	for (int i = 0; i < 2; i++) {
+		for (const char *p = parts[i]; p && *p; p++) {
+			h1 = (h1 ^ (uint8_t)*p) * 0x100000001b3ull;
+			h2 = (h2 ^ (uint8_t)*p) * 0x1000193ull + 7;
+		}
+		/* a separator no string contains, so ("ab", "") and ("a", "b") differ */
+		h1 = (h1 ^ 0x100) * 0x100000001b3ull;
+		h2 = (h2 ^ 0x100) * 0x1000193ull + 7;
+	}
+	nkv_put64(id, h1);
+	nkv_put64(id + 8, h2);
+}

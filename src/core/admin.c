@@ -210,16 +210,16 @@ static void put128(uint8_t *p, uint64_t v)
 static uint32_t build_log(struct nkv_ctrlr *c, unsigned lid, unsigned csi, uint8_t *buf)
 {
 	switch (lid) {
-	case NKV_LOG_SUPPORTED: {
-		static const uint8_t lids[] = {NKV_LOG_SUPPORTED, NKV_LOG_ERROR, NKV_LOG_SMART,
-					       NKV_LOG_FW_SLOT, NKV_LOG_CMD_EFFECTS};
+	case NKV_LID_SUPPORTED: {
+		static const uint8_t lids[] = {NKV_LID_SUPPORTED, NKV_LID_ERROR, NKV_LID_SMART,
+					       NKV_LID_FW_SLOT, NKV_LID_CMD_EFFECTS};
 		for (size_t i = 0; i < sizeof(lids); i++)
 			nkv_put32(buf + 4 * lids[i], 1); /* LSUPP */
 		return 1024;
 	}
-	case NKV_LOG_ERROR:
+	case NKV_LID_ERROR:
 		return 64 * 1; /* ELPE 0: one entry; no errors recorded, so error count 0 */
-	case NKV_LOG_SMART: {
+	case NKV_LID_SMART: {
 		struct nkv_log_smart *s = (struct nkv_log_smart *)buf;
 		/* Data units are thousands of 512-byte units, rounded up. */
 		put128(s->data_units_read, (atomic_load(&c->bytes_read) / 512 + 999) / 1000);
@@ -229,13 +229,13 @@ static uint32_t build_log(struct nkv_ctrlr *c, unsigned lid, unsigned csi, uint8
 		put128(s->media_errors, atomic_load(&c->media_errors));
 		return sizeof(*s);
 	}
-	case NKV_LOG_FW_SLOT: {
+	case NKV_LID_FW_SLOT: {
 		struct nkv_log_fw_slot *f = (struct nkv_log_fw_slot *)buf;
 		f->afi = 1;
 		pad_copy(f->frs[0], 8, NKV_FW_REV);
 		return sizeof(*f);
 	}
-	case NKV_LOG_CMD_EFFECTS: {
+	case NKV_LID_CMD_EFFECTS: {
 		struct nkv_log_effects *e = (struct nkv_log_effects *)buf;
 		if (csi != NKV_CSI_NVM && csi != NKV_CSI_KV)
 			return 0;
@@ -265,7 +265,7 @@ static void exec_get_log(struct nkv_req *req)
 
 	memset(buf, 0, sizeof(buf));
 	if ((size = build_log(req->qp->ctrlr, lid, csi, buf)) == 0) {
-		nkv_req_complete(req, lid == NKV_LOG_CMD_EFFECTS ? ST(GENERIC, INVALID_FIELD) : ST(CMD, INVALID_LOG_PAGE));
+		nkv_req_complete(req, lid == NKV_LID_CMD_EFFECTS ? ST(GENERIC, INVALID_FIELD) : ST(CMD, INVALID_LOG_PAGE));
 		return;
 	}
 	if (ofs > size) { /* an offset past the end of the log */

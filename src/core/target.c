@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/key.h"
 #include "common/log.h"
 #include "core.h"
 
@@ -77,11 +78,10 @@ int nkv_subsys_add(struct nkv_target *t, const char *nqn, const char *pool, stru
 	ss->tgt = t;
 	snprintf(ss->nqn, sizeof(ss->nqn), "%s", nqn);
 	snprintf(ss->pool, sizeof(ss->pool), "%s", pool);
-	/* A stable serial number per subsystem: FNV-1a of the NQN. */
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (const char *p = nqn; *p; p++)
-		h = (h ^ (uint8_t)*p) * 0x100000001b3ull;
-	snprintf(ss->sn, sizeof(ss->sn), "%016" PRIx64, h);
+	/* A stable serial number per subsystem, derived from its NQN. */
+	uint8_t id[16];
+	nkv_id128("subsystem", nqn, id);
+	snprintf(ss->sn, sizeof(ss->sn), "%016" PRIx64, nkv_get64(id));
 	ss->next = t->subsystems;
 	t->subsystems = ss;
 	NKV_INFO("subsystem %s exports pool %s", nqn, pool);

@@ -163,27 +163,27 @@ static void test_logs(struct nkv_loop_qp *a)
 {
 	static uint8_t full[4096];
 
-	CHECK(get_log(a, NKV_LOG_SUPPORTED, 0, 1024, 0) == G && nkv_get32(B) == 1 && nkv_get32(B + 8) == 1 &&
+	CHECK(get_log(a, NKV_LID_SUPPORTED, 0, 1024, 0) == G && nkv_get32(B) == 1 && nkv_get32(B + 8) == 1 &&
 		      nkv_get32(B + 20) == 1 && nkv_get32(B + 16) == 0, "supported log pages");
-	CHECK(get_log(a, NKV_LOG_ERROR, 0, 64, 0) == G && nkv_get64(B) == 0, "error log");
-	CHECK(get_log(a, NKV_LOG_SMART, 0, 512, 0) == G, "SMART");
+	CHECK(get_log(a, NKV_LID_ERROR, 0, 64, 0) == G && nkv_get64(B) == 0, "error log");
+	CHECK(get_log(a, NKV_LID_SMART, 0, 512, 0) == G, "SMART");
 	memcpy(full, B, 512);
 	CHECK(nkv_get64(full + 80) >= 1, "SMART host writes counted: %llu", (unsigned long long)nkv_get64(full + 80));
-	CHECK(get_log(a, NKV_LOG_SMART, 0, 256, 256) == G && memcmp(B, full + 256, 256) == 0, "SMART second half by LPO");
-	CHECK(get_log(a, NKV_LOG_SMART, 0, 64, 64) == G && memcmp(B, full + 64, 64) == 0, "SMART at offset 64");
-	CHECK(get_log(a, NKV_LOG_SMART, 0, 64, 2) == SC(0, NKV_SC_INVALID_FIELD), "unaligned LPO");
-	CHECK(get_log(a, NKV_LOG_SMART, 0, 64, 1024) == SC(0, NKV_SC_INVALID_FIELD), "LPO past the log");
-	CHECK(get_log(a, NKV_LOG_SMART, 0, 1024, 0) == G && B[600] == 0, "read past the end: zero filled");
-	CHECK(get_log(a, NKV_LOG_FW_SLOT, 0, 512, 0) == G && B[0] == 1 && memcmp(B + 8, "0.1.0", 5) == 0, "FW slot");
-	CHECK(get_log(a, NKV_LOG_CMD_EFFECTS, NKV_CSI_KV, 4096, 0) == G && nkv_get32(B + 4 * NKV_ADM_IDENTIFY) == 1 &&
+	CHECK(get_log(a, NKV_LID_SMART, 0, 256, 256) == G && memcmp(B, full + 256, 256) == 0, "SMART second half by LPO");
+	CHECK(get_log(a, NKV_LID_SMART, 0, 64, 64) == G && memcmp(B, full + 64, 64) == 0, "SMART at offset 64");
+	CHECK(get_log(a, NKV_LID_SMART, 0, 64, 2) == SC(0, NKV_SC_INVALID_FIELD), "unaligned LPO");
+	CHECK(get_log(a, NKV_LID_SMART, 0, 64, 1024) == SC(0, NKV_SC_INVALID_FIELD), "LPO past the log");
+	CHECK(get_log(a, NKV_LID_SMART, 0, 1024, 0) == G && B[600] == 0, "read past the end: zero filled");
+	CHECK(get_log(a, NKV_LID_FW_SLOT, 0, 512, 0) == G && B[0] == 1 && memcmp(B + 8, "0.1.0", 5) == 0, "FW slot");
+	CHECK(get_log(a, NKV_LID_CMD_EFFECTS, NKV_CSI_KV, 4096, 0) == G && nkv_get32(B + 4 * NKV_ADM_IDENTIFY) == 1 &&
 		      nkv_get32(B + 1024 + 4 * NKV_KV_STORE) == 3 && nkv_get32(B + 1024 + 4 * NKV_KV_RETRIEVE) == 1 &&
 		      nkv_get32(B + 1024 + 4 * NKV_KV_DELETE) == 3 && nkv_get32(B + 1024 + 4 * 0x03) == 0,
 	      "effects log CSI 1");
-	CHECK(get_log(a, NKV_LOG_CMD_EFFECTS, NKV_CSI_NVM, 4096, 0) == G && nkv_get32(B + 1024 + 4) == 0,
+	CHECK(get_log(a, NKV_LID_CMD_EFFECTS, NKV_CSI_NVM, 4096, 0) == G && nkv_get32(B + 1024 + 4) == 0,
 	      "effects log CSI 0: no NVM I/O commands");
-	CHECK(get_log(a, NKV_LOG_CMD_EFFECTS, NKV_CSI_ZNS, 4096, 0) == SC(0, NKV_SC_INVALID_FIELD), "effects CSI 2");
+	CHECK(get_log(a, NKV_LID_CMD_EFFECTS, NKV_CSI_ZNS, 4096, 0) == SC(0, NKV_SC_INVALID_FIELD), "effects CSI 2");
 	CHECK(get_log(a, 0x42, 0, 512, 0) == SC(NKV_SCT_CMD, NKV_SC_INVALID_LOG_PAGE), "unknown log page");
-	CHECK(get_log(a, NKV_LOG_SMART, 0, 8192, 0) == SC(0, NKV_SC_INVALID_FIELD), "log longer than 4 KiB");
+	CHECK(get_log(a, NKV_LID_SMART, 0, 8192, 0) == SC(0, NKV_SC_INVALID_FIELD), "log longer than 4 KiB");
 }
 
 static void test_features(struct nkv_loop_qp *a)
