@@ -37,8 +37,8 @@ CMD="${1:-}"; [ $# -gt 0 ] && shift
 DIR="${NKV_CEPH_DIR:-/tmp/nkv-ceph}"; POOL="${NKV_CEPH_POOL:-nkv}"; DURABLE=0; POOL_SET=0
 while [ $# -gt 0 ]; do
   case "$1" in
-    --dir) DIR="$2"; shift 2 ;;
-    --pool) POOL="$2"; POOL_SET=1; shift 2 ;;
+    --dir) DIR="${2:?--dir needs a value}"; shift 2 ;;
+    --pool) POOL="${2:?--pool needs a value}"; POOL_SET=1; shift 2 ;;
     --durable) DURABLE=1; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "ceph-dev: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
@@ -58,7 +58,7 @@ live_pid() {
   [ -f "$f" ] || return 1
   pid="$(cat "$f" 2>/dev/null)"; [[ "$pid" =~ ^[0-9]+$ ]] || return 1
   local cmd; cmd="$(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline")" || return 1
-  [[ "$cmd" == *ceph-${1%%.*}* && "$cmd" == *"$CONF"* ]] || return 1
+  [[ "$cmd" == *ceph-${1%%.*}" "* && "$cmd" == *" -c $CONF "* ]] || return 1
   echo "$pid"
 }
 n_running() { local n=0 d; for d in "${DAEMONS[@]}"; do live_pid "$d" >/dev/null && n=$((n + 1)); done; echo $n; }
@@ -69,7 +69,7 @@ stop_all() {
   for d in osd.0 mon.a; do
     pid="$(live_pid "$d")" || continue
     log "stopping $d (pid $pid)"; kill -TERM "$pid" 2>/dev/null || true
-    end=$((SECONDS + ${STOP_WAIT:-15}))   # memstore saves its contents on clean shutdown
+    end=$((SECONDS + ${STOP_WAIT:-15}))
     while kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt $end ]; do sleep 0.2; done
     kill -0 "$pid" 2>/dev/null && { log "$d ignored SIGTERM, sending SIGKILL"; kill -KILL "$pid" 2>/dev/null || true; }
   done
@@ -153,7 +153,7 @@ EOF
 
 start_daemon() {   # $1 = mon.a | osd.0 ; both daemonize and write their pid file
   local d=$1 end=$((SECONDS + 20))
-  "ceph-${d%%.*}" -c "$CONF" -i "${d#*.}" >>"$DIR/log/$d.out" 2>&1 || fail "ceph-${d%%.*} failed to start"
+  "ceph-${d%%.*}" -c "$CONF" -i "${d#*.}" >>"$DIR/log/$d.out" 2>&1 9>&- || fail "ceph-${d%%.*} failed to start"
   until live_pid "$d" >/dev/null; do [ $SECONDS -lt $end ] || fail "$d did not come up"; sleep 0.2; done
 }
 
@@ -201,6 +201,11 @@ build() {
   start_daemon osd.0
   printf 'port=%s\ndurable=%s\n' "$port" "$DURABLE" >"$DIR/state"
 }
+
+# start/stop of one DIR are serialized (e.g. parallel test fixtures); daemons get fd 9 closed.
+if [ "$CMD" = start ] || [ "$CMD" = stop ]; then
+  mkdir -p "$DIR"; exec 9>"$DIR/.lock"; flock -w 300 9 || { log "timed out waiting for $DIR/.lock"; exit 1; }
+fi
 
 case "$CMD" in
   start)
