@@ -65,9 +65,10 @@ static uint64_t parse_size(const char *s)
 }
 
 /*
- * The OSDs reject objects above osd_max_object_size with -EFBIG. Ask the mon for the value the
- * OSDs run with (central config, else the default), and also honour a value set in the client's
- * ceph.conf: the smaller wins.
+ * The OSDs reject objects above osd_max_object_size with -EFBIG (mapped to 85h either way). Ask the
+ * mon's central config (which falls back to the default; it does not see an OSD's own ceph.conf),
+ * and also honour a value set in the client's ceph.conf: the smaller wins. Asking each OSD
+ * (`tell osd.N config get`) would be exact but costs a round trip per OSD at start.
  */
 static uint64_t query_max_object(rados_t c)
 {
