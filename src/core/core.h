@@ -43,6 +43,7 @@ struct nkv_subsys {
 	char nqn[NKV_NQN_MAX];
 	char pool[256];
 	char sn[21];                              /* serial number shared by its controllers */
+	_Atomic uint64_t max_value;               /* largest KVVML of its namespaces (drives MDTS) */
 	_Atomic(struct nkv_ns *) ns[NKV_MAX_NSID + 1]; /* by NSID; published with release stores */
 };
 
@@ -129,8 +130,6 @@ static inline struct nkv_ns *nkv_subsys_ns(struct nkv_subsys *ss, uint32_t nsid)
 	/* Pairs with the release store in nkv_ns_add(): the namespace is fully built when seen. */
 	return atomic_load_explicit(&ss->ns[nsid], memory_order_acquire);
 }
-/** Largest value any namespace of @ss accepts (drives MDTS). */
-uint64_t nkv_subsys_max_value(struct nkv_subsys *ss);
 
 /* ---- controller (ctrlr.c) ---- */
 /** @return 0, -ENOMEM. */

@@ -129,7 +129,7 @@ int nkv_ctrlr_prop_set(struct nkv_ctrlr *c, uint32_t ofs, unsigned size, uint64_
 
 uint32_t nkv_ctrlr_max_xfer(struct nkv_ctrlr *c)
 {
-	uint64_t need = nkv_subsys_max_value(c->ss), x = 4096;
+	uint64_t need = atomic_load_explicit(&c->ss->max_value, memory_order_relaxed), x = 4096;
 	while (x < need && x < (1ull << 31))
 		x <<= 1;
 	return (uint32_t)x;

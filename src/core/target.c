@@ -116,20 +116,11 @@ int nkv_ns_add(struct nkv_subsys *ss, const struct nkv_ns_conf *conf)
 		ns->max_value = ns->info.max_object;
 	if (ns->max_value > UINT32_MAX) /* KVVML is 32 bits */
 		ns->max_value = UINT32_MAX;
+	if (ns->max_value > atomic_load(&ss->max_value)) /* MDTS first, so no namespace outgrows it */
+		atomic_store(&ss->max_value, ns->max_value);
 	/* Pairs with the acquire load in nkv_subsys_ns(). */
 	atomic_store_explicit(&ss->ns[conf->nsid], ns, memory_order_release);
 	NKV_INFO("%s: nsid %u = RADOS namespace '%s', max value %" PRIu64 "%s", ss->nqn, ns->nsid,
 		 conf->rados_ns ? conf->rados_ns : "", ns->max_value, ns->read_only ? ", read-only" : "");
 	return 0;
-}
-
-uint64_t nkv_subsys_max_value(struct nkv_subsys *ss)
-{
-	uint64_t m = 0;
-	for (uint32_t i = 1; i <= NKV_MAX_NSID; i++) {
-		struct nkv_ns *ns = nkv_subsys_ns(ss, i);
-		if (ns && ns->max_value > m)
-			m = ns->max_value;
-	}
-	return m;
 }
