@@ -1,9 +1,11 @@
 /* harness.c - shared setup and helpers of the functional tests (see harness.h). */
 #include "harness.h"
 
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 struct h_env H;
@@ -148,4 +150,37 @@ bool h_verify(const uint8_t *buf, uint32_t len, uint64_t seed)
 		return memcmp(buf + i, &v, len - i) == 0;
 	}
 	return true;
+}
+
+int h_ceph_tool(const char *tool, ...)
+{
+	const char *argv[32];
+	char user[64];
+	int n = 0;
+	va_list ap;
+
+	snprintf(user, sizeof(user), "client.%s", H.user);
+	argv[n++] = tool;
+	argv[n++] = "-c";
+	argv[n++] = H.ceph_conf;
+	argv[n++] = "-n";
+	argv[n++] = user;
+	if (H.keyring) {
+		argv[n++] = "--keyring";
+		argv[n++] = H.keyring;
+	}
+	va_start(ap, tool);
+	for (const char *a = va_arg(ap, const char *); a && n < 31; a = va_arg(ap, const char *))
+		argv[n++] = a;
+	va_end(ap);
+	argv[n] = NULL;
+	pid_t pid = fork();
+	if (pid == 0) {
+		execvp(tool, (char **)argv);
+		_exit(127);
+	}
+	int st = -1;
+	if (pid < 0 || waitpid(pid, &st, 0) < 0)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }

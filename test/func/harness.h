@@ -67,6 +67,12 @@ unsigned h_kv(struct nkv_loop_qp *qp, uint8_t opc, uint32_t nsid, const void *ke
 /** Run one admin command; the SQE's cdw10.. given. */
 unsigned h_admin(struct nkv_loop_qp *qp, const struct nkv_sqe *sqe, void *buf, uint32_t len, uint32_t *dw0);
 
+/**
+ * Run Ceph's @tool ("rados", "ceph") against the test cluster with the given arguments (NULL
+ * terminated), adding -c, -n and --keyring. @return the tool's exit status, or -1.
+ */
+int h_ceph_tool(const char *tool, ...);
+
 /** Deterministic value bytes for (seed, length): a reader can verify any value it gets back. */
 void h_fill(uint8_t *buf, uint32_t len, uint64_t seed);
 bool h_verify(const uint8_t *buf, uint32_t len, uint64_t seed);

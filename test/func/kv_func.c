@@ -9,7 +9,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/key.h"
@@ -491,22 +490,8 @@ static void test_rados_cli(void)
 
 	CHECK(put(NS_MAIN, "gpukey01", value, sizeof(value), 0) == G, "store gpukey01");
 	snprintf(ns, sizeof(ns), "%s-main", H.rados_ns);
-	pid_t pid = fork();
-	if (pid == 0) {
-		char user[64];
-		snprintf(user, sizeof(user), "client.%s", H.user);
-		const char *argv[16] = {"rados", "-c", H.ceph_conf, "-n", user, "-p", H.pool, "-N", ns,
-					"get", "6770756b65793031", path};
-		if (H.keyring) {
-			argv[12] = "--keyring";
-			argv[13] = H.keyring;
-		}
-		execvp("rados", (char **)argv);
-		_exit(127);
-	}
-	int status = -1;
-	waitpid(pid, &status, 0);
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "rados get exit status %d", status);
+	int rc = h_ceph_tool("rados", "-p", H.pool, "-N", ns, "get", "6770756b65793031", path, (char *)NULL);
+	CHECK(rc == 0, "rados get exit status %d", rc);
 	char got[256] = {0};
 	ssize_t n = read(fd, got, sizeof(got));
 	CHECK(n == (ssize_t)sizeof(value) && memcmp(got, value, sizeof(value)) == 0,

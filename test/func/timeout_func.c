@@ -5,12 +5,9 @@
  * KV Namespace Not Ready (82h) and DNR clear, so hosts retry, while a healthy pool served by the
  * same target keeps working. Usage: timeout_func rados
  */
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "harness.h"
 
@@ -25,39 +22,6 @@ static double now_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* Run `ceph -c CONF -n client.USER [--keyring K] ARGS...` (NULL-terminated); @return its exit status. */
-static int ceph(const char *arg0, ...)
-{
-	const char *argv[24];
-	char user[64];
-	int n = 0;
-	va_list ap;
-
-	snprintf(user, sizeof(user), "client.%s", H.user);
-	argv[n++] = "ceph";
-	argv[n++] = "-c";
-	argv[n++] = H.ceph_conf;
-	argv[n++] = "-n";
-	argv[n++] = user;
-	if (H.keyring) {
-		argv[n++] = "--keyring";
-		argv[n++] = H.keyring;
-	}
-	va_start(ap, arg0);
-	for (const char *a = arg0; a && n < 23; a = va_arg(ap, const char *))
-		argv[n++] = a;
-	va_end(ap);
-	argv[n] = NULL;
-	pid_t pid = fork();
-	if (pid == 0) {
-		execvp("ceph", (char **)argv);
-		_exit(127);
-	}
-	int st = -1;
-	waitpid(pid, &st, 0);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 int main(int argc, char **argv)
 {
 	if (argc < 2 || strcmp(argv[1], "rados") != 0) {
@@ -69,9 +33,9 @@ int main(int argc, char **argv)
 	h_add_ns(1, "t", 0, false);
 
 	/* A pool that can never serve I/O on a one-OSD cluster (idempotent: rerunning is fine). */
-	CHECK(ceph("osd", "pool", "create", STALL_POOL, "1", "1", NULL) == 0, "create " STALL_POOL);
-	CHECK(ceph("osd", "pool", "set", STALL_POOL, "size", "2", NULL) == 0, "size 2");
-	CHECK(ceph("osd", "pool", "set", STALL_POOL, "min_size", "2", NULL) == 0, "min_size 2");
+	CHECK(h_ceph_tool("ceph", "osd", "pool", "create", STALL_POOL, "1", "1", (char *)NULL) == 0, "create " STALL_POOL);
+	CHECK(h_ceph_tool("ceph", "osd", "pool", "set", STALL_POOL, "size", "2", (char *)NULL) == 0, "size 2");
+	CHECK(h_ceph_tool("ceph", "osd", "pool", "set", STALL_POOL, "min_size", "2", (char *)NULL) == 0, "min_size 2");
 
 	struct nkv_subsys *stall;
 	CHECK(nkv_subsys_add(H.tgt, STALL_NQN, STALL_POOL, &stall) == 0, "subsystem on " STALL_POOL);
@@ -105,7 +69,7 @@ int main(int argc, char **argv)
 	}
 	nkv_loop_disconnect(bad);
 	nkv_loop_disconnect(good);
-	CHECK(ceph("osd", "pool", "rm", STALL_POOL, STALL_POOL, "--yes-i-really-really-mean-it", NULL) == 0,
+	CHECK(h_ceph_tool("ceph", "osd", "pool", "rm", STALL_POOL, STALL_POOL, "--yes-i-really-really-mean-it", (char *)NULL) == 0,
 	      "remove " STALL_POOL);
 	return h_finish();
 }
