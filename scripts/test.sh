@@ -14,8 +14,9 @@ bash scripts/deps.sh
 cmake --preset "$PRESET" >/dev/null
 cmake --build --preset "$PRESET" -j"$(nproc)"
 
+stop_cluster() { bash scripts/ceph-dev.sh stop --dir "$CEPH_DIR"; }
 bash scripts/ceph-dev.sh start --dir "$CEPH_DIR"
-trap 'bash scripts/ceph-dev.sh stop --dir "$CEPH_DIR"' EXIT
+trap stop_cluster EXIT
 eval "$(bash scripts/ceph-dev.sh env --dir "$CEPH_DIR")"
 export NKV_REQUIRE_RADOS=1   # a rados test without a cluster fails instead of skipping
 
@@ -31,8 +32,8 @@ if [ "${want:-0}" -eq 0 ] || [ "$ran" -ne "$want" ] || grep -qE '_rados .*(Not R
   echo "RADOS tests: $ran of ${want:-0} passed; they must all run against the micro cluster" >&2
   rc=1
 fi
-bash scripts/ceph-dev.sh stop --dir "$CEPH_DIR"
 trap - EXIT
+stop_cluster   # before the summary, so the summary stays the last line
 total=$(sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' "$LOG" | tail -1)
 failed=$(sed -n 's/.* \([0-9]*\) tests failed out of.*/\1/p' "$LOG" | tail -1)
 echo "rados label: $ran of $want tests ran and passed"
