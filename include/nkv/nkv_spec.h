@@ -676,6 +676,202 @@ NKV_OFF(struct nkv_log_effects, iocs, 1024);
 /** Feature 20h (Key Value Configuration) bit 0: error on delete of a non-existent key. */
 #define NKV_KV_CONFIG_EDNEK 0x1u
 
+
+/* ---- NVMe over Fabrics (wire doc C.1, C.2, C.10) ------------------------------------------------ */
+#define NKV_FCTYPE_PROP_SET 0x00
+#define NKV_FCTYPE_CONNECT 0x01
+#define NKV_FCTYPE_PROP_GET 0x04
+#define NKV_FCTYPE_AUTH_SEND 0x05
+#define NKV_FCTYPE_AUTH_RECV 0x06
+#define NKV_FCTYPE_DISCONNECT 0x08
+
+/* Fabrics command specific status (SCT 1), beyond the Connect ones above */
+#define NKV_SC_INCOMPATIBLE_FORMAT 0x80
+#define NKV_SC_CONTROLLER_BUSY 0x81
+#define NKV_SC_INVALID_QUEUE_TYPE 0x85
+
+#define NKV_DISCOVERY_NQN "nqn.2014-08.org.nvmexpress.discovery"
+#define NKV_CNTRLTYPE_DISCOVERY 2u
+#define NKV_CNTLID_DYNAMIC 0xffffu
+#define NKV_CNTLID_MAX 0xffefu
+
+/** Fabrics command SQE view (opcode 7Fh): FCTYPE in byte 4, the rest command specific. */
+struct nkv_fabrics_cmd {
+	uint8_t opc;       /* 7Fh */
+	uint8_t flags;     /* PSDT must be 01b */
+	uint16_t cid;
+	uint8_t fctype;
+	uint8_t rsvd5[19];
+	uint8_t sgl1[16];
+	/* Connect: 41:40 RECFMT, 43:42 QID, 45:44 SQSIZE, 46 CATTR, 51:48 KATO.
+	 * Property Get/Set: 40 ATTRIB (size), 47:44 OFST, 55:48 VALUE. */
+	uint8_t spec[24];
+};
+NKV_SIZE(struct nkv_fabrics_cmd, 64);
+NKV_OFF(struct nkv_fabrics_cmd, fctype, 4);
+NKV_OFF(struct nkv_fabrics_cmd, sgl1, 24);
+NKV_OFF(struct nkv_fabrics_cmd, spec, 40);
+#define NKV_CONNECT_CATTR_DISABLE_SQFC 0x4u
+
+/** Connect command data (1024 bytes). */
+struct nkv_connect_data {
+	uint8_t hostid[16];
+	uint16_t cntlid;
+	uint8_t rsvd18[238];
+	char subnqn[256];
+	char hostnqn[256];
+	uint8_t rsvd768[256];
+};
+NKV_SIZE(struct nkv_connect_data, 1024);
+NKV_OFF(struct nkv_connect_data, cntlid, 16);
+NKV_OFF(struct nkv_connect_data, subnqn, 256);
+NKV_OFF(struct nkv_connect_data, hostnqn, 512);
+
+/** Discovery log page (LID 70h) header, 1024 bytes; entries follow at byte 1024. */
+struct nkv_disc_log_hdr {
+	uint64_t genctr;
+	uint64_t numrec;
+	uint16_t recfmt;
+	uint8_t dlpf;
+	uint8_t rsvd19;
+	uint32_t tdlpl;
+	uint8_t rsvd24[1000];
+};
+NKV_SIZE(struct nkv_disc_log_hdr, 1024);
+NKV_OFF(struct nkv_disc_log_hdr, numrec, 8);
+NKV_OFF(struct nkv_disc_log_hdr, tdlpl, 20);
+
+/** Discovery log page entry, 1024 bytes. */
+struct nkv_disc_log_entry {
+	uint8_t trtype;     /* 3 = TCP */
+	uint8_t adrfam;     /* 1 = IPv4, 2 = IPv6 */
+	uint8_t subtype;    /* 2 = NVM subsystem, 3 = current discovery subsystem */
+	uint8_t treq;       /* bits 1:0 secure channel; bit 2 SQ flow control disable supported */
+	uint16_t portid;
+	uint16_t cntlid;    /* FFFFh: dynamic */
+	uint16_t asqsz;
+	uint16_t eflags;
+	uint8_t rsvd12[20];
+	char trsvcid[32];   /* ASCII, space padded */
+	uint8_t rsvd64[192];
+	char subnqn[256];
+	char traddr[256];   /* ASCII, space padded */
+	uint8_t tsas[256];  /* TCP: byte 0 SECTYPE */
+};
+NKV_SIZE(struct nkv_disc_log_entry, 1024);
+NKV_OFF(struct nkv_disc_log_entry, asqsz, 8);
+NKV_OFF(struct nkv_disc_log_entry, trsvcid, 32);
+NKV_OFF(struct nkv_disc_log_entry, subnqn, 256);
+NKV_OFF(struct nkv_disc_log_entry, traddr, 512);
+NKV_OFF(struct nkv_disc_log_entry, tsas, 768);
+#define NKV_LID_DISCOVERY 0x70
+#define NKV_TRTYPE_TCP 3
+#define NKV_ADRFAM_IPV4 1
+#define NKV_ADRFAM_IPV6 2
+#define NKV_SUBTYPE_NVME 2
+#define NKV_SUBTYPE_CURRENT_DISCOVERY 3
+#define NKV_TREQ_NOT_REQUIRED 0x2u
+#define NKV_TREQ_DISABLE_SQFC 0x4u
+#define NKV_EFLAGS_DUPRETINFO 0x1u
+#define NKV_EFLAGS_EPCSD 0x2u
+
+/* ---- NVMe/TCP PDUs (wire doc C.3-C.9) ------------------------------------------------------------ */
+#define NKV_TCP_PDU_ICREQ 0x00
+#define NKV_TCP_PDU_ICRESP 0x01
+#define NKV_TCP_PDU_H2C_TERM 0x02
+#define NKV_TCP_PDU_C2H_TERM 0x03
+#define NKV_TCP_PDU_CMD 0x04
+#define NKV_TCP_PDU_RSP 0x05
+#define NKV_TCP_PDU_H2C_DATA 0x06
+#define NKV_TCP_PDU_C2H_DATA 0x07
+#define NKV_TCP_PDU_R2T 0x09
+
+#define NKV_TCP_F_HDGST 0x01
+#define NKV_TCP_F_DDGST 0x02
+#define NKV_TCP_F_LAST 0x04
+#define NKV_TCP_F_SUCCESS 0x08
+
+#define NKV_TCP_DGST_HDR 0x01 /* ICReq/ICResp DGST bits */
+#define NKV_TCP_DGST_DATA 0x02
+
+/* Fatal error status of a termination PDU */
+#define NKV_TCP_FES_INVALID_HEADER 0x01
+#define NKV_TCP_FES_PDU_SEQUENCE 0x02
+#define NKV_TCP_FES_HDGST 0x03
+#define NKV_TCP_FES_DATA_OUT_OF_RANGE 0x04
+#define NKV_TCP_FES_DATA_LIMIT 0x05
+#define NKV_TCP_FES_UNSUPPORTED_PARAM 0x06
+
+#define NKV_TCP_PORT 4420
+#define NKV_TCP_DISC_PORT 8009
+#define NKV_TCP_MIN_MAXH2CDATA 4096u
+#define NKV_TCP_TERM_MAX_PLEN 152u
+#define NKV_TCP_ADMIN_ICD 8192u /* in-capsule data on the admin queue (and Connect) */
+
+/** Common header of every PDU. */
+struct nkv_tcp_ch {
+	uint8_t type;
+	uint8_t flags;
+	uint8_t hlen;
+	uint8_t pdo;
+	uint32_t plen;
+};
+NKV_SIZE(struct nkv_tcp_ch, 8);
+
+/** ICReq (host) and ICResp (controller), 128 bytes. */
+struct nkv_tcp_ic {
+	struct nkv_tcp_ch ch;
+	uint16_t pfv;
+	uint8_t pda;      /* ICReq: HPDA; ICResp: CPDA */
+	uint8_t dgst;
+	uint32_t maxr2t_or_maxh2cdata; /* ICReq: MAXR2T (0's based); ICResp: MAXH2CDATA */
+	uint8_t rsvd16[112];
+};
+NKV_SIZE(struct nkv_tcp_ic, 128);
+NKV_OFF(struct nkv_tcp_ic, pda, 10);
+NKV_OFF(struct nkv_tcp_ic, maxr2t_or_maxh2cdata, 12);
+
+/** H2CTermReq / C2HTermReq header, 24 bytes; the offending header follows. */
+struct nkv_tcp_term {
+	struct nkv_tcp_ch ch;
+	uint16_t fes;
+	uint8_t fei[4];
+	uint8_t rsvd14[10];
+};
+NKV_SIZE(struct nkv_tcp_term, 24);
+NKV_OFF(struct nkv_tcp_term, fei, 10);
+
+/** CapsuleCmd header, 72 bytes. */
+struct nkv_tcp_cmd {
+	struct nkv_tcp_ch ch;
+	struct nkv_sqe sqe;
+};
+NKV_SIZE(struct nkv_tcp_cmd, 72);
+
+/** CapsuleResp, 24 bytes. */
+struct nkv_tcp_rsp {
+	struct nkv_tcp_ch ch;
+	struct nkv_cqe cqe;
+};
+NKV_SIZE(struct nkv_tcp_rsp, 24);
+
+/** H2CData, C2HData and R2T share one 24-byte layout (TTAG is reserved in C2HData). */
+struct nkv_tcp_data {
+	struct nkv_tcp_ch ch;
+	uint16_t cccid;
+	uint16_t ttag;
+	uint32_t datao;   /* R2T: R2TO */
+	uint32_t datal;   /* R2T: R2TL */
+	uint32_t rsvd20;
+};
+NKV_SIZE(struct nkv_tcp_data, 24);
+NKV_OFF(struct nkv_tcp_data, datao, 12);
+NKV_OFF(struct nkv_tcp_data, datal, 16);
+
+/* SGL descriptor type byte (byte 15) values used over TCP (wire doc C.5) */
+#define NKV_SGL_DATA_BLOCK_OFFSET 0x01      /* in-capsule data: type 0, subtype 1 */
+#define NKV_SGL_TRANSPORT_DATA_BLOCK 0x5a  /* type 5, subtype Ah */
+
 #ifdef __cplusplus
 }
 #endif

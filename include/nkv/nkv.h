@@ -1,0 +1,196 @@
+/*
+ * nkv.h - libnkv, the rados-nkv client library: an NVMe/TCP initiator for the NVMe Key Value
+ * command set. Connect to a subsystem (directly or through a discovery controller), identify its
+ * KV namespaces, and run Store / Retrieve / Delete / Exist / List synchronously or asynchronously.
+ *
+ * Errors: every call returns 0 (or a count) on success and -errno on failure. A command that
+ * reached the controller and failed there returns the errno of its NVMe status (see
+ * nkv_status_errno(): Key Does Not Exist -> -ENOENT, Key Exists -> -EEXIST, ...) and, when the
+ * caller passes a struct nkv_cpl, the exact NVMe status and CQE dwords.
+ *
+ * Threads: a controller's admin queue may be used from any thread (it is locked). An I/O queue pair
+ * (struct nkv_qpair) belongs to one thread at a time: submit and poll it from that thread only;
+ * different queue pairs may run on different threads at once. Keep Alive runs on a background
+ * thread of the controller.
+ */
+#ifndef NKV_H
+#define NKV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "nkv_spec.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct nkv_ctrl;  /* one controller association: admin queue + I/O queues */
+struct nkv_qpair; /* one I/O queue (one TCP connection) */
+
+/** Connection options; zeroed fields take the defaults noted. */
+struct nkv_conn_opts {
+	const char *hostnqn;   /* NULL: nqn.2014-08.org.nvmexpress:uuid:<hostid> */
+	uint8_t hostid[16];    /* all zero: a random UUID per process */
+	bool hdgst;            /* header digest (CRC32C) */
+	bool ddgst;            /* data digest */
+	uint32_t kato_ms;      /* keep-alive timeout; 0: 10000. Keep Alive is sent every kato/2 */
+	bool no_keepalive;     /* send KATO 0 (no keep-alive timer on the target) */
+	uint16_t queue_depth;  /* I/O queue entries; 0: 128 (clamped to the controller's MQES+1) */
+	int timeout_ms;        /* connect and synchronous-command timeout; 0: 30000 */
+};
+
+#define NKV_STATUS_HOST_PATH 0x370 /* SCT 3h SC 70h: the connection failed before the CQE arrived */
+
+/** One CQE, decoded. */
+struct nkv_cpl {
+	uint16_t status; /* SCT << 8 | SC (0 = success) */
+	bool dnr;        /* Do Not Retry */
+	uint32_t dw0, dw1;
+	uint32_t xfer;   /* bytes moved to the host buffer (controller-to-host commands) */
+};
+
+/**
+ * Connect to subsystem @subnqn at @traddr:@trsvcid (numeric or names; IPv4 or IPv6) and bring the
+ * controller up: ICReq, Connect (admin queue), CC.EN, CSTS.RDY, Identify Controller, Set Features
+ * Number of Queues. @opts may be NULL.
+ * @return 0, -ECONNREFUSED / -EHOSTUNREACH / -ETIMEDOUT (transport), -EPROTO (the target broke the
+ * protocol), -EACCES (Connect Invalid Host), -ENOENT (no such subsystem), -EINVAL, -ENOMEM.
+ */
+int nkv_connect(const char *traddr, const char *trsvcid, const char *subnqn,
+		const struct nkv_conn_opts *opts, struct nkv_ctrl **out);
+
+/** Delete all queue pairs, disconnect and free the controller. NULL is a no-op. */
+void nkv_disconnect(struct nkv_ctrl *ctrl);
+
+/** A discovery log entry, decoded. */
+struct nkv_disc_entry {
+	uint8_t trtype, adrfam, subtype, treq;
+	uint16_t portid, cntlid, asqsz;
+	char trsvcid[33];
+	char traddr[257];
+	char subnqn[257];
+};
+
+/**
+ * Read the discovery log from the discovery controller at @traddr:@trsvcid (NULL: "8009").
+ * On success *entries is malloc'ed (free() it) and holds *n entries.
+ * @return 0 or -errno as nkv_connect().
+ */
+int nkv_discover(const char *traddr, const char *trsvcid, const struct nkv_conn_opts *opts,
+		 struct nkv_disc_entry **entries, unsigned *n);
+
+/** Identify Controller data (4096 bytes) read at connect time. */
+const struct nkv_id_ctrlr *nkv_ctrl_identify(const struct nkv_ctrl *ctrl);
+/** CNTLID the target assigned. */
+uint16_t nkv_ctrl_cntlid(const struct nkv_ctrl *ctrl);
+
+/**
+ * Active KV namespace IDs (Identify CNS 07h, CSI 01h) into @nsids (up to @max).
+ * @return the number of IDs (may exceed @max: only @max were stored), or -errno.
+ */
+int nkv_ns_list(struct nkv_ctrl *ctrl, uint32_t *nsids, unsigned max);
+
+/** Identify KV namespace (CNS 05h, CSI 01h). @return 0 or -errno (-ENOENT: no such namespace). */
+int nkv_ns_identify(struct nkv_ctrl *ctrl, uint32_t nsid, struct nkv_id_ns_kv *id);
+
+/**
+ * Run an admin command synchronously (any thread). @buf/@len: data buffer, direction from the
+ * opcode (bit 0 host-to-controller). The CID is assigned by the library.
+ * @return as the KV calls: 0, the errno of a failed NVMe status, or a transport -errno.
+ */
+int nkv_admin(struct nkv_ctrl *ctrl, const struct nkv_sqe *sqe, void *buf, uint32_t len, struct nkv_cpl *cpl);
+
+/**
+ * Create an I/O queue pair (a new TCP connection with its own Connect). @depth 0: opts.queue_depth.
+ * @return 0, -ENOSPC (the controller granted no more queues), or -errno as nkv_connect().
+ */
+int nkv_qpair_create(struct nkv_ctrl *ctrl, uint16_t depth, struct nkv_qpair **out);
+/** Wait (bounded by timeout_ms) for outstanding commands, then close the queue. */
+void nkv_qpair_destroy(struct nkv_qpair *qp);
+/** Queue entries usable for commands (the Connect SQSIZE + 1). */
+uint16_t nkv_qpair_depth(const struct nkv_qpair *qp);
+/** Commands submitted and not completed. */
+unsigned nkv_qpair_outstanding(const struct nkv_qpair *qp);
+
+/** Completion callback: runs inside nkv_qpair_poll() on the queue pair's thread. */
+typedef void (*nkv_cb)(void *arg, const struct nkv_cpl *cpl);
+
+/**
+ * Queue a raw command (passthrough). The library sets the CID and the SGL; @buf must stay valid
+ * until the callback runs. Nothing is sent until nkv_qpair_poll() or nkv_qpair_flush() runs.
+ * @return 0, -EAGAIN (queue full: poll first), -ENOTCONN (queue failed).
+ */
+int nkv_submit(struct nkv_qpair *qp, const struct nkv_sqe *sqe, void *buf, uint32_t len, nkv_cb cb, void *arg);
+
+/** Send what is queued (without waiting for completions). @return 0 or -errno. */
+int nkv_qpair_flush(struct nkv_qpair *qp);
+
+/**
+ * Send queued commands, receive PDUs, run callbacks. @timeout_ms: 0 never waits, < 0 waits for at
+ * least one completion, > 0 waits up to that long for one.
+ * @return completions run (>= 0), or -errno when the connection failed; every outstanding command
+ * then completes with status NKV_STATUS_HOST_PATH (SCT 3h / SC 70h, Host Pathing Error, as the Linux
+ * host reports a lost connection): it may or may not have executed on the target.
+ */
+int nkv_qpair_poll(struct nkv_qpair *qp, int timeout_ms);
+
+/* ---- asynchronous KV commands (completion via @cb; buffers live until then) ---------------------- */
+int nkv_store_async(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned klen, const void *val,
+		    uint32_t len, unsigned opts, nkv_cb cb, void *arg);
+int nkv_retrieve_async(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned klen, void *buf,
+		       uint32_t len, nkv_cb cb, void *arg);
+int nkv_delete_async(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned klen, nkv_cb cb, void *arg);
+int nkv_exist_async(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned klen, nkv_cb cb, void *arg);
+
+/* ---- synchronous KV commands ------------------------------------------------------------------- */
+
+/**
+ * Store @len bytes under @key (1..16 bytes). @opts: NKV_STORE_MUST_EXIST / NKV_STORE_MUST_NOT_EXIST.
+ * @return 0, -ENOENT (must-exist and absent), -EEXIST (must-not-exist and present), -EFBIG (value
+ * over the namespace's limit), -EROFS (read-only namespace), -ENOSPC, -EAGAIN (namespace not
+ * ready: retry), or a transport -errno.
+ */
+int nkv_store(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned klen, const void *val,
+	      uint32_t len, unsigned opts, struct nkv_cpl *cpl);
+
+/**
+ * Retrieve into @buf (@len bytes). *@value_size (if not NULL) gets the value's full size (CQE DW0),
+ * which may exceed @len: then @len bytes were returned. @return 0, -ENOENT, or -errno.
+ */
+int nkv_retrieve(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned klen, void *buf,
+		 uint32_t len, uint32_t *value_size, struct nkv_cpl *cpl);
+
+/** @return 0, -ENOENT (absent), or -errno. */
+int nkv_delete(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned klen, struct nkv_cpl *cpl);
+/** @return 0 (exists), -ENOENT (absent), or -errno. */
+int nkv_exist(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned klen, struct nkv_cpl *cpl);
+
+/**
+ * List keys >= @key (klen 0: from the start) in ascending byte order into @buf (the raw List data:
+ * a 4-byte count, then entries of a 2-byte length and the key padded to 4 bytes). Use
+ * nkv_list_next() to walk it. @return 0 or -errno.
+ */
+int nkv_list(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned klen, void *buf, uint32_t len,
+	     struct nkv_cpl *cpl);
+
+/**
+ * Walk a List buffer: *@pos starts at 0. @return 1 with @key/@klen set, 0 at the end, -EPROTO if
+ * the buffer is malformed.
+ */
+int nkv_list_next(const void *buf, uint32_t len, uint32_t *pos, uint8_t key[16], unsigned *klen);
+
+/** Run one raw command synchronously on an I/O queue pair. @return as nkv_store(). */
+int nkv_exec(struct nkv_qpair *qp, const struct nkv_sqe *sqe, void *buf, uint32_t len, struct nkv_cpl *cpl);
+
+/* ---- status helpers ----------------------------------------------------------------------------- */
+
+/** -errno for an NVMe status (SCT << 8 | SC); 0 for success. */
+int nkv_status_errno(uint16_t status);
+/** Human-readable name of an NVMe status ("Key Does Not Exist (SCT 1h SC 87h)"). Static storage. */
+const char *nkv_status_string(uint16_t status);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* NKV_H */
