@@ -135,7 +135,13 @@ int nkv_qpair_flush(struct nkv_qpair *qp);
  */
 int nkv_qpair_poll(struct nkv_qpair *qp, int timeout_ms);
 
-/* ---- asynchronous KV commands (completion via @cb; buffers live until then) ---------------------- */
+/*
+ * ---- asynchronous KV commands (completion via @cb; buffers live until then) ----------------------
+ * Each queues one command like nkv_submit() and returns 0, -EINVAL (key of 0 or > 16 bytes, NULL
+ * buffer with a nonzero length), -EAGAIN (queue full) or -ENOTCONN. The callback's cpl->dw0 is the
+ * full value size for Retrieve and cpl->xfer the bytes received. A callback may submit new commands
+ * but must not call nkv_qpair_poll() or a synchronous call on the same queue pair.
+ */
 int nkv_store_async(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned klen, const void *val,
 		    uint32_t len, unsigned opts, nkv_cb cb, void *arg);
 int nkv_retrieve_async(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned klen, void *buf,
@@ -175,17 +181,38 @@ int nkv_list(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned klen
 	     struct nkv_cpl *cpl);
 
 /**
- * Walk a List buffer: *@pos starts at 0. @return 1 with @key/@klen set, 0 at the end, -EPROTO if
- * the buffer is malformed.
+ * Walk a List buffer of @len bytes (pass cpl.xfer, the bytes received): *@pos is an opaque cursor
+ * that starts at 0 (it holds the next entry's offset and the entries already returned, so the walk
+ * ends after NRK entries whatever the rest of the buffer holds).
+ * @return 1 with @key/@klen set, 0 at the end, -EPROTO if the buffer is malformed (an entry with
+ * KL 0 or > 16, or one that runs past @len).
  */
-int nkv_list_next(const void *buf, uint32_t len, uint32_t *pos, uint8_t key[16], unsigned *klen);
+int nkv_list_next(const void *buf, uint32_t len, uint64_t *pos, uint8_t key[16], unsigned *klen);
 
-/** Run one raw command synchronously on an I/O queue pair. @return as nkv_store(). */
+/**
+ * Run one raw command synchronously on a queue pair (submit, then poll until it completes or
+ * opts.timeout_ms passes). On timeout the queue pair is failed (closed; every outstanding command
+ * completes with NKV_STATUS_HOST_PATH), because the target could still write into @buf later.
+ * @return as nkv_store(); -ETIMEDOUT on timeout; the connection's -errno (e.g. -EPROTO,
+ * -ECONNRESET) if it failed.
+ */
 int nkv_exec(struct nkv_qpair *qp, const struct nkv_sqe *sqe, void *buf, uint32_t len, struct nkv_cpl *cpl);
 
 /* ---- status helpers ----------------------------------------------------------------------------- */
 
-/** -errno for an NVMe status (SCT << 8 | SC); 0 for success. */
+/**
+ * -errno for an NVMe status (SCT << 8 | SC; DNR and the other high bits are ignored); 0 for success.
+ * Generic (SCT 0): 01h -EOPNOTSUPP, 02h/0Dh/0Eh/0Fh/11h/16h/18h -EINVAL, 03h/0Ch -EPROTO (the host
+ * broke a rule), 04h/05h/06h -EIO, 07h/08h -ECANCELED, 0Bh -ENXIO (invalid namespace),
+ * 19h -ETIMEDOUT, 20h -EROFS, 21h/22h -EAGAIN.
+ * KV (SCT 0, and SCT 1 as some emulators send them): 81h -ENOSPC, 82h -EAGAIN (not ready: retry),
+ * 83h/84h -EBUSY, 85h -EFBIG, 86h -EINVAL, 87h -ENOENT, 88h -EIO, 89h -EEXIST.
+ * Command specific (SCT 1): 01h/02h/09h/0Dh -EINVAL, 0Eh -EPERM, 29h-2Ch -EOPNOTSUPP,
+ * 80h -EPROTO, 84h -EACCES (Connect Invalid Host), 91h -EACCES. Fabrics Connect statuses are
+ * decoded by nkv_connect() itself (82h on Connect is Invalid Parameters: -ENOENT for an unknown
+ * SUBNQN, -EINVAL otherwise; 81h Controller Busy: -EBUSY).
+ * Path (SCT 3): 60h/70h -ENOTCONN (NKV_STATUS_HOST_PATH), others -EIO. Anything unknown: -EIO.
+ */
 int nkv_status_errno(uint16_t status);
 /** Human-readable name of an NVMe status ("Key Does Not Exist (SCT 1h SC 87h)"). Static storage. */
 const char *nkv_status_string(uint16_t status);

@@ -1,0 +1,537 @@
+/*
+ * ctrl.c - controller association for libnkv: Fabrics Connect, Property Get/Set, CC.EN/CSTS.RDY,
+ * Identify, Number of Queues, I/O queue pairs, the admin queue lock and the keep-alive thread
+ * (wire doc C.1, C.2, C.11, D.3/D.4).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client/internal.h"
+#include "common/log.h"
+
+/* ---- host identity ----------------------------------------------------------------------------- */
+
+static pthread_once_t g_hostid_once = PTHREAD_ONCE_INIT;
+static uint8_t g_hostid[16];
+
+static void hostid_init(void)
+{
+	if (getrandom(g_hostid, sizeof(g_hostid), 0) != (ssize_t)sizeof(g_hostid)) {
+		/* No entropy source: still unique enough per process for a host identifier. */
+		uint64_t t = (uint64_t)nkv_now_ms() ^ ((uint64_t)getpid() << 32);
+		memcpy(g_hostid, &t, sizeof(t));
+		memcpy(g_hostid + 8, &g_hostid_once, sizeof(g_hostid_once) < 8 ? sizeof(g_hostid_once) : 8);
+	}
+	g_hostid[6] = (uint8_t)((g_hostid[6] & 0x0f) | 0x40); /* UUID version 4 */
+	g_hostid[8] = (uint8_t)((g_hostid[8] & 0x3f) | 0x80); /* RFC 4122 variant */
+}
+
+static void uuid_str(const uint8_t u[16], char out[37])
+{
+	snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2],
+		 u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+}
+
+static bool all_zero(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i])
+			return false;
+	return true;
+}
+
+static int copy_str(char *dst, size_t cap, const char *src)
+{
+	size_t n = strlen(src);
+	if (n >= cap)
+		return -EINVAL;
+	memcpy(dst, src, n + 1);
+	return 0;
+}
+
+static struct nkv_ctrl *ctrl_alloc(const char *traddr, const char *trsvcid, const char *subnqn,
+				   const struct nkv_conn_opts *opts, int *err)
+{
+	struct nkv_ctrl *c = calloc(1, sizeof(*c));
+	*err = -ENOMEM;
+	if (!c)
+		return NULL;
+	if (opts)
+		c->opts = *opts;
+	*err = -EINVAL;
+	if (copy_str(c->traddr, sizeof(c->traddr), traddr) || copy_str(c->trsvcid, sizeof(c->trsvcid), trsvcid) ||
+	    copy_str(c->subnqn, 224, subnqn) || !*subnqn) {
+		free(c);
+		return NULL;
+	}
+	if (c->opts.timeout_ms <= 0)
+		c->opts.timeout_ms = NKV_DEFAULT_TIMEOUT_MS;
+	if (!c->opts.queue_depth)
+		c->opts.queue_depth = NKV_DEFAULT_DEPTH;
+	if (all_zero(c->opts.hostid, 16)) {
+		pthread_once(&g_hostid_once, hostid_init);
+		memcpy(c->hostid, g_hostid, 16);
+	} else {
+		memcpy(c->hostid, c->opts.hostid, 16);
+	}
+	if (c->opts.hostnqn) {
+		if (copy_str(c->hostnqn, 224, c->opts.hostnqn) || !*c->opts.hostnqn) {
+			free(c);
+			return NULL;
+		}
+	} else {
+		char u[37];
+		uuid_str(c->hostid, u);
+		snprintf(c->hostnqn, sizeof(c->hostnqn), "nqn.2014-08.org.nvmexpress:uuid:%s", u);
+	}
+	c->opts.hostnqn = NULL; /* not owned: never read again */
+	c->kato_ms = c->opts.no_keepalive ? 0 : (c->opts.kato_ms ? c->opts.kato_ms : NKV_DEFAULT_KATO_MS);
+	c->discovery = strcmp(subnqn, NKV_DISCOVERY_NQN) == 0;
+	pthread_mutex_init(&c->admin_mu, NULL);
+	pthread_mutex_init(&c->qp_mu, NULL);
+	pthread_mutex_init(&c->ka_mu, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&c->ka_cv, &ca);
+	pthread_condattr_destroy(&ca);
+	*err = 0;
+	return c;
+}
+
+/* ---- admin queue ------------------------------------------------------------------------------- */
+
+int nkv_admin(struct nkv_ctrl *ctrl, const struct nkv_sqe *sqe, void *buf, uint32_t len, struct nkv_cpl *cpl)
+{
+	if (!ctrl || !sqe)
+		return -EINVAL;
+	pthread_mutex_lock(&ctrl->admin_mu);
+	int rc = ctrl->admin->err ? ctrl->admin->err : nkv_exec(ctrl->admin, sqe, buf, len, cpl);
+	pthread_mutex_unlock(&ctrl->admin_mu);
+	return rc;
+}
+
+static void fabrics_sqe(struct nkv_sqe *sqe, uint8_t fctype)
+{
+	memset(sqe, 0, sizeof(*sqe));
+	sqe->opc = NKV_ADM_FABRICS;
+	((uint8_t *)sqe)[4] = fctype;
+}
+
+static int prop_get(struct nkv_ctrl *ctrl, uint32_t ofst, bool wide, uint64_t *val)
+{
+	struct nkv_sqe sqe;
+	struct nkv_cpl cpl;
+	fabrics_sqe(&sqe, NKV_FCTYPE_PROP_GET);
+	((uint8_t *)&sqe)[40] = wide ? 1 : 0; /* ATTRIB: 0 = 4 bytes, 1 = 8 bytes */
+	nkv_put32((uint8_t *)&sqe + 44, ofst);
+	int rc = nkv_admin(ctrl, &sqe, NULL, 0, &cpl);
+	if (rc == 0)
+		*val = (uint64_t)cpl.dw0 | (wide ? (uint64_t)cpl.dw1 << 32 : 0);
+	return rc;
+}
+
+static int prop_set(struct nkv_ctrl *ctrl, uint32_t ofst, uint32_t val)
+{
+	struct nkv_sqe sqe;
+	fabrics_sqe(&sqe, NKV_FCTYPE_PROP_SET);
+	nkv_put32((uint8_t *)&sqe + 44, ofst);
+	nkv_put64((uint8_t *)&sqe + 48, val);
+	return nkv_admin(ctrl, &sqe, NULL, 0, NULL);
+}
+
+/** Errno of a failed Connect: SCT 1 82h/84h mean something else there than for I/O (wire doc C.1). */
+static int connect_errno(const struct nkv_cpl *cpl)
+{
+	unsigned ipo = cpl->dw0 & 0xffff, iattr = (cpl->dw0 >> 16) & 0xff;
+	switch (cpl->status) {
+	case 0x180: /* Incompatible Format */
+		return -EPROTO;
+	case 0x181: /* Controller Busy */
+		return -EBUSY;
+	case 0x182: /* Connect Invalid Parameters: IATTR 1 / IPO 256 is the SUBNQN */
+		if (iattr == 1 && ipo == 256)
+			return -ENOENT;
+		if (iattr == 1 && ipo == 512)
+			return -EACCES;
+		return -EINVAL;
+	case 0x183: /* Restart Discovery */
+		return -EAGAIN;
+	case 0x184: /* Connect Invalid Host */
+		return -EACCES;
+	default:
+		return nkv_status_errno(cpl->status);
+	}
+}
+
+int nkv_ctrl_fabrics_connect(struct nkv_ctrl *ctrl, struct nkv_qpair *qp, uint16_t sqsize, uint16_t cntlid,
+			     uint16_t *cntlid_out)
+{
+	struct nkv_sqe sqe;
+	struct nkv_connect_data d;
+	struct nkv_cpl cpl = {0};
+	uint8_t *b = (uint8_t *)&sqe;
+
+	fabrics_sqe(&sqe, NKV_FCTYPE_CONNECT);
+	nkv_put16(b + 40, 0); /* RECFMT */
+	nkv_put16(b + 42, qp->qid);
+	nkv_put16(b + 44, sqsize);
+	b[46] = 0; /* CATTR: keep SQ flow control */
+	nkv_put32(b + 48, qp->qid == 0 ? ctrl->kato_ms : 0);
+	memset(&d, 0, sizeof(d));
+	memcpy(d.hostid, ctrl->hostid, 16);
+	nkv_put16(&d.cntlid, cntlid);
+	/* both were checked shorter than 224 bytes; the rest of each field stays NUL */
+	memcpy(d.subnqn, ctrl->subnqn, strnlen(ctrl->subnqn, sizeof(d.subnqn) - 1));
+	memcpy(d.hostnqn, ctrl->hostnqn, strnlen(ctrl->hostnqn, sizeof(d.hostnqn) - 1));
+	int rc = nkv_exec(qp, &sqe, &d, sizeof(d), &cpl);
+	if (rc == 0) {
+		if (cpl.dw0 & (1u << 17)) {
+			NKV_WARN("libnkv: %s requires authentication (DH-HMAC-CHAP), which libnkv lacks", ctrl->subnqn);
+			return -EACCES;
+		}
+		if (cntlid_out)
+			*cntlid_out = (uint16_t)cpl.dw0;
+		return 0;
+	}
+	if (cpl.status && cpl.status != NKV_STATUS_HOST_PATH) {
+		NKV_DEBUG("libnkv: Connect qid %u to %s: status %#x DW0 %#x", qp->qid, ctrl->subnqn, cpl.status,
+			  cpl.dw0);
+		return connect_errno(&cpl);
+	}
+	return rc;
+}
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
+}
+
+/** Wait for CSTS.RDY == @rdy, bounded by CAP.TO (at least 500 ms). */
+static int wait_rdy(struct nkv_ctrl *ctrl, bool rdy)
+{
+	uint64_t to_ms = ((ctrl->cap >> NKV_CAP_TO_SHIFT) & 0xff) * 500;
+	int64_t deadline = nkv_now_ms() + (int64_t)(to_ms < 500 ? 500 : to_ms);
+	unsigned delay = 1;
+	for (;;) {
+		uint64_t csts;
+		int rc = prop_get(ctrl, NKV_REG_CSTS, false, &csts);
+		if (rc)
+			return rc;
+		if (csts & NKV_CSTS_CFS)
+			return -EIO;
+		if (!!(csts & NKV_CSTS_RDY) == rdy)
+			return 0;
+		if (nkv_now_ms() >= deadline)
+			return -ETIMEDOUT;
+		sleep_ms(delay);
+		delay = delay < 64 ? delay * 2 : 64;
+	}
+}
+
+/** CC.EN = 1 and wait for CSTS.RDY (wire doc D.3 step 3). */
+static int enable(struct nkv_ctrl *ctrl)
+{
+	uint64_t cc;
+	int rc = prop_get(ctrl, NKV_REG_CAP, true, &ctrl->cap);
+	if (rc == 0)
+		rc = prop_get(ctrl, NKV_REG_CC, false, &cc);
+	if (rc)
+		return rc;
+	if (cc & NKV_CC_EN) {
+		rc = prop_set(ctrl, NKV_REG_CC, (uint32_t)cc & ~NKV_CC_EN);
+		if (rc == 0)
+			rc = wait_rdy(ctrl, false);
+		if (rc)
+			return rc;
+	}
+	uint32_t css = NKV_CC_CSS_NVM;
+	if (ctrl->cap & NKV_CAP_CSS_IOCS)
+		css = NKV_CC_CSS_IOCS;
+	else if ((ctrl->cap & NKV_CAP_CSS_ADMIN_ONLY) && !(ctrl->cap & NKV_CAP_CSS_NVM))
+		css = NKV_CC_CSS_ADMIN;
+	uint32_t ncc = (css << 4) | (6u << 16) | (4u << 20); /* MPS 0, AMS 0, IOSQES 6, IOCQES 4 */
+	rc = prop_set(ctrl, NKV_REG_CC, ncc);
+	if (rc == 0)
+		rc = prop_set(ctrl, NKV_REG_CC, ncc | NKV_CC_EN);
+	if (rc == 0)
+		rc = wait_rdy(ctrl, true);
+	if (rc == 0) {
+		uint64_t vs;
+		rc = prop_get(ctrl, NKV_REG_VS, false, &vs);
+		ctrl->vs = (uint32_t)vs;
+	}
+	return rc;
+}
+
+static int identify(struct nkv_ctrl *ctrl, uint8_t cns, uint8_t csi, uint32_t nsid, void *buf)
+{
+	struct nkv_sqe sqe;
+	memset(&sqe, 0, sizeof(sqe));
+	sqe.opc = NKV_ADM_IDENTIFY;
+	nkv_put32(&sqe.nsid, nsid);
+	nkv_put32(&sqe.cdw10, cns);
+	nkv_put32(&sqe.cdw11, (uint32_t)csi << 24);
+	return nkv_admin(ctrl, &sqe, buf, NKV_IDENTIFY_SIZE, NULL);
+}
+
+static int set_num_queues(struct nkv_ctrl *ctrl)
+{
+	struct nkv_sqe sqe;
+	struct nkv_cpl cpl;
+	memset(&sqe, 0, sizeof(sqe));
+	sqe.opc = NKV_ADM_SET_FEATURES;
+	nkv_put32(&sqe.cdw10, NKV_FEAT_NUM_QUEUES);
+	nkv_put32(&sqe.cdw11, (NKV_WANT_IO_QUEUES - 1) | ((NKV_WANT_IO_QUEUES - 1) << 16));
+	int rc = nkv_admin(ctrl, &sqe, NULL, 0, &cpl);
+	if (rc)
+		return rc;
+	unsigned nsq = (cpl.dw0 & 0xffff) + 1, ncq = (cpl.dw0 >> 16) + 1;
+	unsigned n = nsq < ncq ? nsq : ncq;
+	ctrl->nio = (uint16_t)(n < NKV_WANT_IO_QUEUES ? n : NKV_WANT_IO_QUEUES);
+	return 0;
+}
+
+/* ---- keep alive -------------------------------------------------------------------------------- */
+
+static void *ka_main(void *arg)
+{
+	struct nkv_ctrl *ctrl = arg;
+	unsigned period = ctrl->kato_ms / 2 ? ctrl->kato_ms / 2 : 1;
+
+	pthread_mutex_lock(&ctrl->ka_mu);
+	while (!ctrl->ka_stop) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_sec += period / 1000;
+		ts.tv_nsec += (long)(period % 1000) * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		int w = 0;
+		while (!ctrl->ka_stop && w != ETIMEDOUT)
+			w = pthread_cond_timedwait(&ctrl->ka_cv, &ctrl->ka_mu, &ts);
+		if (ctrl->ka_stop)
+			break;
+		pthread_mutex_unlock(&ctrl->ka_mu);
+		struct nkv_sqe sqe;
+		memset(&sqe, 0, sizeof(sqe));
+		sqe.opc = NKV_ADM_KEEP_ALIVE;
+		int rc = nkv_admin(ctrl, &sqe, NULL, 0, NULL);
+		pthread_mutex_lock(&ctrl->ka_mu);
+		if (rc && ctrl->admin->err) {
+			NKV_WARN("libnkv: keep alive to %s failed: %s; admin queue is down", ctrl->subnqn,
+				 strerror(-rc));
+			break;
+		}
+	}
+	pthread_mutex_unlock(&ctrl->ka_mu);
+	return NULL;
+}
+
+static void ka_stop(struct nkv_ctrl *ctrl)
+{
+	if (!ctrl->ka_running)
+		return;
+	pthread_mutex_lock(&ctrl->ka_mu);
+	ctrl->ka_stop = true;
+	pthread_cond_signal(&ctrl->ka_cv);
+	pthread_mutex_unlock(&ctrl->ka_mu);
+	pthread_join(ctrl->ka_thread, NULL);
+	ctrl->ka_running = false;
+}
+
+/* ---- connect / disconnect ---------------------------------------------------------------------- */
+
+static void ctrl_free(struct nkv_ctrl *ctrl)
+{
+	nkv_tcp_qp_close(ctrl->admin);
+	pthread_mutex_destroy(&ctrl->admin_mu);
+	pthread_mutex_destroy(&ctrl->qp_mu);
+	pthread_mutex_destroy(&ctrl->ka_mu);
+	pthread_cond_destroy(&ctrl->ka_cv);
+	free(ctrl);
+}
+
+int nkv_connect(const char *traddr, const char *trsvcid, const char *subnqn, const struct nkv_conn_opts *opts,
+		struct nkv_ctrl **out)
+{
+	int rc;
+	if (!traddr || !subnqn || !out)
+		return -EINVAL;
+	struct nkv_ctrl *ctrl = ctrl_alloc(traddr, trsvcid ? trsvcid : "4420", subnqn, opts, &rc);
+	if (!ctrl)
+		return rc;
+	rc = nkv_tcp_qp_open(ctrl, 0, NKV_ADMIN_SLOTS, &ctrl->admin);
+	if (rc) {
+		ctrl->admin = NULL;
+		ctrl_free(ctrl);
+		return rc;
+	}
+	ctrl->admin->icd_max = NKV_TCP_ADMIN_ICD;
+	rc = nkv_ctrl_fabrics_connect(ctrl, ctrl->admin, NKV_ADMIN_SQSIZE, NKV_CNTLID_DYNAMIC, &ctrl->cntlid);
+	if (rc == 0)
+		rc = enable(ctrl);
+	if (rc == 0)
+		rc = identify(ctrl, NKV_CNS_CTRLR, 0, 0, &ctrl->id);
+	if (rc == 0 && nkv_get16(&ctrl->id.cntlid) != ctrl->cntlid) {
+		NKV_WARN("libnkv: Identify CNTLID %u differs from the Connect CNTLID %u", nkv_get16(&ctrl->id.cntlid),
+			 ctrl->cntlid);
+		rc = -EPROTO;
+	}
+	if (rc == 0 && ctrl->id.cntrltype == NKV_CNTRLTYPE_DISCOVERY)
+		ctrl->discovery = true;
+	if (rc == 0 && !ctrl->discovery)
+		rc = set_num_queues(ctrl);
+	if (rc == 0 && ctrl->kato_ms) {
+		if (pthread_create(&ctrl->ka_thread, NULL, ka_main, ctrl) == 0)
+			ctrl->ka_running = true;
+		else
+			rc = -EAGAIN;
+	}
+	if (rc) {
+		NKV_DEBUG("libnkv: connect %s at %s:%s failed: %s", subnqn, traddr, ctrl->trsvcid, strerror(-rc));
+		ctrl_free(ctrl);
+		return rc;
+	}
+	NKV_INFO("libnkv: connected to %s at %s:%s, cntlid %u, %u I/O queues", subnqn, traddr, ctrl->trsvcid,
+		 ctrl->cntlid, ctrl->nio);
+	*out = ctrl;
+	return 0;
+}
+
+void nkv_disconnect(struct nkv_ctrl *ctrl)
+{
+	if (!ctrl)
+		return;
+	ka_stop(ctrl);
+	while (ctrl->qps)
+		nkv_qpair_destroy(ctrl->qps);
+	if (!ctrl->admin->err) {
+		/* Normal shutdown notification (CC.SHN = 01b); the target tears down on close anyway. */
+		uint64_t cc;
+		if (prop_get(ctrl, NKV_REG_CC, false, &cc) == 0)
+			prop_set(ctrl, NKV_REG_CC, ((uint32_t)cc & ~(3u << 14)) | (1u << 14));
+	}
+	ctrl_free(ctrl);
+}
+
+const struct nkv_id_ctrlr *nkv_ctrl_identify(const struct nkv_ctrl *ctrl)
+{
+	return &ctrl->id;
+}
+
+uint16_t nkv_ctrl_cntlid(const struct nkv_ctrl *ctrl)
+{
+	return ctrl->cntlid;
+}
+
+/* ---- I/O queue pairs --------------------------------------------------------------------------- */
+
+int nkv_qpair_create(struct nkv_ctrl *ctrl, uint16_t depth, struct nkv_qpair **out)
+{
+	if (!ctrl || !out)
+		return -EINVAL;
+	if (ctrl->discovery)
+		return -ENOSPC;
+	uint16_t qid = 0;
+	pthread_mutex_lock(&ctrl->qp_mu);
+	for (uint16_t q = 1; q <= ctrl->nio; q++)
+		if (!(ctrl->qid_used[q / 8] & (1u << (q % 8)))) {
+			qid = q;
+			ctrl->qid_used[q / 8] |= (uint8_t)(1u << (q % 8));
+			break;
+		}
+	pthread_mutex_unlock(&ctrl->qp_mu);
+	if (!qid)
+		return -ENOSPC;
+
+	unsigned d = depth ? depth : ctrl->opts.queue_depth;
+	unsigned mqes = NKV_CAP_MQES(ctrl->cap) + 1u, maxcmd = nkv_get16(&ctrl->id.maxcmd);
+	if (d > mqes)
+		d = mqes;
+	if (maxcmd && d > maxcmd)
+		d = maxcmd;
+	if (d > NKV_MAX_DEPTH)
+		d = NKV_MAX_DEPTH;
+	if (d < 2)
+		d = 2; /* SQSIZE is 0's based and must be >= 1 */
+
+	struct nkv_qpair *qp;
+	int rc = nkv_tcp_qp_open(ctrl, qid, (uint16_t)d, &qp);
+	if (rc == 0) {
+		uint32_t ioccsz = nkv_get32(&ctrl->id.ioccsz);
+		qp->icd_max = ioccsz >= 4 ? ioccsz * 16 - 64 : 0;
+		rc = nkv_ctrl_fabrics_connect(ctrl, qp, (uint16_t)(d - 1), ctrl->cntlid, NULL);
+		if (rc)
+			nkv_tcp_qp_close(qp);
+	}
+	pthread_mutex_lock(&ctrl->qp_mu);
+	if (rc) {
+		ctrl->qid_used[qid / 8] &= (uint8_t)~(1u << (qid % 8));
+	} else {
+		qp->next_qp = ctrl->qps;
+		ctrl->qps = qp;
+	}
+	pthread_mutex_unlock(&ctrl->qp_mu);
+	if (rc == 0)
+		*out = qp;
+	return rc;
+}
+
+void nkv_qpair_destroy(struct nkv_qpair *qp)
+{
+	if (!qp)
+		return;
+	struct nkv_ctrl *ctrl = qp->ctrl;
+	int64_t deadline = nkv_now_ms() + qp->timeout_ms;
+	while (qp->outstanding && !qp->err) {
+		int64_t left = deadline - nkv_now_ms();
+		if (left <= 0)
+			break;
+		nkv_qpair_poll(qp, (int)left);
+	}
+	pthread_mutex_lock(&ctrl->qp_mu);
+	for (struct nkv_qpair **pp = &ctrl->qps; *pp; pp = &(*pp)->next_qp)
+		if (*pp == qp) {
+			*pp = qp->next_qp;
+			break;
+		}
+	ctrl->qid_used[qp->qid / 8] &= (uint8_t)~(1u << (qp->qid % 8));
+	pthread_mutex_unlock(&ctrl->qp_mu);
+	nkv_tcp_qp_close(qp);
+}
+
+/* ---- namespaces -------------------------------------------------------------------------------- */
+
+int nkv_ns_list(struct nkv_ctrl *ctrl, uint32_t *nsids, unsigned max)
+{
+	uint32_t *list = calloc(1024, sizeof(uint32_t));
+	if (!list)
+		return -ENOMEM;
+	int rc = identify(ctrl, NKV_CNS_CSI_ACTIVE_NS, NKV_CSI_KV, 0, list);
+	if (rc == 0) {
+		unsigned n = 0;
+		while (n < 1024 && nkv_get32(&list[n])) {
+			if (n < max)
+				nsids[n] = nkv_get32(&list[n]);
+			n++;
+		}
+		rc = (int)n;
+	}
+	free(list);
+	return rc;
+}
+
+int nkv_ns_identify(struct nkv_ctrl *ctrl, uint32_t nsid, struct nkv_id_ns_kv *id)
+{
+	int rc = identify(ctrl, NKV_CNS_CSI_NS, NKV_CSI_KV, nsid, id);
+	return rc == -ENXIO ? -ENOENT : rc;
+}

@@ -1,0 +1,149 @@
+/*
+ * internal.h - libnkv internals shared by tcp.c (PDU engine), ctrl.c (controller bring-up, admin,
+ * discovery, keep alive) and kv.c (KV commands, status helpers). Not installed.
+ */
+#ifndef NKV_CLIENT_INTERNAL_H
+#define NKV_CLIENT_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "nkv/nkv.h"
+
+#define NKV_DEFAULT_TIMEOUT_MS 30000
+#define NKV_DEFAULT_KATO_MS 10000u
+#define NKV_DEFAULT_DEPTH 128u
+#define NKV_MAX_DEPTH 1024u     /* slots are preallocated: keep one queue's memory bounded */
+#define NKV_ADMIN_SQSIZE 31u    /* admin Connect SQSIZE (0's based): 32 entries, as Linux and SPDK */
+#define NKV_ADMIN_SLOTS 4u      /* the admin queue is serialized by a mutex: few slots are needed */
+#define NKV_WANT_IO_QUEUES 64u  /* Number of Queues asked for at connect */
+#define NKV_RX_STAGE 65536u     /* receive staging buffer (headers and small data) */
+#define NKV_RX_DIRECT_MIN 4096u /* data runs this long are received straight into the caller's buffer */
+
+/* Request slot states. */
+enum req_state {
+	REQ_FREE,   /* on the free list */
+	REQ_TX_CMD, /* capsule queued for sending */
+	REQ_WAIT,   /* capsule sent; waiting for R2T, C2HData or CapsuleResp */
+	REQ_TX_H2C, /* an H2CData PDU answering an R2T is queued for sending */
+};
+
+enum req_dir {
+	DIR_NONE, /* no data */
+	DIR_H2C,  /* host to controller */
+	DIR_C2H,  /* controller to host */
+};
+
+/** One command slot; its index is the CID. */
+struct nkv_req {
+	uint8_t hdr[72 + 4];   /* current PDU header (CapsuleCmd or H2CData) + header digest */
+	uint8_t ddgst[4];      /* data digest of the current outgoing PDU */
+	uint32_t hdr_len;      /* header bytes (HLEN + digest) */
+	uint32_t pad;          /* PDO padding */
+	const uint8_t *tx_data;/* data of the current outgoing PDU */
+	uint32_t tx_len;
+	void *buf;
+	uint32_t len;
+	uint8_t state;         /* enum req_state */
+	uint8_t dir;           /* enum req_dir */
+	bool icd;              /* host-to-controller data went in-capsule */
+	bool data_err;         /* a C2HData data digest did not match: fail the command */
+	bool rsp_pending;      /* CapsuleResp arrived while an H2CData PDU was half sent */
+	bool r2t_active;
+	uint16_t ttag;
+	uint32_t r2t_next;     /* next byte to send in the current R2T */
+	uint32_t r2t_end;      /* end of the current R2T */
+	uint32_t c2h_next;     /* next expected DATAO */
+	struct nkv_cpl cpl;    /* stashed completion (rsp_pending) */
+	nkv_cb cb;
+	void *arg;
+	int32_t next;          /* free list / send queue link (-1: none) */
+};
+
+/* Receive states. */
+enum rx_state {
+	RX_HDR,   /* collecting the common header, the PDU header and its digest */
+	RX_PAD,   /* skipping PDO padding */
+	RX_DATA,  /* C2HData payload */
+	RX_DDGST, /* C2HData data digest */
+	RX_TERM,  /* the rest of a C2HTermReq */
+};
+
+/** A queue pair: one TCP connection, its Connect, and its command slots. */
+struct nkv_qpair {
+	struct nkv_ctrl *ctrl;
+	struct nkv_qpair *next_qp; /* ctrl's list of I/O queue pairs */
+	int fd;
+	uint16_t qid;
+	uint16_t depth;            /* slots = commands outstanding at most */
+	bool hdgst, ddgst;
+	uint8_t cpda;              /* controller's PDU data alignment (0's based dwords) */
+	uint32_t maxh2cdata;
+	uint32_t icd_max;          /* largest in-capsule data */
+	int timeout_ms;
+	int err;                   /* 0, or the -errno that failed the connection */
+	unsigned outstanding;
+	uint64_t ncompleted;       /* completions run so far (poll returns the difference) */
+	struct nkv_req *reqs;
+	int32_t free_head;
+	int32_t txq_head, txq_tail;
+	uint32_t tx_off;           /* bytes of the head PDU already sent */
+	/* receive side */
+	uint8_t rx_state;
+	uint8_t rxh[160];          /* header being received (a TermReq may be up to 152 bytes) */
+	uint32_t rxh_have, rxh_need;
+	uint32_t rx_left;          /* bytes left in the current RX_PAD / RX_DATA / RX_DDGST / RX_TERM step */
+	struct nkv_req *rx_req;    /* C2HData destination */
+	uint8_t *rx_dst;
+	uint32_t rx_crc;
+	uint8_t rx_ddgst[4];
+	uint8_t rx_flags;
+	uint8_t *stage;
+	uint32_t stage_off, stage_len;
+};
+
+/** A controller association. */
+struct nkv_ctrl {
+	char traddr[257];
+	char trsvcid[33];
+	char subnqn[257];
+	char hostnqn[257];
+	uint8_t hostid[16];
+	struct nkv_conn_opts opts;
+	uint32_t kato_ms;          /* sent in the admin Connect (0: none) */
+	struct nkv_qpair *admin;
+	pthread_mutex_t admin_mu;  /* serializes the admin queue */
+	pthread_mutex_t qp_mu;     /* qid bitmap and the I/O queue pair list */
+	struct nkv_qpair *qps;
+	uint8_t qid_used[(NKV_WANT_IO_QUEUES + 1 + 7) / 8];
+	uint16_t nio;              /* I/O queues granted */
+	uint16_t cntlid;
+	uint64_t cap;
+	uint32_t vs;
+	bool discovery;
+	struct nkv_id_ctrlr id;
+	/* keep alive */
+	pthread_t ka_thread;
+	bool ka_running;
+	bool ka_stop;
+	pthread_mutex_t ka_mu;
+	pthread_cond_t ka_cv;
+};
+
+/* tcp.c */
+/** Open a TCP connection, exchange ICReq/ICResp, allocate @slots command slots. */
+int nkv_tcp_qp_open(struct nkv_ctrl *ctrl, uint16_t qid, uint16_t slots, struct nkv_qpair **out);
+/** Close the socket and free the queue pair (outstanding commands complete with HOST_PATH). */
+void nkv_tcp_qp_close(struct nkv_qpair *qp);
+/** Fail the connection: every outstanding command completes with NKV_STATUS_HOST_PATH. */
+void nkv_tcp_qp_fail(struct nkv_qpair *qp, int err);
+/** Monotonic milliseconds. */
+int64_t nkv_now_ms(void);
+
+/* ctrl.c */
+/** Fabrics Connect on @qp (QID qp->qid). @return 0 or -errno (see connect_errno in ctrl.c). */
+int nkv_ctrl_fabrics_connect(struct nkv_ctrl *ctrl, struct nkv_qpair *qp, uint16_t sqsize, uint16_t cntlid,
+			     uint16_t *cntlid_out);
+
+#endif
