@@ -1,0 +1,76 @@
+/* cli.h - the nkv command-line client: shared state and helpers. */
+#ifndef NKV_CLI_H
+#define NKV_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "nkv/nkv.h"
+
+/* Exit codes (documented in `nkv --help` and README "## nkv CLI") */
+#define EXIT_OK 0
+#define EXIT_ERR 1
+#define EXIT_NOKEY 2  /* key not found */
+#define EXIT_EXISTS 3 /* key exists (store --must-not-exist) */
+#define EXIT_USAGE 64 /* bad usage (sysexits EX_USAGE) */
+
+struct cli {
+	const char *traddr;
+	const char *trsvcid;   /* NULL: 4420, or the port discovery reported */
+	const char *nqn;
+	uint32_t nsid;
+	bool json;
+	bool hex;
+	bool ns;               /* identify --ns */
+	unsigned store_opts;
+	uint64_t max_size;     /* retrieve --max-size (0: namespace KVVML) */
+	uint64_t max_keys;     /* list --max (0: all) */
+	struct nkv_conn_opts opts;
+	const char *cmd;
+	char **args;           /* positional arguments after the command */
+	int nargs;
+	/* connection */
+	struct nkv_ctrl *ctrl;
+	struct nkv_qpair *qp;
+	char port_buf[33];
+	char nqn_buf[257];
+};
+
+/* main.c */
+/** Connect (discovering the NQN when -n is absent); @io: also create an I/O queue pair. @return exit code. */
+int cli_connect(struct cli *c, bool io);
+/** Print "nkv: WHAT failed: REASON" for a failed command. @return the exit code for @rc. */
+int cli_fail(struct cli *c, const char *what, int rc, const struct nkv_cpl *cpl, const char *detail);
+
+/* cmds.c */
+int cmd_discover(struct cli *c);
+int cmd_list_ns(struct cli *c);
+int cmd_identify(struct cli *c);
+int cmd_store(struct cli *c);
+int cmd_retrieve(struct cli *c);
+int cmd_delete(struct cli *c);
+int cmd_exist(struct cli *c);
+int cmd_list(struct cli *c);
+
+/* util.c */
+/** Parse a key (text, or hex with --hex). @return 0 or -EINVAL (with a message printed). */
+int key_parse(const struct cli *c, const char *s, uint8_t key[16], unsigned *klen);
+/** Key for people: text (non-printable bytes as \xNN), or hex with --hex. */
+void key_print(FILE *f, const struct cli *c, const uint8_t *key, unsigned klen);
+void key_hex(char out[33], const uint8_t *key, unsigned klen);
+/** JSON string literal of @len bytes (non-ASCII bytes as \u00XX). */
+void json_str(FILE *f, const void *buf, size_t len);
+/** "64 MiB", "4 KiB", "70.5 MiB", "12 bytes". */
+const char *size_str(uint64_t n, char buf[32]);
+/** Status name without the "(SCT ..)" suffix. */
+const char *status_name(uint16_t status, char buf[96]);
+/** Read a whole file ("-": stdin) into a malloc'ed buffer. @return 0 or -errno. */
+int read_input(const char *path, uint8_t **buf, size_t *len, size_t limit);
+/** Write @len bytes to @path ("-" or NULL: stdout). @return 0 or -errno. */
+int write_output(const char *path, const void *buf, size_t len);
+/** Parse a size with an optional K/M/G suffix (binary). @return 0 or -EINVAL. */
+int parse_size(const char *s, uint64_t *out);
+
+#endif

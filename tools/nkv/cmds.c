@@ -1,0 +1,475 @@
+/* cmds.c - the nkv CLI commands. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+#define LIST_HBS 65536u /* List host buffer per page */
+
+static const char *trtype_str(uint8_t t)
+{
+	return t == NKV_TRTYPE_TCP ? "tcp" : t == 1 ? "rdma" : t == 0xfe ? "loop" : "unknown";
+}
+
+static const char *adrfam_str(uint8_t a)
+{
+	return a == NKV_ADRFAM_IPV4 ? "ipv4" : a == NKV_ADRFAM_IPV6 ? "ipv6" : "unknown";
+}
+
+static const char *subtype_str(uint8_t s)
+{
+	return s == NKV_SUBTYPE_NVME ? "nvme subsystem"
+	       : s == NKV_SUBTYPE_CURRENT_DISCOVERY ? "current discovery subsystem"
+	       : s == 1 ? "referral" : "unknown";
+}
+
+static const char *treq_str(uint8_t t)
+{
+	switch (t & 3) {
+	case 1:
+		return "required";
+	case 2:
+		return "not required";
+	default:
+		return "not specified";
+	}
+}
+
+int cmd_discover(struct cli *c)
+{
+	struct nkv_disc_entry *e = NULL;
+	unsigned n = 0;
+	const char *port = c->trsvcid ? c->trsvcid : "8009";
+	int rc = nkv_discover(c->traddr, port, &c->opts, &e, &n);
+	if (rc) {
+		if (rc == -ECONNREFUSED)
+			fprintf(stderr, "nkv: cannot connect to %s:%s: %s (is rados-nkv running with --discovery?)\n",
+				c->traddr, port, strerror(-rc));
+		else
+			fprintf(stderr, "nkv: discover at %s:%s failed: %s\n", c->traddr, port, strerror(-rc));
+		return EXIT_ERR;
+	}
+	if (c->json) {
+		printf("{\"command\":\"discover\",\"records\":[");
+		for (unsigned i = 0; i < n; i++) {
+			printf("%s{\"trtype\":\"%s\",\"adrfam\":\"%s\",\"subtype\":\"%s\",\"treq\":%u,\"portid\":%u,"
+			       "\"cntlid\":%u,\"asqsz\":%u,\"trsvcid\":",
+			       i ? "," : "", trtype_str(e[i].trtype), adrfam_str(e[i].adrfam), subtype_str(e[i].subtype),
+			       e[i].treq, e[i].portid, e[i].cntlid, e[i].asqsz);
+			json_str(stdout, e[i].trsvcid, strlen(e[i].trsvcid));
+			printf(",\"traddr\":");
+			json_str(stdout, e[i].traddr, strlen(e[i].traddr));
+			printf(",\"subnqn\":");
+			json_str(stdout, e[i].subnqn, strlen(e[i].subnqn));
+			printf("}");
+		}
+		printf("]}\n");
+	} else {
+		printf("Discovery Log Number of Records %u\n", n);
+		for (unsigned i = 0; i < n; i++)
+			printf("=====Discovery Log Entry %u======\n"
+			       "trtype:  %s\nadrfam:  %s\nsubtype: %s\ntreq:    %s%s\nportid:  %u\n"
+			       "trsvcid: %s\nsubnqn:  %s\ntraddr:  %s\n",
+			       i, trtype_str(e[i].trtype), adrfam_str(e[i].adrfam), subtype_str(e[i].subtype),
+			       treq_str(e[i].treq), (e[i].treq & NKV_TREQ_DISABLE_SQFC) ? ", sq flow control disable supported" : "",
+			       e[i].portid, e[i].trsvcid, e[i].subnqn, e[i].traddr);
+	}
+	free(e);
+	return EXIT_OK;
+}
+
+int cmd_list_ns(struct cli *c)
+{
+	int ex = cli_connect(c, false);
+	if (ex)
+		return ex;
+	uint32_t ids[1024];
+	int n = nkv_ns_list(c->ctrl, ids, 1024);
+	if (n < 0)
+		return cli_fail(c, "list-ns", n, NULL, NULL);
+	if (c->json) {
+		printf("{\"command\":\"list-ns\",\"subnqn\":");
+		json_str(stdout, c->nqn, strlen(c->nqn));
+		printf(",\"nsids\":[");
+		for (int i = 0; i < n && i < 1024; i++)
+			printf("%s%u", i ? "," : "", ids[i]);
+		printf("]}\n");
+	} else {
+		for (int i = 0; i < n && i < 1024; i++)
+			printf("[%4d]:%#x\n", i, ids[i]);
+	}
+	return EXIT_OK;
+}
+
+static void trimmed(char *dst, const char *src, size_t n)
+{
+	size_t l = strnlen(src, n);
+	while (l && (src[l - 1] == ' ' || src[l - 1] == '\0'))
+		l--;
+	memcpy(dst, src, l);
+	dst[l] = '\0';
+}
+
+static int identify_ns(struct cli *c)
+{
+	struct nkv_id_ns_kv *id = calloc(1, sizeof(*id));
+	if (!id)
+		return cli_fail(c, "identify", -ENOMEM, NULL, NULL);
+	int rc = nkv_ns_identify(c->ctrl, c->nsid, id);
+	if (rc) {
+		char d[64];
+		snprintf(d, sizeof(d), "namespace %u", c->nsid);
+		free(id);
+		return cli_fail(c, "identify", rc, NULL, rc == -ENOENT ? "no such KV namespace; see nkv list-ns" : d);
+	}
+	unsigned fi = id->kvfc & 0xf;
+	const struct nkv_kv_format *f = &id->kvf[fi];
+	char nguid[33];
+	key_hex(nguid, id->nguid, 16);
+	unsigned long long nsze = nkv_get64(&id->nsze), nuse = nkv_get64(&id->nuse);
+	unsigned kvkml = nkv_get16(&f->kvkml), kvvml = nkv_get32(&f->kvvml), mnks = nkv_get32(&f->mnks);
+	if (c->json) {
+		printf("{\"command\":\"identify\",\"nsid\":%u,\"nsze\":%llu,\"nuse\":%llu,\"nkvf\":%u,\"kvfc\":%u,"
+		       "\"nmic\":%u,\"nsattr\":%u,\"read_only\":%s,\"novg\":%u,\"nguid\":\"%s\",\"kvkml\":%u,"
+		       "\"kvvml\":%u,\"mnks\":%u}\n",
+		       c->nsid, nsze, nuse, id->nkvf, id->kvfc, id->nmic, id->nsattr, (id->nsattr & 1) ? "true" : "false",
+		       nkv_get32(&id->novg), nguid, kvkml, kvvml, mnks);
+	} else {
+		char b1[32];
+		printf("NVMe KV Namespace %u\n", c->nsid);
+		printf("nsze    : %llu\nnuse    : %llu\nnkvf    : %u\nkvfc    : %u\nnmic    : %#x\n", nsze, nuse,
+		       id->nkvf, id->kvfc, id->nmic);
+		printf("nsattr  : %#x%s\nnovg    : %u\nnguid   : %s\n", id->nsattr, (id->nsattr & 1) ? " (read-only)" : "",
+		       nkv_get32(&id->novg), nguid);
+		printf("kvf%u    : kvkml %u, kvvml %u (%s), mnks %u\n", fi, kvkml, kvvml, size_str(kvvml, b1), mnks);
+	}
+	free(id);
+	return EXIT_OK;
+}
+
+int cmd_identify(struct cli *c)
+{
+	int ex = cli_connect(c, false);
+	if (ex)
+		return ex;
+	if (c->ns)
+		return identify_ns(c);
+	const struct nkv_id_ctrlr *id = nkv_ctrl_identify(c->ctrl);
+	char sn[21], mn[41], fr[9], subnqn[257];
+	trimmed(sn, id->sn, sizeof(id->sn));
+	trimmed(mn, id->mn, sizeof(id->mn));
+	trimmed(fr, id->fr, sizeof(id->fr));
+	trimmed(subnqn, id->subnqn, sizeof(id->subnqn));
+	uint32_t ver = nkv_get32(&id->ver);
+	if (c->json) {
+		printf("{\"command\":\"identify\",\"vid\":%u,\"sn\":", nkv_get16(&id->vid));
+		json_str(stdout, sn, strlen(sn));
+		printf(",\"mn\":");
+		json_str(stdout, mn, strlen(mn));
+		printf(",\"fr\":");
+		json_str(stdout, fr, strlen(fr));
+		printf(",\"cntlid\":%u,\"ver\":\"%u.%u.%u\",\"cntrltype\":%u,\"mdts\":%u,\"kas\":%u,\"maxcmd\":%u,"
+		       "\"nn\":%u,\"sgls\":%u,\"ioccsz\":%u,\"iorcsz\":%u,\"icdoff\":%u,\"msdbd\":%u,\"subnqn\":",
+		       nkv_get16(&id->cntlid), ver >> 16, (ver >> 8) & 0xff, ver & 0xff, id->cntrltype, id->mdts,
+		       nkv_get16(&id->kas), nkv_get16(&id->maxcmd), nkv_get32(&id->nn), nkv_get32(&id->sgls),
+		       nkv_get32(&id->ioccsz), nkv_get32(&id->iorcsz), nkv_get16(&id->icdoff), id->msdbd);
+		json_str(stdout, subnqn, strlen(subnqn));
+		printf("}\n");
+	} else {
+		printf("NVMe Identify Controller:\n");
+		printf("vid       : %#x\nsn        : %s\nmn        : %s\nfr        : %s\n", nkv_get16(&id->vid), sn,
+		       mn, fr);
+		printf("cntlid    : %u\nver       : %u.%u.%u\ncntrltype : %u\nmdts      : %u\n", nkv_get16(&id->cntlid),
+		       ver >> 16, (ver >> 8) & 0xff, ver & 0xff, id->cntrltype, id->mdts);
+		printf("kas       : %u (x100 ms)\nmaxcmd    : %u\nnn        : %u\nsgls      : %#x\n",
+		       nkv_get16(&id->kas), nkv_get16(&id->maxcmd), nkv_get32(&id->nn), nkv_get32(&id->sgls));
+		printf("ioccsz    : %u (in-capsule data %u bytes)\niorcsz    : %u\nicdoff    : %u\nmsdbd     : %u\n",
+		       nkv_get32(&id->ioccsz), nkv_get32(&id->ioccsz) >= 4 ? nkv_get32(&id->ioccsz) * 16 - 64 : 0,
+		       nkv_get32(&id->iorcsz), nkv_get16(&id->icdoff), id->msdbd);
+		printf("subnqn    : %s\n", subnqn);
+	}
+	return EXIT_OK;
+}
+
+/** KVVML of the namespace, or 0 if it cannot be read. */
+static uint32_t ns_kvvml(struct cli *c)
+{
+	struct nkv_id_ns_kv *id = calloc(1, sizeof(*id));
+	uint32_t v = 0;
+	if (id && nkv_ns_identify(c->ctrl, c->nsid, id) == 0)
+		v = nkv_get32(&id->kvf[id->kvfc & 0xf].kvvml);
+	free(id);
+	return v;
+}
+
+static void json_key(const struct cli *c, const uint8_t *key, unsigned klen)
+{
+	char h[33];
+	key_hex(h, key, klen);
+	printf("\"key\":");
+	if (c->hex)
+		json_str(stdout, h, strlen(h));
+	else
+		json_str(stdout, key, klen);
+	printf(",\"key_hex\":\"%s\"", h);
+}
+
+int cmd_store(struct cli *c)
+{
+	uint8_t key[16];
+	unsigned klen;
+	if (key_parse(c, c->args[0], key, &klen))
+		return EXIT_USAGE;
+	const char *path = c->nargs > 1 ? c->args[1] : "-";
+	uint8_t *val = NULL;
+	size_t len = 0;
+	int rc = read_input(path, &val, &len, 0xffffffffu);
+	if (rc) {
+		fprintf(stderr, "nkv: cannot read %s: %s\n", strcmp(path, "-") ? path : "stdin",
+			rc == -EFBIG ? "larger than 4 GiB, the protocol's limit" : strerror(-rc));
+		return EXIT_ERR;
+	}
+	int ex = cli_connect(c, true);
+	if (ex) {
+		free(val);
+		return ex;
+	}
+	struct nkv_cpl cpl = {0};
+	rc = nkv_store(c->qp, c->nsid, key, klen, val, (uint32_t)len, c->store_opts, &cpl);
+	free(val);
+	if (rc) {
+		char detail[128] = "", b1[32], b2[32];
+		uint32_t lim;
+		if (rc == -EFBIG && (lim = ns_kvvml(c)) != 0)
+			snprintf(detail, sizeof(detail), "value %s > namespace limit %s", size_str(len, b1),
+				 size_str(lim, b2));
+		else if (rc == -ENOENT)
+			snprintf(detail, sizeof(detail), "--must-exist and the key is absent");
+		else if (rc == -EEXIST)
+			snprintf(detail, sizeof(detail), "--must-not-exist and the key is present");
+		else if (rc == -EROFS)
+			snprintf(detail, sizeof(detail), "namespace %u is read-only", c->nsid);
+		return cli_fail(c, "store", rc, &cpl, detail);
+	}
+	if (c->json) {
+		printf("{\"command\":\"store\",");
+		json_key(c, key, klen);
+		printf(",\"bytes\":%zu}\n", len);
+	} else {
+		char b[32];
+		printf("stored ");
+		key_print(stdout, c, key, klen);
+		printf(" (%s)\n", size_str(len, b));
+	}
+	return EXIT_OK;
+}
+
+int cmd_retrieve(struct cli *c)
+{
+	uint8_t key[16];
+	unsigned klen;
+	if (key_parse(c, c->args[0], key, &klen))
+		return EXIT_USAGE;
+	const char *path = c->nargs > 1 ? c->args[1] : "-";
+	int ex = cli_connect(c, true);
+	if (ex)
+		return ex;
+	uint64_t hbs = c->max_size;
+	bool explicit_size = hbs != 0;
+	if (!hbs) {
+		hbs = ns_kvvml(c);
+		if (!hbs)
+			hbs = 1u << 20; /* unknown limit: start at 1 MiB and grow to the value size */
+	}
+	uint8_t *buf = NULL;
+	struct nkv_cpl cpl = {0};
+	uint32_t vsize = 0;
+	int rc;
+	for (int attempt = 0;; attempt++) {
+		free(buf);
+		buf = malloc(hbs ? hbs : 1);
+		if (!buf)
+			return cli_fail(c, "retrieve", -ENOMEM, NULL, NULL);
+		rc = nkv_retrieve(c->qp, c->nsid, key, klen, buf, (uint32_t)hbs, &vsize, &cpl);
+		/* The value outgrew the default buffer: retry once with its exact size. */
+		if (rc == 0 && vsize > hbs && !explicit_size && attempt == 0) {
+			hbs = vsize;
+			continue;
+		}
+		break;
+	}
+	if (rc) {
+		free(buf);
+		char d[64] = "";
+		if (rc == -ENOENT)
+			snprintf(d, sizeof(d), "namespace %u", c->nsid);
+		return cli_fail(c, "retrieve", rc, &cpl, d);
+	}
+	uint32_t got = cpl.xfer < vsize ? cpl.xfer : vsize;
+	bool truncated = vsize > got;
+	bool to_stdout = strcmp(path, "-") == 0;
+	if (truncated) {
+		char b1[32], b2[32];
+		fprintf(stderr, "nkv: warning: value is %s, only the first %s returned (use --max-size %u)\n",
+			size_str(vsize, b1), size_str(got, b2), vsize);
+	}
+	if (c->json) {
+		if (!to_stdout && (rc = write_output(path, buf, got)) < 0) {
+			fprintf(stderr, "nkv: cannot write %s: %s\n", path, strerror(-rc));
+			free(buf);
+			return EXIT_ERR;
+		}
+		printf("{\"command\":\"retrieve\",");
+		json_key(c, key, klen);
+		printf(",\"value_size\":%u,\"bytes\":%u,\"truncated\":%s", vsize, got, truncated ? "true" : "false");
+		if (to_stdout) {
+			printf(",\"value\":");
+			json_str(stdout, buf, got);
+		} else {
+			printf(",\"file\":");
+			json_str(stdout, path, strlen(path));
+		}
+		printf("}\n");
+	} else {
+		fflush(stdout);
+		rc = write_output(path, buf, got);
+		if (rc) {
+			fprintf(stderr, "nkv: cannot write %s: %s\n", to_stdout ? "stdout" : path, strerror(-rc));
+			free(buf);
+			return EXIT_ERR;
+		}
+	}
+	free(buf);
+	return EXIT_OK;
+}
+
+int cmd_delete(struct cli *c)
+{
+	uint8_t key[16];
+	unsigned klen;
+	if (key_parse(c, c->args[0], key, &klen))
+		return EXIT_USAGE;
+	int ex = cli_connect(c, true);
+	if (ex)
+		return ex;
+	struct nkv_cpl cpl = {0};
+	int rc = nkv_delete(c->qp, c->nsid, key, klen, &cpl);
+	if (rc)
+		return cli_fail(c, "delete", rc, &cpl, NULL);
+	if (c->json) {
+		printf("{\"command\":\"delete\",");
+		json_key(c, key, klen);
+		printf("}\n");
+	} else {
+		printf("deleted ");
+		key_print(stdout, c, key, klen);
+		printf("\n");
+	}
+	return EXIT_OK;
+}
+
+int cmd_exist(struct cli *c)
+{
+	uint8_t key[16];
+	unsigned klen;
+	if (key_parse(c, c->args[0], key, &klen))
+		return EXIT_USAGE;
+	int ex = cli_connect(c, true);
+	if (ex)
+		return ex;
+	struct nkv_cpl cpl = {0};
+	int rc = nkv_exist(c->qp, c->nsid, key, klen, &cpl);
+	bool absent = rc == -ENOENT && (cpl.status & 0xff) == NKV_SC_KV_KEY_NOT_EXIST;
+	if (rc && !absent)
+		return cli_fail(c, "exist", rc, &cpl, NULL);
+	if (c->json) {
+		printf("{\"command\":\"exist\",");
+		json_key(c, key, klen);
+		printf(",\"exists\":%s}\n", absent ? "false" : "true");
+	} else {
+		key_print(stdout, c, key, klen);
+		printf(absent ? ": does not exist\n" : ": exists\n");
+	}
+	return absent ? EXIT_NOKEY : EXIT_OK;
+}
+
+static bool key_eq(const uint8_t *a, unsigned al, const uint8_t *b, unsigned bl)
+{
+	return al == bl && memcmp(a, b, al) == 0;
+}
+
+int cmd_list(struct cli *c)
+{
+	uint8_t start[16] = {0};
+	unsigned slen = 0;
+	if (c->nargs > 0 && key_parse(c, c->args[0], start, &slen))
+		return EXIT_USAGE;
+	int ex = cli_connect(c, true);
+	if (ex)
+		return ex;
+	uint8_t *buf = malloc(LIST_HBS);
+	if (!buf)
+		return cli_fail(c, "list", -ENOMEM, NULL, NULL);
+	uint64_t count = 0;
+	bool skip_start = false; /* later pages start at the last key printed, which List includes again */
+	if (c->json)
+		printf("{\"command\":\"list\",\"keys\":[");
+	for (;;) {
+		struct nkv_cpl cpl = {0};
+		int rc = nkv_list(c->qp, c->nsid, start, slen, buf, LIST_HBS, &cpl);
+		if (rc) {
+			if (c->json)
+				printf("]}\n");
+			free(buf);
+			return cli_fail(c, "list", rc, &cpl, NULL);
+		}
+		uint64_t pos = 0;
+		uint8_t k[16];
+		unsigned kl;
+		unsigned fresh = 0;
+		bool done = false;
+		while ((rc = nkv_list_next(buf, cpl.xfer, &pos, k, &kl)) == 1) {
+			if (skip_start && key_eq(k, kl, start, slen))
+				continue;
+			if (c->json) {
+				char h[33];
+				key_hex(h, k, kl);
+				printf("%s", count ? "," : "");
+				if (c->hex)
+					printf("\"%s\"", h);
+				else
+					json_str(stdout, k, kl);
+			} else {
+				key_print(stdout, c, k, kl);
+				putchar('\n');
+			}
+			memcpy(start, k, kl);
+			slen = kl;
+			fresh++;
+			count++;
+			if (c->max_keys && count >= c->max_keys) {
+				done = true;
+				break;
+			}
+		}
+		if (rc < 0) {
+			if (c->json)
+				printf("]}\n");
+			free(buf);
+			fprintf(stderr, "nkv: list failed: malformed List data from the target\n");
+			return EXIT_ERR;
+		}
+		/*
+		 * Done when a page brought nothing new, or when the target left room for another maximal
+		 * entry (it packs as many whole entries as fit, so nothing more exists).
+		 */
+		if (done || fresh == 0 || cpl.xfer + nkv_list_entry_size(NKV_KEY_MAX) <= LIST_HBS)
+			break;
+		skip_start = true;
+	}
+	if (c->json)
+		printf("],\"count\":%llu}\n", (unsigned long long)count);
+	free(buf);
+	return EXIT_OK;
+}
