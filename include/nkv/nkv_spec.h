@@ -101,6 +101,8 @@ NKV_OFF(struct nkv_sqe, cdw14, 56);
 #define NKV_SQE_PSDT_SHIFT 6
 #define NKV_PSDT_PRP 0u
 #define NKV_PSDT_SGL 1u
+#define NKV_SQE_PSDT_MASK 0xc0u
+#define NKV_SQE_PSDT_SGL 0x40u /* PSDT 01b: SGL for data (fabrics require it) */
 
 /** 16-byte completion queue entry. */
 struct nkv_cqe {
@@ -154,6 +156,7 @@ static inline NKV_HD unsigned nkv_status_code(nkv_status s) { return s & 0x7ffu;
 #define NKV_SC_CMD_SEQUENCE_ERROR 0x0c
 #define NKV_SC_INVALID_SGL_SEG 0x0d
 #define NKV_SC_DATA_SGL_LENGTH_INVALID 0x0f
+#define NKV_SC_SGL_DESC_TYPE_INVALID 0x11
 #define NKV_SC_INVALID_PRP_OFFSET 0x13
 #define NKV_SC_SGL_OFFSET_INVALID 0x16
 #define NKV_SC_HOSTID_INCONSISTENT 0x18

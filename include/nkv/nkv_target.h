@@ -68,6 +68,51 @@ int nkv_subsys_add(struct nkv_target *tgt, const char *nqn, const char *pool, st
  */
 int nkv_ns_add(struct nkv_subsys *ss, const struct nkv_ns_conf *conf);
 
+/**
+ * Allow @hostnqn to connect to @ss. A subsystem with no allowed hosts accepts any host; once one is
+ * added, other hosts get Connect Invalid Host (SCT 1h / 84h) and do not see it in discovery.
+ * @return 0, -EINVAL (NQN too long), -ENOMEM.
+ */
+int nkv_subsys_allow_host(struct nkv_subsys *ss, const char *hostnqn);
+
+/* ---- NVMe/TCP transport ---------------------------------------------------------------------------- */
+
+struct nkv_tcp;
+
+/** NVMe/TCP transport settings; zeroed fields take the defaults noted. */
+struct nkv_tcp_conf {
+	unsigned reactors;       /* reactor threads; 0: 2 */
+	uint32_t in_capsule;     /* in-capsule data bytes on I/O queues (IOCCSZ); 0: 8192 */
+	uint32_t maxh2cdata;     /* MAXH2CDATA, multiple of 4, >= 4096; 0: 131072 */
+	uint16_t max_queue_depth;/* I/O queue entries (CAP.MQES + 1); 0: 1024 */
+	uint16_t max_io_queues;  /* I/O queues per controller; 0: 64 */
+	uint64_t buffer_budget;  /* bytes of command data buffered at once, all connections; 0: 2 GiB.
+				  * Past it, connections stop reading until buffers are released */
+};
+
+/**
+ * Start the NVMe/TCP transport of @tgt: reactor threads, no listeners yet. Also creates the
+ * target's discovery subsystem (nqn.2014-08.org.nvmexpress.discovery).
+ * @return 0, -EINVAL (bad conf), -ENOMEM, or -errno from thread or epoll creation.
+ */
+int nkv_tcp_create(struct nkv_target *tgt, const struct nkv_tcp_conf *conf, struct nkv_tcp **out);
+
+/**
+ * Listen on @addr:@port (numeric IPv4/IPv6 or a host name; port "0" picks a free one). Every
+ * listener serves every subsystem and the discovery subsystem. A listener with @advertise set is
+ * reported in the discovery log page (one entry per listener and subsystem); a discovery-only port
+ * (8009) is usually added with @advertise false.
+ * @return the bound port number (> 0), or -EADDRINUSE, -EADDRNOTAVAIL, -EINVAL, -errno.
+ */
+int nkv_tcp_listen(struct nkv_tcp *tcp, const char *addr, const char *port, bool advertise);
+
+/**
+ * Stop: close the listeners, stop reading new commands, wait up to @grace_ms for commands in flight
+ * to complete and their responses to be sent, then close every connection, join the reactors and
+ * free the transport. Call before nkv_target_destroy().
+ */
+void nkv_tcp_destroy(struct nkv_tcp *tcp, int grace_ms);
+
 /* ---- loop transport: in-process controller access ---------------------------------------------- */
 
 struct nkv_loop_ctrlr;

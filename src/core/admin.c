@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/log.h"
@@ -12,6 +13,7 @@
 
 #define ST(sct, sc) nkv_status_make(NKV_SCT_##sct, NKV_SC_##sc, 1)
 #define OK 0
+#define NKV_DISC_LOG_MAX_READ (1u << 20)
 
 static inline uint32_t cdw(const struct nkv_req *r, int n)
 {
@@ -45,7 +47,7 @@ static void id_ctrlr(struct nkv_req *req, uint8_t *buf)
 	nkv_put16(&id->cntlid, c->cntlid);
 	nkv_put32(&id->ver, c->vs);
 	nkv_put32(&id->ctratt, NKV_CTRATT_HOSTID_128);
-	id->cntrltype = NKV_CNTRLTYPE_IO;
+	id->cntrltype = c->ss->discovery ? NKV_CNTRLTYPE_DISCOVERY : NKV_CNTRLTYPE_IO;
 	id->acl = 3;
 	id->aerl = NKV_AERL;
 	id->frmw = 0x3; /* one read-only slot */
@@ -54,7 +56,7 @@ static void id_ctrlr(struct nkv_req *req, uint8_t *buf)
 	id->sqes = 0x66;
 	id->cqes = 0x44;
 	nkv_put16(&id->maxcmd, (uint16_t)(c->opts.mqes + 1));
-	nkv_put32(&id->nn, NKV_MAX_NSID);
+	nkv_put32(&id->nn, c->ss->discovery ? 0 : NKV_MAX_NSID);
 	if (c->opts.fabrics) {
 		nkv_put32(&id->sgls, NKV_SGLS_SUPPORTED | NKV_SGLS_TRANSPORT_DATA_BLOCK);
 		nkv_put32(&id->ioccsz, c->opts.ioccsz);
@@ -256,6 +258,25 @@ static uint32_t build_log(struct nkv_ctrlr *c, unsigned lid, unsigned csi, uint8
 	}
 }
 
+/* Discovery log (70h): built per request, since it depends on the host and changes with config. */
+static void exec_get_disc_log(struct nkv_req *req)
+{
+	struct nkv_ctrlr *c = req->qp->ctrlr;
+	uint64_t ofs = ((uint64_t)cdw(req, 13) << 32) | cdw(req, 12);
+	uint8_t *log = NULL;
+	uint32_t size = nkv_disc_log_build(c->ss->tgt, c->hostnqn, &log);
+
+	if (size == 0)
+		nkv_req_complete(req, ST(GENERIC, INTERNAL));
+	else if (ofs > size)
+		nkv_req_complete(req, ST(GENERIC, INVALID_FIELD));
+	else {
+		nkv_req_copy_out(req, log + ofs, (uint32_t)(size - ofs));
+		nkv_req_complete(req, OK);
+	}
+	free(log);
+}
+
 static void exec_get_log(struct nkv_req *req)
 {
 	static _Thread_local uint8_t buf[4096];
@@ -263,6 +284,13 @@ static void exec_get_log(struct nkv_req *req)
 	uint64_t ofs = ((uint64_t)cdw(req, 13) << 32) | cdw(req, 12);
 	uint32_t size;
 
+	if (req->qp->ctrlr->ss->discovery) {
+		if (lid == NKV_LID_DISCOVERY)
+			exec_get_disc_log(req);
+		else
+			nkv_req_complete(req, ST(CMD, INVALID_LOG_PAGE));
+		return;
+	}
 	memset(buf, 0, sizeof(buf));
 	if ((size = build_log(req->qp->ctrlr, lid, csi, buf)) == 0) {
 		nkv_req_complete(req, lid == NKV_LID_CMD_EFFECTS ? ST(GENERIC, INVALID_FIELD) : ST(CMD, INVALID_LOG_PAGE));
@@ -445,7 +473,8 @@ static nkv_status parse_get_log(struct nkv_req *req)
 
 	if (cdw(req, 14) & (1u << 23)) /* offset type: index. No log here is indexed. */
 		return ST(GENERIC, INVALID_FIELD);
-	if ((ofs & 3) || numd * 4 > 4096) /* LPO is dword aligned; no log here exceeds 4 KiB */
+	/* LPO is dword aligned; no log here exceeds 4 KiB, except the discovery log. */
+	if ((ofs & 3) || numd * 4 > (req->qp->ctrlr->ss->discovery ? NKV_DISC_LOG_MAX_READ : 4096u))
 		return ST(GENERIC, INVALID_FIELD);
 	req->length = (uint32_t)(numd * 4);
 	return OK;
@@ -475,12 +504,35 @@ static const struct admin_op g_admin_ops[256] = {
 	[NKV_ADM_KEEP_ALIVE] = {exec_keep_alive, NULL},
 };
 
+/* A discovery controller serves only these (wire doc C.10). */
+static bool discovery_allows(const struct nkv_req *req)
+{
+	unsigned fid = cdw(req, 10) & 0xff;
+
+	switch (req->cmd.opc) {
+	case NKV_ADM_IDENTIFY:
+	case NKV_ADM_GET_LOG_PAGE:
+	case NKV_ADM_ASYNC_EVENT:
+	case NKV_ADM_KEEP_ALIVE:
+		return true;
+	case NKV_ADM_SET_FEATURES:
+	case NKV_ADM_GET_FEATURES:
+		return fid == NKV_FEAT_ASYNC_EVENT || fid == NKV_FEAT_KATO;
+	}
+	return false;
+}
+
 nkv_status nkv_admin_parse(struct nkv_req *req)
 {
 	const struct admin_op *op = &g_admin_ops[req->cmd.opc];
 
 	if (!op->execute)
 		return ST(GENERIC, INVALID_OPCODE);
+	if (req->qp->ctrlr->ss->discovery && !discovery_allows(req))
+		return req->cmd.opc == NKV_ADM_SET_FEATURES || req->cmd.opc == NKV_ADM_GET_FEATURES
+			       ? ST(GENERIC, INVALID_FIELD) : ST(GENERIC, INVALID_OPCODE);
+	if (req->qp->ctrlr->ss->discovery && req->cmd.opc == NKV_ADM_IDENTIFY && (cdw(req, 10) & 0xff) != NKV_CNS_CTRLR)
+		return ST(GENERIC, INVALID_FIELD);
 	req->execute = op->execute;
 	return op->parse ? op->parse(req) : OK;
 }

@@ -8,6 +8,7 @@
 #ifndef NKV_CORE_H
 #define NKV_CORE_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -22,11 +23,24 @@
 #define NKV_KAS 10         /* keep-alive granularity, 100 ms units */
 #define NKV_FW_REV "0.1.0"
 
+/** A transport address reported in the discovery log. */
+struct nkv_port {
+	struct nkv_port *next;
+	uint8_t trtype, adrfam;
+	uint16_t portid;
+	char traddr[256];
+	char trsvcid[32];
+};
+
 struct nkv_target {
 	const struct nkv_kvdev_ops *be;
 	struct nkv_kvdev *dev;
 	struct nkv_subsys *subsystems;
+	struct nkv_subsys *discovery;  /* the discovery subsystem, once a fabrics transport exists */
 	atomic_uint next_cntlid;
+	pthread_mutex_t lock;          /* ports, and each subsystem's controller list */
+	struct nkv_port *ports;
+	_Atomic uint64_t genctr;       /* discovery log generation: bumped on every change */
 };
 
 struct nkv_ns {
@@ -45,6 +59,10 @@ struct nkv_subsys {
 	char sn[21];                              /* serial number shared by its controllers */
 	_Atomic uint64_t max_value;               /* largest KVVML of its namespaces (drives MDTS) */
 	_Atomic(struct nkv_ns *) ns[NKV_MAX_NSID + 1]; /* by NSID; published with release stores */
+	bool discovery;                           /* the discovery subsystem: no namespaces, no I/O */
+	char (*hosts)[NKV_NQN_MAX];               /* allowed host NQNs; none = any host */
+	unsigned nhosts;
+	struct nkv_ctrlr *ctrlrs;                 /* live controllers (tgt->lock) */
 };
 
 /** What a transport tells the core about itself when it creates a controller. */
@@ -61,6 +79,9 @@ struct nkv_req;
 
 struct nkv_ctrlr {
 	struct nkv_subsys *ss;
+	struct nkv_ctrlr *next;   /* in ss->ctrlrs */
+	atomic_int refs;          /* the admin queue and each I/O queue hold one */
+	atomic_bool dead;         /* association torn down: I/O queues must close */
 	uint16_t cntlid;
 	char hostnqn[NKV_NQN_MAX];
 	uint8_t hostid[16];
@@ -75,6 +96,7 @@ struct nkv_ctrlr {
 	uint32_t iocs_index;   /* 19h */
 	uint32_t kv_config;    /* 20h */
 	uint16_t nsqa, ncqa;   /* 07h granted, 0's based */
+	uint8_t *qids;         /* bitmap of connected I/O queue IDs (tgt->lock) */
 	/* Asynchronous Event Requests held (admin queue owner thread only) */
 	struct nkv_req *aer[NKV_AERL + 1];
 	unsigned naer;
@@ -95,6 +117,7 @@ struct nkv_qpair {
 	uint16_t size;
 	const struct nkv_qpair_ops *ops;
 	struct nkv_msgq *msgq; /* the owner thread's completion queue */
+	bool disconnect;       /* a fabrics Disconnect completed: close the queue after its response */
 };
 
 struct nkv_req {
@@ -111,6 +134,13 @@ struct nkv_req {
 };
 
 /* ---- request lifecycle (request.c) ---- */
+
+/**
+ * Parse a command: check it against the controller state and pick its execute function. Sets
+ * req->length (bytes the command moves); req->data_len must be the size the host's SGL/PRP
+ * describes (the buffer itself may be placed later, before execute). @return 0 or a status.
+ */
+nkv_status nkv_req_parse(struct nkv_req *req);
 
 /** Parse and execute a command whose data buffer is in place. Completion via nkv_req_complete. */
 void nkv_req_exec(struct nkv_req *req);
@@ -141,11 +171,52 @@ int nkv_ctrlr_prop_get(struct nkv_ctrlr *c, uint32_t ofs, unsigned size, uint64_
 int nkv_ctrlr_prop_set(struct nkv_ctrlr *c, uint32_t ofs, unsigned size, uint64_t val);
 static inline bool nkv_ctrlr_ready(const struct nkv_ctrlr *c)
 {
-	return (c->csts & NKV_CSTS_RDY) != 0;
+	/* I/O queues on other threads read CSTS; pairs with the release store in prop_set. */
+	return (__atomic_load_n(&c->csts, __ATOMIC_ACQUIRE) & NKV_CSTS_RDY) != 0;
 }
+/** Take a reference on behalf of an I/O queue. */
+static inline void nkv_ctrlr_get(struct nkv_ctrlr *c)
+{
+	atomic_fetch_add(&c->refs, 1);
+}
+/** Drop a reference; the last one frees the controller. */
+void nkv_ctrlr_put(struct nkv_ctrlr *c);
+/** Find a live controller of @ss by CNTLID and take a reference. @return it or NULL. */
+struct nkv_ctrlr *nkv_ctrlr_lookup(struct nkv_subsys *ss, uint16_t cntlid);
+/** Mark I/O queue @qid connected. @return false if out of range or already taken. */
+bool nkv_ctrlr_claim_qid(struct nkv_ctrlr *c, uint16_t qid);
+void nkv_ctrlr_release_qid(struct nkv_ctrlr *c, uint16_t qid);
+/** End the association (admin queue gone, keep-alive expired): AERs aborted, I/O queues told to close. */
+void nkv_ctrlr_kill(struct nkv_ctrlr *c);
 /** Largest data transfer in bytes (MDTS). */
 uint32_t nkv_ctrlr_max_xfer(struct nkv_ctrlr *c);
 uint64_t nkv_now_ms(void);
+
+/* ---- fabrics (fabrics.c) ---- */
+
+/**
+ * Execute a Connect on a queue that has no controller yet: validate the SQE and its 1024-byte data,
+ * check the host allowlist, and create a controller (admin queue) or find the one named by CNTLID
+ * (I/O queue, same HOSTNQN and HOSTID). On success *out holds a reference for the queue and
+ * cpl->dw0 the CNTLID; on failure cpl->dw0 carries IATTR/IPO for Connect Invalid Parameters.
+ * @return 0 or a status.
+ */
+nkv_status nkv_fabrics_connect(struct nkv_target *t, const struct nkv_sqe *cmd, const void *data,
+			       uint32_t len, const struct nkv_ctrlr_opts *opts, struct nkv_ctrlr **out,
+			       struct nkv_cqe *cpl);
+/** Parse a fabrics command on a connected queue (Property Get/Set, Disconnect). */
+nkv_status nkv_fabrics_parse(struct nkv_req *req);
+/** Register a transport address for the discovery log. @return 0 or -ENOMEM. */
+int nkv_target_add_port(struct nkv_target *t, const struct nkv_port *port);
+/** Create the target's discovery subsystem (idempotent). @return 0 or -ENOMEM. */
+int nkv_target_enable_discovery(struct nkv_target *t);
+/** Is @hostnqn allowed on @ss? */
+bool nkv_subsys_host_allowed(struct nkv_subsys *ss, const char *hostnqn);
+/**
+ * Build the discovery log (header + one entry per port and subsystem @hostnqn may use) in a
+ * malloc'ed buffer. @return its size, or 0 on -ENOMEM.
+ */
+uint32_t nkv_disc_log_build(struct nkv_target *t, const char *hostnqn, uint8_t **out);
 
 /* ---- command sets ---- */
 nkv_status nkv_admin_parse(struct nkv_req *req); /* admin.c */

@@ -35,8 +35,33 @@ int nkv_ctrlr_create(struct nkv_subsys *ss, const char *hostnqn, const uint8_t h
 	if (!c)
 		return -ENOMEM;
 	c->ss = ss;
-	/* Dynamic controller IDs 1..FFEFh, as the fabrics spec reserves the rest. */
-	c->cntlid = (uint16_t)(atomic_fetch_add(&ss->tgt->next_cntlid, 1) % 0xffef + 1);
+	if (!(c->qids = calloc(opts->max_io_queues / 8 + 1, 1))) {
+		free(c);
+		return -ENOMEM;
+	}
+	atomic_init(&c->refs, 1);
+	atomic_init(&c->dead, false);
+	/* Dynamic controller IDs 1..FFEFh (the fabrics spec reserves the rest), unique in the subsystem. */
+	pthread_mutex_lock(&ss->tgt->lock);
+	for (unsigned tries = 0; tries <= NKV_CNTLID_MAX; tries++) {
+		c->cntlid = (uint16_t)(atomic_fetch_add(&ss->tgt->next_cntlid, 1) % NKV_CNTLID_MAX + 1);
+		struct nkv_ctrlr *o = ss->ctrlrs;
+		while (o && o->cntlid != c->cntlid)
+			o = o->next;
+		if (!o)
+			break;
+		c->cntlid = 0;
+	}
+	if (c->cntlid != 0) {
+		c->next = ss->ctrlrs;
+		ss->ctrlrs = c;
+	}
+	pthread_mutex_unlock(&ss->tgt->lock);
+	if (c->cntlid == 0) { /* 65,519 live controllers */
+		free(c->qids);
+		free(c);
+		return -EBUSY;
+	}
 	snprintf(c->hostnqn, sizeof(c->hostnqn), "%s", hostnqn ? hostnqn : "");
 	if (hostid)
 		memcpy(c->hostid, hostid, 16);
@@ -56,12 +81,79 @@ int nkv_ctrlr_create(struct nkv_subsys *ss, const char *hostnqn, const uint8_t h
 	return 0;
 }
 
+static void unlink_ctrlr(struct nkv_ctrlr *c)
+{
+	pthread_mutex_lock(&c->ss->tgt->lock);
+	for (struct nkv_ctrlr **p = &c->ss->ctrlrs; *p; p = &(*p)->next)
+		if (*p == c) {
+			*p = c->next;
+			break;
+		}
+	pthread_mutex_unlock(&c->ss->tgt->lock);
+}
+
+void nkv_ctrlr_kill(struct nkv_ctrlr *c)
+{
+	if (atomic_exchange(&c->dead, true))
+		return;
+	unlink_ctrlr(c); /* no new I/O queue can join it */
+	nkv_admin_abort_aers(c);
+	NKV_INFO("%s: controller %u for host %s: association ended", c->ss->nqn, c->cntlid, c->hostnqn);
+}
+
+void nkv_ctrlr_put(struct nkv_ctrlr *c)
+{
+	if (c && atomic_fetch_sub(&c->refs, 1) == 1) {
+		if (!atomic_load(&c->dead))
+			unlink_ctrlr(c);
+		free(c->qids);
+		free(c);
+	}
+}
+
+struct nkv_ctrlr *nkv_ctrlr_lookup(struct nkv_subsys *ss, uint16_t cntlid)
+{
+	struct nkv_ctrlr *c;
+
+	pthread_mutex_lock(&ss->tgt->lock);
+	for (c = ss->ctrlrs; c && c->cntlid != cntlid; c = c->next)
+		;
+	if (c)
+		nkv_ctrlr_get(c);
+	pthread_mutex_unlock(&ss->tgt->lock);
+	return c;
+}
+
+bool nkv_ctrlr_claim_qid(struct nkv_ctrlr *c, uint16_t qid)
+{
+	bool ok = false;
+
+	if (qid == 0 || qid > c->opts.max_io_queues)
+		return false;
+	pthread_mutex_lock(&c->ss->tgt->lock);
+	if (!(c->qids[qid / 8] & (1u << (qid % 8)))) {
+		c->qids[qid / 8] |= (uint8_t)(1u << (qid % 8));
+		ok = true;
+	}
+	pthread_mutex_unlock(&c->ss->tgt->lock);
+	return ok;
+}
+
+void nkv_ctrlr_release_qid(struct nkv_ctrlr *c, uint16_t qid)
+{
+	if (qid == 0 || qid > c->opts.max_io_queues)
+		return;
+	pthread_mutex_lock(&c->ss->tgt->lock);
+	c->qids[qid / 8] &= (uint8_t)~(1u << (qid % 8));
+	pthread_mutex_unlock(&c->ss->tgt->lock);
+}
+
 void nkv_ctrlr_destroy(struct nkv_ctrlr *c)
 {
 	if (!c)
 		return;
-	nkv_admin_abort_aers(c);
-	free(c);
+	nkv_ctrlr_kill(c);
+	nkv_ctrlr_put(c);
 }
 
 /* CC values this controller accepts on enable (wire doc B.3, D.2). */
@@ -112,7 +204,8 @@ int nkv_ctrlr_prop_set(struct nkv_ctrlr *c, uint32_t ofs, unsigned size, uint64_
 	}
 	if (!(old & NKV_CC_EN) && (cc & NKV_CC_EN)) {
 		if (cc_valid(cc)) {
-			c->csts = (c->csts & ~NKV_CSTS_CFS) | NKV_CSTS_RDY;
+			/* Pairs with the acquire load in nkv_ctrlr_ready() on I/O queue threads. */
+			__atomic_store_n(&c->csts, (c->csts & ~NKV_CSTS_CFS) | NKV_CSTS_RDY, __ATOMIC_RELEASE);
 		} else {
 			NKV_WARN("%s: controller %u: invalid CC %08x on enable", c->ss->nqn, c->cntlid, cc);
 			c->csts |= NKV_CSTS_CFS;

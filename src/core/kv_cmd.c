@@ -66,6 +66,8 @@ static void exec_kv(struct nkv_req *req)
 {
 	struct nkv_target *t = req->qp->ctrlr->ss->tgt;
 
+	req->io.buf = req->data; /* the transport places the buffer after parse */
+	req->io.len = req->length;
 	req->io.msgq = req->qp->msgq;
 	req->io.done = kv_done;
 	t->be->submit(req->ns->kvns, &req->io);
@@ -129,8 +131,6 @@ nkv_status nkv_kv_parse(struct nkv_req *req)
 	default:
 		break;
 	}
-	io->buf = req->data;
-	io->len = req->length;
 	req->execute = exec_kv;
 	return OK;
 }

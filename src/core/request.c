@@ -5,7 +5,7 @@
 #include "common/status.h"
 #include "core.h"
 
-void nkv_req_exec(struct nkv_req *req)
+nkv_status nkv_req_parse(struct nkv_req *req)
 {
 	struct nkv_ctrlr *c = req->qp->ctrlr;
 	nkv_status st;
@@ -15,22 +15,33 @@ void nkv_req_exec(struct nkv_req *req)
 	req->xfer = 0;
 	req->execute = NULL;
 	req->ns = NULL;
-	if (!nkv_ctrlr_ready(c))
+	if (req->cmd.opc == NKV_ADM_FABRICS)
+		st = nkv_fabrics_parse(req); /* allowed before CC.EN: that is how EN gets set */
+	else if (!nkv_ctrlr_ready(c))
 		st = nkv_status_make(NKV_SCT_GENERIC, NKV_SC_CMD_SEQUENCE_ERROR, 1);
 	else if (req->cmd.flags & NKV_SQE_FUSE_MASK)
 		st = nkv_status_make(NKV_SCT_GENERIC, NKV_SC_INVALID_FIELD, 1); /* no fused operations */
+	else if (c->opts.fabrics && (req->cmd.flags & NKV_SQE_PSDT_MASK) != NKV_SQE_PSDT_SGL)
+		st = nkv_status_make(NKV_SCT_GENERIC, NKV_SC_INVALID_FIELD, 1); /* fabrics use SGLs only */
 	else
 		st = req->qp->qid == 0 ? nkv_admin_parse(req) : nkv_kv_parse(req);
 	/* The buffer must hold what the command moves; a larger one is used only up to that. */
 	if (st == 0 && req->length > req->data_len)
 		st = nkv_status_make(NKV_SCT_GENERIC, NKV_SC_DATA_SGL_LENGTH_INVALID, 1);
-	if (st != 0) {
+	if (st != 0)
 		NKV_DEBUG("qid %u cid %u opc %02x: %s", req->qp->qid, req->cmd.cid, req->cmd.opc,
 			  nkv_status_str(st));
+	return st;
+}
+
+void nkv_req_exec(struct nkv_req *req)
+{
+	nkv_status st = nkv_req_parse(req);
+
+	if (st != 0)
 		nkv_req_complete(req, st);
-		return;
-	}
-	req->execute(req);
+	else
+		req->execute(req);
 }
 
 void nkv_req_complete(struct nkv_req *req, nkv_status st)

@@ -23,6 +23,8 @@ int nkv_target_create(const struct nkv_backend_conf *conf, struct nkv_target **o
 		return -ENOMEM;
 	t->be = be;
 	atomic_init(&t->next_cntlid, 1);
+	atomic_init(&t->genctr, 1);
+	pthread_mutex_init(&t->lock, NULL);
 	if ((rc = be->open(conf, &t->dev)) < 0) {
 		free(t);
 		return rc;
@@ -45,8 +47,16 @@ void nkv_target_destroy(struct nkv_target *t)
 				free(ns);
 			}
 		}
+		free(ss->hosts);
 		free(ss);
 	}
+	while (t->ports) {
+		struct nkv_port *p = t->ports;
+		t->ports = p->next;
+		free(p);
+	}
+	free(t->discovery);
+	pthread_mutex_destroy(&t->lock);
 	t->be->close(t->dev);
 	free(t);
 }
@@ -82,8 +92,11 @@ int nkv_subsys_add(struct nkv_target *t, const char *nqn, const char *pool, stru
 	uint8_t id[16];
 	nkv_id128("subsystem", nqn, id);
 	snprintf(ss->sn, sizeof(ss->sn), "%016" PRIx64, nkv_get64(id));
+	pthread_mutex_lock(&t->lock); /* the discovery log walks the list */
 	ss->next = t->subsystems;
 	t->subsystems = ss;
+	pthread_mutex_unlock(&t->lock);
+	atomic_fetch_add(&t->genctr, 1);
 	NKV_INFO("subsystem %s exports pool %s", nqn, pool);
 	if (out)
 		*out = ss;
@@ -122,5 +135,24 @@ int nkv_ns_add(struct nkv_subsys *ss, const struct nkv_ns_conf *conf)
 	atomic_store_explicit(&ss->ns[conf->nsid], ns, memory_order_release);
 	NKV_INFO("%s: nsid %u = RADOS namespace '%s', max value %" PRIu64 "%s", ss->nqn, ns->nsid,
 		 conf->rados_ns ? conf->rados_ns : "", ns->max_value, ns->read_only ? ", read-only" : "");
+	return 0;
+}
+
+int nkv_subsys_allow_host(struct nkv_subsys *ss, const char *hostnqn)
+{
+	char(*h)[NKV_NQN_MAX];
+
+	if (!hostnqn || !*hostnqn || strlen(hostnqn) >= NKV_NQN_MAX)
+		return -EINVAL;
+	if (nkv_subsys_host_allowed(ss, hostnqn) && ss->nhosts > 0)
+		return 0;
+	if (!(h = realloc(ss->hosts, (ss->nhosts + 1) * sizeof(*h))))
+		return -ENOMEM;
+	snprintf(h[ss->nhosts], NKV_NQN_MAX, "%s", hostnqn);
+	pthread_mutex_lock(&ss->tgt->lock);
+	ss->hosts = h;
+	ss->nhosts++;
+	pthread_mutex_unlock(&ss->tgt->lock);
+	atomic_fetch_add(&ss->tgt->genctr, 1);
 	return 0;
 }

@@ -1,0 +1,272 @@
+/*
+ * fabrics.c - NVMe over Fabrics commands (opcode 7Fh): Connect, which binds a transport queue to a
+ * controller; Property Get/Set; Disconnect. Also the discovery subsystem's log page (70h). Wire
+ * rules: wire doc C.1, C.2, C.10.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "core.h"
+
+#define ST(sct, sc) nkv_status_make(NKV_SCT_##sct, NKV_SC_##sc, 1)
+#define OK 0
+
+/* Connect SQE fields (byte offsets in the SQE) and data fields (offsets in the 1024 bytes). */
+#define CONNECT_RECFMT 40
+#define CONNECT_QID 42
+#define CONNECT_SQSIZE 44
+#define CONNECT_CATTR 46
+#define CONNECT_KATO 48
+#define DATA_HOSTID 0
+#define DATA_CNTLID 16
+#define DATA_SUBNQN 256
+#define DATA_HOSTNQN 512
+
+/* Connect Invalid Parameters with the offending field: IATTR 0 = in the SQE, 1 = in the data. */
+static nkv_status invalid_param(struct nkv_cqe *cpl, unsigned iattr, unsigned ipo)
+{
+	nkv_put32(&cpl->dw0, (iattr << 16) | ipo);
+	return ST(CMD, CONNECT_INVALID_PARAM);
+}
+
+/* An NQN field must be NUL terminated within its 256 bytes (223 characters at most). */
+static bool nqn_valid(const char *f)
+{
+	size_t n = strnlen(f, 256);
+	return n > 0 && n < NKV_NQN_MAX;
+}
+
+bool nkv_subsys_host_allowed(struct nkv_subsys *ss, const char *hostnqn)
+{
+	if (ss->nhosts == 0)
+		return true;
+	for (unsigned i = 0; i < ss->nhosts; i++)
+		if (strcmp(ss->hosts[i], hostnqn) == 0)
+			return true;
+	return false;
+}
+
+static nkv_status connect_io(struct nkv_subsys *ss, const struct nkv_connect_data *d, uint16_t qid,
+			     struct nkv_ctrlr **out, struct nkv_cqe *cpl)
+{
+	struct nkv_ctrlr *c;
+
+	if (ss->discovery) /* a discovery controller has no I/O queues */
+		return invalid_param(cpl, 0, CONNECT_QID);
+	if (!(c = nkv_ctrlr_lookup(ss, nkv_get16(&d->cntlid))))
+		return invalid_param(cpl, 1, DATA_CNTLID);
+	/* Every queue of an association comes from the same host (wire doc C.2). */
+	if (strcmp(c->hostnqn, d->hostnqn) != 0) {
+		nkv_ctrlr_put(c);
+		return invalid_param(cpl, 1, DATA_HOSTNQN);
+	}
+	if (memcmp(c->hostid, d->hostid, 16) != 0) {
+		nkv_ctrlr_put(c);
+		return invalid_param(cpl, 1, DATA_HOSTID);
+	}
+	if (!nkv_ctrlr_ready(c)) {
+		nkv_ctrlr_put(c);
+		return ST(GENERIC, CMD_SEQUENCE_ERROR);
+	}
+	/* QIDs 1..granted, each once. */
+	if (qid > (unsigned)c->nsqa + 1 || !nkv_ctrlr_claim_qid(c, qid)) {
+		nkv_ctrlr_put(c);
+		return invalid_param(cpl, 0, CONNECT_QID);
+	}
+	*out = c;
+	return OK;
+}
+
+nkv_status nkv_fabrics_connect(struct nkv_target *t, const struct nkv_sqe *cmd, const void *data,
+			       uint32_t len, const struct nkv_ctrlr_opts *opts, struct nkv_ctrlr **out,
+			       struct nkv_cqe *cpl)
+{
+	const uint8_t *sqe = (const uint8_t *)cmd;
+	const struct nkv_connect_data *d = data;
+	uint16_t qid = nkv_get16(sqe + CONNECT_QID), sqsize = nkv_get16(sqe + CONNECT_SQSIZE);
+	uint32_t kato = nkv_get32(sqe + CONNECT_KATO);
+	struct nkv_subsys *ss;
+	nkv_status st;
+	int rc;
+
+	memset(cpl, 0, sizeof(*cpl));
+	if (nkv_get16(sqe + CONNECT_RECFMT) != 0)
+		return ST(CMD, INCOMPATIBLE_FORMAT);
+	if (!data || len < sizeof(*d))
+		return ST(GENERIC, DATA_SGL_LENGTH_INVALID);
+	if (!nqn_valid(d->subnqn))
+		return invalid_param(cpl, 1, DATA_SUBNQN);
+	if (!nqn_valid(d->hostnqn))
+		return invalid_param(cpl, 1, DATA_HOSTNQN);
+	ss = strcmp(d->subnqn, NKV_DISCOVERY_NQN) == 0 ? t->discovery : nkv_target_find_subsys(t, d->subnqn);
+	if (!ss)
+		return invalid_param(cpl, 1, DATA_SUBNQN);
+	if (!ss->discovery && !nkv_subsys_host_allowed(ss, d->hostnqn)) {
+		NKV_WARN("%s: host %s is not allowed", ss->nqn, d->hostnqn);
+		return ST(CMD, CONNECT_INVALID_HOST);
+	}
+	/* SQSIZE is 0's based and at least 1; no queue beyond MQES + 1 entries. */
+	if (sqsize == 0 || sqsize > opts->mqes)
+		return invalid_param(cpl, 0, CONNECT_SQSIZE);
+	if (qid != 0) {
+		if ((st = connect_io(ss, d, qid, out, cpl)) != OK)
+			return st;
+	} else {
+		if (nkv_get16(&d->cntlid) != NKV_CNTLID_DYNAMIC) /* dynamic controller model only */
+			return invalid_param(cpl, 1, DATA_CNTLID);
+		if ((rc = nkv_ctrlr_create(ss, d->hostnqn, d->hostid, opts, out)) < 0)
+			return rc == -EBUSY ? ST(CMD, CONTROLLER_BUSY) : ST(GENERIC, INTERNAL);
+		/* Round KATO up to the keep-alive granularity (KAS x 100 ms), as SPDK does. */
+		uint32_t g = NKV_KAS * 100;
+		(*out)->kato_ms = kato ? (kato + g - 1) / g * g : 0;
+		(*out)->last_keepalive_ms = nkv_now_ms();
+	}
+	nkv_put32(&cpl->dw0, (*out)->cntlid);
+	NKV_DEBUG("%s: connect qid %u sqsize %u cntlid %u host %s", ss->nqn, qid, sqsize, (*out)->cntlid,
+		  d->hostnqn);
+	return OK;
+}
+
+/* ---- Property Get/Set, Disconnect -------------------------------------------------------------- */
+
+static void exec_prop_get(struct nkv_req *req)
+{
+	const uint8_t *sqe = (const uint8_t *)&req->cmd;
+	unsigned size = (sqe[40] & 7) ? 8 : 4;
+	uint64_t v = 0;
+
+	if (nkv_ctrlr_prop_get(req->qp->ctrlr, nkv_get32(sqe + 44), size, &v) < 0) {
+		nkv_req_complete(req, ST(CMD, CONNECT_INVALID_PARAM)); /* SPDK's answer to a bad offset */
+		return;
+	}
+	nkv_put32(&req->cpl.dw0, (uint32_t)v);
+	nkv_put32(&req->cpl.dw1, (uint32_t)(v >> 32));
+	nkv_req_complete(req, OK);
+}
+
+static void exec_prop_set(struct nkv_req *req)
+{
+	const uint8_t *sqe = (const uint8_t *)&req->cmd;
+	unsigned size = (sqe[40] & 7) ? 8 : 4;
+
+	if (nkv_ctrlr_prop_set(req->qp->ctrlr, nkv_get32(sqe + 44), size, nkv_get64(sqe + 48)) < 0)
+		nkv_req_complete(req, ST(CMD, CONNECT_INVALID_PARAM));
+	else
+		nkv_req_complete(req, OK);
+}
+
+static void exec_disconnect(struct nkv_req *req)
+{
+	req->qp->disconnect = true;
+	nkv_req_complete(req, OK);
+}
+
+nkv_status nkv_fabrics_parse(struct nkv_req *req)
+{
+	const struct nkv_fabrics_cmd *f = (const struct nkv_fabrics_cmd *)&req->cmd;
+
+	if (!req->qp->ctrlr->opts.fabrics)
+		return ST(GENERIC, INVALID_OPCODE);
+	switch (f->fctype) {
+	case NKV_FCTYPE_CONNECT:
+		return ST(GENERIC, CMD_SEQUENCE_ERROR); /* the queue is already connected */
+	case NKV_FCTYPE_PROP_GET:
+	case NKV_FCTYPE_PROP_SET:
+		if (req->qp->qid != 0)
+			return ST(GENERIC, INVALID_OPCODE);
+		if ((f->spec[0] & 7) > 1) /* ATTRIB: 4 or 8 bytes */
+			return ST(CMD, CONNECT_INVALID_PARAM);
+		req->execute = f->fctype == NKV_FCTYPE_PROP_GET ? exec_prop_get : exec_prop_set;
+		return OK;
+	case NKV_FCTYPE_DISCONNECT:
+		if (nkv_get16(f->spec) != 0) /* RECFMT */
+			return ST(CMD, INCOMPATIBLE_FORMAT);
+		req->execute = exec_disconnect;
+		return OK;
+	default:
+		return ST(GENERIC, INVALID_OPCODE);
+	}
+}
+
+/* ---- discovery --------------------------------------------------------------------------------- */
+
+int nkv_target_enable_discovery(struct nkv_target *t)
+{
+	struct nkv_subsys *ss;
+
+	if (t->discovery)
+		return 0;
+	if (!(ss = calloc(1, sizeof(*ss))))
+		return -ENOMEM;
+	ss->tgt = t;
+	ss->discovery = true;
+	strcpy(ss->nqn, NKV_DISCOVERY_NQN);
+	memcpy(ss->sn, t->subsystems ? t->subsystems->sn : "0000000000000000", 16);
+	t->discovery = ss;
+	return 0;
+}
+
+int nkv_target_add_port(struct nkv_target *t, const struct nkv_port *port)
+{
+	struct nkv_port *p = malloc(sizeof(*p));
+
+	if (!p)
+		return -ENOMEM;
+	*p = *port;
+	pthread_mutex_lock(&t->lock);
+	p->next = t->ports;
+	t->ports = p;
+	pthread_mutex_unlock(&t->lock);
+	atomic_fetch_add(&t->genctr, 1);
+	return 0;
+}
+
+/* ASCII fields of a discovery entry are space padded. */
+static void space_pad(char *dst, size_t n, const char *src)
+{
+	size_t l = strnlen(src, n);
+	memcpy(dst, src, l);
+	memset(dst + l, ' ', n - l);
+}
+
+uint32_t nkv_disc_log_build(struct nkv_target *t, const char *hostnqn, uint8_t **out)
+{
+	struct nkv_disc_log_hdr *h;
+	uint32_t n = 0, cap = 0;
+	uint8_t *buf;
+
+	pthread_mutex_lock(&t->lock);
+	for (struct nkv_port *p = t->ports; p; p = p->next)
+		for (struct nkv_subsys *ss = t->subsystems; ss; ss = ss->next)
+			cap++;
+	buf = calloc(1 + cap, 1024);
+	for (struct nkv_port *p = t->ports; buf && p; p = p->next) {
+		for (struct nkv_subsys *ss = t->subsystems; ss; ss = ss->next) {
+			if (!nkv_subsys_host_allowed(ss, hostnqn))
+				continue; /* a host sees only the subsystems it may connect to */
+			struct nkv_disc_log_entry *e = (struct nkv_disc_log_entry *)(buf + 1024 * (1 + n++));
+			e->trtype = p->trtype;
+			e->adrfam = p->adrfam;
+			e->subtype = NKV_SUBTYPE_NVME;
+			e->treq = NKV_TREQ_NOT_REQUIRED | NKV_TREQ_DISABLE_SQFC;
+			nkv_put16(&e->portid, p->portid);
+			nkv_put16(&e->cntlid, NKV_CNTLID_DYNAMIC);
+			nkv_put16(&e->asqsz, 32);
+			space_pad(e->trsvcid, sizeof(e->trsvcid), p->trsvcid);
+			strncpy(e->subnqn, ss->nqn, sizeof(e->subnqn) - 1);
+			space_pad(e->traddr, sizeof(e->traddr), p->traddr);
+			e->tsas[0] = 0; /* SECTYPE: no security */
+		}
+	}
+	pthread_mutex_unlock(&t->lock);
+	if (!buf)
+		return 0;
+	h = (struct nkv_disc_log_hdr *)buf;
+	nkv_put64(&h->genctr, atomic_load(&t->genctr));
+	nkv_put64(&h->numrec, n);
+	nkv_put32(&h->tdlpl, 1024 * (1 + n));
+	*out = buf;
+	return 1024 * (1 + n);
+}

@@ -1,0 +1,110 @@
+/* reactor.c - epoll event loop thread with a message queue and a tick (see reactor.h). */
+#include "reactor.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "common/log.h"
+
+#define MAX_EVENTS 64
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void msgq_ready(struct nkv_event *ev, uint32_t events)
+{
+	struct nkv_reactor *r = (struct nkv_reactor *)((char *)ev - offsetof(struct nkv_reactor, msgq_ev));
+	(void)events;
+	nkv_msgq_poll(&r->msgq, 0);
+}
+
+static void *loop(void *arg)
+{
+	struct nkv_reactor *r = arg;
+	struct epoll_event evs[MAX_EVENTS];
+	uint64_t next_tick = now_ms() + r->tick_ms;
+
+	for (;;) {
+		if (atomic_load_explicit(&r->stop, memory_order_acquire) && (!r->done || r->done(r)))
+			break;
+		uint64_t now = now_ms();
+		int timeout = now >= next_tick ? 0 : (int)(next_tick - now);
+		int n = epoll_wait(r->epfd, evs, MAX_EVENTS, timeout);
+
+		for (int i = 0; i < n; i++) {
+			struct nkv_event *ev = evs[i].data.ptr;
+			ev->fn(ev, evs[i].events);
+		}
+		if (n < 0 && errno != EINTR)
+			NKV_ERR("reactor %u: epoll_wait: %s", r->id, strerror(errno));
+		if (r->idle)
+			r->idle(r);
+		if (now_ms() >= next_tick) {
+			if (r->tick)
+				r->tick(r);
+			next_tick = now_ms() + r->tick_ms;
+		}
+	}
+	return NULL;
+}
+
+int nkv_reactor_start(struct nkv_reactor *r, unsigned id)
+{
+	int rc;
+
+	r->id = id;
+	atomic_init(&r->stop, false);
+	if (!r->tick_ms)
+		r->tick_ms = 100;
+	if ((r->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0)
+		return -errno;
+	if ((rc = nkv_msgq_init(&r->msgq)) < 0) {
+		close(r->epfd);
+		return rc;
+	}
+	r->msgq_ev.fn = msgq_ready;
+	if ((rc = nkv_reactor_add(r, r->msgq.efd, EPOLLIN, &r->msgq_ev)) < 0 ||
+	    (rc = -pthread_create(&r->thread, NULL, loop, r)) < 0) {
+		nkv_msgq_fini(&r->msgq);
+		close(r->epfd);
+		return rc;
+	}
+	return 0;
+}
+
+void nkv_reactor_stop(struct nkv_reactor *r)
+{
+	atomic_store_explicit(&r->stop, true, memory_order_release);
+	pthread_join(r->thread, NULL);
+}
+
+void nkv_reactor_fini(struct nkv_reactor *r)
+{
+	nkv_msgq_fini(&r->msgq);
+	close(r->epfd);
+}
+
+int nkv_reactor_add(struct nkv_reactor *r, int fd, uint32_t events, struct nkv_event *ev)
+{
+	struct epoll_event e = {.events = events, .data.ptr = ev};
+	return epoll_ctl(r->epfd, EPOLL_CTL_ADD, fd, &e) < 0 ? -errno : 0;
+}
+
+int nkv_reactor_mod(struct nkv_reactor *r, int fd, uint32_t events, struct nkv_event *ev)
+{
+	struct epoll_event e = {.events = events, .data.ptr = ev};
+	return epoll_ctl(r->epfd, EPOLL_CTL_MOD, fd, &e) < 0 ? -errno : 0;
+}
+
+void nkv_reactor_del(struct nkv_reactor *r, int fd)
+{
+	epoll_ctl(r->epfd, EPOLL_CTL_DEL, fd, NULL);
+}

@@ -1,0 +1,1271 @@
+/*
+ * tcp.c - the NVMe/TCP transport (wire doc C and D).
+ *
+ * Each TCP connection is one NVMe queue. Connections are spread over reactor threads; a connection,
+ * its requests and their completions live on one reactor (backend completions hop back through the
+ * reactor's message queue). Per connection: a receive state machine that parses PDUs straight into
+ * request buffers, a send queue of PDUs written with sendmsg (value buffers are never copied), and
+ * preallocated requests (one per SQ entry). Command data is bounded by a transport-wide buffer
+ * budget: past it a connection stops reading until buffers come back (backpressure).
+ */
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+
+#include "common/crc32c.h"
+#include "common/log.h"
+#include "core/core.h"
+#include "reactor/reactor.h"
+
+#define RBUF_SIZE (64 * 1024)
+#define RX_BUDGET (1024 * 1024)     /* bytes read per readiness event, for fairness */
+#define DIRECT_READ_MIN (16 * 1024) /* read data this large straight into the request buffer */
+#define KEEP_BUF_MAX (64 * 1024)    /* request buffers up to this size stay allocated */
+#define IC_TIMEOUT_MS 10000         /* ICReq must arrive within this */
+#define CONNECT_TIMEOUT_MS 30000    /* and Connect within this */
+#define TERM_LINGER_MS 1000         /* after a termination PDU, close even if unsent */
+#define MAX_IOV 64
+#define HDR_MAX 192                 /* largest PDU header we send: term (24 + 128 copy) or 24 + digest + pad */
+
+struct tcp_conn;
+
+/* One PDU on the send queue: header bytes (with digest and padding), then data, then data digest. */
+struct tcp_tx {
+	struct tcp_tx *next;
+	uint8_t hdr[HDR_MAX];
+	uint32_t hlen;        /* bytes of hdr to send */
+	const uint8_t *data;
+	uint32_t dlen;
+	uint8_t ddgst[4];
+	uint32_t dglen;       /* 0 or 4 */
+	uint32_t sent;
+	void (*done)(struct tcp_conn *c, struct tcp_tx *tx);
+};
+
+enum req_state {
+	REQ_FREE,      /* on the free list */
+	REQ_WAIT_BUF,  /* parsed; waiting for buffer budget */
+	REQ_RX,        /* receiving in-capsule or H2C data */
+	REQ_EXEC,      /* in the core or the backend */
+	REQ_TX,        /* response PDUs queued */
+};
+
+struct tcp_req {
+	struct nkv_req req;       /* first: the core's view */
+	struct tcp_conn *conn;
+	enum req_state state;
+	uint16_t ttag;
+	uint8_t *buf;
+	uint32_t cap;             /* allocated size of buf */
+	uint32_t charged;         /* bytes charged to the buffer budget */
+	uint32_t need;            /* bytes the command needs in buf */
+	uint32_t sgl_len;
+	uint32_t h2c_got;         /* H2C bytes received (R2T path) */
+	uint32_t icd_len;         /* in-capsule data length */
+	bool h2c;                 /* data flows host to controller */
+	bool connect;             /* a Connect on an unconnected queue */
+	nkv_status pending;       /* fail with this once the command's data is consumed */
+	struct tcp_req *next_free;
+	struct tcp_tx tx_data, tx_resp;
+};
+
+enum rx_state {
+	RX_CH,    /* common header */
+	RX_PSH,   /* rest of the header and its digest */
+	RX_PAD,   /* padding up to PDO */
+	RX_DATA,  /* data into rx_dst (NULL: discard) */
+	RX_DDGST, /* data digest */
+};
+
+struct tcp_reactor;
+
+struct tcp_conn {
+	struct nkv_event ev;
+	struct nkv_msg msg;         /* hand-off from the acceptor */
+	struct nkv_tcp *t;
+	struct tcp_reactor *rx;
+	struct tcp_conn *next, *next_dirty;
+	int fd;
+	char peer[64];
+	uint64_t born_ms, term_ms;
+	bool ic_done, hdgst, ddgst, sqfc_off, closed, terminating, dirty, paused, draining;
+	uint32_t events;             /* epoll interest */
+	uint8_t hpda;
+	struct nkv_qpair qp;        /* qp.ctrlr is NULL until Connect */
+	uint16_t sqhd;
+	unsigned outstanding;       /* requests not free */
+	struct tcp_req connect_req; /* serves every command before Connect */
+	struct tcp_req *reqs;       /* qp.size of them after Connect */
+	struct tcp_req *free_reqs;
+	/* receive */
+	enum rx_state rs;
+	uint8_t hdr[HDR_MAX];
+	uint32_t hgot, hneed;
+	uint8_t *rbuf;
+	uint32_t rpos, rlen;
+	struct tcp_req *rx_req;
+	uint8_t *rx_dst;
+	uint32_t rx_left, rx_pad, rx_dlen;
+	uint32_t rx_crc;
+	uint8_t rx_dg[4];
+	uint32_t rx_dg_got;
+	bool rx_is_h2c, rx_last;
+	/* send */
+	struct tcp_tx *txq, **txq_tail;
+	struct tcp_tx ctl;          /* ICResp or C2HTermReq */
+};
+
+struct tcp_reactor {
+	struct nkv_reactor r;
+	struct nkv_tcp *t;
+	struct tcp_conn *conns;
+	struct tcp_conn *dirty;     /* connections with PDUs to send or events to re-arm */
+	unsigned zombies;           /* closed connections waiting for their requests */
+};
+
+struct tcp_listener {
+	struct nkv_event ev;
+	struct nkv_tcp *t;
+	struct tcp_listener *next;
+	int fd;
+};
+
+struct nkv_tcp {
+	struct nkv_target *tgt;
+	struct nkv_tcp_conf conf;
+	struct tcp_reactor *rs;
+	unsigned nr;
+	atomic_uint next_rx;
+	struct tcp_listener *listeners;
+	uint16_t next_portid;
+	atomic_uint_fast64_t buffered;
+	atomic_int nconns;
+	atomic_bool draining, force;
+};
+
+static void conn_close(struct tcp_conn *c, const char *why);
+static void tx_queue(struct tcp_conn *c, struct tcp_tx *tx);
+
+/* ---- buffers and budget ------------------------------------------------------------------------ */
+
+/* Give @r a buffer of r->need bytes, within the budget. @return 0, -EAGAIN (over budget), -ENOMEM. */
+static int buf_get(struct tcp_req *r)
+{
+	struct nkv_tcp *t = r->conn->t;
+	uint64_t cur = atomic_load(&t->buffered);
+
+	/* Over budget waits, unless nothing is buffered: one huge command must still make progress. */
+	do {
+		if (cur > 0 && cur + r->need > t->conf.buffer_budget)
+			return -EAGAIN;
+	} while (!atomic_compare_exchange_weak(&t->buffered, &cur, cur + r->need));
+	r->charged = r->need;
+	if (r->cap < r->need || !r->buf) {
+		free(r->buf);
+		r->cap = 0;
+		if (!(r->buf = malloc(r->need ? r->need : 1))) {
+			atomic_fetch_sub(&t->buffered, r->charged);
+			r->charged = 0;
+			return -ENOMEM;
+		}
+		r->cap = r->need;
+	}
+	return 0;
+}
+
+static void buf_put(struct tcp_req *r)
+{
+	if (r->charged) {
+		atomic_fetch_sub(&r->conn->t->buffered, r->charged);
+		r->charged = 0;
+	}
+	if (r->cap > KEEP_BUF_MAX) {
+		free(r->buf);
+		r->buf = NULL;
+		r->cap = 0;
+	}
+}
+
+/* ---- requests ---------------------------------------------------------------------------------- */
+
+/* Free a closed connection whose requests have all come back (from the reactor's sweep). */
+static void conn_free(struct tcp_conn *c)
+{
+	if (c->reqs)
+		for (unsigned i = 0; i < c->qp.size; i++)
+			free(c->reqs[i].buf);
+	free(c->connect_req.buf);
+	free(c->reqs);
+	free(c->rbuf);
+	if (c->qp.ctrlr) {
+		if (c->qp.qid != 0)
+			nkv_ctrlr_release_qid(c->qp.ctrlr, c->qp.qid);
+		nkv_ctrlr_put(c->qp.ctrlr);
+	}
+	atomic_fetch_sub(&c->t->nconns, 1);
+	free(c);
+}
+
+static void req_release(struct tcp_req *r)
+{
+	struct tcp_conn *c = r->conn;
+
+	buf_put(r);
+	r->state = REQ_FREE;
+	if (r != &c->connect_req) {
+		r->next_free = c->free_reqs;
+		c->free_reqs = r;
+	}
+	c->outstanding--; /* a closed connection is freed by the sweep once this reaches 0 */
+}
+
+static struct tcp_req *req_alloc(struct tcp_conn *c)
+{
+	struct tcp_req *r;
+
+	if (!c->qp.ctrlr)
+		r = c->connect_req.state == REQ_FREE ? &c->connect_req : NULL;
+	else if ((r = c->free_reqs))
+		c->free_reqs = r->next_free;
+	if (r) {
+		c->outstanding++;
+		r->pending = 0;
+		r->h2c_got = 0;
+		r->connect = false;
+		r->need = 0;
+	}
+	return r;
+}
+
+/* ---- send path --------------------------------------------------------------------------------- */
+
+static void mark_dirty(struct tcp_conn *c)
+{
+	if (!c->dirty) {
+		c->dirty = true;
+		c->next_dirty = c->rx->dirty;
+		c->rx->dirty = c;
+	}
+}
+
+static void tx_queue(struct tcp_conn *c, struct tcp_tx *tx)
+{
+	tx->next = NULL;
+	tx->sent = 0;
+	*c->txq_tail = tx;
+	c->txq_tail = &tx->next;
+	mark_dirty(c);
+}
+
+/* Read while not paused, terminating or draining; wait for EPOLLOUT while PDUs are unsent. */
+static void set_events(struct tcp_conn *c)
+{
+	uint32_t ev = (!c->paused && !c->terminating && !c->draining ? EPOLLIN : 0) | (c->txq ? EPOLLOUT : 0);
+
+	if (!c->closed && ev != c->events) {
+		nkv_reactor_mod(&c->rx->r, c->fd, ev, &c->ev);
+		c->events = ev;
+	}
+}
+
+/* Write as much of the send queue as the socket takes. @return 0, or -errno on a dead socket. */
+static int tx_flush(struct tcp_conn *c)
+{
+	while (c->txq && !c->closed) {
+		struct iovec iov[MAX_IOV];
+		int n = 0;
+
+		for (struct tcp_tx *tx = c->txq; tx && n + 3 <= MAX_IOV; tx = tx->next) {
+			uint32_t off = tx->sent;
+			const uint8_t *parts[3] = {tx->hdr, tx->data, tx->ddgst};
+			uint32_t lens[3] = {tx->hlen, tx->dlen, tx->dglen};
+			for (int i = 0; i < 3; i++) {
+				if (off >= lens[i]) {
+					off -= lens[i];
+					continue;
+				}
+				iov[n].iov_base = (void *)(parts[i] + off);
+				iov[n++].iov_len = lens[i] - off;
+				off = 0;
+			}
+		}
+		struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+		ssize_t w = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				break;
+			return -errno;
+		}
+		while (w > 0 && c->txq) {
+			struct tcp_tx *tx = c->txq;
+			uint32_t left = tx->hlen + tx->dlen + tx->dglen - tx->sent;
+			if ((uint32_t)w < left) {
+				tx->sent += (uint32_t)w;
+				break;
+			}
+			w -= left;
+			c->txq = tx->next;
+			if (!c->txq)
+				c->txq_tail = &c->txq;
+			if (tx->done)
+				tx->done(c, tx);
+			if (c->closed)
+				return 0;
+		}
+	}
+	return 0;
+}
+
+/* Finish a PDU header: header digest and padding up to @pdo (0: none), into tx->hlen. */
+static void tx_seal(struct tcp_conn *c, struct tcp_tx *tx, uint32_t hlen, bool digest, uint32_t pdo)
+{
+	uint32_t len = hlen;
+
+	if (digest) {
+		nkv_put32(tx->hdr + hlen, nkv_crc32c(tx->hdr, hlen));
+		len += 4;
+	}
+	if (pdo > len) {
+		memset(tx->hdr + len, 0, pdo - len);
+		len = pdo;
+	}
+	tx->hlen = len;
+	(void)c;
+}
+
+static void conn_flush(struct tcp_conn *c)
+{
+	int rc = tx_flush(c);
+
+	if (rc < 0) {
+		conn_close(c, strerror(-rc));
+		return;
+	}
+	if (c->closed)
+		return;
+	if (c->terminating && !c->txq) {
+		conn_close(c, "terminated");
+		return;
+	}
+	if (c->qp.disconnect && !c->txq && c->outstanding == 0) {
+		conn_close(c, "disconnect");
+		return;
+	}
+	set_events(c);
+}
+
+/* Send a C2HTermReq with the offending header, then close (wire doc C.3). */
+static void send_term(struct tcp_conn *c, uint16_t fes, uint32_t fei)
+{
+	struct tcp_tx *tx = &c->ctl;
+	struct nkv_tcp_term *tr = (struct nkv_tcp_term *)tx->hdr;
+	uint32_t copy = c->hgot < NKV_TCP_TERM_MAX_PLEN - 24 ? c->hgot : NKV_TCP_TERM_MAX_PLEN - 24;
+
+	NKV_WARN("tcp %s: protocol error, FES %02x FEI %u: terminating", c->peer, fes, fei);
+	memset(tx, 0, sizeof(*tx));
+	memcpy(tx->hdr + 24, c->hdr, copy);
+	tr->ch.type = NKV_TCP_PDU_C2H_TERM;
+	tr->ch.hlen = 24;
+	nkv_put32(&tr->ch.plen, 24 + copy);
+	nkv_put16(&tr->fes, fes);
+	nkv_put32(tr->fei, fei);
+	tx->hlen = 24 + copy;
+	c->terminating = true;
+	c->term_ms = nkv_now_ms();
+	tx_queue(c, tx);
+}
+
+/* ---- completion -------------------------------------------------------------------------------- */
+
+static void resp_sent(struct tcp_conn *c, struct tcp_tx *tx)
+{
+	struct tcp_req *r = (struct tcp_req *)((char *)tx - offsetof(struct tcp_req, tx_resp));
+	(void)c;
+	req_release(r);
+}
+
+/* The core's completion: C2HData when data goes back, then always a CapsuleResp (never the SUCCESS
+ * shortcut, which would lose DW0 = value size; wire doc C.8). */
+static void tcp_complete(struct nkv_req *req)
+{
+	struct tcp_req *r = (struct tcp_req *)req;
+	struct tcp_conn *c = r->conn;
+	uint32_t hd = c->hdgst ? 4 : 0;
+
+	if (c->closed) { /* the connection went away while the command ran: a tombstone */
+		req_release(r);
+		return;
+	}
+	r->state = REQ_TX;
+	if (!r->h2c && req->xfer > 0 && (nkv_get16(&req->cpl.status) >> 1) == 0) {
+		struct tcp_tx *tx = &r->tx_data;
+		struct nkv_tcp_data *d = (struct nkv_tcp_data *)tx->hdr;
+		uint32_t align = (c->hpda + 1u) * 4, pdo = (24 + hd + align - 1) / align * align;
+
+		memset(d, 0, sizeof(*d));
+		d->ch.type = NKV_TCP_PDU_C2H_DATA;
+		d->ch.flags = NKV_TCP_F_LAST | (c->hdgst ? NKV_TCP_F_HDGST : 0) | (c->ddgst ? NKV_TCP_F_DDGST : 0);
+		d->ch.hlen = 24;
+		d->ch.pdo = (uint8_t)pdo;
+		nkv_put32(&d->ch.plen, pdo + req->xfer + (c->ddgst ? 4 : 0));
+		nkv_put16(&d->cccid, req->cmd.cid);
+		nkv_put32(&d->datal, req->xfer);
+		tx_seal(c, tx, 24, c->hdgst, pdo);
+		tx->data = r->buf;
+		tx->dlen = req->xfer;
+		tx->dglen = c->ddgst ? 4 : 0;
+		if (c->ddgst)
+			nkv_put32(tx->ddgst, nkv_crc32c(r->buf, req->xfer));
+		tx->done = NULL;
+		tx_queue(c, tx);
+	}
+	struct tcp_tx *tx = &r->tx_resp;
+	struct nkv_tcp_rsp *p = (struct nkv_tcp_rsp *)tx->hdr;
+	memset(p, 0, 24);
+	p->ch.type = NKV_TCP_PDU_RSP;
+	p->ch.flags = c->hdgst ? NKV_TCP_F_HDGST : 0;
+	p->ch.hlen = 24;
+	nkv_put32(&p->ch.plen, 24 + hd);
+	p->cqe = req->cpl;
+	/* SQ head: FFFFh once the host disabled SQ flow control (wire doc C.7). */
+	nkv_put16(&p->cqe.sqhd, c->sqfc_off ? 0xffff : c->sqhd);
+	tx_seal(c, tx, 24, c->hdgst, 0);
+	tx->data = NULL;
+	tx->dlen = tx->dglen = 0;
+	tx->done = resp_sent;
+	tx_queue(c, tx);
+}
+
+static const struct nkv_qpair_ops g_tcp_ops = {.complete = tcp_complete};
+
+/* ---- commands ---------------------------------------------------------------------------------- */
+
+static uint32_t icd_limit(const struct tcp_conn *c)
+{
+	return (!c->qp.ctrlr || c->qp.qid == 0) ? NKV_TCP_ADMIN_ICD : c->t->conf.in_capsule;
+}
+
+static struct nkv_ctrlr_opts ctrlr_opts(const struct nkv_tcp *t)
+{
+	return (struct nkv_ctrlr_opts){
+		.mqes = (uint16_t)(t->conf.max_queue_depth - 1),
+		.max_io_queues = t->conf.max_io_queues,
+		.fabrics = true,
+		.ioccsz = (64 + t->conf.in_capsule) / 16,
+		.iorcsz = 1,
+		.msdbd = 1,
+	};
+}
+
+static void do_connect(struct tcp_conn *c, struct tcp_req *r)
+{
+	struct nkv_ctrlr_opts opts = ctrlr_opts(c->t);
+	struct nkv_ctrlr *ctrlr = NULL;
+	const uint8_t *sqe = (const uint8_t *)&r->req.cmd;
+	uint16_t qid = nkv_get16(sqe + 42), size = (uint16_t)(nkv_get16(sqe + 44) + 1);
+	nkv_status st;
+
+	st = nkv_fabrics_connect(c->t->tgt, &r->req.cmd, r->buf, r->sgl_len, &opts, &ctrlr, &r->req.cpl);
+	if (st == 0 && !(c->reqs = calloc(size, sizeof(*c->reqs)))) {
+		if (qid)
+			nkv_ctrlr_release_qid(ctrlr, qid);
+		else
+			nkv_ctrlr_kill(ctrlr);
+		nkv_ctrlr_put(ctrlr);
+		st = nkv_status_make(NKV_SCT_GENERIC, NKV_SC_INTERNAL, 0);
+	}
+	if (st == 0) {
+		c->qp.ctrlr = ctrlr;
+		c->qp.qid = qid;
+		c->qp.size = size;
+		c->sqfc_off = (sqe[46] & NKV_CONNECT_CATTR_DISABLE_SQFC) != 0;
+		for (unsigned i = size; i-- > 0;) {
+			c->reqs[i].req.qp = &c->qp;
+			c->reqs[i].conn = c;
+			c->reqs[i].ttag = (uint16_t)(i + 1);
+			c->reqs[i].next_free = c->free_reqs;
+			c->free_reqs = &c->reqs[i];
+		}
+		NKV_INFO("tcp %s: %s qid %u, %u entries, controller %u", c->peer, ctrlr->ss->nqn, qid, size,
+			 ctrlr->cntlid);
+	}
+	nkv_req_complete(&r->req, st);
+}
+
+static void req_execute(struct tcp_conn *c, struct tcp_req *r)
+{
+	r->state = REQ_EXEC;
+	if (r->pending)
+		nkv_req_complete(&r->req, r->pending);
+	else if (r->connect)
+		do_connect(c, r);
+	else {
+		r->req.data = r->buf;
+		r->req.execute(&r->req);
+	}
+}
+
+/* Send an R2T for the whole transfer (MAXR2T 0 from every host we know: one at a time). */
+static void send_r2t(struct tcp_conn *c, struct tcp_req *r)
+{
+	struct tcp_tx *tx = &r->tx_data;
+	struct nkv_tcp_data *d = (struct nkv_tcp_data *)tx->hdr;
+
+	memset(d, 0, sizeof(*d));
+	d->ch.type = NKV_TCP_PDU_R2T;
+	d->ch.flags = c->hdgst ? NKV_TCP_F_HDGST : 0;
+	d->ch.hlen = 24;
+	nkv_put32(&d->ch.plen, 24 + (c->hdgst ? 4 : 0));
+	nkv_put16(&d->cccid, r->req.cmd.cid);
+	nkv_put16(&d->ttag, r->ttag);
+	nkv_put32(&d->datao, 0);
+	nkv_put32(&d->datal, r->sgl_len);
+	tx_seal(c, tx, 24, c->hdgst, 0);
+	tx->data = NULL;
+	tx->dlen = tx->dglen = 0;
+	tx->done = NULL;
+	r->state = REQ_RX;
+	tx_queue(c, tx);
+}
+
+/* After the buffer is there: receive in-capsule data, ask for H2C data, or execute. */
+static void req_start_data(struct tcp_conn *c, struct tcp_req *r)
+{
+	if (r->icd_len) {
+		r->state = REQ_RX;
+		c->rx_req = r;
+		c->rx_dst = r->pending ? NULL : r->buf;
+		c->rx_left = r->icd_len;
+		c->rx_is_h2c = false;
+		c->rs = c->rx_pad ? RX_PAD : RX_DATA;
+	} else if (r->h2c && r->sgl_len && !r->pending) {
+		send_r2t(c, r);
+		c->rs = RX_CH;
+	} else {
+		c->rs = RX_CH;
+		req_execute(c, r);
+	}
+}
+
+/* Try to get the buffer for the command being received; pause the connection if over budget. */
+static int req_try_buffer(struct tcp_conn *c, struct tcp_req *r)
+{
+	int rc = r->pending || r->need == 0 ? 0 : buf_get(r);
+
+	if (rc == -EAGAIN) {
+		r->state = REQ_WAIT_BUF;
+		c->paused = true;
+		return rc;
+	}
+	if (rc == -ENOMEM)
+		r->pending = nkv_status_make(NKV_SCT_GENERIC, NKV_SC_INTERNAL, 0);
+	c->paused = false;
+	req_start_data(c, r);
+	return 0;
+}
+
+/* Direction of a command's data from its opcode: bit 0 host-to-controller, bit 1 the reverse. */
+static unsigned data_dir(const struct nkv_sqe *cmd)
+{
+	if (cmd->opc == NKV_ADM_FABRICS)
+		return ((const struct nkv_fabrics_cmd *)cmd)->fctype == NKV_FCTYPE_CONNECT ? 1 : 0;
+	return cmd->opc & 3;
+}
+
+/* A CapsuleCmd header arrived with @icd bytes of in-capsule data to follow. */
+static void rx_cmd(struct tcp_conn *c, uint32_t icd)
+{
+	const struct nkv_tcp_cmd *pdu = (const struct nkv_tcp_cmd *)c->hdr;
+	const uint8_t *sgl = (const uint8_t *)&pdu->sqe.dptr;
+	struct tcp_req *r = req_alloc(c);
+	uint32_t sgl_len = nkv_get32(sgl + 8);
+	uint64_t sgl_addr = nkv_get64(sgl);
+	unsigned dir = data_dir(&pdu->sqe);
+	nkv_status st = 0;
+
+	if (!r) { /* more commands than SQ entries: the host broke flow control */
+		send_term(c, NKV_TCP_FES_PDU_SEQUENCE, 0);
+		return;
+	}
+	r->req.cmd = pdu->sqe;
+	r->icd_len = icd;
+	r->sgl_len = sgl_len;
+	r->h2c = dir == 1;
+	c->sqhd = c->qp.size ? (uint16_t)((c->sqhd + 1) % c->qp.size) : 0;
+#define FAIL(sc) nkv_status_make(NKV_SCT_GENERIC, NKV_SC_##sc, 1)
+	/* The data pointer (wire doc C.5): in-capsule Data Block/Offset, or Transport Data Block. */
+	if (icd) {
+		if (sgl[15] != NKV_SGL_DATA_BLOCK_OFFSET)
+			st = FAIL(SGL_DESC_TYPE_INVALID);
+		else if (sgl_addr != 0 || sgl_len > icd_limit(c))
+			st = FAIL(SGL_OFFSET_INVALID);
+		else if (sgl_len != icd)
+			st = FAIL(DATA_SGL_LENGTH_INVALID);
+		else if (dir != 1)
+			st = FAIL(INVALID_FIELD); /* in-capsule data on a command that reads */
+	} else if (sgl[15] == NKV_SGL_DATA_BLOCK_OFFSET && sgl_len != 0) {
+		st = FAIL(DATA_SGL_LENGTH_INVALID); /* in-capsule data announced but not sent */
+	} else if (sgl[15] != NKV_SGL_TRANSPORT_DATA_BLOCK && sgl[15] != NKV_SGL_DATA_BLOCK_OFFSET &&
+		   (sgl[15] != 0 || sgl_len != 0)) {
+		st = FAIL(SGL_DESC_TYPE_INVALID);
+	}
+	if (st == 0 && !c->qp.ctrlr) {
+		const struct nkv_fabrics_cmd *f = (const struct nkv_fabrics_cmd *)&pdu->sqe;
+		if (f->opc != NKV_ADM_FABRICS || f->fctype != NKV_FCTYPE_CONNECT)
+			st = FAIL(CMD_SEQUENCE_ERROR); /* nothing runs before Connect */
+		else if ((f->flags & NKV_SQE_PSDT_MASK) != NKV_SQE_PSDT_SGL)
+			st = FAIL(INVALID_FIELD);
+		else if (sgl_len < sizeof(struct nkv_connect_data) || sgl_len > NKV_TCP_ADMIN_ICD)
+			st = FAIL(DATA_SGL_LENGTH_INVALID);
+		r->connect = true;
+		r->need = sgl_len;
+	} else if (st == 0) {
+		r->req.data_len = sgl_len;
+		r->req.data = NULL;
+		if ((st = nkv_req_parse(&r->req)) == 0) {
+			if (r->h2c && sgl_len > nkv_ctrlr_max_xfer(c->qp.ctrlr) && sgl_len > icd_limit(c))
+				st = FAIL(DATA_SGL_LENGTH_INVALID);
+			r->need = r->h2c ? sgl_len : r->req.length;
+		}
+	}
+#undef FAIL
+	r->pending = st;
+	if (st)
+		r->need = 0;
+	req_try_buffer(c, r);
+}
+
+/* ---- receive path ------------------------------------------------------------------------------ */
+
+static uint32_t expected_hlen(uint8_t type)
+{
+	switch (type) {
+	case NKV_TCP_PDU_ICREQ: return 128;
+	case NKV_TCP_PDU_H2C_TERM: return 24;
+	case NKV_TCP_PDU_CMD: return 72;
+	case NKV_TCP_PDU_H2C_DATA: return 24;
+	}
+	return 0;
+}
+
+static void send_icresp(struct tcp_conn *c)
+{
+	const struct nkv_tcp_ic *req = (const struct nkv_tcp_ic *)c->hdr;
+	struct tcp_tx *tx = &c->ctl;
+	struct nkv_tcp_ic *ic = (struct nkv_tcp_ic *)tx->hdr;
+
+	if (nkv_get16(&req->pfv) != 0) {
+		send_term(c, NKV_TCP_FES_UNSUPPORTED_PARAM, 8);
+		return;
+	}
+	if (req->pda > 31) {
+		send_term(c, NKV_TCP_FES_UNSUPPORTED_PARAM, 10);
+		return;
+	}
+	c->hpda = req->pda;
+	c->hdgst = (req->dgst & NKV_TCP_DGST_HDR) != 0;
+	c->ddgst = (req->dgst & NKV_TCP_DGST_DATA) != 0;
+	memset(tx, 0, sizeof(*tx));
+	ic->ch.type = NKV_TCP_PDU_ICRESP;
+	ic->ch.hlen = 128;
+	nkv_put32(&ic->ch.plen, 128);
+	ic->pda = 0;                           /* CPDA 0: Linux refuses anything else */
+	ic->dgst = req->dgst & 3;              /* echo exactly what the host asked for */
+	nkv_put32(&ic->maxr2t_or_maxh2cdata, c->t->conf.maxh2cdata);
+	tx->hlen = 128;
+	c->ic_done = true;
+	tx_queue(c, tx);
+	NKV_DEBUG("tcp %s: ICReq hpda %u digests %s%s", c->peer, c->hpda, c->hdgst ? "H" : "-", c->ddgst ? "D" : "-");
+}
+
+/* H2CData header (wire doc C.6): find the request by TTAG and check the range. */
+static void rx_h2c(struct tcp_conn *c, uint32_t dlen)
+{
+	const struct nkv_tcp_data *d = (const struct nkv_tcp_data *)c->hdr;
+	uint16_t ttag = nkv_get16(&d->ttag);
+	uint32_t datao = nkv_get32(&d->datao), datal = nkv_get32(&d->datal);
+	struct tcp_req *r = NULL;
+
+	if (ttag == 0) /* the Connect's own data, when a host sends it through R2T */
+		r = &c->connect_req;
+	else if (c->reqs && ttag <= c->qp.size)
+		r = &c->reqs[ttag - 1];
+	if (!r || r->state != REQ_RX || !r->h2c || r->icd_len) {
+		send_term(c, NKV_TCP_FES_INVALID_HEADER, 10);
+		return;
+	}
+	if (nkv_get16(&d->cccid) != r->req.cmd.cid) {
+		send_term(c, NKV_TCP_FES_INVALID_HEADER, 8);
+		return;
+	}
+	if (datal != dlen || datal == 0) {
+		send_term(c, NKV_TCP_FES_INVALID_HEADER, 16);
+		return;
+	}
+	if (datal > c->t->conf.maxh2cdata) {
+		send_term(c, NKV_TCP_FES_DATA_LIMIT, 16);
+		return;
+	}
+	if (datao != r->h2c_got || (uint64_t)datao + datal > r->sgl_len) {
+		send_term(c, NKV_TCP_FES_DATA_OUT_OF_RANGE, 12);
+		return;
+	}
+	c->rx_req = r;
+	c->rx_dst = r->buf + datao;
+	c->rx_left = datal;
+	c->rx_is_h2c = true;
+	c->rx_last = (d->ch.flags & NKV_TCP_F_LAST) != 0;
+	c->rs = c->rx_pad ? RX_PAD : RX_DATA;
+}
+
+/* A whole header (and its digest) is in c->hdr. */
+static void rx_header(struct tcp_conn *c)
+{
+	const struct nkv_tcp_ch *ch = (const struct nkv_tcp_ch *)c->hdr;
+	uint32_t hlen = ch->hlen, plen = nkv_get32(&ch->plen);
+	bool digests = c->ic_done && (ch->type == NKV_TCP_PDU_CMD || ch->type == NKV_TCP_PDU_H2C_DATA);
+	uint32_t hd = digests && c->hdgst ? 4 : 0, dd = digests && c->ddgst ? 4 : 0, dlen = 0;
+
+	if (hd && nkv_get32(c->hdr + hlen) != nkv_crc32c(c->hdr, hlen)) {
+		send_term(c, NKV_TCP_FES_HDGST, nkv_get32(c->hdr + hlen));
+		return;
+	}
+	c->rx_pad = 0;
+	c->rx_crc = NKV_CRC32C_INIT;
+	c->rx_dg_got = 0;
+	if (plen > hlen + hd) {
+		dlen = plen - ch->pdo - dd;
+		c->rx_pad = ch->pdo - (hlen + hd);
+		c->rx_dlen = dlen;
+	}
+	c->rs = RX_CH;
+	switch (ch->type) {
+	case NKV_TCP_PDU_ICREQ:
+		send_icresp(c);
+		break;
+	case NKV_TCP_PDU_H2C_TERM:
+		NKV_WARN("tcp %s: host terminated the connection (FES %u)", c->peer, nkv_get16(c->hdr + 8));
+		conn_close(c, "H2CTermReq");
+		break;
+	case NKV_TCP_PDU_CMD:
+		rx_cmd(c, dlen);
+		break;
+	case NKV_TCP_PDU_H2C_DATA:
+		rx_h2c(c, dlen);
+		break;
+	}
+}
+
+/* The common header is in: check it (wire doc C.3) and size the rest of the header. */
+static void rx_common(struct tcp_conn *c)
+{
+	const struct nkv_tcp_ch *ch = (const struct nkv_tcp_ch *)c->hdr;
+	uint32_t hlen = ch->hlen, plen = nkv_get32(&ch->plen), want = expected_hlen(ch->type);
+	bool digests = c->ic_done && (ch->type == NKV_TCP_PDU_CMD || ch->type == NKV_TCP_PDU_H2C_DATA);
+	uint32_t hd = digests && c->hdgst ? 4 : 0, dd = digests && c->ddgst ? 4 : 0;
+
+	if (!c->ic_done != (ch->type == NKV_TCP_PDU_ICREQ) && ch->type != NKV_TCP_PDU_H2C_TERM) {
+		send_term(c, want || ch->type == NKV_TCP_PDU_ICREQ ? NKV_TCP_FES_PDU_SEQUENCE
+								   : NKV_TCP_FES_INVALID_HEADER, 0);
+		return;
+	}
+	if (!want) {
+		send_term(c, NKV_TCP_FES_INVALID_HEADER, 0);
+		return;
+	}
+	if (hlen != want) {
+		send_term(c, NKV_TCP_FES_INVALID_HEADER, 2);
+		return;
+	}
+	if (plen < hlen + hd || (ch->type == NKV_TCP_PDU_ICREQ && plen != 128) ||
+	    (ch->type == NKV_TCP_PDU_H2C_TERM && plen > NKV_TCP_TERM_MAX_PLEN)) {
+		send_term(c, NKV_TCP_FES_INVALID_HEADER, 4);
+		return;
+	}
+	if (digests && plen > hlen + hd) {
+		/* Data present: PDO after the header, a multiple of (CPDA + 1) * 4 = 4, room for the digest. */
+		if (ch->pdo < hlen + hd || (ch->pdo & 3) || ch->pdo > plen) {
+			send_term(c, NKV_TCP_FES_INVALID_HEADER, 3);
+			return;
+		}
+		if (plen - ch->pdo < dd) {
+			send_term(c, NKV_TCP_FES_INVALID_HEADER, 4);
+			return;
+		}
+	}
+	/* The host's flag must agree with what was negotiated. */
+	if (digests && !!(ch->flags & NKV_TCP_F_HDGST) != c->hdgst) {
+		send_term(c, NKV_TCP_FES_INVALID_HEADER, 1);
+		return;
+	}
+	c->hneed = hlen + (ch->type == NKV_TCP_PDU_H2C_TERM ? plen - hlen : hd);
+	c->rs = RX_PSH;
+}
+
+/* The data of a PDU (and its digest) has been received. */
+static void rx_data_done(struct tcp_conn *c)
+{
+	struct tcp_req *r = c->rx_req;
+	uint32_t dlen = c->rx_dlen;
+
+	c->rs = RX_CH;
+	if (c->ddgst && c->rx_dst && nkv_get32(c->rx_dg) != nkv_crc32c_final(c->rx_crc)) {
+		NKV_WARN("tcp %s: data digest error on cid %u", c->peer, r->req.cmd.cid);
+		if (!r->pending)
+			r->pending = nkv_status_make(NKV_SCT_GENERIC, NKV_SC_DATA_TRANSFER_ERROR, 0);
+	}
+	if (!c->rx_is_h2c) {
+		req_execute(c, r);
+		return;
+	}
+	r->h2c_got += dlen;
+	if (r->h2c_got == r->sgl_len)
+		req_execute(c, r);
+}
+
+/* Move bytes from the socket (through rbuf, or directly for large data) into the state machine. */
+static void conn_read(struct tcp_conn *c)
+{
+	uint32_t budget = RX_BUDGET;
+
+	while (!c->closed && !c->terminating && !c->paused && budget > 0) {
+		if (c->rpos == c->rlen) {
+			uint8_t *dst = c->rbuf;
+			size_t want = RBUF_SIZE;
+			bool direct = c->rs == RX_DATA && c->rx_dst && c->rx_left >= DIRECT_READ_MIN;
+			if (direct) {
+				dst = c->rx_dst;
+				want = c->rx_left;
+			}
+			ssize_t n = recv(c->fd, dst, want, MSG_DONTWAIT);
+			if (n == 0) {
+				conn_close(c, "peer closed");
+				return;
+			}
+			if (n < 0) {
+				if (errno == EINTR)
+					continue;
+				if (errno != EAGAIN && errno != EWOULDBLOCK)
+					conn_close(c, strerror(errno));
+				return;
+			}
+			budget = (uint32_t)n > budget ? 0 : budget - (uint32_t)n;
+			if (direct) {
+				if (c->ddgst)
+					c->rx_crc = nkv_crc32c_update(c->rx_crc, dst, (size_t)n);
+				c->rx_dst += n;
+				c->rx_left -= (uint32_t)n;
+				if (c->rx_left == 0 && c->ddgst)
+					c->rs = RX_DDGST;
+				else if (c->rx_left == 0)
+					rx_data_done(c);
+				continue;
+			}
+			c->rpos = 0;
+			c->rlen = (uint32_t)n;
+		}
+		uint32_t avail = c->rlen - c->rpos, take;
+		const uint8_t *p = c->rbuf + c->rpos;
+
+		switch (c->rs) {
+		case RX_CH:
+		case RX_PSH: {
+			uint32_t goal = c->rs == RX_CH ? 8 : c->hneed;
+			if (c->rs == RX_CH && c->hgot >= 8)
+				c->hgot = 0;
+			take = goal - c->hgot < avail ? goal - c->hgot : avail;
+			memcpy(c->hdr + c->hgot, p, take);
+			c->hgot += take;
+			c->rpos += take;
+			if (c->hgot == goal) {
+				if (c->rs == RX_CH)
+					rx_common(c);
+				else {
+					rx_header(c);
+					if (c->rs == RX_CH)
+						c->hgot = 0;
+				}
+			}
+			break;
+		}
+		case RX_PAD:
+			take = c->rx_pad < avail ? c->rx_pad : avail;
+			c->rpos += take;
+			c->rx_pad -= take;
+			if (c->rx_pad == 0)
+				c->rs = c->rx_left ? RX_DATA : RX_CH;
+			break;
+		case RX_DATA:
+			take = c->rx_left < avail ? c->rx_left : avail;
+			if (c->rx_dst) {
+				memcpy(c->rx_dst, p, take);
+				if (c->ddgst)
+					c->rx_crc = nkv_crc32c_update(c->rx_crc, p, take);
+				c->rx_dst += take;
+			}
+			c->rpos += take;
+			c->rx_left -= take;
+			if (c->rx_left == 0) {
+				if (c->ddgst)
+					c->rs = RX_DDGST;
+				else
+					rx_data_done(c);
+			}
+			break;
+		case RX_DDGST:
+			take = 4 - c->rx_dg_got < avail ? 4 - c->rx_dg_got : avail;
+			memcpy(c->rx_dg + c->rx_dg_got, p, take);
+			c->rx_dg_got += take;
+			c->rpos += take;
+			if (c->rx_dg_got == 4)
+				rx_data_done(c);
+			break;
+		}
+	}
+}
+
+/* ---- connections ------------------------------------------------------------------------------- */
+
+static void conn_event(struct nkv_event *ev, uint32_t events)
+{
+	struct tcp_conn *c = (struct tcp_conn *)ev;
+
+	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR))
+		conn_read(c);
+	if (!c->closed)
+		mark_dirty(c);
+}
+
+static void conn_close(struct tcp_conn *c, const char *why)
+{
+	if (c->closed)
+		return;
+	NKV_INFO("tcp %s: qid %u closed: %s", c->peer, c->qp.qid, why);
+	c->closed = true;
+	nkv_reactor_del(&c->rx->r, c->fd);
+	close(c->fd);
+	c->txq = NULL;
+	c->txq_tail = &c->txq;
+	/* Requests not in the core or backend end here; the others become tombstones. */
+	struct tcp_req *all[2] = {&c->connect_req, c->reqs};
+	unsigned counts[2] = {1, c->reqs ? c->qp.size : 0};
+	for (unsigned k = 0; k < 2; k++)
+		for (unsigned i = 0; i < counts[k]; i++) {
+			struct tcp_req *r = &all[k][i];
+			if (r->state == REQ_WAIT_BUF || r->state == REQ_RX || r->state == REQ_TX)
+				req_release(r);
+		}
+	/* The admin queue carries the association: its loss ends it (AERs complete into tombstones). */
+	if (c->qp.ctrlr && c->qp.qid == 0)
+		nkv_ctrlr_kill(c->qp.ctrlr);
+	c->rx->zombies++;
+}
+
+static void conn_attach(struct nkv_msg *m)
+{
+	struct tcp_conn *c = (struct tcp_conn *)((char *)m - offsetof(struct tcp_conn, msg));
+	int rc;
+
+	c->next = c->rx->conns;
+	c->rx->conns = c;
+	c->qp.msgq = &c->rx->r.msgq;
+	if ((rc = nkv_reactor_add(&c->rx->r, c->fd, EPOLLIN, &c->ev)) < 0) {
+		NKV_ERR("tcp %s: epoll: %s", c->peer, strerror(-rc));
+		c->closed = true;
+		close(c->fd);
+		c->rx->zombies++;
+	}
+}
+
+static void peer_name(int fd, char *buf, size_t len)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	char host[INET6_ADDRSTRLEN] = "?", port[8] = "?";
+
+	if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0)
+		getnameinfo((struct sockaddr *)&ss, sl, host, sizeof(host), port, sizeof(port),
+			    NI_NUMERICHOST | NI_NUMERICSERV);
+	snprintf(buf, len, "%s:%s", host, port);
+}
+
+static void accept_ready(struct nkv_event *ev, uint32_t events)
+{
+	struct tcp_listener *l = (struct tcp_listener *)ev;
+	struct nkv_tcp *t = l->t;
+	(void)events;
+
+	for (;;) {
+		int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC), one = 1;
+		struct tcp_conn *c;
+
+		if (fd < 0)
+			return;
+		if (atomic_load(&t->draining) || !(c = calloc(1, sizeof(*c))) || !(c->rbuf = malloc(RBUF_SIZE))) {
+			if (!atomic_load(&t->draining))
+				NKV_ERR("tcp: out of memory accepting a connection");
+			free(c);
+			close(fd);
+			continue;
+		}
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		c->fd = fd;
+		c->t = t;
+		c->ev.fn = conn_event;
+		c->born_ms = nkv_now_ms();
+		c->txq_tail = &c->txq;
+		c->qp.ops = &g_tcp_ops;
+		c->connect_req.conn = c;
+		c->connect_req.req.qp = &c->qp;
+		peer_name(fd, c->peer, sizeof(c->peer));
+		c->rx = &t->rs[atomic_fetch_add(&t->next_rx, 1) % t->nr];
+		atomic_fetch_add(&t->nconns, 1);
+		NKV_DEBUG("tcp: connection from %s on reactor %u", c->peer, c->rx->r.id);
+		nkv_msgq_send(&c->rx->r.msgq, &c->msg, conn_attach);
+	}
+}
+
+/* ---- reactor hooks ----------------------------------------------------------------------------- */
+
+/* After each batch of events: send what completions queued, then free finished closed connections
+ * (never earlier: the code that closed one may still be on the stack). */
+static void reactor_idle(struct nkv_reactor *r)
+{
+	struct tcp_reactor *rx = (struct tcp_reactor *)r;
+
+	while (rx->dirty) {
+		struct tcp_conn *c = rx->dirty;
+		rx->dirty = c->next_dirty;
+		c->dirty = false;
+		if (!c->closed)
+			conn_flush(c);
+	}
+	for (struct tcp_conn **p = &rx->conns; rx->zombies && *p;) {
+		struct tcp_conn *c = *p;
+		if (c->closed && c->outstanding == 0) {
+			*p = c->next;
+			rx->zombies--;
+			conn_free(c);
+		} else {
+			p = &c->next;
+		}
+	}
+}
+
+/* A paused connection resumes when its command gets a buffer. */
+static void conn_retry_buffer(struct tcp_conn *c)
+{
+	struct tcp_req *r = c->rx_req && c->rx_req->state == REQ_WAIT_BUF ? c->rx_req : NULL;
+
+	if (!r) {
+		for (unsigned i = 0; c->reqs && i < c->qp.size && !r; i++)
+			if (c->reqs[i].state == REQ_WAIT_BUF)
+				r = &c->reqs[i];
+		if (!r && c->connect_req.state == REQ_WAIT_BUF)
+			r = &c->connect_req;
+	}
+	if (r && req_try_buffer(c, r) == 0) {
+		conn_read(c);
+		mark_dirty(c);
+	}
+}
+
+static void reactor_tick(struct nkv_reactor *r)
+{
+	struct tcp_reactor *rx = (struct tcp_reactor *)r;
+	struct nkv_tcp *t = rx->t;
+	uint64_t now = nkv_now_ms();
+	bool draining = atomic_load(&t->draining), force = atomic_load(&t->force);
+
+	if (draining && r->id == 0) { /* listeners live on reactor 0 */
+		while (t->listeners) {
+			struct tcp_listener *l = t->listeners;
+			t->listeners = l->next;
+			nkv_reactor_del(r, l->fd);
+			close(l->fd);
+			free(l);
+		}
+	}
+	for (struct tcp_conn *c = rx->conns, *next; c; c = next) {
+		struct nkv_ctrlr *ctrlr = c->qp.ctrlr;
+		next = c->next;
+		if (c->closed)
+			continue;
+		if (c->paused)
+			conn_retry_buffer(c);
+		if (force)
+			conn_close(c, "shutdown");
+		else if (c->terminating && now - c->term_ms > TERM_LINGER_MS)
+			conn_close(c, "termination not acknowledged");
+		else if (!c->ic_done && now - c->born_ms > IC_TIMEOUT_MS)
+			conn_close(c, "no ICReq");
+		else if (!ctrlr && now - c->born_ms > CONNECT_TIMEOUT_MS)
+			conn_close(c, "no Connect");
+		else if (ctrlr && atomic_load(&ctrlr->dead))
+			conn_close(c, "association ended");
+		else if (ctrlr && c->qp.qid == 0 && ctrlr->kato_ms && now - ctrlr->last_keepalive_ms > ctrlr->kato_ms) {
+			NKV_WARN("%s: controller %u: keep alive timeout (%u ms)", ctrlr->ss->nqn, ctrlr->cntlid,
+				 ctrlr->kato_ms);
+			conn_close(c, "keep alive timeout");
+		} else if (draining) {
+			/* Stop reading new commands; close once every command is answered. An admin queue
+			 * stays until its I/O queues are gone, as AERs are its only outstanding commands. */
+			unsigned held = ctrlr && c->qp.qid == 0 ? ctrlr->naer : 0;
+			c->draining = true;
+			if (c->outstanding <= held && !c->txq && (!ctrlr || c->qp.qid != 0 || atomic_load(&ctrlr->refs) <= 1))
+				conn_close(c, "shutdown");
+			else
+				mark_dirty(c);
+		}
+	}
+}
+
+static int reactor_done(struct nkv_reactor *r)
+{
+	return ((struct tcp_reactor *)r)->conns == NULL;
+}
+
+/* ---- public API -------------------------------------------------------------------------------- */
+
+int nkv_tcp_create(struct nkv_target *tgt, const struct nkv_tcp_conf *conf, struct nkv_tcp **out)
+{
+	struct nkv_tcp *t = calloc(1, sizeof(*t));
+	int rc;
+
+	if (!t)
+		return -ENOMEM;
+	t->tgt = tgt;
+	if (conf)
+		t->conf = *conf;
+	if (!t->conf.reactors)
+		t->conf.reactors = 2;
+	if (!t->conf.in_capsule)
+		t->conf.in_capsule = 8192;
+	if (!t->conf.maxh2cdata)
+		t->conf.maxh2cdata = 128 * 1024;
+	if (!t->conf.max_queue_depth)
+		t->conf.max_queue_depth = 1024;
+	if (!t->conf.max_io_queues)
+		t->conf.max_io_queues = 64;
+	if (!t->conf.buffer_budget)
+		t->conf.buffer_budget = 2ull << 30;
+	/* MAXH2CDATA: a multiple of 4, at least 4096 (Linux checks both); MQES >= 31 for the admin queue;
+	 * IOCCSZ counts 16-byte units after the 64-byte SQE; the I/O Connect's 1024 bytes fit in it. */
+	if ((t->conf.maxh2cdata & 3) || t->conf.maxh2cdata < NKV_TCP_MIN_MAXH2CDATA || t->conf.max_queue_depth < 32 ||
+	    (t->conf.in_capsule & 15) || t->conf.in_capsule < 1024 || t->conf.in_capsule > (1u << 20) ||
+	    t->conf.reactors > 256 || t->conf.max_io_queues > 1024) {
+		free(t);
+		return -EINVAL;
+	}
+	if ((rc = nkv_target_enable_discovery(tgt)) < 0 || !(t->rs = calloc(t->conf.reactors, sizeof(*t->rs)))) {
+		free(t);
+		return rc < 0 ? rc : -ENOMEM;
+	}
+	for (t->nr = 0; t->nr < t->conf.reactors; t->nr++) {
+		struct tcp_reactor *rx = &t->rs[t->nr];
+		rx->t = t;
+		rx->r.tick = reactor_tick;
+		rx->r.idle = reactor_idle;
+		rx->r.done = reactor_done;
+		if ((rc = nkv_reactor_start(&rx->r, t->nr)) < 0) {
+			nkv_tcp_destroy(t, 0);
+			return rc;
+		}
+	}
+	*out = t;
+	return 0;
+}
+
+int nkv_tcp_listen(struct nkv_tcp *t, const char *addr, const char *port, bool advertise)
+{
+	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE},
+			*ai = NULL;
+	struct tcp_listener *l;
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	int fd = -1, one = 1, rc;
+
+	if ((rc = getaddrinfo(addr && *addr ? addr : NULL, port, &hints, &ai)) != 0) {
+		NKV_ERR("tcp: cannot resolve %s:%s: %s", addr ? addr : "*", port, gai_strerror(rc));
+		return rc == EAI_SYSTEM ? -errno : -EADDRNOTAVAIL;
+	}
+	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 512) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&ss, &sl) < 0) {
+		rc = -errno;
+		NKV_ERR("tcp: cannot listen on %s:%s: %s", addr ? addr : "*", port, strerror(-rc));
+		if (fd >= 0)
+			close(fd);
+		freeaddrinfo(ai);
+		return rc;
+	}
+	freeaddrinfo(ai);
+	if (!(l = calloc(1, sizeof(*l)))) {
+		close(fd);
+		return -ENOMEM;
+	}
+	l->fd = fd;
+	l->t = t;
+	l->ev.fn = accept_ready;
+	int bound = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
+					     : ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	if (advertise) {
+		struct nkv_port p = {.trtype = NKV_TRTYPE_TCP, .portid = ++t->next_portid,
+				     .adrfam = ss.ss_family == AF_INET6 ? NKV_ADRFAM_IPV6 : NKV_ADRFAM_IPV4};
+		char host[INET6_ADDRSTRLEN];
+		getnameinfo((struct sockaddr *)&ss, sl, host, sizeof(host), NULL, 0, NI_NUMERICHOST);
+		snprintf(p.traddr, sizeof(p.traddr), "%s", host);
+		snprintf(p.trsvcid, sizeof(p.trsvcid), "%d", bound);
+		if ((rc = nkv_target_add_port(t->tgt, &p)) < 0) {
+			close(fd);
+			free(l);
+			return rc;
+		}
+	}
+	/* Listeners are owned by reactor 0 (its tick closes them on shutdown); link before arming. */
+	l->next = t->listeners;
+	t->listeners = l;
+	if ((rc = nkv_reactor_add(&t->rs[0].r, fd, EPOLLIN, &l->ev)) < 0)
+		return rc;
+	NKV_INFO("tcp: listening on %s:%d%s", addr && *addr ? addr : "*", bound, advertise ? "" : " (not advertised)");
+	return bound;
+}
+
+void nkv_tcp_destroy(struct nkv_tcp *t, int grace_ms)
+{
+	if (!t)
+		return;
+	uint64_t deadline = nkv_now_ms() + (uint64_t)(grace_ms > 0 ? grace_ms : 0);
+
+	atomic_store(&t->draining, true);
+	while (atomic_load(&t->nconns) > 0 && nkv_now_ms() < deadline)
+		usleep(10 * 1000);
+	if (atomic_load(&t->nconns) > 0)
+		NKV_WARN("tcp: %d connections still busy after %d ms: closing them", atomic_load(&t->nconns), grace_ms);
+	atomic_store(&t->force, true);
+	/* Each reactor exits once its connections are freed, i.e. every backend op has come back. */
+	for (unsigned i = 0; i < t->nr; i++)
+		nkv_reactor_stop(&t->rs[i].r);
+	for (unsigned i = 0; i < t->nr; i++)
+		nkv_reactor_fini(&t->rs[i].r);
+	while (t->listeners) {
+		struct tcp_listener *l = t->listeners;
+		t->listeners = l->next;
+		close(l->fd);
+		free(l);
+	}
+	free(t->rs);
+	free(t);
+}

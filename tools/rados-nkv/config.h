@@ -1,0 +1,63 @@
+/*
+ * config.h - rados-nkv daemon configuration: a JSON file (parsed with json-c) and command-line
+ * flags, merged into one struct. The format is documented in README.md ("Daemon configuration").
+ */
+#ifndef NKV_DAEMON_CONFIG_H
+#define NKV_DAEMON_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "nkv/nkv_target.h"
+
+#define CONF_MAX_LISTENERS 16
+#define CONF_MAX_SUBSYS 64
+#define CONF_MAX_NS 64
+#define CONF_MAX_HOSTS 64
+
+struct conf_listener {
+	char addr[256];
+	char port[16];
+};
+
+struct conf_subsys {
+	char nqn[224];
+	char pool[256];
+	struct nkv_ns_conf ns[CONF_MAX_NS];
+	char rados_ns[CONF_MAX_NS][128];
+	unsigned nns;
+	char hosts[CONF_MAX_HOSTS][224];
+	unsigned nhosts;
+};
+
+struct daemon_conf {
+	struct nkv_backend_conf backend;
+	char backend_name[16], ceph_conf[4096], keyring[4096], client_id[128];
+	struct nkv_tcp_conf tcp;
+	struct conf_listener listeners[CONF_MAX_LISTENERS];
+	unsigned nlisteners;
+	struct conf_listener discovery;
+	bool no_discovery, discovery_set;
+	struct conf_subsys subsys[CONF_MAX_SUBSYS];
+	unsigned nsubsys;
+	int log_level;       /* -1: unset */
+	unsigned grace_ms;   /* shutdown: time given to commands in flight */
+	char pid_file[4096];
+};
+
+/** Defaults: mem-less rados backend, 0.0.0.0:4420, discovery on :8009, log level warn. */
+void conf_defaults(struct daemon_conf *c);
+
+/** Load a JSON configuration file into @c. @return 0, or -1 with a message on stderr. */
+int conf_load_file(struct daemon_conf *c, const char *path);
+
+/** Apply command-line flags (after the file). Exits 0 for --help, 64 for usage errors. */
+int conf_parse_args(struct daemon_conf *c, int argc, char **argv);
+
+/** Fill what the user left out (a default subsystem and namespace). @return 0 or -1 with a message. */
+int conf_finish(struct daemon_conf *c);
+
+/** Parse "ADDR:PORT", "[V6]:PORT" or "PORT". @return 0 or -1. */
+int conf_parse_hostport(const char *s, struct conf_listener *l);
+
+#endif
