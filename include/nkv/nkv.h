@@ -91,7 +91,10 @@ uint16_t nkv_ctrl_cntlid(const struct nkv_ctrl *ctrl);
  */
 int nkv_ns_list(struct nkv_ctrl *ctrl, uint32_t *nsids, unsigned max);
 
-/** Identify KV namespace (CNS 05h, CSI 01h). @return 0 or -errno (-ENOENT: no such namespace). */
+/**
+ * Identify KV namespace (CNS 05h, CSI 01h). @return 0 or -errno (-ENOENT: no such namespace, or an
+ * inactive NSID, which the controller answers with zeros).
+ */
 int nkv_ns_identify(struct nkv_ctrl *ctrl, uint32_t nsid, struct nkv_id_ns_kv *id);
 
 /**

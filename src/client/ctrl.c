@@ -533,5 +533,10 @@ int nkv_ns_list(struct nkv_ctrl *ctrl, uint32_t *nsids, unsigned max)
 int nkv_ns_identify(struct nkv_ctrl *ctrl, uint32_t nsid, struct nkv_id_ns_kv *id)
 {
 	int rc = identify(ctrl, NKV_CNS_CSI_NS, NKV_CSI_KV, nsid, id);
-	return rc == -ENXIO ? -ENOENT : rc;
+	if (rc == -ENXIO)
+		return -ENOENT;
+	/* An inactive NSID answers with a zero-filled structure: no KV format means no namespace. */
+	if (rc == 0 && nkv_get16(&id->kvf[id->kvfc & 0xf].kvkml) == 0)
+		return -ENOENT;
+	return rc;
 }
