@@ -139,7 +139,7 @@ void nkv_tcp_qp_close(struct nkv_qpair *qp);
 /** Fail the connection: every outstanding command completes with NKV_STATUS_HOST_PATH. */
 void nkv_tcp_qp_fail(struct nkv_qpair *qp, int err);
 /** Monotonic milliseconds. */
-int64_t nkv_now_ms(void);
+int64_t nkv_client_now_ms(void);
 
 /* ctrl.c */
 /** Fabrics Connect on @qp (QID qp->qid). @return 0 or -errno (see connect_errno in ctrl.c). */

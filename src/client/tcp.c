@@ -29,7 +29,7 @@
 
 static const uint8_t g_zeros[128]; /* PDO padding source: (CPDA+1)*4 <= 128 bytes */
 
-int64_t nkv_now_ms(void)
+int64_t nkv_client_now_ms(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -42,7 +42,7 @@ int64_t nkv_now_ms(void)
 static int wait_fd(int fd, short events, int64_t deadline)
 {
 	for (;;) {
-		int64_t left = deadline - nkv_now_ms();
+		int64_t left = deadline - nkv_client_now_ms();
 		if (left <= 0)
 			return -ETIMEDOUT;
 		struct pollfd p = {.fd = fd, .events = events};
@@ -217,7 +217,7 @@ int nkv_tcp_qp_open(struct nkv_ctrl *ctrl, uint16_t qid, uint16_t slots, struct 
 	qp->rx_state = RX_HDR;
 	qp->rxh_need = 8;
 
-	int64_t deadline = nkv_now_ms() + qp->timeout_ms;
+	int64_t deadline = nkv_client_now_ms() + qp->timeout_ms;
 	int fd = tcp_connect(ctrl->traddr, ctrl->trsvcid, deadline);
 	if (fd < 0) {
 		nkv_tcp_qp_close(qp);
@@ -837,7 +837,7 @@ int nkv_qpair_poll(struct nkv_qpair *qp, int timeout_ms)
 	if (qp->err)
 		return qp->err;
 	uint64_t start = qp->ncompleted;
-	int64_t deadline = timeout_ms > 0 ? nkv_now_ms() + timeout_ms : 0;
+	int64_t deadline = timeout_ms > 0 ? nkv_client_now_ms() + timeout_ms : 0;
 	for (;;) {
 		int rc = tx_flush(qp);
 		if (rc == 0)
@@ -852,7 +852,7 @@ int nkv_qpair_poll(struct nkv_qpair *qp, int timeout_ms)
 			return (int)(qp->ncompleted - start);
 		int wait = -1;
 		if (timeout_ms > 0) {
-			int64_t left = deadline - nkv_now_ms();
+			int64_t left = deadline - nkv_client_now_ms();
 			if (left <= 0)
 				return 0;
 			wait = (int)left;
@@ -896,9 +896,9 @@ int nkv_exec(struct nkv_qpair *qp, const struct nkv_sqe *sqe, void *buf, uint32_
 	int rc = nkv_submit(qp, sqe, buf, len, waiter_cb, &w);
 	if (rc == -EAGAIN) {
 		/* All slots busy with async commands: make room first, within the timeout. */
-		int64_t deadline = nkv_now_ms() + qp->timeout_ms;
-		while (rc == -EAGAIN && nkv_now_ms() < deadline) {
-			int p = nkv_qpair_poll(qp, (int)(deadline - nkv_now_ms()));
+		int64_t deadline = nkv_client_now_ms() + qp->timeout_ms;
+		while (rc == -EAGAIN && nkv_client_now_ms() < deadline) {
+			int p = nkv_qpair_poll(qp, (int)(deadline - nkv_client_now_ms()));
 			if (p < 0)
 				return p;
 			rc = nkv_submit(qp, sqe, buf, len, waiter_cb, &w);
@@ -908,9 +908,9 @@ int nkv_exec(struct nkv_qpair *qp, const struct nkv_sqe *sqe, void *buf, uint32_
 		return qp->err;
 	if (rc)
 		return rc;
-	int64_t deadline = nkv_now_ms() + qp->timeout_ms;
+	int64_t deadline = nkv_client_now_ms() + qp->timeout_ms;
 	while (!w.done) {
-		int64_t left = deadline - nkv_now_ms();
+		int64_t left = deadline - nkv_client_now_ms();
 		if (left <= 0) {
 			/*
 			 * The command may still run on the target and its data would land in @buf after we

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "backend/kvdev.h"
+#include "common/clock.h"
 #include "nkv/nkv_spec.h"
 #include "nkv/nkv_target.h"
 #include "reactor/msgq.h"
@@ -190,7 +191,6 @@ void nkv_ctrlr_release_qid(struct nkv_ctrlr *c, uint16_t qid);
 void nkv_ctrlr_kill(struct nkv_ctrlr *c);
 /** Largest data transfer in bytes (MDTS). */
 uint32_t nkv_ctrlr_max_xfer(struct nkv_ctrlr *c);
-uint64_t nkv_now_ms(void);
 
 /* ---- fabrics (fabrics.c) ---- */
 

@@ -8,13 +8,6 @@
 #include "common/log.h"
 #include "core.h"
 
-uint64_t nkv_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static void set_feature_defaults(struct nkv_ctrlr *c)
 {
 	c->feat_arb = 0;

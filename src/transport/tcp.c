@@ -41,7 +41,7 @@ struct tcp_conn;
 /* One PDU on the send queue: header bytes (with digest and padding), then data, then data digest. */
 struct tcp_tx {
 	struct tcp_tx *next;
-	uint8_t hdr[HDR_MAX];
+	_Alignas(8) uint8_t hdr[HDR_MAX];
 	uint32_t hlen;        /* bytes of hdr to send */
 	const uint8_t *data;
 	uint32_t dlen;
@@ -108,7 +108,7 @@ struct tcp_conn {
 	struct tcp_req *free_reqs;
 	/* receive */
 	enum rx_state rs;
-	uint8_t hdr[HDR_MAX];
+	_Alignas(8) uint8_t hdr[HDR_MAX];
 	uint32_t hgot, hneed;
 	uint8_t *rbuf;
 	uint32_t rpos, rlen;

@@ -1,7 +1,9 @@
 /*
- * harness.h - functional tests through the loop transport, against the backend named on the
- * command line: `mem`, or `rados` (the micro cluster named by $NKV_CEPH_CONF, $NKV_CEPH_KEYRING,
- * $NKV_CEPH_USER, $NKV_CEPH_POOL). Without a cluster a rados run exits 77 (skip), unless
+ * harness.h - functional tests against the backend named by the first argument: `mem`, or `rados`
+ * (the micro cluster named by $NKV_CEPH_CONF, $NKV_CEPH_KEYRING, $NKV_CEPH_USER, $NKV_CEPH_POOL),
+ * through the transport named by the second: `loop` (default; in-process), `tcp` (libnkv over
+ * loopback NVMe/TCP to the target's TCP transport in this process) or `tcp-digest` (the same with
+ * header and data digests). Without a cluster a rados run exits 77 (skip), unless
  * $NKV_REQUIRE_RADOS=1, when it fails. Every check counts; the last line is "N passed, N failed".
  */
 #ifndef NKV_TEST_HARNESS_H
@@ -11,11 +13,14 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "nkv/nkv.h"
 #include "nkv/nkv_spec.h"
 #include "nkv/nkv_target.h"
 
 #define SUBNQN "nqn.2026-11.io.rados-nkv:test"
 #define HOSTNQN "nqn.2014-08.org.nvmexpress:uuid:00000000-0000-0000-0000-000000000001"
+/* The host ID the TCP runs connect with (the loop transport has none: all zeros). */
+static const uint8_t H_HOSTID[16] = {0, 0, 0, 0, 0, 0, 0x40, 0, 0x80, 0, 0, 0, 0, 0, 0, 1};
 
 struct h_env {
 	const char *backend;
@@ -24,7 +29,14 @@ struct h_env {
 	const char *ceph_conf, *keyring, *user;
 	struct nkv_target *tgt;
 	struct nkv_subsys *ss;
+	const char *transport;    /* "loop", "tcp" or "tcp-digest" */
+	struct nkv_tcp *tcp;      /* NULL for loop */
+	char port[16];            /* the TCP listener's port */
 };
+
+/** A controller and a queue pair through whichever transport the test runs on. */
+struct h_ctrl;
+struct h_qp;
 
 extern struct h_env H;
 extern unsigned h_pass, h_fail;
@@ -56,16 +68,31 @@ static inline bool h_dnr(const struct nkv_cqe *c)
 void h_init(int argc, char **argv, const char *name);
 /** Add namespace @nsid on RADOS namespace "<run-unique>-<suffix>". */
 void h_add_ns(uint32_t nsid, const char *suffix, uint64_t max_value, bool read_only);
-/** Connect and enable a controller, with its admin queue ready. */
-struct nkv_loop_ctrlr *h_connect(void);
+/** Connect and enable a controller, with its admin queue ready. Exits on failure. */
+struct h_ctrl *h_connect(void);
+void h_disconnect(struct h_ctrl *c);
+struct h_qp *h_admin_qp(struct h_ctrl *c);
+/** Create an I/O queue pair (@qid is used by the loop transport; TCP picks its own). NULL on failure. */
+struct h_qp *h_qp_create(struct h_ctrl *c, uint16_t qid, uint16_t depth);
+void h_qp_destroy(struct h_qp *q);
+/** The loop transport's controller, for loop-only register tests (NULL over TCP). */
+struct nkv_loop_ctrlr *h_loop(struct h_ctrl *c);
+/** Is this run over NVMe/TCP? */
+static inline bool h_is_tcp(void)
+{
+	return H.tcp != NULL;
+}
+
+/** Run one command synchronously. @return 0 with *cqe filled, or -errno (transport failure). */
+int h_exec(struct h_qp *q, const struct nkv_sqe *sqe, void *buf, uint32_t len, struct nkv_cqe *cqe, uint32_t *xfer);
 /** Print the summary line and return the exit code. Destroys the target. */
 int h_finish(void);
 
 /** Run one KV command synchronously. @return status (SCT << 8 | SC); fills dw0 and xfer when not NULL. */
-unsigned h_kv(struct nkv_loop_qp *qp, uint8_t opc, uint32_t nsid, const void *key, unsigned klen,
+unsigned h_kv(struct h_qp *qp, uint8_t opc, uint32_t nsid, const void *key, unsigned klen,
 	      uint32_t size, unsigned opts, void *buf, uint32_t len, uint32_t *dw0, uint32_t *xfer);
 /** Run one admin command; the SQE's cdw10.. given. */
-unsigned h_admin(struct nkv_loop_qp *qp, const struct nkv_sqe *sqe, void *buf, uint32_t len, uint32_t *dw0);
+unsigned h_admin(struct h_qp *qp, const struct nkv_sqe *sqe, void *buf, uint32_t len, uint32_t *dw0);
 
 /**
  * Run Ceph's @tool ("rados", "ceph") against the test cluster with the given arguments (NULL

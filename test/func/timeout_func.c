@@ -42,12 +42,14 @@ int main(int argc, char **argv)
 	struct nkv_ns_conf nc = {.nsid = 1, .rados_ns = H.rados_ns};
 	CHECK(nkv_ns_add(stall, &nc) == 0, "namespace on " STALL_POOL);
 
-	struct nkv_loop_ctrlr *good = h_connect(), *bad;
-	struct nkv_loop_qp *gq, *bq;
+	struct h_ctrl *good = h_connect();
+	struct nkv_loop_ctrlr *bad;
+	struct h_qp *gq;
+	struct nkv_loop_qp *bq;
 	uint8_t buf[64];
 	uint32_t size = 0;
 	CHECK(nkv_loop_connect(H.tgt, STALL_NQN, HOSTNQN, &bad) == 0 && nkv_loop_enable(bad) == 0, "connect stall");
-	CHECK(nkv_loop_qp_create(good, 1, 8, &gq) == 0 && nkv_loop_qp_create(bad, 1, 8, &bq) == 0, "queues");
+	CHECK((gq = h_qp_create(good, 1, 8)) != NULL && nkv_loop_qp_create(bad, 1, 8, &bq) == 0, "queues");
 
 	const uint8_t opcs[] = {NKV_KV_STORE, NKV_KV_RETRIEVE, NKV_KV_DELETE, NKV_KV_EXIST, NKV_KV_LIST};
 	for (size_t i = 0; i < sizeof(opcs); i++) {
@@ -68,7 +70,8 @@ int main(int argc, char **argv)
 		      "healthy pool during the stall");
 	}
 	nkv_loop_disconnect(bad);
-	nkv_loop_disconnect(good);
+	h_qp_destroy(gq);
+	h_disconnect(good);
 	CHECK(h_ceph_tool("ceph", "osd", "pool", "rm", STALL_POOL, STALL_POOL, "--yes-i-really-really-mean-it", (char *)NULL) == 0,
 	      "remove " STALL_POOL);
 	return h_finish();
