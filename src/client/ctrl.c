@@ -23,7 +23,7 @@ static void hostid_init(void)
 {
 	if (getrandom(g_hostid, sizeof(g_hostid), 0) != (ssize_t)sizeof(g_hostid)) {
 		/* No entropy source: still unique enough per process for a host identifier. */
-		uint64_t t = (uint64_t)nkv_now_ms() ^ ((uint64_t)getpid() << 32);
+		uint64_t t = (uint64_t)nkv_client_now_ms() ^ ((uint64_t)getpid() << 32);
 		memcpy(g_hostid, &t, sizeof(t));
 		memcpy(g_hostid + 8, &g_hostid_once, sizeof(g_hostid_once) < 8 ? sizeof(g_hostid_once) : 8);
 	}
@@ -217,7 +217,7 @@ static void sleep_ms(unsigned ms)
 static int wait_rdy(struct nkv_ctrl *ctrl, bool rdy)
 {
 	uint64_t to_ms = ((ctrl->cap >> NKV_CAP_TO_SHIFT) & 0xff) * 500;
-	int64_t deadline = nkv_now_ms() + (int64_t)(to_ms < 500 ? 500 : to_ms);
+	int64_t deadline = nkv_client_now_ms() + (int64_t)(to_ms < 500 ? 500 : to_ms);
 	unsigned delay = 1;
 	for (;;) {
 		uint64_t csts;
@@ -228,7 +228,7 @@ static int wait_rdy(struct nkv_ctrl *ctrl, bool rdy)
 			return -EIO;
 		if (!!(csts & NKV_CSTS_RDY) == rdy)
 			return 0;
-		if (nkv_now_ms() >= deadline)
+		if (nkv_client_now_ms() >= deadline)
 			return -ETIMEDOUT;
 		sleep_ms(delay);
 		delay = delay < 64 ? delay * 2 : 64;
@@ -491,9 +491,9 @@ void nkv_qpair_destroy(struct nkv_qpair *qp)
 	if (!qp)
 		return;
 	struct nkv_ctrl *ctrl = qp->ctrl;
-	int64_t deadline = nkv_now_ms() + qp->timeout_ms;
+	int64_t deadline = nkv_client_now_ms() + qp->timeout_ms;
 	while (qp->outstanding && !qp->err) {
-		int64_t left = deadline - nkv_now_ms();
+		int64_t left = deadline - nkv_client_now_ms();
 		if (left <= 0)
 			break;
 		nkv_qpair_poll(qp, (int)left);
