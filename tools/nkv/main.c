@@ -214,15 +214,19 @@ int cli_connect(struct cli *c, bool io)
 
 int cli_fail(struct cli *c, const char *what, int rc, const struct nkv_cpl *cpl, const char *detail)
 {
-	char nb[96];
+	char nb[96], lost[128];
 	const char *reason;
 	if (cpl && cpl->status && cpl->status != NKV_STATUS_HOST_PATH)
 		reason = status_name(cpl->status, nb);
 	else if (rc == -ETIMEDOUT)
 		reason = "timed out (see --timeout)";
-	else if (cpl && cpl->status == NKV_STATUS_HOST_PATH)
-		reason = rc == -EPROTO ? "connection lost: protocol error (run with -v for details)"
-				       : "connection lost";
+	else if (cpl && cpl->status == NKV_STATUS_HOST_PATH) {
+		if (rc == -EPROTO)
+			snprintf(lost, sizeof(lost), "connection lost: protocol error (run with -v for details)");
+		else
+			snprintf(lost, sizeof(lost), "connection lost: %s", strerror(-rc));
+		reason = lost;
+	}
 	else
 		reason = strerror(-rc);
 	if (c->json) {
