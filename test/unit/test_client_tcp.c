@@ -236,6 +236,68 @@ static void t_async_and_list(void)
 	nkv_disconnect(c);
 }
 
+/* Many large stores and retrieves in flight at once: interleaved R2Ts, H2CData and C2HData. */
+struct big {
+	uint8_t *val, *back;
+	uint32_t size;
+	bool retrieve; /* check the data in the callback */
+	unsigned *bad;
+};
+
+static void big_cb(void *arg, const struct nkv_cpl *cpl)
+{
+	struct big *b = arg;
+	if (cpl->status)
+		(*b->bad)++;
+	else if (b->retrieve && (cpl->dw0 != b->size || cpl->xfer != b->size || memcmp(b->val, b->back, b->size)))
+		(*b->bad)++;
+}
+
+static void t_big_pipeline(void)
+{
+	enum { N = 48 };
+	struct nkv_ctrl *c;
+	struct nkv_qpair *qp;
+	struct big b[N];
+	unsigned bad = 0;
+	CHECK_RC(connect_retry(&(struct nkv_conn_opts){.hdgst = true, .ddgst = true}, &c), 0);
+	CHECK_RC(nkv_qpair_create(c, 16, &qp), 0);
+	for (unsigned i = 0; i < N; i++) {
+		b[i] = (struct big){.size = (i % 7) * 300000u + i * 13u + (i % 3 ? 0 : 5000u), .bad = &bad};
+		b[i].val = malloc(b[i].size + 1);
+		b[i].back = malloc(b[i].size + 1);
+		fill(b[i].val, b[i].size, i);
+	}
+	for (int pass = 0; pass < 2; pass++) {
+		for (unsigned i = 0; i < N; i++) {
+			char k[16];
+			int rc;
+			snprintf(k, sizeof(k), "big%u", i);
+			do {
+				b[i].retrieve = pass == 1;
+				if (pass == 0) {
+					rc = nkv_store_async(qp, 1, k, (unsigned)strlen(k), b[i].val, b[i].size, 0, big_cb, &b[i]);
+				} else {
+					rc = nkv_retrieve_async(qp, 1, k, (unsigned)strlen(k), b[i].back, b[i].size + 1, big_cb,
+								&b[i]);
+				}
+				if (rc == -EAGAIN)
+					CHECK(nkv_qpair_poll(qp, 1000) >= 0);
+			} while (rc == -EAGAIN);
+			CHECK_RC(rc, 0);
+		}
+		for (int i = 0; i < 1000 && nkv_qpair_outstanding(qp); i++)
+			CHECK(nkv_qpair_poll(qp, 1000) >= 0);
+		CHECK(nkv_qpair_outstanding(qp) == 0);
+	}
+	CHECK(bad == 0);
+	for (unsigned i = 0; i < N; i++) {
+		free(b[i].val);
+		free(b[i].back);
+	}
+	nkv_disconnect(c);
+}
+
 static void t_errors(void)
 {
 	struct nkv_ctrl *c;
@@ -342,7 +404,7 @@ int main(int argc, char **argv)
 		void (*fn)(void);
 	} tests[] = {
 		{"errors", t_errors},             {"discover", t_discover}, {"async_and_list", t_async_and_list},
-		{"threads", t_threads},           {"keepalive", t_keepalive},
+		{"threads", t_threads},           {"big_pipeline", t_big_pipeline}, {"keepalive", t_keepalive},
 	};
 	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
 		int before = g_fail;
