@@ -70,6 +70,7 @@ struct conn {
 	int fd;
 	bool hd, dd;       /* negotiated digests */
 	uint8_t cpda;
+	uint8_t hpda;      /* requested in ICReq (set before ic_exchange) */
 	uint32_t maxh2c;
 	uint16_t cid;      /* last command identifier used */
 };
@@ -243,6 +244,8 @@ static int recv_pdu(struct conn *c, struct pdu *p, int ms)
 			CHECK(ok, "data digest of received PDU type %#x", p->type);
 		}
 		CHECK(p->pdo >= p->hlen + hd, "PDO %u below HLEN %u + digest", p->pdo, p->hlen);
+		CHECK(p->pdo % ((c->hpda + 1u) * 4u) == 0, "PDO %u of PDU type %#x not aligned to HPDA %u", p->pdo,
+		      p->type, c->hpda);
 	}
 	return 1;
 }
@@ -348,20 +351,21 @@ static bool capsule_send(struct conn *c, struct nkv_sqe *sqe, const void *data, 
 
 /* ---- ICReq -------------------------------------------------------------------------------------- */
 
-static void icreq_fill(uint8_t b[128], uint8_t dgst)
+static void icreq_fill(uint8_t b[128], uint8_t dgst, uint8_t hpda)
 {
 	memset(b, 0, 128);
 	b[0] = NKV_TCP_PDU_ICREQ;
 	b[2] = 128;
 	nkv_put32(b + 4, 128);
-	b[11] = dgst; /* PFV 0, HPDA 0, MAXR2T 0 */
+	b[10] = hpda;
+	b[11] = dgst; /* PFV 0, MAXR2T 0 */
 }
 
 /** ICReq/ICResp with the ICResp checks a Linux host applies. @return true when negotiated. */
 static bool ic_exchange(struct conn *c, uint8_t dgst)
 {
 	uint8_t b[128];
-	icreq_fill(b, dgst);
+	icreq_fill(b, dgst, c->hpda);
 	if (!send_all(c, b, 128))
 		return false;
 	struct pdu p;
@@ -773,25 +777,25 @@ static void group_icreq(void)
 		tcp_close(&c);
 	}
 
-	icreq_fill(b, 0);
+	icreq_fill(b, 0, 0);
 	nkv_put32(b + 4, 132);
 	memset(b + 128, 0, 4);
 	term_case(false, b, 132, NKV_TCP_FES_INVALID_HEADER, 0, 4, "ICReq PLEN 132");
 
-	icreq_fill(b, 0);
+	icreq_fill(b, 0, 0);
 	b[2] = 64;
 	term_case(false, b, 128, NKV_TCP_FES_INVALID_HEADER, 0, 2, "ICReq HLEN 64");
 
 	/* The brief asks 06h (unsupported parameter); SPDK answers 01h. Both carry the field offset. */
-	icreq_fill(b, 0);
+	icreq_fill(b, 0, 0);
 	nkv_put16(b + 8, 1);
 	term_case(false, b, 128, NKV_TCP_FES_UNSUPPORTED_PARAM, NKV_TCP_FES_INVALID_HEADER, 8, "ICReq PFV 1");
 
-	icreq_fill(b, 0);
+	icreq_fill(b, 0, 0);
 	b[10] = 32;
 	term_case(false, b, 128, NKV_TCP_FES_UNSUPPORTED_PARAM, NKV_TCP_FES_INVALID_HEADER, 10, "ICReq HPDA 32");
 
-	icreq_fill(b, 0);
+	icreq_fill(b, 0, 0);
 	term_case(true, b, 128, NKV_TCP_FES_PDU_SEQUENCE, 0, -1, "second ICReq");
 
 	/* A CapsuleCmd before any ICReq. */
@@ -850,6 +854,19 @@ static void group_header(void)
 	memcpy(x, cb, n);
 	x[3] = 40;
 	term_case(true, x, n, NKV_TCP_FES_INVALID_HEADER, 0, 3, "CapsuleCmd PDO 40 < HLEN");
+
+	/* PDO 0 although data follows the header. */
+	memcpy(x, cb, n);
+	x[3] = 0;
+	term_case(true, x, n, NKV_TCP_FES_INVALID_HEADER, 0, 3, "CapsuleCmd PDO 0 with data");
+
+	/* H2CData for a command that does not exist (no R2T outstanding). */
+	struct nkv_tcp_data h = {.ch = {.type = NKV_TCP_PDU_H2C_DATA, .flags = NKV_TCP_F_LAST}};
+	nkv_put16(&h.cccid, 77);
+	nkv_put32(&h.datal, 16);
+	uint8_t zero16[16] = {0};
+	n = pdu_build(&c, x, &h, sizeof(h), zero16, sizeof(zero16));
+	term_case(true, x, n, NKV_TCP_FES_INVALID_HEADER, NKV_TCP_FES_PDU_SEQUENCE, -1, "H2CData without an R2T");
 	free(x);
 	free(cb);
 
@@ -1005,6 +1022,31 @@ static void group_connect(void)
 	a.cntlid = 5;
 	connect_fail_new(&a, NKV_SC_CONNECT_INVALID_PARAM, 0, IPO(1, 16), "admin CNTLID 5 (not FFFFh)");
 
+	/* SUBNQN filling all 256 bytes, no NUL: not a valid NQN. */
+	struct conn c;
+	if (fresh(&c, 0)) {
+		struct nkv_sqe s;
+		struct nkv_connect_data d;
+		a = cargs(SUBNQN, GOODHOST);
+		connect_build(&a, &s, &d);
+		memset(d.subnqn, 'a', sizeof(d.subnqn));
+		struct nkv_cqe q;
+		int st = cmd_exec(&c, &s, &d, sizeof(d), NULL, 0, &q, NULL);
+		CHECK(st == SC(1, NKV_SC_CONNECT_INVALID_PARAM) && (nkv_get32(&q.dw0) & 0xffffff) == IPO(1, 256),
+		      "SUBNQN without NUL: status %#x DW0 %#x, want 0x182 / 0x10100", st, nkv_get32(&q.dw0));
+	}
+	tcp_close(&c);
+
+	/* A second Connect on an admin queue that is already connected. */
+	a = cargs(SUBNQN, GOODHOST);
+	struct nkv_cqe q0;
+	if (open_connect(&c, 0, &a, &q0) == 0) {
+		int st = do_connect(&c, &a, &q0);
+		CHECK(st == SC(0, NKV_SC_CMD_SEQUENCE_ERROR), "second Connect on one queue: status %#x, want 0x00c",
+		      st);
+	}
+	tcp_close(&c);
+
 	/* Successful admin Connects: CNTLID range, SQHD FFFFh with flow control disabled, distinct CNTLIDs. */
 	struct conn c1, c2;
 	struct nkv_cqe q1, q2;
@@ -1064,6 +1106,19 @@ static void group_connect(void)
 		connect_fail_new(&a, NKV_SC_CONNECT_INVALID_PARAM, 0, IPO(0, 44), "I/O Connect, SQSIZE 0");
 		/* and the right parameters still work */
 		CHECK(sess_io_connect(&s, 0), "I/O Connect after the failed ones");
+		/* QID 1 again while it is connected */
+		struct nkv_cqe q;
+		if (fresh(&c, 0)) {
+			a = io;
+			int st = do_connect(&c, &a, &q);
+			CHECK(st == SC(1, NKV_SC_CONNECT_INVALID_PARAM) || st == SC(0, NKV_SC_CMD_SEQUENCE_ERROR),
+			      "I/O Connect for a QID already connected: status %#x, want 0x182 or 0x00c", st);
+			if (st == SC(1, NKV_SC_CONNECT_INVALID_PARAM))
+				CHECK((nkv_get32(&q.dw0) & 0xffffff) == IPO(0, 42), "duplicate QID: DW0 %#x, want IPO 42",
+				      nkv_get32(&q.dw0));
+			NOTE("I/O Connect for a QID already connected: status %#x", st);
+		}
+		tcp_close(&c);
 	}
 	sess_close(&s);
 
@@ -1114,6 +1169,10 @@ static void group_io(void)
 	CHECK(x.bytes == sizeof(v) && x.contiguous && x.last_ok && memcmp(r, v, sizeof(v)) == 0,
 	      "Retrieve data: %u bytes in %u PDUs", x.bytes, x.pdus);
 	CHECK(!x.success_flag && x.got_rsp, "Retrieve used the C2HData SUCCESS flag (loses DW0)");
+	/* Host buffer smaller than the value: min(value, HBS) bytes, DW0 still the full size (C.8, A.3) */
+	st = kv_retrieve(&s.io, 1, "rd-key", r, 100, &dw0, &x);
+	CHECK(st == 0 && dw0 == sizeof(v) && x.bytes == 100 && memcmp(r, v, 100) == 0,
+	      "Retrieve with HBS 100 of a %zu-byte value: status %#x DW0 %u, %u bytes", sizeof(v), st, dw0, x.bytes);
 
 	/* PSDT 00b on a fabrics queue: Invalid Field */
 	sqe_kv(&q, NKV_KV_STORE, 1, "psdt", 16, NKV_SGL_DATA_BLOCK_OFFSET, 16);
@@ -1124,6 +1183,37 @@ static void group_io(void)
 	q.flags &= 0x3f;
 	st = cmd_exec(&s.adm, &q, NULL, 0, &id, sizeof(id), NULL, NULL);
 	CHECK(st == SC(0, NKV_SC_INVALID_FIELD), "Identify with PSDT 00b: status %#x, want 0x002", st);
+
+	/* FUSE != 0: Invalid Field (wire doc B.1, C.1) */
+	sqe_kv(&q, NKV_KV_STORE, 1, "fuse", 16, NKV_SGL_DATA_BLOCK_OFFSET, 16);
+	q.flags |= 1;
+	st = cmd_exec(&s.io, &q, v, 16, NULL, 0, NULL, NULL);
+	CHECK(st == SC(0, NKV_SC_INVALID_FIELD), "Store with FUSE 01b: status %#x, want 0x002", st);
+
+	/* Value Size (CDW10) different from the SGL length (wire doc A.3: Invalid Field or 0Fh) */
+	sqe_kv(&q, NKV_KV_STORE, 1, "vs-mismatch", 100, NKV_SGL_DATA_BLOCK_OFFSET, 16);
+	st = cmd_exec(&s.io, &q, v, 16, NULL, 0, NULL, NULL);
+	CHECK(st == SC(0, NKV_SC_INVALID_FIELD) || st == SC(0, NKV_SC_DATA_SGL_LENGTH_INVALID),
+	      "Store with Value Size 100 and 16 bytes of SGL: status %#x, want 0x002 or 0x00f", st);
+
+	/* Queue management opcodes on a fabrics admin queue: Invalid Opcode (wire doc B.4) */
+	static const uint8_t qm_ops[] = {NKV_ADM_CREATE_SQ, NKV_ADM_CREATE_CQ, NKV_ADM_DELETE_SQ, NKV_ADM_DELETE_CQ};
+	for (size_t i = 0; i < sizeof(qm_ops); i++) {
+		memset(&q, 0, sizeof(q));
+		q.opc = qm_ops[i];
+		nkv_put32(&q.cdw10, 2u | (31u << 16));
+		sqe_sgl(&q, NKV_SGL_TRANSPORT_DATA_BLOCK, 0);
+		st = cmd_exec(&s.adm, &q, NULL, 0, NULL, 0, NULL, NULL);
+		CHECK(st == SC(0, NKV_SC_INVALID_OPCODE), "admin opcode %#x on fabrics: status %#x, want 0x001",
+		      qm_ops[i], st);
+	}
+
+	/* Property Get of a register fabrics do not have (AQA 24h) */
+	uint64_t pv;
+	st = prop_get(&s.adm, NKV_REG_AQA, false, &pv);
+	CHECK(st == SC(1, NKV_SC_CONNECT_INVALID_PARAM) || st == SC(0, NKV_SC_INVALID_FIELD),
+	      "Property Get AQA: status %#x, want 0x182 or 0x002", st);
+	NOTE("Property Get AQA (not a fabrics property): status %#x", st);
 
 	/* SGL descriptor types other than 01h / 5Ah */
 	static const uint8_t sgl_types[] = {0x00, 0x20, 0x40, 0x11};
@@ -1225,6 +1315,10 @@ static void r2t_bad(uint32_t len, int what_case, unsigned fes1, unsigned fes2, c
 		case 1: /* DATAO just past the R2T range */
 			h2c_send(&s.io, t.ttag, t.r2to + t.r2tl, v, 4, true, hdr);
 			break;
+		case 3: /* DATAO not contiguous: the first chunk twice */
+			h2c_send(&s.io, t.ttag, t.r2to, v, dl / 2, false, NULL);
+			h2c_send(&s.io, t.ttag, t.r2to, v, dl / 2, false, hdr);
+			break;
 		default: /* DATAL above MAXH2CDATA */
 			if (t.r2tl <= mh)
 				fes2 = NKV_TCP_FES_DATA_OUT_OF_RANGE; /* then it is also outside the R2T */
@@ -1288,8 +1382,238 @@ static void r2t_good(uint8_t dgst, uint32_t len, uint32_t chunk)
 	free(r);
 }
 
+/** C2HData PDO must honour the host's HPDA (wire doc C.4). */
+static void hpda_case(uint8_t hpda)
+{
+	struct conn c;
+	struct cargs a = cargs(SUBNQN, GOODHOST);
+	struct nkv_cqe q;
+	if (tcp_open(&c) != 0)
+		return;
+	c.hpda = hpda;
+	if (ic_exchange(&c, NKV_TCP_DGST_HDR) && do_connect(&c, &a, &q) == 0 && prop_set(&c, NKV_REG_CC, CC_ENABLE) == 0) {
+		uint64_t csts = 0;
+		for (int i = 0; i < 100 && prop_get(&c, NKV_REG_CSTS, false, &csts) == 0 && !(csts & NKV_CSTS_RDY); i++)
+			usleep(50000);
+		struct nkv_sqe s;
+		static struct nkv_id_ctrlr id;
+		struct xfer x;
+		sqe_identify(&s, NKV_CNS_CTRLR, 0, 0);
+		int st = cmd_exec(&c, &s, NULL, 0, &id, sizeof(id), NULL, &x);
+		CHECK(st == 0 && x.bytes == sizeof(id), "Identify with HPDA %u: status %#x, %u bytes", hpda, st, x.bytes);
+	} else {
+		CHECK(0, "connection with HPDA %u", hpda);
+	}
+	tcp_close(&c);
+}
+
+/** H2CData with a wrong data digest: the Store fails with Data Transfer Error and stores nothing. */
+static void r2t_bad_ddgst(uint32_t len)
+{
+	struct sess s;
+	struct r2t t;
+	uint8_t *v = calloc(1, len);
+	if (sess_open(&s, SUBNQN, GOODHOST, NKV_TCP_DGST_DATA, 0, true) && r2t_start(&s.io, "r2t-ddgst", len, &t)) {
+		uint32_t n = t.r2tl < s.io.maxh2c ? t.r2tl : s.io.maxh2c;
+		struct nkv_tcp_data h = {.ch = {.type = NKV_TCP_PDU_H2C_DATA, .flags = n == t.r2tl ? NKV_TCP_F_LAST : 0}};
+		nkv_put16(&h.cccid, s.io.cid);
+		nkv_put16(&h.ttag, t.ttag);
+		nkv_put32(&h.datao, t.r2to);
+		nkv_put32(&h.datal, n);
+		uint8_t *b = pdu_alloc(n);
+		uint32_t plen = pdu_build(&s.io, b, &h, sizeof(h), v, n);
+		b[plen - 1] ^= 0x01;
+		send_all(&s.io, b, plen);
+		free(b);
+		const char *got = "";
+		int st = cmd_wait(&s.io, s.io.cid, NULL, 0, NULL, NULL, &got);
+		CHECK(st == SC(0, NKV_SC_DATA_TRANSFER_ERROR), "H2CData with a wrong data digest: %s (want status 0x004)",
+		      st < 0 ? got : "status above");
+		if (st >= 0 && st != SC(0, NKV_SC_DATA_TRANSFER_ERROR))
+			NOTE("H2CData with a wrong data digest: status %#x", st);
+	}
+	sess_close(&s);
+	if (sess_open(&s, SUBNQN, GOODHOST, 0, 0, true)) {
+		int st = kv_retrieve(&s.io, 1, "r2t-ddgst", v, len, NULL, NULL);
+		CHECK(st == SC(0, NKV_SC_KV_KEY_NOT_EXIST), "value with a bad H2CData digest was stored: Retrieve %#x", st);
+	}
+	sess_close(&s);
+	free(v);
+}
+
+/** Several capsules in one send(), then one capsule a byte per send(): framing must not depend on reads. */
+static void framing_cases(void)
+{
+	struct sess s;
+	if (!sess_open(&s, SUBNQN, GOODHOST, NKV_TCP_DGST_HDR | NKV_TCP_DGST_DATA, 0, true)) {
+		sess_close(&s);
+		return;
+	}
+	enum { N = 8 };
+	uint8_t v[N][600], r[700], *buf = malloc(N * 1024), *one;
+	uint32_t off = 0, dw0;
+	char key[16];
+	bool seen[N] = {false};
+	for (unsigned i = 0; i < N; i++) {
+		struct nkv_sqe q;
+		uint8_t *b;
+		fill(v[i], sizeof(v[i]), 100 + i);
+		snprintf(key, sizeof(key), "pipe-%u", i);
+		sqe_kv(&q, NKV_KV_STORE, 1, key, sizeof(v[i]), NKV_SGL_DATA_BLOCK_OFFSET, sizeof(v[i]));
+		uint32_t n = capsule_build(&s.io, &q, v[i], sizeof(v[i]), &b);
+		memcpy(buf + off, b, n);
+		off += n;
+		free(b);
+	}
+	uint16_t cid0 = (uint16_t)(s.io.cid - N + 1);
+	send_all(&s.io, buf, off);
+	for (unsigned i = 0; i < N; i++) {
+		struct pdu p;
+		int rr = recv_pdu(&s.io, &p, TMO_MS);
+		bool ok = rr == 1 && p.type == NKV_TCP_PDU_RSP && p.len >= 24;
+		unsigned cid = ok ? nkv_get16(p.b + 20) : 0, st = ok ? (nkv_get16(p.b + 22) >> 1) & 0x7ff : 0;
+		ok = ok && cid >= cid0 && cid < cid0 + (unsigned)N && !seen[cid - cid0] && st == 0;
+		CHECK(ok, "pipelined Store %u of %u: %s", i, N, pdu_str(rr, &p));
+		if (ok)
+			seen[cid - cid0] = true;
+		pdu_free(&p);
+		if (!ok)
+			break;
+	}
+	for (unsigned i = 0; i < N; i++) {
+		snprintf(key, sizeof(key), "pipe-%u", i);
+		int st = kv_retrieve(&s.io, 1, key, r, sizeof(r), &dw0, NULL);
+		CHECK(st == 0 && dw0 == sizeof(v[i]) && memcmp(r, v[i], sizeof(v[i])) == 0, "pipelined value %u: %#x", i,
+		      st);
+	}
+
+	struct nkv_sqe q;
+	sqe_kv(&q, NKV_KV_STORE, 1, "bytewise", sizeof(v[0]), NKV_SGL_DATA_BLOCK_OFFSET, sizeof(v[0]));
+	uint32_t n = capsule_build(&s.io, &q, v[0], sizeof(v[0]), &one);
+	bool sent = true;
+	for (uint32_t i = 0; i < n && sent; i++)
+		sent = send(s.io.fd, one + i, 1, MSG_NOSIGNAL) == 1;
+	free(one);
+	const char *got = "";
+	int st = cmd_wait(&s.io, s.io.cid, NULL, 0, NULL, NULL, &got);
+	CHECK(sent && st == 0, "Store sent one byte per send(): %s", st < 0 ? got : "status above");
+	st = kv_retrieve(&s.io, 1, "bytewise", r, sizeof(r), &dw0, NULL);
+	CHECK(st == 0 && dw0 == sizeof(v[0]) && memcmp(r, v[0], sizeof(v[0])) == 0, "bytewise value: %#x", st);
+	free(buf);
+	sess_close(&s);
+}
+
+/**
+ * A capsule claiming @len bytes of in-capsule data, far above the limit: the target must answer
+ * (SGL Offset Invalid after reading it, or a termination) without hanging. Recorded either way.
+ */
+static void huge_capsule(uint32_t len)
+{
+	struct sess s;
+	if (sess_open(&s, SUBNQN, GOODHOST, 0, 0, true)) {
+		struct nkv_sqe q;
+		uint8_t *b;
+		sqe_kv(&q, NKV_KV_STORE, 1, "huge-icd", len, NKV_SGL_DATA_BLOCK_OFFSET, len);
+		capsule_build(&s.io, &q, NULL, 0, &b);
+		b[3] = 72;
+		nkv_put32(b + 4, 72 + len);
+		send_split(&s.io, b, 72, 72);
+		free(b);
+		uint8_t *chunk = calloc(1, 1 << 16);
+		for (uint32_t o = 0; o < len;) {
+			struct pollfd pf = {.fd = s.io.fd, .events = POLLIN | POLLOUT};
+			if (poll(&pf, 1, TMO_MS) <= 0 || (pf.revents & (POLLIN | POLLERR | POLLHUP)))
+				break;
+			ssize_t k = send(s.io.fd, chunk, len - o < (1u << 16) ? len - o : (1u << 16), MSG_NOSIGNAL | MSG_DONTWAIT);
+			if (k < 0 && errno != EAGAIN)
+				break;
+			o += k > 0 ? (uint32_t)k : 0;
+		}
+		free(chunk);
+		struct pdu p;
+		int rr = recv_pdu(&s.io, &p, TMO_MS);
+		bool rsp = rr == 1 && p.type == NKV_TCP_PDU_RSP && p.len >= 24;
+		bool term = rr == 1 && p.type == NKV_TCP_PDU_C2H_TERM;
+		unsigned st = rsp ? (nkv_get16(p.b + 22) >> 1) & 0x7ff : 0;
+		CHECK((rsp && (st == SC(0, NKV_SC_SGL_OFFSET_INVALID) || st == SC(0, NKV_SC_DATA_SGL_LENGTH_INVALID))) ||
+		      (term && (nkv_get16(p.b + 8) == NKV_TCP_FES_DATA_LIMIT ||
+				nkv_get16(p.b + 8) == NKV_TCP_FES_INVALID_HEADER)),
+		      "capsule with %u in-capsule bytes: %s (want SC 16h/0Fh or FES 05h/01h)", len, pdu_str(rr, &p));
+		NOTE("capsule with %u in-capsule bytes: %s", len, pdu_str(rr, &p));
+		pdu_free(&p);
+	}
+	sess_close(&s);
+}
+
+/** CC with IOSQES 5: the controller must not become ready (wire doc B.3: validate CC). */
+static void bad_cc_case(void)
+{
+	struct conn c;
+	struct cargs a = cargs(SUBNQN, GOODHOST);
+	struct nkv_cqe q;
+	if (open_connect(&c, 0, &a, &q) == 0) {
+		int st = prop_set(&c, NKV_REG_CC, (CC_ENABLE & ~(0xfu << 16)) | (5u << 16));
+		uint64_t csts = 0;
+		usleep(200000);
+		int st2 = prop_get(&c, NKV_REG_CSTS, false, &csts);
+		CHECK(st != 0 || (st2 == 0 && !(csts & NKV_CSTS_RDY)),
+		      "CC with IOSQES 5: Property Set %#x, CSTS %#llx (must not become ready)", st,
+		      (unsigned long long)csts);
+		NOTE("CC with IOSQES 5: Property Set status %#x, CSTS %#llx", st, (unsigned long long)csts);
+	}
+	tcp_close(&c);
+}
+
+/** An I/O queue Connect to a controller that was never enabled must fail. */
+static void io_before_enable_case(void)
+{
+	struct conn c, d;
+	struct cargs a = cargs(SUBNQN, GOODHOST);
+	struct nkv_cqe q;
+	d.fd = -1;
+	if (open_connect(&c, 0, &a, &q) == 0 && fresh(&d, 0)) {
+		a.qid = 1;
+		a.cntlid = (uint16_t)nkv_get32(&q.dw0);
+		int st = do_connect(&d, &a, &q);
+		CHECK(st == SC(0, NKV_SC_CMD_SEQUENCE_ERROR) || st == SC(1, NKV_SC_CONNECT_INVALID_PARAM),
+		      "I/O Connect before CC.EN = 1: status %#x, want 0x00c or 0x182", st);
+		NOTE("I/O Connect before CC.EN = 1: status %#x", st);
+	}
+	tcp_close(&d);
+	tcp_close(&c);
+}
+
+/** KATO 1000 ms: Keep Alive keeps the association; silence ends it (wire doc C.11). */
+static void kato_case(void)
+{
+	struct conn c;
+	struct cargs a = cargs(SUBNQN, GOODHOST);
+	struct nkv_cqe q;
+	a.kato = 1000;
+	if (open_connect(&c, 0, &a, &q) == 0 && prop_set(&c, NKV_REG_CC, CC_ENABLE) == 0) {
+		struct nkv_sqe s;
+		bool ok = true;
+		for (int i = 0; i < 8 && ok; i++) {
+			usleep(300000);
+			memset(&s, 0, sizeof(s));
+			s.opc = NKV_ADM_KEEP_ALIVE;
+			sqe_sgl(&s, NKV_SGL_TRANSPORT_DATA_BLOCK, 0);
+			ok = cmd_exec(&c, &s, NULL, 0, NULL, 0, NULL, NULL) == 0;
+		}
+		CHECK(ok, "Keep Alive every 300 ms with KATO 1000 ms");
+		uint8_t b;
+		int r = recv_exact(&c, &b, 1, 12000);
+		CHECK(r == 0, "no Keep Alive for 12 s with KATO 1000 ms: the association must end (got %d)", r);
+	} else {
+		CHECK(0, "Connect with KATO 1000 ms");
+	}
+	tcp_close(&c);
+}
+
 static void group_r2t(void)
 {
+	hpda_case(3);
+	hpda_case(31);
 	struct sess s;
 	uint32_t icd = 8192, mh = 131072;
 	if (sess_open(&s, SUBNQN, GOODHOST, 0, 0, false)) {
@@ -1305,7 +1629,19 @@ static void group_r2t(void)
 	r2t_bad(icd + 4096, 0, NKV_TCP_FES_INVALID_HEADER, NKV_TCP_FES_PDU_SEQUENCE, "H2CData with a wrong TTAG");
 	r2t_bad(icd + 4096, 1, NKV_TCP_FES_DATA_OUT_OF_RANGE, 0, "H2CData DATAO outside the R2T");
 	r2t_bad(mh + 8192, 2, NKV_TCP_FES_DATA_LIMIT, 0, "H2CData DATAL above MAXH2CDATA");
+	r2t_bad(icd + 4096, 3, NKV_TCP_FES_DATA_OUT_OF_RANGE, NKV_TCP_FES_INVALID_HEADER, "H2CData DATAO not contiguous");
+	r2t_bad_ddgst(icd + 4096);
 	check_alive("R2T");
+}
+
+static void group_misc(void)
+{
+	framing_cases();
+	huge_capsule(16u << 20);
+	bad_cc_case();
+	io_before_enable_case();
+	kato_case();
+	check_alive("framing/state/keep-alive");
 }
 
 /* ---- daemon ------------------------------------------------------------------------------------- */
@@ -1404,9 +1740,9 @@ int main(int argc, char **argv)
 	if (ready) {
 		static void (*const groups[])(void) = {group_icreq,      group_header,  group_digest,
 						       group_preconnect, group_connect, group_io,
-						       group_r2t};
+						       group_r2t,        group_misc};
 		static const char *const names[] = {"ICReq", "PDU header", "digests", "before Connect",
-						    "Connect", "I/O commands", "R2T"};
+						    "Connect", "I/O commands", "R2T", "framing, state, keep alive"};
 		for (size_t i = 0; i < sizeof(groups) / sizeof(groups[0]); i++) {
 			unsigned f = h_fail;
 			printf("== %s\n", names[i]);
