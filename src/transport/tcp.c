@@ -74,7 +74,7 @@ struct tcp_req {
 	bool h2c;                 /* data flows host to controller */
 	bool connect;             /* a Connect on an unconnected queue */
 	nkv_status pending;       /* fail with this once the command's data is consumed */
-	struct tcp_req *next_free;
+	struct tcp_req *next_free;  /* free list, or the reactor's buffer wait list */
 	struct tcp_tx tx_data, tx_resp;
 };
 
@@ -97,7 +97,7 @@ struct tcp_conn {
 	int fd;
 	char peer[64];
 	uint64_t born_ms, term_ms;
-	bool ic_done, hdgst, ddgst, sqfc_off, closed, terminating, dirty, paused, draining;
+	bool ic_done, hdgst, ddgst, sqfc_off, closed, terminating, dirty, draining;
 	uint32_t events;             /* epoll interest */
 	uint8_t hpda;
 	struct nkv_qpair qp;        /* qp.ctrlr is NULL until Connect */
@@ -130,6 +130,8 @@ struct tcp_reactor {
 	struct tcp_conn *conns;
 	struct tcp_conn *dirty;     /* connections with PDUs to send or events to re-arm */
 	unsigned zombies;           /* closed connections waiting for their requests */
+	struct tcp_req *wait_head, **wait_tail; /* commands waiting for buffer budget, oldest first */
+	bool kick;                  /* budget was released: try the waiters */
 };
 
 struct tcp_listener {
@@ -153,19 +155,21 @@ struct nkv_tcp {
 };
 
 static void conn_close(struct tcp_conn *c, const char *why);
+static void unlink_waiter(struct tcp_reactor *rx, struct tcp_req *r);
 static void tx_queue(struct tcp_conn *c, struct tcp_tx *tx);
 
 /* ---- buffers and budget ------------------------------------------------------------------------ */
 
-/* Give @r a buffer of r->need bytes, within the budget. @return 0, -EAGAIN (over budget), -ENOMEM. */
-static int buf_get(struct tcp_req *r)
+/* Give @r a buffer of r->need bytes within the budget (or regardless, with @force).
+ * @return 0, -EAGAIN (over budget), -ENOMEM. */
+static int buf_get(struct tcp_req *r, bool force)
 {
 	struct nkv_tcp *t = r->conn->t;
 	uint64_t cur = atomic_load(&t->buffered);
 
 	/* Over budget waits, unless nothing is buffered: one huge command must still make progress. */
 	do {
-		if (cur > 0 && cur + r->need > t->conf.buffer_budget)
+		if (!force && cur > 0 && cur + r->need > t->conf.buffer_budget)
 			return -EAGAIN;
 	} while (!atomic_compare_exchange_weak(&t->buffered, &cur, cur + r->need));
 	r->charged = r->need;
@@ -219,7 +223,10 @@ static void req_release(struct tcp_req *r)
 {
 	struct tcp_conn *c = r->conn;
 
+	if (r->state == REQ_WAIT_BUF)
+		unlink_waiter(c->rx, r);
 	buf_put(r);
+	c->rx->kick = c->rx->wait_head != NULL; /* budget came back: idle starts waiters */
 	r->state = REQ_FREE;
 	if (r != &c->connect_req) {
 		r->next_free = c->free_reqs;
@@ -266,10 +273,10 @@ static void tx_queue(struct tcp_conn *c, struct tcp_tx *tx)
 	mark_dirty(c);
 }
 
-/* Read while not paused, terminating or draining; wait for EPOLLOUT while PDUs are unsent. */
+/* Read unless terminating or draining; wait for EPOLLOUT while PDUs are unsent. */
 static void set_events(struct tcp_conn *c)
 {
-	uint32_t ev = (!c->paused && !c->terminating && !c->draining ? EPOLLIN : 0) | (c->txq ? EPOLLOUT : 0);
+	uint32_t ev = (!c->terminating && !c->draining ? EPOLLIN : 0) | (c->txq ? EPOLLOUT : 0);
 
 	if (!c->closed && ev != c->events) {
 		nkv_reactor_mod(&c->rx->r, c->fd, ev, &c->ev);
@@ -489,6 +496,7 @@ static void do_connect(struct tcp_conn *c, struct tcp_req *r)
 		c->qp.ctrlr = ctrlr;
 		c->qp.qid = qid;
 		c->qp.size = size;
+		c->sqhd = 1; /* the Connect itself took the first entry */
 		c->sqfc_off = (sqe[46] & NKV_CONNECT_CATTR_DISABLE_SQFC) != 0;
 		for (unsigned i = size; i-- > 0;) {
 			c->reqs[i].req.qp = &c->qp;
@@ -539,7 +547,8 @@ static void send_r2t(struct tcp_conn *c, struct tcp_req *r)
 	tx_queue(c, tx);
 }
 
-/* After the buffer is there: receive in-capsule data, ask for H2C data, or execute. */
+/* After the buffer is there: receive in-capsule data, ask for H2C data, or execute. Only the
+ * in-capsule case touches the receive state: a waiter may start while another PDU is arriving. */
 static void req_start_data(struct tcp_conn *c, struct tcp_req *r)
 {
 	if (r->icd_len) {
@@ -551,28 +560,58 @@ static void req_start_data(struct tcp_conn *c, struct tcp_req *r)
 		c->rs = c->rx_pad ? RX_PAD : RX_DATA;
 	} else if (r->h2c && r->sgl_len && !r->pending) {
 		send_r2t(c, r);
-		c->rs = RX_CH;
 	} else {
-		c->rs = RX_CH;
 		req_execute(c, r);
 	}
 }
 
 /* Try to get the buffer for the command being received; pause the connection if over budget. */
-static int req_try_buffer(struct tcp_conn *c, struct tcp_req *r)
+/*
+ * Get the buffer for a command and move it on. In-capsule data is already in the stream, so it is
+ * always taken (bounded by queue depth x in-capsule size). Anything else over budget waits in the
+ * reactor's FIFO without its R2T or its execution, while the connection keeps reading: the data
+ * of commands that already hold buffers may be behind this capsule in the stream.
+ */
+static void req_try_buffer(struct tcp_conn *c, struct tcp_req *r)
 {
-	int rc = r->pending || r->need == 0 ? 0 : buf_get(r);
+	int rc = 0;
 
-	if (rc == -EAGAIN) {
-		r->state = REQ_WAIT_BUF;
-		c->paused = true;
-		return rc;
+	if (!r->pending && r->need) {
+		rc = buf_get(r, r->icd_len != 0);
+		if (rc == -EAGAIN) {
+			r->state = REQ_WAIT_BUF;
+			r->next_free = NULL;
+			*c->rx->wait_tail = r;
+			c->rx->wait_tail = &r->next_free;
+			return;
+		}
 	}
 	if (rc == -ENOMEM)
 		r->pending = nkv_status_make(NKV_SCT_GENERIC, NKV_SC_INTERNAL, 0);
-	c->paused = false;
 	req_start_data(c, r);
-	return 0;
+}
+
+/* Start waiting commands, oldest first, while the budget allows. */
+static void run_waiters(struct tcp_reactor *rx)
+{
+	struct tcp_req *r;
+
+	while ((r = rx->wait_head) && buf_get(r, false) == 0) {
+		if (!(rx->wait_head = r->next_free))
+			rx->wait_tail = &rx->wait_head;
+		req_start_data(r->conn, r); /* no in-capsule data waits, so this sends an R2T or executes */
+		mark_dirty(r->conn);
+	}
+}
+
+static void unlink_waiter(struct tcp_reactor *rx, struct tcp_req *r)
+{
+	for (struct tcp_req **p = &rx->wait_head; *p; p = &(*p)->next_free)
+		if (*p == r) {
+			if (!(*p = r->next_free))
+				rx->wait_tail = p;
+			return;
+		}
 }
 
 /* Direction of a command's data from its opcode: bit 0 host-to-controller, bit 1 the reverse. */
@@ -839,7 +878,7 @@ static void conn_read(struct tcp_conn *c)
 {
 	uint32_t budget = RX_BUDGET;
 
-	while (!c->closed && !c->terminating && !c->paused && budget > 0) {
+	while (!c->closed && !c->terminating && budget > 0) {
 		if (c->rpos == c->rlen) {
 			uint8_t *dst = c->rbuf;
 			size_t want = RBUF_SIZE;
@@ -1044,6 +1083,10 @@ static void reactor_idle(struct nkv_reactor *r)
 {
 	struct tcp_reactor *rx = (struct tcp_reactor *)r;
 
+	if (rx->kick) {
+		rx->kick = false;
+		run_waiters(rx);
+	}
 	while (rx->dirty) {
 		struct tcp_conn *c = rx->dirty;
 		rx->dirty = c->next_dirty;
@@ -1063,24 +1106,6 @@ static void reactor_idle(struct nkv_reactor *r)
 	}
 }
 
-/* A paused connection resumes when its command gets a buffer. */
-static void conn_retry_buffer(struct tcp_conn *c)
-{
-	struct tcp_req *r = c->rx_req && c->rx_req->state == REQ_WAIT_BUF ? c->rx_req : NULL;
-
-	if (!r) {
-		for (unsigned i = 0; c->reqs && i < c->qp.size && !r; i++)
-			if (c->reqs[i].state == REQ_WAIT_BUF)
-				r = &c->reqs[i];
-		if (!r && c->connect_req.state == REQ_WAIT_BUF)
-			r = &c->connect_req;
-	}
-	if (r && req_try_buffer(c, r) == 0) {
-		conn_read(c);
-		mark_dirty(c);
-	}
-}
-
 static void reactor_tick(struct nkv_reactor *r)
 {
 	struct tcp_reactor *rx = (struct tcp_reactor *)r;
@@ -1097,13 +1122,12 @@ static void reactor_tick(struct nkv_reactor *r)
 			free(l);
 		}
 	}
+	run_waiters(rx); /* budget released by other reactors */
 	for (struct tcp_conn *c = rx->conns, *next; c; c = next) {
 		struct nkv_ctrlr *ctrlr = c->qp.ctrlr;
 		next = c->next;
 		if (c->closed)
 			continue;
-		if (c->paused)
-			conn_retry_buffer(c);
 		if (force)
 			conn_close(c, "shutdown");
 		else if (c->terminating && now - c->term_ms > TERM_LINGER_MS)
@@ -1175,6 +1199,7 @@ int nkv_tcp_create(struct nkv_target *tgt, const struct nkv_tcp_conf *conf, stru
 	for (t->nr = 0; t->nr < t->conf.reactors; t->nr++) {
 		struct tcp_reactor *rx = &t->rs[t->nr];
 		rx->t = t;
+		rx->wait_tail = &rx->wait_head;
 		rx->r.tick = reactor_tick;
 		rx->r.idle = reactor_idle;
 		rx->r.done = reactor_done;
