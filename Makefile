@@ -1,8 +1,9 @@
 # Wrappers over the CMake presets and the scripts; see README.md.
 JOBS ?= $(shell nproc)
-BACKEND ?= mem
+BACKEND ?= rados
+PORT ?= 4420
 
-.PHONY: all build debug asan test unit fuzz demo cluster-start cluster-stop deps clean
+.PHONY: all build debug asan test unit fuzz demo run cluster-start cluster-stop deps clean
 
 all: build
 
@@ -29,9 +30,15 @@ fuzz:             ## libFuzzer on the SQE parser for 60 s (clang)
 	mkdir -p build/fuzz/corpus && cp test/fuzz/corpus/* build/fuzz/corpus/
 	build/fuzz/test/fuzz_sqe -max_total_time=60 build/fuzz/corpus
 
-demo: deps build  ## store, retrieve and list a key (BACKEND=rados uses the micro cluster)
+demo: deps build  ## micro cluster + rados-nkv daemon + nkv CLI walk-through (BACKEND=mem: no cluster)
+	BACKEND=$(BACKEND) bash scripts/demo.sh
+
+run: deps build   ## the daemon in the foreground on 127.0.0.1:$(PORT) (+ discovery on 8009); Ctrl-C stops it
 	@if [ "$(BACKEND)" = rados ]; then bash scripts/ceph-dev.sh start; fi
-	@eval "$$(bash scripts/ceph-dev.sh env)"; build/release/nkv-demo $(BACKEND)
+	@if [ "$(BACKEND)" = rados ]; then eval "$$(bash scripts/ceph-dev.sh env)"; \
+	  exec build/release/rados-nkv --backend rados --ceph-conf "$$NKV_CEPH_CONF" --keyring "$$NKV_CEPH_KEYRING" \
+	    --client-id "$$NKV_CEPH_USER" --pool "$$NKV_CEPH_POOL" --listen 127.0.0.1:$(PORT); \
+	else exec build/release/rados-nkv --backend mem --listen 127.0.0.1:$(PORT); fi
 
 cluster-start:
 	bash scripts/ceph-dev.sh start

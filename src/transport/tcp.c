@@ -1047,7 +1047,7 @@ static void accept_ready(struct nkv_event *ev, uint32_t events)
 
 	for (;;) {
 		int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC), one = 1;
-		struct tcp_conn *c;
+		struct tcp_conn *c = NULL;
 
 		if (fd < 0)
 			return;

@@ -301,7 +301,7 @@ static void test_backpressure(void)
 	struct bp b[BP_CONNS];
 	pthread_t th[BP_CONNS];
 	unsigned ok = 0, bad = 0;
-	int p;
+	int p = 0;
 
 	CHECK(nkv_tcp_create(H.tgt, &tc, &t) == 0 && (p = nkv_tcp_listen(t, "127.0.0.1", "0", false)) > 0,
 	      "second transport");
@@ -376,7 +376,7 @@ static void test_graceful_stop(void)
 	struct stopper s = {0};
 	char port[16];
 	pthread_t th;
-	int p;
+	int p = 0;
 
 	CHECK(nkv_tcp_create(H.tgt, &(struct nkv_tcp_conf){.reactors = 1}, &t) == 0 &&
 		      (p = nkv_tcp_listen(t, "127.0.0.1", "0", false)) > 0, "third transport");

@@ -31,7 +31,7 @@ static const char g_usage[] =
 	"  -a, --traddr ADDR     target address (default 127.0.0.1)\n"
 	"  -s, --trsvcid PORT    target port (default 4420; discover: 8009)\n"
 	"  -n, --nqn SUBNQN      subsystem NQN (default: the first NVM subsystem in the\n"
-	"                        discovery log at ADDR port 8009)\n"
+	"                        discovery log at ADDR, port -s or else 8009)\n"
 	"      --nsid N          namespace (default 1)\n"
 	"  -q, --hostnqn NQN     host NQN (default: a per-process uuid NQN)\n"
 	"      --hdgst           enable the header digest (CRC32C)\n"
@@ -153,18 +153,22 @@ static void connect_error(const struct cli *c, const char *port, const char *nqn
 	}
 }
 
-/** Find the first NVM subsystem in the discovery log at traddr:8009. */
+/**
+ * Find the first NVM subsystem in the discovery log: at the -s port when given (rados-nkv serves its
+ * discovery controller on every listener), else at port 8009.
+ */
 static int discover_nqn(struct cli *c)
 {
 	struct nkv_disc_entry *e = NULL;
 	unsigned n = 0;
-	int rc = nkv_discover(c->traddr, "8009", &c->opts, &e, &n);
+	const char *dport = c->trsvcid ? c->trsvcid : "8009";
+	int rc = nkv_discover(c->traddr, dport, &c->opts, &e, &n);
 	if (rc) {
 		if (rc == -ECONNREFUSED)
-			fprintf(stderr, "nkv: no subsystem NQN given and no discovery controller at %s:8009 (%s); "
-					"pass -n SUBNQN\n", c->traddr, strerror(-rc));
+			fprintf(stderr, "nkv: no subsystem NQN given and no discovery controller at %s:%s (%s); "
+					"pass -n SUBNQN\n", c->traddr, dport, strerror(-rc));
 		else
-			connect_error(c, "8009", NKV_DISCOVERY_NQN, rc);
+			connect_error(c, dport, NKV_DISCOVERY_NQN, rc);
 		return EXIT_ERR;
 	}
 	for (unsigned i = 0; i < n; i++) {
@@ -180,8 +184,8 @@ static int discover_nqn(struct cli *c)
 	}
 	free(e);
 	if (!c->nqn) {
-		fprintf(stderr, "nkv: the discovery log at %s:8009 lists no NVMe/TCP subsystem; pass -n SUBNQN\n",
-			c->traddr);
+		fprintf(stderr, "nkv: the discovery log at %s:%s lists no NVMe/TCP subsystem; pass -n SUBNQN\n",
+			c->traddr, dport);
 		return EXIT_ERR;
 	}
 	return EXIT_OK;
