@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "check.h"
 #include "nkv/nkv.h"
 #include "nkv/nkv_spec.h"
 #include "nkv/nkv_target.h"
@@ -39,20 +40,6 @@ struct h_ctrl;
 struct h_qp;
 
 extern struct h_env H;
-extern unsigned h_pass, h_fail;
-
-#define CHECK(cond, ...)                                                                           \
-	do {                                                                                       \
-		if (cond) {                                                                        \
-			h_pass++;                                                                  \
-		} else {                                                                           \
-			h_fail++;                                                                  \
-			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);            \
-			fprintf(stderr, __VA_ARGS__);                                              \
-			fputc('\n', stderr);                                                       \
-		}                                                                                  \
-	} while (0)
-
 /** Status as SCT << 8 | SC, for comparisons in checks. */
 #define SC(sct, sc) (((sct) << 8) | (sc))
 static inline unsigned h_status(const struct nkv_cqe *c)

@@ -31,19 +31,9 @@
 #include "nkv/nkv_spec.h"
 #include "common/crc32c.h"
 
-static unsigned h_pass, h_fail;
+#include "check.h"
 
-#define CHECK(cond, ...)                                                                           \
-	do {                                                                                       \
-		if (cond) {                                                                        \
-			h_pass++;                                                                  \
-		} else {                                                                           \
-			h_fail++;                                                                  \
-			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);            \
-			fprintf(stderr, __VA_ARGS__);                                              \
-			fputc('\n', stderr);                                                       \
-		}                                                                                  \
-	} while (0)
+unsigned h_pass, h_fail;
 
 #define NOTE(...)                                                                                  \
 	do {                                                                                       \

@@ -344,28 +344,40 @@ int cmd_retrieve(struct cli *c)
 	return EXIT_OK;
 }
 
+/* Parse the KEY argument and connect: the prologue of the single-key commands. @return exit code. */
+static int key_and_connect(struct cli *c, uint8_t key[16], unsigned *klen)
+{
+	if (key_parse(c, c->args[0], key, klen))
+		return EXIT_USAGE;
+	return cli_connect(c, true);
+}
+
+/* Report a single-key command that succeeded: "<verb> KEY", or JSON {"command":..,"key":..}. */
+static void key_report(struct cli *c, const char *cmd, const char *verb, const uint8_t *key, unsigned klen)
+{
+	if (c->json) {
+		printf("{\"command\":\"%s\",", cmd);
+		json_key(c, key, klen);
+		printf("}\n");
+	} else {
+		printf("%s ", verb);
+		key_print(stdout, c, key, klen);
+		printf("\n");
+	}
+}
+
 int cmd_delete(struct cli *c)
 {
 	uint8_t key[16];
 	unsigned klen;
-	if (key_parse(c, c->args[0], key, &klen))
-		return EXIT_USAGE;
-	int ex = cli_connect(c, true);
+	int ex = key_and_connect(c, key, &klen);
 	if (ex)
 		return ex;
 	struct nkv_cpl cpl = {0};
 	int rc = nkv_delete(c->qp, c->nsid, key, klen, &cpl);
 	if (rc)
 		return cli_fail(c, "delete", rc, &cpl, NULL);
-	if (c->json) {
-		printf("{\"command\":\"delete\",");
-		json_key(c, key, klen);
-		printf("}\n");
-	} else {
-		printf("deleted ");
-		key_print(stdout, c, key, klen);
-		printf("\n");
-	}
+	key_report(c, "delete", "deleted", key, klen);
 	return EXIT_OK;
 }
 
@@ -373,9 +385,7 @@ int cmd_exist(struct cli *c)
 {
 	uint8_t key[16];
 	unsigned klen;
-	if (key_parse(c, c->args[0], key, &klen))
-		return EXIT_USAGE;
-	int ex = cli_connect(c, true);
+	int ex = key_and_connect(c, key, &klen);
 	if (ex)
 		return ex;
 	struct nkv_cpl cpl = {0};
