@@ -33,6 +33,7 @@ struct nkv_backend_conf {
 	unsigned connect_timeout_s; /* cluster connect timeout; 0: 15 s */
 	/* mem */
 	uint64_t mem_max_object; /* largest value the mem backend accepts; 0: 128 MiB (Ceph default) */
+	unsigned stats_interval_ms; /* how often namespace usage (Identify NUSE/NSZE) is refreshed; 0: 5000 */
 };
 
 /** Namespace configuration. */

@@ -69,10 +69,10 @@ static void id_ctrlr(struct nkv_req *req, uint8_t *buf)
 static void id_ns_kv(const struct nkv_ns *ns, uint8_t *buf)
 {
 	struct nkv_id_ns_kv *id = (struct nkv_id_ns_kv *)buf;
-	uint64_t cap = ns->info.capacity ? ns->info.capacity : ns->info.used;
+	uint64_t used = atomic_load(&ns->used), cap = atomic_load(&ns->capacity);
 
-	nkv_put64(&id->nsze, cap);
-	nkv_put64(&id->nuse, ns->info.used);
+	nkv_put64(&id->nsze, cap ? cap : used);
+	nkv_put64(&id->nuse, used);
 	id->nkvf = 0; /* one format */
 	id->nmic = 0x1;
 	id->nsattr = ns->read_only ? 1 : 0;
@@ -88,11 +88,13 @@ static void id_ns_kv(const struct nkv_ns *ns, uint8_t *buf)
 static void id_ns_nvm(const struct nkv_ns *ns, uint8_t *buf)
 {
 	struct nkv_id_ns_nvm_head *id = (struct nkv_id_ns_nvm_head *)buf;
-	uint64_t cap = ns->info.capacity ? ns->info.capacity : ns->max_value;
+	uint64_t used = atomic_load(&ns->used), cap = atomic_load(&ns->capacity);
 
+	if (!cap)
+		cap = used > ns->max_value ? used : ns->max_value;
 	nkv_put64(&id->nsze, cap);
 	nkv_put64(&id->ncap, cap);
-	nkv_put64(&id->nuse, ns->info.used);
+	nkv_put64(&id->nuse, used);
 	id->nmic = 0x1;
 	memcpy(buf + NKV_ID_NS_NVM_NGUID, ns->info.id, 16);
 }

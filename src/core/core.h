@@ -42,6 +42,10 @@ struct nkv_target {
 	pthread_mutex_t lock;          /* ports, and each subsystem's controller list */
 	struct nkv_port *ports;
 	_Atomic uint64_t genctr;       /* discovery log generation: bumped on every change */
+	pthread_t stats_thread;        /* refreshes namespace usage every stats_ms */
+	pthread_cond_t stats_cv;
+	unsigned stats_ms;
+	bool stats_stop;
 };
 
 struct nkv_ns {
@@ -50,6 +54,7 @@ struct nkv_ns {
 	uint64_t max_value;       /* KVVML actually enforced */
 	bool read_only;
 	struct nkv_kvns_info info; /* limits and identity read when the namespace was added */
+	_Atomic uint64_t used, capacity; /* refreshed by the target's stats thread (NUSE, NSZE) */
 };
 
 struct nkv_subsys {

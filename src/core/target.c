@@ -4,10 +4,45 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/key.h"
 #include "common/log.h"
 #include "core.h"
+
+/* Usage (NUSE) and capacity (NSZE) change with every Store: refresh them off the I/O path, so
+ * Identify answers from memory and never blocks a reactor on the cluster. */
+static void *stats_main(void *arg)
+{
+	struct nkv_target *t = arg;
+
+	pthread_mutex_lock(&t->lock);
+	while (!t->stats_stop) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_sec += t->stats_ms / 1000;
+		ts.tv_nsec += (long)(t->stats_ms % 1000) * 1000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&t->stats_cv, &t->lock, &ts);
+		struct nkv_subsys *first = t->subsystems; /* never unlinked before destroy joins us */
+		pthread_mutex_unlock(&t->lock);
+		for (struct nkv_subsys *ss = first; ss && !t->stats_stop; ss = ss->next)
+			for (uint32_t i = 1; i <= NKV_MAX_NSID; i++) {
+				struct nkv_ns *ns = nkv_subsys_ns(ss, i);
+				struct nkv_kvns_info info;
+				if (ns && t->be->ns_info(ns->kvns, &info) == 0) {
+					atomic_store(&ns->used, info.used);
+					atomic_store(&ns->capacity, info.capacity);
+				}
+			}
+		pthread_mutex_lock(&t->lock);
+	}
+	pthread_mutex_unlock(&t->lock);
+	return NULL;
+}
 
 int nkv_target_create(const struct nkv_backend_conf *conf, struct nkv_target **out)
 {
@@ -24,8 +59,19 @@ int nkv_target_create(const struct nkv_backend_conf *conf, struct nkv_target **o
 	t->be = be;
 	atomic_init(&t->next_cntlid, 1);
 	atomic_init(&t->genctr, 1);
+	t->stats_ms = conf && conf->stats_interval_ms ? conf->stats_interval_ms : 5000;
 	pthread_mutex_init(&t->lock, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&t->stats_cv, &ca);
+	pthread_condattr_destroy(&ca);
 	if ((rc = be->open(conf, &t->dev)) < 0) {
+		free(t);
+		return rc;
+	}
+	if ((rc = -pthread_create(&t->stats_thread, NULL, stats_main, t)) < 0) {
+		be->close(t->dev);
 		free(t);
 		return rc;
 	}
@@ -37,6 +83,11 @@ void nkv_target_destroy(struct nkv_target *t)
 {
 	if (!t)
 		return;
+	pthread_mutex_lock(&t->lock);
+	t->stats_stop = true;
+	pthread_cond_signal(&t->stats_cv);
+	pthread_mutex_unlock(&t->lock);
+	pthread_join(t->stats_thread, NULL);
 	while (t->subsystems) {
 		struct nkv_subsys *ss = t->subsystems;
 		t->subsystems = ss->next;
@@ -57,6 +108,7 @@ void nkv_target_destroy(struct nkv_target *t)
 	}
 	free(t->discovery);
 	pthread_mutex_destroy(&t->lock);
+	pthread_cond_destroy(&t->stats_cv);
 	t->be->close(t->dev);
 	free(t);
 }
@@ -124,6 +176,8 @@ int nkv_ns_add(struct nkv_subsys *ss, const struct nkv_ns_conf *conf)
 		free(ns);
 		return rc;
 	}
+	atomic_init(&ns->used, ns->info.used);
+	atomic_init(&ns->capacity, ns->info.capacity);
 	ns->max_value = conf->max_value ? conf->max_value : NKV_DEFAULT_MAX_VALUE;
 	if (ns->max_value > ns->info.max_object)
 		ns->max_value = ns->info.max_object;

@@ -25,6 +25,7 @@ void h_init(int argc, char **argv, const char *name)
 		exit(1);
 	}
 	bc.name = H.backend;
+	bc.stats_interval_ms = 200; /* Identify's NUSE follows Stores quickly in tests */
 	snprintf(H.rados_ns, sizeof(H.rados_ns), "%s-%ld-%ld", name, (long)getpid(), (long)time(NULL));
 	if (strcmp(H.backend, "rados") == 0) {
 		const char *req = getenv("NKV_REQUIRE_RADOS");

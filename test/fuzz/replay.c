@@ -1,7 +1,10 @@
 /*
  * replay.c - runs the fuzz target without libFuzzer (gcc builds, CI): every file of the corpus
- * directories given, then 500 deterministic mutations of each (byte flips, splices, truncations).
+ * directories given, then deterministic mutations of each (byte flips, truncations).
  * Exits non-zero only by crashing or aborting inside the target, as libFuzzer would report.
+ *
+ * Options (before or between the paths): -mutations=N per file (default 500), -min_len=N the
+ * shortest truncation (default 67, one fuzz_sqe record).
  */
 #include <dirent.h>
 #include <stdint.h>
@@ -18,6 +21,9 @@ static uint64_t rnd(uint64_t *s)
 	*s ^= *s << 17;
 	return *s;
 }
+
+static int g_mutations = 500;
+static size_t g_min_len = 67;
 
 static size_t run_file(const char *path, uint64_t *seed)
 {
@@ -36,14 +42,14 @@ static size_t run_file(const char *path, uint64_t *seed)
 		n = 0;
 	fclose(f);
 	LLVMFuzzerTestOneInput(buf, (size_t)n);
-	for (int i = 0; i < 500 && n > 0; i++) {
+	for (int i = 0; i < g_mutations && n > 0; i++) {
 		size_t len = (size_t)n;
 		memcpy(mut, buf, len);
 		int flips = 1 + (int)(rnd(seed) % 8);
 		for (int j = 0; j < flips; j++)
 			mut[rnd(seed) % len] ^= (uint8_t)(1u << (rnd(seed) % 8));
 		if (rnd(seed) % 4 == 0)
-			len = 67 + rnd(seed) % len;
+			len = g_min_len + rnd(seed) % len;
 		if (len > (size_t)n)
 			len = (size_t)n;
 		LLVMFuzzerTestOneInput(mut, len);
@@ -59,9 +65,17 @@ int main(int argc, char **argv)
 	size_t files = 0;
 
 	for (int i = 1; i < argc; i++) {
-		DIR *d = opendir(argv[i]);
+		DIR *d;
 		struct dirent *e;
-		if (!d) {
+		if (strncmp(argv[i], "-mutations=", 11) == 0) {
+			g_mutations = atoi(argv[i] + 11);
+			continue;
+		}
+		if (strncmp(argv[i], "-min_len=", 9) == 0) {
+			g_min_len = (size_t)strtoul(argv[i] + 9, NULL, 0);
+			continue;
+		}
+		if (!(d = opendir(argv[i]))) {
 			files += run_file(argv[i], &seed);
 			continue;
 		}
@@ -74,6 +88,6 @@ int main(int argc, char **argv)
 		}
 		closedir(d);
 	}
-	printf("replayed %zu corpus files with 500 mutations each\n", files);
+	printf("replayed %zu corpus files with %d mutations each\n", files, g_mutations);
 	return files ? 0 : 1;
 }
