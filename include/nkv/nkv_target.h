@@ -114,6 +114,36 @@ int nkv_tcp_listen(struct nkv_tcp *tcp, const char *addr, const char *port, bool
  */
 void nkv_tcp_destroy(struct nkv_tcp *tcp, int grace_ms);
 
+/* ---- shared-memory (PCIe-style) transport ------------------------------------------------------ */
+
+struct nkv_shm;
+
+/** Shared-memory transport settings (protocol: nkv_shm.h); zeroed fields take the defaults noted. */
+struct nkv_shm_conf {
+	unsigned pollers;         /* poller threads; 0: 1 */
+	uint16_t mqes;            /* CAP.MQES (0's based); 0: 4095. Up to 65535 */
+	uint16_t max_io_queues;   /* I/O queue pairs per controller; 0: 64 */
+	unsigned poll_idle_us;    /* a poller with nothing to do sleeps this long between scans; 0: 50.
+				   * Lower is faster and burns more CPU */
+	unsigned max_regions;     /* registered regions per controller; 0: 256 */
+	uint64_t max_reg_bytes;   /* registered bytes per controller; 0: 64 GiB */
+};
+
+/** Start the shared-memory transport of @tgt (poller threads). @return 0, -EINVAL, -ENOMEM, -errno. */
+int nkv_shm_create(struct nkv_target *tgt, const struct nkv_shm_conf *conf, struct nkv_shm **out);
+
+/**
+ * Serve subsystem @subnqn on Unix socket @path (an existing socket file there is replaced).
+ * @return 0, -ENOENT (no such subsystem), -EADDRINUSE, -ENAMETOOLONG, -errno.
+ */
+int nkv_shm_listen(struct nkv_shm *shm, const char *subnqn, const char *path);
+
+/**
+ * Stop: close the listeners and unlink their socket files, give commands in flight up to @grace_ms,
+ * tear every controller down (waiting for backend operations still running), join the pollers, free.
+ */
+void nkv_shm_destroy(struct nkv_shm *shm, int grace_ms);
+
 /* ---- loop transport: in-process controller access ---------------------------------------------- */
 
 struct nkv_loop_ctrlr;
