@@ -41,7 +41,11 @@ struct nkv_shm_hello {
 };
 NKV_SIZE(struct nkv_shm_hello, 280);
 
-/** REG / DEREG: a region of the passed fd, from @offset, @len bytes, seen by the controller at @iova. */
+/**
+ * REG / DEREG: a region of the passed fd, from @offset, @len bytes, seen by the controller at @iova.
+ * The fd must be a memfd (or hugetlbfs memfd) sealed with F_SEAL_SHRINK, so that the host cannot
+ * shrink it under the controller's mapping (the controller would fault); others are -EPERM.
+ */
 struct nkv_shm_reg {
 	struct nkv_shm_hdr hdr;
 	uint64_t iova;   /* 4 KiB aligned */
@@ -58,7 +62,8 @@ struct nkv_shm_reply {
 	struct nkv_shm_hdr hdr;
 	int32_t status;      /* 0 or -errno: -EACCES (host not allowed), -EINVAL (bad alignment or length),
 			      * -EEXIST (overlaps a region), -ENOSPC (region count or total size limit),
-			      * -EBUSY (deregistering a region in use), -ENOENT (no such region) */
+			      * -EBUSY (deregistering a region in use), -ENOENT (no such region),
+			      * -EPERM (the fd is not sealed against shrinking) */
 	uint32_t reg_size;   /* HELLO: bytes of the register memfd sent with the reply */
 	uint16_t cntlid;     /* HELLO: the controller's ID */
 	uint16_t max_queues; /* HELLO: I/O queue pairs the controller may create */

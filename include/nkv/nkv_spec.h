@@ -173,11 +173,13 @@ static inline NKV_HD unsigned nkv_status_code(nkv_status s) { return s & 0x7ffu;
 #define NKV_SC_KV_UNRECOVERED_ERROR 0x88
 #define NKV_SC_KV_KEY_EXISTS 0x89
 /* Command specific status (SCT 1) */
+#define NKV_SC_CQ_INVALID 0x00
 #define NKV_SC_INVALID_QUEUE_ID 0x01
 #define NKV_SC_INVALID_QUEUE_SIZE 0x02
 #define NKV_SC_ABORT_LIMIT_EXCEEDED 0x03
 #define NKV_SC_AER_LIMIT_EXCEEDED 0x05
 #define NKV_SC_INVALID_LOG_PAGE 0x09
+#define NKV_SC_INVALID_QUEUE_DELETION 0x0c
 #define NKV_SC_FEATURE_NOT_SAVEABLE 0x0d
 #define NKV_SC_FEATURE_NOT_CHANGEABLE 0x0e
 #define NKV_SC_IOCS_NOT_SUPPORTED 0x29
