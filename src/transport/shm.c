@@ -1,0 +1,1222 @@
+/*
+ * shm.c - the shared-memory (PCIe-style) transport: an NVMe controller whose BAR0 registers and
+ * doorbells live in a page shared with the host, and whose queues and data buffers are host memory
+ * registered over a Unix socket (protocol: include/nkv/nkv_shm.h; design: DESIGN.md section 3).
+ *
+ * Threads: one socket thread accepts hosts and serves HELLO/REG/DEREG; poller threads own
+ * controllers: they watch CC, read SQ tail doorbells, fetch SQEs, run them through the core, and
+ * post CQEs (phase bit last) without overrunning the host's CQ head. Backend completions come back
+ * to the owning poller through its message queue.
+ *
+ * Every address the host gives (queue bases, PRP1/PRP2, PRP list entries) is an IOVA translated
+ * against the registered regions with bounds, alignment and permission checks before anything is
+ * touched; a bad one fails the command (04h, 13h, 02h) or, for the admin queue, sets CSTS.CFS.
+ * Regions are mmapped by the target and stay mapped while any command or queue uses them, so a host
+ * that dies mid-I/O never makes the target write into unmapped memory.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "core/core.h"
+#include "nkv/nkv_dev.h"
+#include "nkv/nkv_shm.h"
+
+#define PAGE 4096u
+#define IDLE_SCANS 64          /* empty scans before a poller sleeps poll_idle_us */
+#define FETCH_BUDGET 64        /* SQEs taken from one SQ per scan, for fairness */
+#define ADMIN_MAX 4096u        /* AQA: up to 4096 entries per admin queue */
+
+struct shm_ctrl;
+
+struct shm_region {
+	uint64_t iova, len;
+	uint8_t *va;
+	bool ro;
+	int refs;                /* queues and commands using it (ctrl->mu) */
+};
+
+struct shm_req {
+	struct nkv_req req;      /* first: the core's view */
+	struct shm_sq *sq;
+	uint8_t *bounce;         /* data staged here when the host buffer is not contiguous */
+	uint32_t bounce_cap;
+	struct shm_region *reg[1]; /* the region a direct buffer lives in, pinned until completion */
+	bool direct;             /* req.data points into host memory */
+	bool busy;
+	struct shm_req *next_post; /* waiting for room in its CQ */
+};
+
+struct shm_cq {
+	uint16_t qid, size, tail, sqs;
+	uint8_t phase;
+	bool live;
+	struct nkv_cqe *ring;
+	struct shm_region *reg;
+	struct shm_req *post_head, **post_tail; /* completions waiting for CQ room */
+};
+
+struct shm_sq {
+	struct nkv_qpair qp;     /* first: qp.qid, qp.size; the core's queue */
+	struct shm_ctrl *c;
+	uint16_t head, cqid;
+	bool live;
+	struct nkv_sqe *ring;
+	struct shm_region *reg;
+	struct shm_req *reqs;    /* one per entry */
+	unsigned outstanding;
+	struct shm_sq *next_zombie; /* deleted while commands still run */
+};
+
+struct shm_ctrl {
+	struct nkv_msg msg;      /* hand-off to the poller */
+	struct nkv_shm *s;
+	struct shm_poller *p;
+	struct shm_ctrl *next;   /* in the poller's list */
+	struct nkv_ctrlr *ctrlr;
+	int sock;
+	uint8_t *regs;           /* the shared register page */
+	uint32_t reg_size;
+	uint32_t last_cc;
+	bool enabled, failed;
+	atomic_bool gone;        /* the host closed its socket */
+	pthread_mutex_t mu;      /* regions: the socket thread adds/removes, pollers translate */
+	struct shm_region *regions;
+	unsigned nregions;
+	uint64_t reg_bytes;
+	struct shm_sq **sqs;     /* by QID, max_io_queues + 1 */
+	struct shm_cq *cqs;
+	struct shm_sq *zombies;
+	unsigned outstanding;    /* commands in the core or backend, all queues */
+};
+
+struct shm_poller {
+	struct nkv_shm *s;
+	pthread_t thread;
+	struct nkv_msgq msgq;
+	struct shm_ctrl *ctrls;
+	unsigned id;
+};
+
+enum ep_kind { EP_STOP, EP_LISTENER, EP_CONN }; /* what an epoll event of the socket thread is for */
+
+struct shm_listener {
+	enum ep_kind kind;       /* first: EP_LISTENER */
+	struct shm_listener *next;
+	struct nkv_subsys *ss;
+	int fd;
+	char path[108];
+};
+
+struct nkv_shm {
+	struct nkv_target *tgt;
+	struct nkv_shm_conf conf;
+	struct shm_poller *pollers;
+	unsigned next_poller;
+	pthread_t sock_thread;
+	int epfd, stop_efd;
+	pthread_mutex_t mu;      /* listeners */
+	struct shm_listener *listeners;
+	struct shm_conn *conns;  /* socket thread only */
+	enum ep_kind stop_kind;  /* epoll tag of stop_efd */
+	atomic_bool stop, draining;
+	atomic_int nctrls;
+};
+
+#define ST(sct, sc) nkv_status_make(NKV_SCT_##sct, NKV_SC_##sc, 1)
+
+/* ---- registers --------------------------------------------------------------------------------- */
+
+static uint32_t reg_rd32(struct shm_ctrl *c, uint32_t off)
+{
+	return __atomic_load_n((uint32_t *)(c->regs + off), __ATOMIC_ACQUIRE);
+}
+
+static void reg_wr32(struct shm_ctrl *c, uint32_t off, uint32_t v)
+{
+	__atomic_store_n((uint32_t *)(c->regs + off), v, __ATOMIC_RELEASE);
+}
+
+static uint64_t reg_rd64(struct shm_ctrl *c, uint32_t off)
+{
+	return (uint64_t)reg_rd32(c, off) | (uint64_t)reg_rd32(c, off + 4) << 32;
+}
+
+static void publish_regs(struct shm_ctrl *c)
+{
+	nkv_put64(c->regs + NKV_REG_CAP, c->ctrlr->cap);
+	nkv_put32(c->regs + NKV_REG_VS, c->ctrlr->vs);
+	reg_wr32(c, NKV_REG_CSTS, c->ctrlr->csts);
+}
+
+/* ---- IOVA translation -------------------------------------------------------------------------- */
+
+/* The region holding [iova, iova + len), or NULL. Caller holds c->mu. */
+static struct shm_region *find_region(struct shm_ctrl *c, uint64_t iova, uint64_t len)
+{
+	for (unsigned i = 0; i < c->nregions; i++) {
+		struct shm_region *r = &c->regions[i];
+		if (iova >= r->iova && len <= r->len && iova - r->iova <= r->len - len)
+			return r;
+	}
+	return NULL;
+}
+
+/* Translate and pin a range the controller will read (or write, with @write). NULL if invalid. */
+static uint8_t *map_range(struct shm_ctrl *c, uint64_t iova, uint64_t len, bool write, struct shm_region **pin)
+{
+	uint8_t *va = NULL;
+
+	pthread_mutex_lock(&c->mu);
+	struct shm_region *r = find_region(c, iova, len ? len : 1);
+	if (r && !(write && r->ro)) {
+		va = r->va + (iova - r->iova);
+		r->refs++;
+		*pin = r;
+	}
+	pthread_mutex_unlock(&c->mu);
+	return va;
+}
+
+static void unpin(struct shm_ctrl *c, struct shm_region **pin)
+{
+	if (!*pin)
+		return;
+	pthread_mutex_lock(&c->mu);
+	(*pin)->refs--;
+	pthread_mutex_unlock(&c->mu);
+	*pin = NULL;
+}
+
+/* Read one 8-byte PRP list entry at @iova (bounds checked, copied: the host may change it). */
+static int read_prp_entry(struct shm_ctrl *c, uint64_t iova, uint64_t *out)
+{
+	struct shm_region *pin = NULL;
+	uint8_t *va = map_range(c, iova, 8, false, &pin);
+
+	if (!va)
+		return -EFAULT;
+	*out = nkv_get64(va);
+	unpin(c, &pin);
+	return 0;
+}
+
+/* Walks a command's PRPs (wire doc B.5) page by page, reading list entries as it goes. */
+struct prp_iter {
+	struct shm_ctrl *c;
+	uint64_t prp1, prp2, at; /* at: IOVA of the next list entry */
+	uint32_t len, pages, page;
+};
+
+static nkv_status prp_begin(struct prp_iter *it, struct shm_ctrl *c, const struct nkv_sqe *cmd, uint32_t len)
+{
+	*it = (struct prp_iter){.c = c, .prp1 = nkv_get64(&cmd->dptr), .prp2 = nkv_get64((const uint8_t *)&cmd->dptr + 8),
+				.len = len};
+	it->pages = nkv_prp_pages(it->prp1, len);
+	it->at = it->prp2;
+	if (it->prp1 & 3) /* PRP1 is dword aligned */
+		return ST(GENERIC, INVALID_PRP_OFFSET);
+	if (it->pages == 2 && (it->prp2 & (PAGE - 1)))
+		return ST(GENERIC, INVALID_PRP_OFFSET);
+	if (it->pages > 2 && (it->prp2 & 7)) /* a list pointer may have an offset, dword-pair aligned */
+		return ST(GENERIC, INVALID_PRP_OFFSET);
+	return 0;
+}
+
+/* Next page: its IOVA and byte count. @return 1, 0 at the end, or a negative-free status via *st. */
+static int prp_next(struct prp_iter *it, uint64_t *iova, uint32_t *n, nkv_status *st)
+{
+	uint32_t i = it->page;
+	uint32_t first = PAGE - (uint32_t)(it->prp1 & (PAGE - 1));
+
+	if (i >= it->pages)
+		return 0;
+	if (i == 0) {
+		*iova = it->prp1;
+		*n = first < it->len ? first : it->len;
+	} else {
+		uint32_t done = first + (i - 1) * PAGE;
+		*n = it->len - done < PAGE ? it->len - done : PAGE;
+		if (it->pages == 2) {
+			*iova = it->prp2;
+		} else {
+			uint64_t e;
+			/* The last slot of a list page chains to the next list page, unless it is the last entry. */
+			if (((it->at + 8) & (PAGE - 1)) == 0 && i < it->pages - 1) {
+				if (read_prp_entry(it->c, it->at, &e) < 0) {
+					*st = ST(GENERIC, DATA_TRANSFER_ERROR);
+					return -1;
+				}
+				if (e & 7) {
+					*st = ST(GENERIC, INVALID_PRP_OFFSET);
+					return -1;
+				}
+				it->at = e;
+			}
+			if (read_prp_entry(it->c, it->at, &e) < 0) {
+				*st = ST(GENERIC, DATA_TRANSFER_ERROR);
+				return -1;
+			}
+			if (e & (PAGE - 1)) {
+				*st = ST(GENERIC, INVALID_PRP_OFFSET);
+				return -1;
+			}
+			*iova = e;
+			it->at += 8;
+		}
+	}
+	it->page++;
+	return 1;
+}
+
+/*
+ * Give the command a data buffer of @len bytes: the host's memory itself when its pages are one
+ * contiguous run in one region (zero copy), otherwise a bounce buffer, after checking every page.
+ * H2C data is copied in by the caller; C2H data is copied out at completion. A list that loops
+ * ends by length: it is read at most once per page. @return 0 or a status.
+ */
+static nkv_status map_data(struct shm_ctrl *c, struct shm_req *r, uint32_t len, bool h2c)
+{
+	struct prp_iter it;
+	nkv_status st;
+	uint64_t iova, expect = 0;
+	uint32_t n;
+	bool contiguous = true;
+	int more;
+
+	r->direct = false;
+	if ((r->req.cmd.flags & NKV_SQE_PSDT_MASK) != 0) /* PCIe transport: PRPs only */
+		return ST(GENERIC, INVALID_FIELD);
+	if (len == 0)
+		return 0;
+	if ((st = prp_begin(&it, c, &r->req.cmd, len)) != 0)
+		return st;
+	while ((more = prp_next(&it, &iova, &n, &st)) == 1) {
+		struct shm_region *pin = NULL;
+		if (it.page > 1 && iova != expect)
+			contiguous = false;
+		expect = (iova & ~(uint64_t)(PAGE - 1)) + PAGE;
+		if (!map_range(c, iova, n, !h2c, &pin))
+			return ST(GENERIC, DATA_TRANSFER_ERROR);
+		unpin(c, &pin);
+	}
+	if (more < 0)
+		return st;
+	if (contiguous) {
+		uint8_t *va = map_range(c, it.prp1, len, !h2c, &r->reg[0]);
+		if (!va)
+			return ST(GENERIC, DATA_TRANSFER_ERROR); /* the run crosses two regions */
+		r->req.data = va;
+		r->direct = true;
+		return 0;
+	}
+	if (r->bounce_cap < len) {
+		free(r->bounce);
+		r->bounce_cap = 0;
+		if (!(r->bounce = malloc(len)))
+			return nkv_status_make(NKV_SCT_GENERIC, NKV_SC_INTERNAL, 0);
+		r->bounce_cap = len;
+	}
+	r->req.data = r->bounce;
+	return 0;
+}
+
+/* Copy between the bounce buffer and the host's pages. @return false if a page became invalid. */
+static bool bounce_copy(struct shm_ctrl *c, struct shm_req *r, uint32_t len, bool to_host)
+{
+	struct prp_iter it;
+	nkv_status st;
+	uint64_t iova;
+	uint32_t n, done = 0;
+
+	if (prp_begin(&it, c, &r->req.cmd, len) != 0)
+		return false;
+	while (prp_next(&it, &iova, &n, &st) == 1) {
+		struct shm_region *pin = NULL;
+		uint8_t *va = map_range(c, iova, n, to_host, &pin);
+		if (!va)
+			return false;
+		if (to_host)
+			memcpy(va, r->bounce + done, n);
+		else
+			memcpy(r->bounce + done, va, n);
+		unpin(c, &pin);
+		done += n;
+	}
+	return done == len;
+}
+
+/* ---- completion -------------------------------------------------------------------------------- */
+
+static void sq_maybe_free(struct shm_sq *sq);
+
+static void req_release(struct shm_req *r)
+{
+	struct shm_sq *sq = r->sq;
+
+	unpin(sq->c, &r->reg[0]);
+	if (r->bounce_cap > 65536) {
+		free(r->bounce);
+		r->bounce = NULL;
+		r->bounce_cap = 0;
+	}
+	r->busy = false;
+	sq->outstanding--;
+	sq->c->outstanding--;
+	sq_maybe_free(sq);
+}
+
+/* Write one CQE into the CQ if there is room. @return true if posted. */
+static bool cq_post(struct shm_ctrl *c, struct shm_cq *cq, struct shm_req *r)
+{
+	uint32_t head = reg_rd32(c, nkv_db_cq_head(cq->qid));
+
+	if (head >= cq->size) { /* an invalid head doorbell value: the controller stops */
+		NKV_WARN("shm: controller %u: CQ %u head doorbell %u beyond size %u", c->ctrlr->cntlid, cq->qid, head,
+			 cq->size);
+		c->failed = true;
+		return false;
+	}
+	if ((cq->tail + 1u) % cq->size == head)
+		return false; /* full: the host has not consumed yet */
+	struct nkv_cqe e = r->req.cpl;
+	volatile uint32_t *dst = (volatile uint32_t *)&cq->ring[cq->tail];
+	const uint32_t *src = (const uint32_t *)&e;
+
+	nkv_put16(&e.sqhd, r->sq->head);
+	nkv_put16(&e.status, (uint16_t)((nkv_get16(&e.status) & ~1u) | cq->phase));
+	dst[0] = src[0];
+	dst[1] = src[1];
+	dst[2] = src[2];
+	__atomic_thread_fence(__ATOMIC_RELEASE); /* pairs with nkv_cq_peek's acquire after the phase */
+	dst[3] = src[3];
+	if (++cq->tail == cq->size) {
+		cq->tail = 0;
+		cq->phase ^= 1u;
+	}
+	return true;
+}
+
+/* Copy out a bounced read, then post (or queue for CQ room). */
+static void shm_complete(struct nkv_req *req)
+{
+	struct shm_req *r = (struct shm_req *)req;
+	struct shm_sq *sq = r->sq;
+	struct shm_ctrl *c = sq->c;
+
+	if (!sq->live || atomic_load(&c->gone)) { /* queue deleted or host gone: a tombstone */
+		req_release(r);
+		return;
+	}
+	if (!r->direct && r->req.xfer && !(r->req.cmd.opc & 1) && (nkv_get16(&req->cpl.status) >> 1) == 0 &&
+	    !bounce_copy(c, r, r->req.xfer, true))
+		nkv_put16(&req->cpl.status, (uint16_t)(ST(GENERIC, DATA_TRANSFER_ERROR) << 1));
+	struct shm_cq *cq = &c->cqs[sq->cqid];
+	if (!cq->post_head && cq_post(c, cq, r)) {
+		req_release(r);
+		return;
+	}
+	r->next_post = NULL;
+	*cq->post_tail = r;
+	cq->post_tail = &r->next_post;
+}
+
+static bool cq_drain(struct shm_ctrl *c, struct shm_cq *cq)
+{
+	bool any = false;
+
+	while (cq->post_head && cq_post(c, cq, cq->post_head)) {
+		struct shm_req *r = cq->post_head;
+		if (!(cq->post_head = r->next_post))
+			cq->post_tail = &cq->post_head;
+		req_release(r);
+		any = true;
+	}
+	return any;
+}
+
+static const struct nkv_qpair_ops g_shm_ops = {.complete = shm_complete};
+
+/* ---- queues ------------------------------------------------------------------------------------ */
+
+static void sq_maybe_free(struct shm_sq *sq)
+{
+	if (sq->live || sq->outstanding)
+		return;
+	struct shm_ctrl *c = sq->c;
+	for (struct shm_sq **p = &c->zombies; *p; p = &(*p)->next_zombie)
+		if (*p == sq) {
+			*p = sq->next_zombie;
+			break;
+		}
+	for (unsigned i = 0; i < sq->qp.size; i++)
+		free(sq->reqs[i].bounce);
+	free(sq->reqs);
+	free(sq);
+}
+
+static nkv_status sq_create(struct shm_ctrl *c, uint16_t qid, uint16_t size, uint16_t cqid, uint64_t base)
+{
+	struct shm_region *reg = NULL;
+	struct nkv_sqe *ring = (struct nkv_sqe *)map_range(c, base, (uint64_t)size * 64, false, &reg);
+	struct shm_sq *sq;
+
+	if (!ring)
+		return ST(GENERIC, INVALID_FIELD);
+	if (!(sq = calloc(1, sizeof(*sq))) || !(sq->reqs = calloc(size, sizeof(*sq->reqs)))) {
+		free(sq);
+		unpin(c, &reg);
+		return nkv_status_make(NKV_SCT_GENERIC, NKV_SC_INTERNAL, 0);
+	}
+	sq->c = c;
+	sq->qp = (struct nkv_qpair){.ctrlr = c->ctrlr, .qid = qid, .size = size, .ops = &g_shm_ops,
+				    .msgq = &c->p->msgq};
+	sq->cqid = cqid;
+	sq->ring = ring;
+	sq->reg = reg;
+	sq->live = true;
+	for (unsigned i = 0; i < size; i++) {
+		sq->reqs[i].sq = sq;
+		sq->reqs[i].req.qp = &sq->qp;
+	}
+	c->sqs[qid] = sq;
+	c->cqs[cqid].sqs++;
+	reg_wr32(c, nkv_db_sq_tail(qid), 0);
+	return 0;
+}
+
+/* Delete an SQ: commands still running complete into nothing; the struct lives until they end. */
+static void sq_delete(struct shm_ctrl *c, uint16_t qid)
+{
+	struct shm_sq *sq = c->sqs[qid];
+
+	c->sqs[qid] = NULL;
+	c->cqs[sq->cqid].sqs--;
+	sq->live = false;
+	unpin(c, &sq->reg);
+	/* Completions waiting for CQ room belong to this SQ's requests: drop them. */
+	struct shm_cq *cq = &c->cqs[sq->cqid];
+	for (struct shm_req **p = &cq->post_head; *p;) {
+		struct shm_req *r = *p;
+		if (r->sq == sq) {
+			*p = r->next_post;
+			req_release(r);
+		} else {
+			p = &r->next_post;
+		}
+	}
+	cq->post_tail = &cq->post_head;
+	while (*cq->post_tail)
+		cq->post_tail = &(*cq->post_tail)->next_post;
+	if (sq->outstanding) {
+		sq->next_zombie = c->zombies;
+		c->zombies = sq;
+	}
+	sq_maybe_free(sq);
+}
+
+static nkv_status cq_create(struct shm_ctrl *c, uint16_t qid, uint16_t size, uint64_t base)
+{
+	struct shm_cq *cq = &c->cqs[qid];
+	struct shm_region *reg = NULL;
+	struct nkv_cqe *ring = (struct nkv_cqe *)map_range(c, base, (uint64_t)size * 16, true, &reg);
+
+	if (!ring)
+		return ST(GENERIC, INVALID_FIELD);
+	*cq = (struct shm_cq){.qid = qid, .size = size, .phase = 1, .live = true, .ring = ring, .reg = reg};
+	cq->post_tail = &cq->post_head;
+	reg_wr32(c, nkv_db_cq_head(qid), 0);
+	return 0;
+}
+
+static void cq_delete(struct shm_ctrl *c, uint16_t qid)
+{
+	struct shm_cq *cq = &c->cqs[qid];
+
+	cq->live = false;
+	unpin(c, &cq->reg);
+}
+
+/* ---- queue management admin commands (PCIe only; wire doc B.4) ---------------------------------- */
+
+static nkv_status admin_queue_cmd(struct shm_ctrl *c, const struct nkv_sqe *cmd)
+{
+	uint32_t c10 = nkv_get32(&cmd->cdw10), c11 = nkv_get32(&cmd->cdw11);
+	uint16_t qid = (uint16_t)c10, size = (uint16_t)((c10 >> 16) + 1);
+	uint64_t base = nkv_get64(&cmd->dptr);
+	uint16_t maxq = c->ctrlr->opts.max_io_queues;
+
+	switch (cmd->opc) {
+	case NKV_ADM_CREATE_CQ:
+		if (qid == 0 || qid > maxq || qid > (unsigned)c->ctrlr->ncqa + 1 || c->cqs[qid].live)
+			return ST(CMD, INVALID_QUEUE_ID);
+		if (size < 2 || size > NKV_CAP_MQES(c->ctrlr->cap) + 1u || (c10 >> 16) == 0xffff)
+			return ST(CMD, INVALID_QUEUE_SIZE);
+		if (!(c11 & 1) || (c11 & 2)) /* physically contiguous only; no interrupts */
+			return ST(GENERIC, INVALID_FIELD);
+		if (base & (PAGE - 1))
+			return ST(GENERIC, INVALID_PRP_OFFSET);
+		return cq_create(c, qid, size, base);
+	case NKV_ADM_CREATE_SQ: {
+		uint16_t cqid = (uint16_t)(c11 >> 16);
+		if (qid == 0 || qid > maxq || qid > (unsigned)c->ctrlr->nsqa + 1 || c->sqs[qid])
+			return ST(CMD, INVALID_QUEUE_ID);
+		if (size < 2 || size > NKV_CAP_MQES(c->ctrlr->cap) + 1u || (c10 >> 16) == 0xffff)
+			return ST(CMD, INVALID_QUEUE_SIZE);
+		if (cqid == 0 || cqid > maxq || !c->cqs[cqid].live)
+			return ST(CMD, CQ_INVALID);
+		if (!(c11 & 1))
+			return ST(GENERIC, INVALID_FIELD);
+		if (base & (PAGE - 1))
+			return ST(GENERIC, INVALID_PRP_OFFSET);
+		return sq_create(c, qid, size, cqid, base);
+	}
+	case NKV_ADM_DELETE_SQ:
+		if (qid == 0 || qid > maxq || !c->sqs[qid])
+			return ST(CMD, INVALID_QUEUE_ID);
+		sq_delete(c, qid);
+		return 0;
+	case NKV_ADM_DELETE_CQ:
+		if (qid == 0 || qid > maxq || !c->cqs[qid].live)
+			return ST(CMD, INVALID_QUEUE_ID);
+		if (c->cqs[qid].sqs)
+			return ST(CMD, INVALID_QUEUE_DELETION);
+		cq_delete(c, qid);
+		return 0;
+	}
+	return ST(GENERIC, INVALID_OPCODE);
+}
+
+/* ---- command fetch ----------------------------------------------------------------------------- */
+
+static bool is_queue_cmd(uint8_t opc)
+{
+	return opc == NKV_ADM_CREATE_CQ || opc == NKV_ADM_CREATE_SQ || opc == NKV_ADM_DELETE_SQ ||
+	       opc == NKV_ADM_DELETE_CQ;
+}
+
+static void run_cmd(struct shm_ctrl *c, struct shm_sq *sq, struct shm_req *r)
+{
+	nkv_status st;
+
+	r->busy = true;
+	r->reg[0] = NULL;
+	r->direct = false;
+	sq->outstanding++;
+	c->outstanding++;
+	if (sq->qp.qid == 0 && is_queue_cmd(r->req.cmd.opc)) {
+		memset(&r->req.cpl, 0, sizeof(r->req.cpl));
+		r->req.xfer = 0;
+		nkv_req_complete(&r->req, admin_queue_cmd(c, &r->req.cmd));
+		return;
+	}
+	r->req.data = NULL;
+	r->req.data_len = UINT32_MAX; /* PRPs carry no length: the command's own fields do */
+	if ((st = nkv_req_parse(&r->req)) == 0 &&
+	    (st = map_data(c, r, r->req.length, (r->req.cmd.opc & 3) == 1)) == 0 && !r->direct &&
+	    (r->req.cmd.opc & 3) == 1 && !bounce_copy(c, r, r->req.length, false))
+		st = ST(GENERIC, DATA_TRANSFER_ERROR);
+	if (st) {
+		r->req.xfer = 0;
+		nkv_req_complete(&r->req, st);
+		return;
+	}
+	r->req.execute(&r->req);
+}
+
+/* Take new SQEs up to the tail doorbell. @return SQEs fetched. */
+static unsigned sq_fetch(struct shm_ctrl *c, struct shm_sq *sq)
+{
+	uint32_t tail = reg_rd32(c, nkv_db_sq_tail(sq->qp.qid));
+	unsigned n = 0;
+
+	if (tail >= sq->qp.size) {
+		NKV_WARN("shm: controller %u: SQ %u tail doorbell %u beyond size %u", c->ctrlr->cntlid, sq->qp.qid, tail,
+			 sq->qp.size);
+		c->failed = true;
+		return 0;
+	}
+	while (sq->head != tail && n < FETCH_BUDGET && sq->live && !c->failed) {
+		struct shm_req *r = &sq->reqs[sq->head];
+		if (r->busy)
+			break; /* the host reused a slot whose command has not completed: wait */
+		__atomic_thread_fence(__ATOMIC_ACQUIRE); /* the doorbell read before the SQE read */
+		memcpy(&r->req.cmd, &sq->ring[sq->head], sizeof(r->req.cmd)); /* a private copy */
+		sq->head = (uint16_t)((sq->head + 1) % sq->qp.size);
+		n++;
+		run_cmd(c, sq, r);
+	}
+	return n;
+}
+
+/* ---- controller state -------------------------------------------------------------------------- */
+
+/* Drop every queue (reset or teardown). Commands in flight complete into tombstones. */
+static void queues_teardown(struct shm_ctrl *c)
+{
+	uint16_t maxq = c->ctrlr->opts.max_io_queues;
+
+	for (uint16_t q = 1; q <= maxq; q++)
+		if (c->sqs[q])
+			sq_delete(c, q);
+	if (c->sqs[0])
+		sq_delete(c, 0);
+	for (uint16_t q = 0; q <= maxq; q++)
+		if (c->cqs[q].live)
+			cq_delete(c, q);
+}
+
+/* CC.EN 0 -> 1: latch AQA/ASQ/ACQ and build the admin queues; CFS if they are unusable. */
+static void enable_admin(struct shm_ctrl *c)
+{
+	uint32_t aqa = reg_rd32(c, NKV_REG_AQA);
+	uint16_t sqs = (uint16_t)((aqa & 0xfff) + 1), cqs = (uint16_t)(((aqa >> 16) & 0xfff) + 1);
+	uint64_t asq = reg_rd64(c, NKV_REG_ASQ), acq = reg_rd64(c, NKV_REG_ACQ);
+
+	if (sqs < 2 || cqs < 2 || (asq & (PAGE - 1)) || (acq & (PAGE - 1)) || cq_create(c, 0, cqs, acq) != 0) {
+		NKV_WARN("shm: controller %u: unusable admin queues (AQA %08x ASQ %llx ACQ %llx)", c->ctrlr->cntlid, aqa,
+			 (unsigned long long)asq, (unsigned long long)acq);
+		c->ctrlr->csts = (c->ctrlr->csts & ~NKV_CSTS_RDY) | NKV_CSTS_CFS;
+		return;
+	}
+	if (sq_create(c, 0, sqs, 0, asq) != 0) {
+		cq_delete(c, 0);
+		c->ctrlr->csts = (c->ctrlr->csts & ~NKV_CSTS_RDY) | NKV_CSTS_CFS;
+		return;
+	}
+	c->enabled = true;
+}
+
+/* React to a CC written by the host (enable, reset, shutdown), then mirror CSTS. */
+static void check_cc(struct shm_ctrl *c)
+{
+	uint32_t cc = reg_rd32(c, NKV_REG_CC);
+
+	if (cc == c->last_cc)
+		return;
+	bool was = c->last_cc & NKV_CC_EN;
+	c->last_cc = cc;
+	if (was && !(cc & NKV_CC_EN)) {
+		queues_teardown(c);
+		c->enabled = false;
+		c->failed = false;
+	}
+	nkv_ctrlr_prop_set(c->ctrlr, NKV_REG_CC, 4, cc);
+	if (NKV_CC_SHN(cc)) {
+		queues_teardown(c);
+		c->enabled = false;
+	} else if (!was && (cc & NKV_CC_EN) && nkv_ctrlr_ready(c->ctrlr)) {
+		enable_admin(c);
+	}
+	reg_wr32(c, NKV_REG_CSTS, c->ctrlr->csts);
+}
+
+/* One pass over a controller. @return work done (commands fetched, CQEs posted). */
+static unsigned ctrl_scan(struct shm_ctrl *c)
+{
+	unsigned work = 0;
+
+	check_cc(c);
+	if (!c->enabled || c->failed)
+		return 0;
+	for (uint16_t q = 0; q <= c->ctrlr->opts.max_io_queues; q++) {
+		struct shm_sq *sq = c->sqs[q];
+		if (sq) {
+			if (c->cqs[sq->cqid].post_head)
+				work += cq_drain(c, &c->cqs[sq->cqid]);
+			work += sq_fetch(c, sq);
+		}
+	}
+	if (c->failed) { /* a bad doorbell: fatal status, as a PCIe controller would */
+		c->ctrlr->csts |= NKV_CSTS_CFS;
+		reg_wr32(c, NKV_REG_CSTS, c->ctrlr->csts);
+	}
+	return work;
+}
+
+/* ---- controller lifecycle ---------------------------------------------------------------------- */
+
+static void ctrl_free(struct shm_ctrl *c)
+{
+	if (c->ctrlr)
+		nkv_ctrlr_destroy(c->ctrlr);
+	for (unsigned i = 0; i < c->nregions; i++)
+		munmap(c->regions[i].va, c->regions[i].len);
+	free(c->regions);
+	if (c->regs)
+		munmap(c->regs, c->reg_size);
+	free(c->sqs);
+	free(c->cqs);
+	pthread_mutex_destroy(&c->mu);
+	atomic_fetch_sub(&c->s->nctrls, 1);
+	free(c);
+}
+
+/* The host is gone: stop, drop the queues, and free once the backend has returned every command. */
+static bool ctrl_reap(struct shm_ctrl *c)
+{
+	nkv_admin_abort_aers(c->ctrlr); /* held AERs complete into tombstones */
+	if (c->enabled || c->sqs[0] || c->cqs[0].live) {
+		queues_teardown(c);
+		c->enabled = false;
+	}
+	return c->outstanding == 0 && c->zombies == NULL;
+}
+
+static void ctrl_attach(struct nkv_msg *m)
+{
+	struct shm_ctrl *c = (struct shm_ctrl *)((char *)m - offsetof(struct shm_ctrl, msg));
+	c->next = c->p->ctrls;
+	c->p->ctrls = c;
+}
+
+static void *poller_main(void *arg)
+{
+	struct shm_poller *p = arg;
+	struct nkv_shm *s = p->s;
+	unsigned idle = 0;
+
+	while (!atomic_load(&s->stop) || p->ctrls) {
+		unsigned work = (unsigned)nkv_msgq_poll(&p->msgq, 0);
+		for (struct shm_ctrl **pc = &p->ctrls; *pc;) {
+			struct shm_ctrl *c = *pc;
+			if (atomic_load(&c->gone) || atomic_load(&s->stop)) {
+				atomic_store(&c->gone, true);
+				if (ctrl_reap(c)) {
+					*pc = c->next;
+					ctrl_free(c);
+					continue;
+				}
+			} else {
+				work += ctrl_scan(c);
+			}
+			pc = &c->next;
+		}
+		if (work) {
+			idle = 0;
+		} else if (++idle >= IDLE_SCANS) {
+			/* Sleep until a backend completion arrives or the idle interval passes. */
+			struct pollfd pfd = {.fd = p->msgq.efd, .events = POLLIN};
+			struct timespec ts = {0, (long)s->conf.poll_idle_us * 1000};
+			ppoll(&pfd, 1, &ts, NULL);
+		}
+	}
+	return NULL;
+}
+
+/* ---- socket thread: HELLO, REG, DEREG ---------------------------------------------------------- */
+
+static int send_reply(int fd, const struct nkv_shm_reply *rep, int pass_fd)
+{
+	struct iovec iov = {.iov_base = (void *)rep, .iov_len = sizeof(*rep)};
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+
+	if (pass_fd >= 0) {
+		mh.msg_control = u.buf;
+		mh.msg_controllen = sizeof(u.buf);
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &pass_fd, sizeof(int));
+	}
+	return sendmsg(fd, &mh, MSG_NOSIGNAL) == (ssize_t)sizeof(*rep) ? 0 : -errno;
+}
+
+static int do_register(struct shm_ctrl *c, const struct nkv_shm_reg *m, int fd)
+{
+	struct stat sb;
+	int seals = fcntl(fd, F_GET_SEALS);
+
+	if ((m->iova | m->len | m->offset) & (PAGE - 1) || m->len == 0 || m->iova + m->len < m->iova)
+		return -EINVAL;
+	if (seals < 0 || !(seals & F_SEAL_SHRINK))
+		return -EPERM; /* the host could shrink it under our mapping */
+	if (fstat(fd, &sb) < 0 || (uint64_t)sb.st_size < m->offset + m->len)
+		return -EINVAL;
+	pthread_mutex_lock(&c->mu);
+	int rc = 0;
+	if (c->nregions >= c->s->conf.max_regions || c->reg_bytes + m->len > c->s->conf.max_reg_bytes)
+		rc = -ENOSPC;
+	for (unsigned i = 0; rc == 0 && i < c->nregions; i++)
+		if (m->iova < c->regions[i].iova + c->regions[i].len && c->regions[i].iova < m->iova + m->len)
+			rc = -EEXIST;
+	pthread_mutex_unlock(&c->mu);
+	if (rc)
+		return rc;
+	bool ro = m->flags & NKV_SHM_REG_READONLY;
+	void *va = mmap(NULL, m->len, PROT_READ | (ro ? 0 : PROT_WRITE), MAP_SHARED, fd, (off_t)m->offset);
+	if (va == MAP_FAILED)
+		return -errno;
+	pthread_mutex_lock(&c->mu);
+	struct shm_region *nr = realloc(c->regions, (c->nregions + 1) * sizeof(*nr));
+	if (!nr) {
+		pthread_mutex_unlock(&c->mu);
+		munmap(va, m->len);
+		return -ENOMEM;
+	}
+	c->regions = nr;
+	c->regions[c->nregions++] = (struct shm_region){.iova = m->iova, .len = m->len, .va = va, .ro = ro};
+	c->reg_bytes += m->len;
+	pthread_mutex_unlock(&c->mu);
+	return 0;
+}
+
+static int do_deregister(struct shm_ctrl *c, const struct nkv_shm_reg *m)
+{
+	int rc = -ENOENT;
+
+	pthread_mutex_lock(&c->mu);
+	for (unsigned i = 0; i < c->nregions; i++) {
+		struct shm_region *r = &c->regions[i];
+		if (r->iova != m->iova)
+			continue;
+		if (r->refs) {
+			rc = -EBUSY; /* a queue or a command still uses it */
+		} else {
+			munmap(r->va, r->len);
+			c->reg_bytes -= r->len;
+			*r = c->regions[--c->nregions];
+			rc = 0;
+		}
+		break;
+	}
+	pthread_mutex_unlock(&c->mu);
+	return rc;
+}
+
+static int make_regs(struct shm_ctrl *c)
+{
+	int fd = memfd_create("nkv-regs", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+	c->reg_size = nkv_shm_reg_size(c->s->conf.max_io_queues);
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, c->reg_size) < 0 || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0 ||
+	    (c->regs = mmap(NULL, c->reg_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
+		int rc = -errno;
+		c->regs = NULL;
+		close(fd);
+		return rc;
+	}
+	return fd;
+}
+
+/* HELLO: check the host, create the controller and its register page, hand it to a poller. */
+static int do_hello(struct nkv_shm *s, struct shm_listener *l, int sock, const struct nkv_shm_hello *h,
+		    struct shm_ctrl **out)
+{
+	struct nkv_shm_reply rep = {.hdr = {NKV_SHM_MAGIC, NKV_SHM_VERSION, NKV_SHM_HELLO}};
+	struct nkv_ctrlr_opts opts = {.mqes = s->conf.mqes, .max_io_queues = s->conf.max_io_queues};
+	char hostnqn[NKV_NQN_MAX];
+	struct shm_ctrl *c;
+	int rfd = -1, rc;
+
+	snprintf(hostnqn, sizeof(hostnqn), "%.*s", (int)strnlen(h->hostnqn, sizeof(h->hostnqn)), h->hostnqn);
+	if (!*hostnqn || !nkv_subsys_host_allowed(l->ss, hostnqn)) {
+		NKV_WARN("shm %s: host '%s' is not allowed", l->path, hostnqn);
+		rep.status = -EACCES;
+		send_reply(sock, &rep, -1);
+		return -EACCES;
+	}
+	if (!(c = calloc(1, sizeof(*c))))
+		return -ENOMEM;
+	c->s = s;
+	c->sock = sock;
+	pthread_mutex_init(&c->mu, NULL);
+	atomic_fetch_add(&s->nctrls, 1);
+	c->sqs = calloc((size_t)s->conf.max_io_queues + 1, sizeof(*c->sqs));
+	c->cqs = calloc((size_t)s->conf.max_io_queues + 1, sizeof(*c->cqs));
+	if (!c->sqs || !c->cqs || (rfd = rc = make_regs(c)) < 0 ||
+	    (rc = nkv_ctrlr_create(l->ss, hostnqn, h->hostid, &opts, &c->ctrlr)) < 0) {
+		if (rfd >= 0)
+			close(rfd);
+		ctrl_free(c);
+		rep.status = rc < 0 ? rc : -ENOMEM;
+		send_reply(sock, &rep, -1);
+		return rep.status;
+	}
+	publish_regs(c);
+	rep.reg_size = c->reg_size;
+	rep.cntlid = c->ctrlr->cntlid;
+	rep.max_queues = s->conf.max_io_queues;
+	rep.max_regions = s->conf.max_regions;
+	rep.max_reg_bytes = s->conf.max_reg_bytes;
+	rc = send_reply(sock, &rep, rfd);
+	close(rfd); /* the host has its own reference now */
+	if (rc < 0) {
+		ctrl_free(c);
+		return rc;
+	}
+	c->p = &s->pollers[s->next_poller++ % s->conf.pollers];
+	*out = c;
+	nkv_msgq_send(&c->p->msgq, &c->msg, ctrl_attach);
+	return 0;
+}
+
+/* A connected host socket: its state for the socket thread. */
+struct shm_conn {
+	enum ep_kind kind;  /* first: EP_CONN */
+	struct shm_conn *next;
+	int fd;
+	struct shm_listener *l;
+	struct shm_ctrl *c; /* after HELLO */
+};
+
+static void conn_close(struct nkv_shm *s, struct shm_conn *k)
+{
+	epoll_ctl(s->epfd, EPOLL_CTL_DEL, k->fd, NULL);
+	close(k->fd);
+	for (struct shm_conn **p = &s->conns; *p; p = &(*p)->next)
+		if (*p == k) {
+			*p = k->next;
+			break;
+		}
+	if (k->c) {
+		NKV_INFO("shm %s: controller %u: host disconnected", k->l->path, k->c->ctrlr->cntlid);
+		atomic_store(&k->c->gone, true); /* its poller reaps it; nothing here touches it again */
+	}
+	free(k);
+}
+
+/* One request from a host. @return false when the connection must close. */
+static bool conn_message(struct nkv_shm *s, struct shm_conn *k)
+{
+	union {
+		struct nkv_shm_hello hello;
+		struct nkv_shm_reg reg;
+		struct nkv_shm_hdr hdr;
+	} m;
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * 4)];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = {.iov_base = &m, .iov_len = sizeof(m)};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
+	ssize_t n = recvmsg(k->fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+	int fd = -1, nfds = 0;
+
+	if (n <= 0)
+		return n < 0 && (errno == EAGAIN || errno == EINTR);
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
+		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
+			for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+				int f;
+				memcpy(&f, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+				if (nfds++ == 0)
+					fd = f;
+				else
+					close(f); /* one fd per message is meaningful */
+			}
+	struct nkv_shm_reply rep = {.hdr = {NKV_SHM_MAGIC, NKV_SHM_VERSION, m.hdr.op}};
+	bool keep = true;
+	if ((size_t)n < sizeof(m.hdr) || m.hdr.magic != NKV_SHM_MAGIC || m.hdr.version != NKV_SHM_VERSION)
+		keep = false; /* not our protocol */
+	else if (m.hdr.op == NKV_SHM_HELLO)
+		keep = !k->c && (size_t)n == sizeof(m.hello) && do_hello(s, k->l, k->fd, &m.hello, &k->c) == 0;
+	else if ((m.hdr.op == NKV_SHM_REG || m.hdr.op == NKV_SHM_DEREG) && k->c && (size_t)n == sizeof(m.reg)) {
+		if (m.hdr.op == NKV_SHM_REG)
+			rep.status = fd < 0 ? -EBADF : do_register(k->c, &m.reg, fd);
+		else
+			rep.status = do_deregister(k->c, &m.reg);
+		keep = send_reply(k->fd, &rep, -1) == 0;
+	} else {
+		keep = false;
+	}
+	if (fd >= 0)
+		close(fd); /* a registered region keeps its own mapping */
+	return keep;
+}
+
+static void accept_host(struct nkv_shm *s, struct shm_listener *l)
+{
+	int fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	struct shm_conn *k;
+
+	if (fd < 0)
+		return;
+	if (atomic_load(&s->draining) || !(k = calloc(1, sizeof(*k)))) {
+		close(fd);
+		return;
+	}
+	k->kind = EP_CONN;
+	k->fd = fd;
+	k->l = l;
+	k->next = s->conns;
+	s->conns = k;
+	struct epoll_event e = {.events = EPOLLIN, .data.ptr = k};
+	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &e) < 0)
+		conn_close(s, k);
+}
+
+static void *sock_main(void *arg)
+{
+	struct nkv_shm *s = arg;
+	struct epoll_event evs[32];
+
+	while (!atomic_load(&s->stop)) {
+		int n = epoll_wait(s->epfd, evs, 32, -1);
+		for (int i = 0; i < n; i++) {
+			enum ep_kind *kind = evs[i].data.ptr;
+			if (*kind == EP_LISTENER)
+				accept_host(s, (struct shm_listener *)kind);
+			else if (*kind == EP_CONN) {
+				struct shm_conn *k = (struct shm_conn *)kind;
+				if (!conn_message(s, k) || (evs[i].events & (EPOLLHUP | EPOLLERR)))
+					conn_close(s, k);
+			}
+		}
+	}
+	while (s->conns) /* hosts still connected at shutdown */
+		conn_close(s, s->conns);
+	return NULL;
+}
+
+/* ---- public API -------------------------------------------------------------------------------- */
+
+int nkv_shm_create(struct nkv_target *tgt, const struct nkv_shm_conf *conf, struct nkv_shm **out)
+{
+	struct nkv_shm *s = calloc(1, sizeof(*s));
+	int rc;
+
+	if (!s)
+		return -ENOMEM;
+	s->tgt = tgt;
+	if (conf)
+		s->conf = *conf;
+	if (!s->conf.pollers)
+		s->conf.pollers = 1;
+	if (!s->conf.mqes)
+		s->conf.mqes = 4095;
+	if (!s->conf.max_io_queues)
+		s->conf.max_io_queues = 64;
+	if (!s->conf.poll_idle_us)
+		s->conf.poll_idle_us = 50;
+	if (!s->conf.max_regions)
+		s->conf.max_regions = 256;
+	if (!s->conf.max_reg_bytes)
+		s->conf.max_reg_bytes = 64ull << 30;
+	if (s->conf.pollers > 64 || s->conf.mqes < 1 || s->conf.max_io_queues > 1024) {
+		free(s);
+		return -EINVAL;
+	}
+	pthread_mutex_init(&s->mu, NULL);
+	s->stop_kind = EP_STOP;
+	s->epfd = epoll_create1(EPOLL_CLOEXEC);
+	s->stop_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	struct epoll_event e = {.events = EPOLLIN, .data.ptr = &s->stop_kind};
+	if (s->epfd < 0 || s->stop_efd < 0 || epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->stop_efd, &e) < 0 ||
+	    !(s->pollers = calloc(s->conf.pollers, sizeof(*s->pollers)))) {
+		rc = s->epfd < 0 || s->stop_efd < 0 ? -errno : -ENOMEM;
+		goto fail;
+	}
+	for (unsigned i = 0; i < s->conf.pollers; i++) {
+		struct shm_poller *p = &s->pollers[i];
+		p->s = s;
+		p->id = i;
+		if ((rc = nkv_msgq_init(&p->msgq)) < 0 || (rc = -pthread_create(&p->thread, NULL, poller_main, p)) < 0) {
+			atomic_store(&s->stop, true);
+			for (unsigned j = 0; j < i; j++)
+				pthread_join(s->pollers[j].thread, NULL);
+			goto fail;
+		}
+	}
+	if ((rc = -pthread_create(&s->sock_thread, NULL, sock_main, s)) < 0) {
+		atomic_store(&s->stop, true);
+		for (unsigned j = 0; j < s->conf.pollers; j++)
+			pthread_join(s->pollers[j].thread, NULL);
+		goto fail;
+	}
+	*out = s;
+	return 0;
+fail:
+	if (s->epfd >= 0)
+		close(s->epfd);
+	if (s->stop_efd >= 0)
+		close(s->stop_efd);
+	free(s->pollers);
+	free(s);
+	return rc;
+}
+
+int nkv_shm_listen(struct nkv_shm *s, const char *subnqn, const char *path)
+{
+	struct nkv_subsys *ss = nkv_target_find_subsys(s->tgt, subnqn);
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct shm_listener *l;
+	int fd;
+
+	if (!ss)
+		return -ENOENT;
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+	if ((fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) < 0)
+		return -errno;
+	unlink(path); /* a stale socket file from an earlier run */
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 64) < 0 || !(l = calloc(1, sizeof(*l)))) {
+		int rc = errno ? -errno : -ENOMEM;
+		close(fd);
+		return rc;
+	}
+	l->kind = EP_LISTENER;
+	l->ss = ss;
+	l->fd = fd;
+	snprintf(l->path, sizeof(l->path), "%s", path);
+	pthread_mutex_lock(&s->mu);
+	l->next = s->listeners;
+	s->listeners = l;
+	pthread_mutex_unlock(&s->mu);
+	struct epoll_event e = {.events = EPOLLIN, .data.ptr = l};
+	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &e) < 0)
+		return -errno;
+	NKV_INFO("shm: %s on %s", subnqn, path);
+	return 0;
+}
+
+void nkv_shm_destroy(struct nkv_shm *s, int grace_ms)
+{
+	if (!s)
+		return;
+	uint64_t deadline = nkv_now_ms() + (uint64_t)(grace_ms > 0 ? grace_ms : 0);
+
+	/* No new hosts; give hosts time to finish and leave; then cut the rest off. */
+	atomic_store(&s->draining, true);
+	while (atomic_load(&s->nctrls) > 0 && nkv_now_ms() < deadline)
+		usleep(10 * 1000);
+	atomic_store(&s->stop, true);
+	uint64_t one = 1;
+	(void)!write(s->stop_efd, &one, sizeof(one));
+	pthread_join(s->sock_thread, NULL); /* closes host sockets: their controllers are gone */
+	for (unsigned i = 0; i < s->conf.pollers; i++) {
+		pthread_join(s->pollers[i].thread, NULL); /* each reaps its controllers first */
+		nkv_msgq_fini(&s->pollers[i].msgq);
+	}
+	while (s->listeners) {
+		struct shm_listener *l = s->listeners;
+		s->listeners = l->next;
+		close(l->fd);
+		unlink(l->path);
+		free(l);
+	}
+	close(s->epfd);
+	close(s->stop_efd);
+	pthread_mutex_destroy(&s->mu);
+	free(s->pollers);
+	free(s);
+}
