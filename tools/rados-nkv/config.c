@@ -32,10 +32,15 @@ static void usage(FILE *f)
 		"                            KV namespace of the current subsystem (default: NSID 1 on the pool's\n"
 		"                            default RADOS namespace). MAX_VALUE takes K/M/G suffixes (default 64M)\n"
 		"  -a, --allow-host NQN      allow only these hosts on the current subsystem (repeatable)\n"
+		"  -S, --shm PATH            also serve the current subsystem over the shared-memory transport\n"
+		"                            on this Unix socket (PCIe-style queues in registered host memory)\n"
 		"  -r, --reactors N          reactor threads (default 2)\n"
 		"      --queue-depth N       largest I/O queue (CAP.MQES + 1; default 1024)\n"
 		"      --in-capsule BYTES    in-capsule data size on I/O queues (default 8192)\n"
 		"      --buffer-budget MB    command data buffered at once before backpressure (default 2048)\n"
+		"      --shm-pollers N       shared-memory poller threads (default 1)\n"
+		"      --shm-poll-us US      an idle poller sleeps this long between scans (default 50)\n"
+		"      --shm-mqes N          shared-memory CAP.MQES, 0's based (default 4095)\n"
 		"      --grace-ms MS         on SIGINT/SIGTERM, time given to commands in flight (default 10000)\n"
 		"      --log-level LEVEL     error|warn|info|debug (default info)\n"
 		"      --pid-file PATH       write the process ID here once listening\n"
@@ -209,6 +214,7 @@ static int load_subsys(struct daemon_conf *c, json_object *js, const char *path)
 	if (!s)
 		return -1;
 	copy(s->pool, sizeof(s->pool), jstr(js, "pool"));
+	copy(s->shm_path, sizeof(s->shm_path), jstr(js, "shm_socket"));
 	if (json_object_object_get_ex(js, "allowed_hosts", &arr)) {
 		for (size_t i = 0; i < json_object_array_length(arr) && s->nhosts < CONF_MAX_HOSTS; i++)
 			copy(s->hosts[s->nhosts++], sizeof(s->hosts[0]), json_object_get_string(json_object_array_get_idx(arr, i)));
@@ -288,6 +294,14 @@ int conf_load_file(struct daemon_conf *c, const char *path)
 		if (jint(o, "max_io_queues", &v)) c->tcp.max_io_queues = (uint16_t)v;
 		if (jint(o, "buffer_budget_mb", &v)) c->tcp.buffer_budget = (uint64_t)v << 20;
 	}
+	if (json_object_object_get_ex(root, "shm", &o)) {
+		if (jint(o, "pollers", &v)) c->shm.pollers = (unsigned)v;
+		if (jint(o, "poll_idle_us", &v)) c->shm.poll_idle_us = (unsigned)v;
+		if (jint(o, "mqes", &v)) c->shm.mqes = (uint16_t)v;
+		if (jint(o, "max_io_queues", &v)) c->shm.max_io_queues = (uint16_t)v;
+		if (jint(o, "max_regions", &v)) c->shm.max_regions = (unsigned)v;
+		if (jint(o, "max_reg_mb", &v)) c->shm.max_reg_bytes = (uint64_t)v << 20;
+	}
 	if (jstr(root, "log_level") && set_log_level(c, jstr(root, "log_level")) < 0) {
 		fprintf(stderr, "rados-nkv: %s: log_level must be error, warn, info or debug\n", path);
 		goto out;
@@ -303,7 +317,7 @@ out:
 /* ---- flags --------------------------------------------------------------------------------------- */
 
 enum { OPT_CEPH_CONF = 256, OPT_KEYRING, OPT_CLIENT_ID, OPT_OP_TIMEOUT, OPT_CONNECT_TIMEOUT, OPT_QD,
-       OPT_ICD, OPT_BUDGET, OPT_GRACE, OPT_LOG, OPT_PID };
+       OPT_ICD, OPT_BUDGET, OPT_GRACE, OPT_LOG, OPT_PID, OPT_SHM_POLLERS, OPT_SHM_POLL_US, OPT_SHM_MQES };
 
 int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 {
@@ -318,7 +332,9 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 		{"reactors", required_argument, 0, 'r'}, {"queue-depth", required_argument, 0, OPT_QD},
 		{"in-capsule", required_argument, 0, OPT_ICD}, {"buffer-budget", required_argument, 0, OPT_BUDGET},
 		{"grace-ms", required_argument, 0, OPT_GRACE}, {"log-level", required_argument, 0, OPT_LOG},
-		{"pid-file", required_argument, 0, OPT_PID}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
+		{"pid-file", required_argument, 0, OPT_PID}, {"shm", required_argument, 0, 'S'},
+		{"shm-pollers", required_argument, 0, OPT_SHM_POLLERS}, {"shm-poll-us", required_argument, 0, OPT_SHM_POLL_US},
+		{"shm-mqes", required_argument, 0, OPT_SHM_MQES}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
 	};
 	bool cli_listeners = false;
 	unsigned u;
@@ -326,7 +342,7 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 	int o;
 
 	optind = 1;
-	while ((o = getopt_long(argc, argv, "c:b:l:d:s:p:n:a:r:h", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "c:b:l:d:s:p:n:a:r:S:h", opts, NULL)) != -1) {
 		struct conf_subsys *s;
 		switch (o) {
 		case 'c':
@@ -408,6 +424,26 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 				goto bad;
 			break;
 		case OPT_PID: copy(c->pid_file, sizeof(c->pid_file), optarg); break;
+		case 'S':
+			if (!(s = cur_subsys(c)) || strlen(optarg) >= sizeof(s->shm_path))
+				goto bad;
+			copy(s->shm_path, sizeof(s->shm_path), optarg);
+			break;
+		case OPT_SHM_POLLERS:
+			if (parse_uint(optarg, 64, &u) < 0 || u == 0)
+				goto bad;
+			c->shm.pollers = u;
+			break;
+		case OPT_SHM_POLL_US:
+			if (parse_uint(optarg, 1000000, &u) < 0 || u == 0)
+				goto bad;
+			c->shm.poll_idle_us = u;
+			break;
+		case OPT_SHM_MQES:
+			if (parse_uint(optarg, 65535, &u) < 0 || u == 0)
+				goto bad;
+			c->shm.mqes = (uint16_t)u;
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);

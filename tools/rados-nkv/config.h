@@ -28,12 +28,14 @@ struct conf_subsys {
 	unsigned nns;
 	char hosts[CONF_MAX_HOSTS][224];
 	unsigned nhosts;
+	char shm_path[108];  /* Unix socket of the shared-memory transport; "" = not served over shm */
 };
 
 struct daemon_conf {
 	struct nkv_backend_conf backend;
 	char backend_name[16], ceph_conf[4096], keyring[4096], client_id[128];
 	struct nkv_tcp_conf tcp;
+	struct nkv_shm_conf shm;
 	struct conf_listener listeners[CONF_MAX_LISTENERS];
 	unsigned nlisteners;
 	struct conf_listener discovery;

@@ -88,6 +88,28 @@ static int listen_all(struct daemon_conf *c, struct nkv_tcp *tcp)
 	return 0;
 }
 
+/* The shared-memory transport starts only when a subsystem names a socket for it. */
+static int listen_shm(struct daemon_conf *c, struct nkv_target *tgt, struct nkv_shm **shm)
+{
+	int rc;
+
+	for (unsigned i = 0; i < c->nsubsys; i++) {
+		struct conf_subsys *s = &c->subsys[i];
+		if (!*s->shm_path)
+			continue;
+		if (!*shm && (rc = nkv_shm_create(tgt, &c->shm, shm)) < 0) {
+			fprintf(stderr, "rados-nkv: cannot start the shared-memory transport: %s\n", strerror(-rc));
+			return rc;
+		}
+		if ((rc = nkv_shm_listen(*shm, s->nqn, s->shm_path)) < 0) {
+			fprintf(stderr, "rados-nkv: cannot serve %s on %s: %s\n", s->nqn, s->shm_path, strerror(-rc));
+			return rc;
+		}
+		fprintf(stderr, "rados-nkv: shared memory for %s on %s\n", s->nqn, s->shm_path);
+	}
+	return 0;
+}
+
 /* The -c/--config file is loaded before the other flags so that they override it. */
 static const char *config_arg(int argc, char **argv)
 {
@@ -105,6 +127,7 @@ int main(int argc, char **argv)
 	static struct daemon_conf conf; /* large: keep it off the stack */
 	struct nkv_target *tgt = NULL;
 	struct nkv_tcp *tcp = NULL;
+	struct nkv_shm *shm = NULL;
 	const char *cfile = config_arg(argc, argv);
 	sigset_t sigs;
 	int sig = 0, rc = 1;
@@ -130,7 +153,7 @@ int main(int argc, char **argv)
 		rc = 1;
 		goto out;
 	}
-	if (listen_all(&conf, tcp) < 0) {
+	if (listen_all(&conf, tcp) < 0 || listen_shm(&conf, tgt, &shm) < 0) {
 		rc = 1;
 		goto out;
 	}
@@ -148,6 +171,7 @@ int main(int argc, char **argv)
 		conf.grace_ms);
 	rc = 0;
 out:
+	nkv_shm_destroy(shm, (int)conf.grace_ms);
 	nkv_tcp_destroy(tcp, (int)conf.grace_ms);
 	nkv_target_destroy(tgt);
 	if (*conf.pid_file && rc == 0)
