@@ -121,7 +121,8 @@ struct tcp_conn {
 	bool rx_is_h2c, rx_last;
 	/* send */
 	struct tcp_tx *txq, **txq_tail;
-	struct tcp_tx ctl;          /* ICResp or C2HTermReq */
+	struct tcp_tx ctl;          /* ICResp */
+	struct tcp_tx term;         /* C2HTermReq: its own slot, as the ICResp may still be queued */
 };
 
 struct tcp_reactor {
@@ -375,7 +376,10 @@ static void conn_flush(struct tcp_conn *c)
 /* Send a C2HTermReq with the offending header, then close (wire doc C.3). */
 static void send_term(struct tcp_conn *c, uint16_t fes, uint32_t fei)
 {
-	struct tcp_tx *tx = &c->ctl;
+	struct tcp_tx *tx = &c->term;
+
+	if (c->terminating)
+		return; /* one termination per connection; the first reason is the one reported */
 	struct nkv_tcp_term *tr = (struct nkv_tcp_term *)tx->hdr;
 	uint32_t copy = c->hgot < NKV_TCP_TERM_MAX_PLEN - 24 ? c->hgot : NKV_TCP_TERM_MAX_PLEN - 24;
 
@@ -410,6 +414,9 @@ static void tcp_complete(struct nkv_req *req)
 	struct tcp_conn *c = r->conn;
 	uint32_t hd = c->hdgst ? 4 : 0;
 
+	NKV_DEBUG("tcp %s: qid %u cid %u cpl status %04xh dw0 %08xh xfer %u%s", c->peer, c->qp.qid,
+		  nkv_get16(&req->cmd.cid), nkv_get16(&req->cpl.status) >> 1, nkv_get32(&req->cpl.dw0),
+		  (unsigned)req->xfer, c->closed ? " (connection gone)" : "");
 	if (c->closed) { /* the connection went away while the command ran: a tombstone */
 		req_release(r);
 		return;
@@ -638,6 +645,16 @@ static void rx_cmd(struct tcp_conn *c, uint32_t icd)
 		return;
 	}
 	r->req.cmd = pdu->sqe;
+	/* One line per command at debug level: what the host sent, in order (fabrics: FCTYPE, and
+	 * CDW10/CDW11 are ATTRIB/OFST for Property Get/Set). */
+	NKV_DEBUG("tcp %s: qid %u cid %u cmd opc %02xh%s%.*x%s nsid %xh cdw10 %08xh cdw11 %08xh cdw12 %08xh "
+		  "cdw14 %08xh sgl %u icd %u",
+		  c->peer, c->qp.qid, nkv_get16(&pdu->sqe.cid), pdu->sqe.opc,
+		  pdu->sqe.opc == NKV_ADM_FABRICS ? " fctype " : "", pdu->sqe.opc == NKV_ADM_FABRICS ? 2 : 0,
+		  pdu->sqe.opc == NKV_ADM_FABRICS ? (unsigned)((const struct nkv_fabrics_cmd *)&pdu->sqe)->fctype : 0u,
+		  pdu->sqe.opc == NKV_ADM_FABRICS ? "h" : "",
+		  pdu->sqe.opc == NKV_ADM_FABRICS ? 0 : nkv_get32(&pdu->sqe.nsid), nkv_get32(&pdu->sqe.cdw10),
+		  nkv_get32(&pdu->sqe.cdw11), nkv_get32(&pdu->sqe.cdw12), nkv_get32(&pdu->sqe.cdw14), sgl_len, icd);
 	r->icd_len = icd;
 	r->sgl_len = sgl_len;
 	r->h2c = dir == 1;
