@@ -1,7 +1,10 @@
 /*
- * nkv.h - libnkv, the rados-nkv client library: an NVMe/TCP initiator for the NVMe Key Value
- * command set. Connect to a subsystem (directly or through a discovery controller), identify its
- * KV namespaces, and run Store / Retrieve / Delete / Exist / List synchronously or asynchronously.
+ * nkv.h - libnkv, the rados-nkv client library: an initiator for the NVMe Key Value command set
+ * over two transports, NVMe/TCP (nkv_connect) and the target's shared-memory PCIe-style controller
+ * (nkv_connect_shm: a register page, SQ/CQ rings and PRPs in memory shared over a Unix socket).
+ * Connect to a subsystem (directly or through a discovery controller), identify its KV namespaces,
+ * and run Store / Retrieve / Delete / Exist / List synchronously or asynchronously. Every call below
+ * works over both transports unless it says otherwise.
  *
  * Errors: every call returns 0 (or a count) on success and -errno on failure. A command that
  * reached the controller and failed there returns the errno of its NVMe status (see
@@ -26,7 +29,7 @@ extern "C" {
 #endif
 
 struct nkv_ctrl;  /* one controller association: admin queue + I/O queues */
-struct nkv_qpair; /* one I/O queue (one TCP connection) */
+struct nkv_qpair; /* one I/O queue (one TCP connection, or one shm SQ/CQ pair) */
 
 /** Connection options; zeroed fields take the defaults noted. */
 struct nkv_conn_opts {
@@ -38,6 +41,8 @@ struct nkv_conn_opts {
 	bool no_keepalive;     /* send KATO 0 (no keep-alive timer on the target) */
 	uint16_t queue_depth;  /* I/O queue entries; 0: 128 (clamped to the controller's MQES+1) */
 	int timeout_ms;        /* connect and synchronous-command timeout; 0: 30000 */
+	uint32_t shm_bounce_kib; /* shm: per queue pair bounce area for buffers not from nkv_buf_alloc();
+				  * 0: twice the controller's MDTS, 1 MiB to 256 MiB (mapped lazily) */
 };
 
 #define NKV_STATUS_HOST_PATH 0x370 /* SCT 3h SC 70h: the connection failed before the CQE arrived */
@@ -59,6 +64,30 @@ struct nkv_cpl {
  */
 int nkv_connect(const char *traddr, const char *trsvcid, const char *subnqn,
 		const struct nkv_conn_opts *opts, struct nkv_ctrl **out);
+
+/**
+ * Connect to the shared-memory (PCIe-style) controller served on Unix socket @path (nkv_shm.h):
+ * HELLO with the host NQN and ID, map the register page, register the admin queues, then bring the
+ * controller up as a PCIe driver does (CSTS.RDY = 0, AQA/ASQ/ACQ, CC.EN with CSS 110b, CSTS.RDY
+ * within CAP.TO), Identify Controller, Set Features Number of Queues. nkv_connect() with traddr
+ * "shm:/path/to/socket" does the same (trsvcid ignored; a SUBNQN other than the socket's fails with
+ * -ENOENT). opts->hdgst/ddgst/kato_ms do not apply (no Keep Alive on PCIe). @opts may be NULL.
+ * @return 0, -ENOENT / -ECONNREFUSED (no listener at @path), -EACCES (host not allowed),
+ * -ETIMEDOUT (no reply, or CSTS.RDY not set within CAP.TO), -EIO (CSTS.CFS), -EPROTO (the target
+ * broke the protocol), -ENAMETOOLONG, -EINVAL, -ENOMEM.
+ */
+int nkv_connect_shm(const char *path, const struct nkv_conn_opts *opts, struct nkv_ctrl **out);
+
+/**
+ * Allocate @len bytes of I/O buffer for @ctrl. Over shm the memory is a memfd registered with the
+ * controller: commands whose buffers lie inside it move data with no copy (other memory goes through
+ * a per-queue-pair registered bounce area). Over TCP it is plain malloc memory. Any thread.
+ * @return the buffer (4 KiB aligned over shm), or NULL (errno not set; out of memory or the
+ * controller's registration limits).
+ */
+void *nkv_buf_alloc(struct nkv_ctrl *ctrl, size_t len);
+/** Free a buffer from nkv_buf_alloc() on the same controller (no command may still use it). */
+void nkv_buf_free(struct nkv_ctrl *ctrl, void *buf);
 
 /** Delete all queue pairs, disconnect and free the controller. NULL is a no-op. */
 void nkv_disconnect(struct nkv_ctrl *ctrl);
@@ -105,11 +134,13 @@ int nkv_ns_identify(struct nkv_ctrl *ctrl, uint32_t nsid, struct nkv_id_ns_kv *i
 int nkv_admin(struct nkv_ctrl *ctrl, const struct nkv_sqe *sqe, void *buf, uint32_t len, struct nkv_cpl *cpl);
 
 /**
- * Create an I/O queue pair (a new TCP connection with its own Connect). @depth 0: opts.queue_depth.
+ * Create an I/O queue pair (TCP: a new connection with its own Connect; shm: rings in registered
+ * memory, then Create I/O CQ and Create I/O SQ on the admin queue). @depth 0: opts.queue_depth.
  * @return 0, -ENOSPC (the controller granted no more queues), or -errno as nkv_connect().
  */
 int nkv_qpair_create(struct nkv_ctrl *ctrl, uint16_t depth, struct nkv_qpair **out);
-/** Wait (bounded by timeout_ms) for outstanding commands, then close the queue. */
+/** Wait (bounded by timeout_ms) for outstanding commands, then close the queue (shm: Delete I/O SQ
+ *  then Delete I/O CQ). */
 void nkv_qpair_destroy(struct nkv_qpair *qp);
 /** Queue entries usable for commands (the Connect SQSIZE + 1). */
 uint16_t nkv_qpair_depth(const struct nkv_qpair *qp);
@@ -120,9 +151,13 @@ unsigned nkv_qpair_outstanding(const struct nkv_qpair *qp);
 typedef void (*nkv_cb)(void *arg, const struct nkv_cpl *cpl);
 
 /**
- * Queue a raw command (passthrough). The library sets the CID and the SGL; @buf must stay valid
- * until the callback runs. Nothing is sent until nkv_qpair_poll() or nkv_qpair_flush() runs.
- * @return 0, -EAGAIN (queue full: poll first), -ENOTCONN (queue failed).
+ * Queue a raw command (passthrough). The library sets the CID and the data pointer (TCP: an SGL;
+ * shm: PRP1/PRP2/PRP list, PSDT 00b, FUSE 0); @buf must stay valid until the callback runs.
+ * Nothing is sent until nkv_qpair_poll() or nkv_qpair_flush() runs (shm: one doorbell write per batch).
+ * Over shm PRPs carry no length, so a buffer shorter than the command's own transfer (Store Value
+ * Size, Retrieve/List Host Buffer Size, Identify 4096, Get Log Page NUMD) is refused with -EINVAL
+ * before anything is sent, as is one above the controller's MDTS.
+ * @return 0, -EAGAIN (queue full or bounce area busy: poll first), -ENOTCONN (queue failed), -EINVAL.
  */
 int nkv_submit(struct nkv_qpair *qp, const struct nkv_sqe *sqe, void *buf, uint32_t len, nkv_cb cb, void *arg);
 

@@ -54,8 +54,8 @@ static int copy_str(char *dst, size_t cap, const char *src)
 	return 0;
 }
 
-static struct nkv_ctrl *ctrl_alloc(const char *traddr, const char *trsvcid, const char *subnqn,
-				   const struct nkv_conn_opts *opts, int *err)
+struct nkv_ctrl *nkv_ctrl_alloc(const char *traddr, const char *trsvcid, const char *subnqn,
+				const struct nkv_conn_opts *opts, bool allow_empty_nqn, int *err)
 {
 	struct nkv_ctrl *c = calloc(1, sizeof(*c));
 	*err = -ENOMEM;
@@ -65,7 +65,7 @@ static struct nkv_ctrl *ctrl_alloc(const char *traddr, const char *trsvcid, cons
 		c->opts = *opts;
 	*err = -EINVAL;
 	if (copy_str(c->traddr, sizeof(c->traddr), traddr) || copy_str(c->trsvcid, sizeof(c->trsvcid), trsvcid) ||
-	    copy_str(c->subnqn, 224, subnqn) || !*subnqn) {
+	    copy_str(c->subnqn, 224, subnqn) || (!*subnqn && !allow_empty_nqn)) {
 		free(c);
 		return NULL;
 	}
@@ -90,6 +90,7 @@ static struct nkv_ctrl *ctrl_alloc(const char *traddr, const char *trsvcid, cons
 		snprintf(c->hostnqn, sizeof(c->hostnqn), "nqn.2014-08.org.nvmexpress:uuid:%s", u);
 	}
 	c->opts.hostnqn = NULL; /* not owned: never read again */
+	c->ops = &nkv_tcp_ops;
 	c->kato_ms = c->opts.no_keepalive ? 0 : (c->opts.kato_ms ? c->opts.kato_ms : NKV_DEFAULT_KATO_MS);
 	c->discovery = strcmp(subnqn, NKV_DISCOVERY_NQN) == 0;
 	pthread_mutex_init(&c->admin_mu, NULL);
@@ -106,14 +107,20 @@ static struct nkv_ctrl *ctrl_alloc(const char *traddr, const char *trsvcid, cons
 
 /* ---- admin queue ------------------------------------------------------------------------------- */
 
-int nkv_admin(struct nkv_ctrl *ctrl, const struct nkv_sqe *sqe, void *buf, uint32_t len, struct nkv_cpl *cpl)
+int nkv_admin_flags(struct nkv_ctrl *ctrl, const struct nkv_sqe *sqe, void *buf, uint32_t len,
+		    struct nkv_cpl *cpl, unsigned flags)
 {
 	if (!ctrl || !sqe)
 		return -EINVAL;
 	pthread_mutex_lock(&ctrl->admin_mu);
-	int rc = ctrl->admin->err ? ctrl->admin->err : nkv_exec(ctrl->admin, sqe, buf, len, cpl);
+	int rc = ctrl->admin->err ? ctrl->admin->err : nkv_exec_flags(ctrl->admin, sqe, buf, len, cpl, flags);
 	pthread_mutex_unlock(&ctrl->admin_mu);
 	return rc;
+}
+
+int nkv_admin(struct nkv_ctrl *ctrl, const struct nkv_sqe *sqe, void *buf, uint32_t len, struct nkv_cpl *cpl)
+{
+	return nkv_admin_flags(ctrl, sqe, buf, len, cpl, 0);
 }
 
 static void fabrics_sqe(struct nkv_sqe *sqe, uint8_t fctype)
@@ -270,7 +277,7 @@ static int enable(struct nkv_ctrl *ctrl)
 	return rc;
 }
 
-static int identify(struct nkv_ctrl *ctrl, uint8_t cns, uint8_t csi, uint32_t nsid, void *buf)
+int nkv_ctrl_identify_cmd(struct nkv_ctrl *ctrl, uint8_t cns, uint8_t csi, uint32_t nsid, void *buf)
 {
 	struct nkv_sqe sqe;
 	memset(&sqe, 0, sizeof(sqe));
@@ -281,20 +288,22 @@ static int identify(struct nkv_ctrl *ctrl, uint8_t cns, uint8_t csi, uint32_t ns
 	return nkv_admin(ctrl, &sqe, buf, NKV_IDENTIFY_SIZE, NULL);
 }
 
-static int set_num_queues(struct nkv_ctrl *ctrl)
+int nkv_ctrl_set_num_queues(struct nkv_ctrl *ctrl, unsigned want)
 {
 	struct nkv_sqe sqe;
 	struct nkv_cpl cpl;
 	memset(&sqe, 0, sizeof(sqe));
 	sqe.opc = NKV_ADM_SET_FEATURES;
 	nkv_put32(&sqe.cdw10, NKV_FEAT_NUM_QUEUES);
-	nkv_put32(&sqe.cdw11, (NKV_WANT_IO_QUEUES - 1) | ((NKV_WANT_IO_QUEUES - 1) << 16));
+	if (want < 1 || want > NKV_WANT_IO_QUEUES)
+		want = NKV_WANT_IO_QUEUES;
+	nkv_put32(&sqe.cdw11, (want - 1) | ((want - 1) << 16));
 	int rc = nkv_admin(ctrl, &sqe, NULL, 0, &cpl);
 	if (rc)
 		return rc;
 	unsigned nsq = (cpl.dw0 & 0xffff) + 1, ncq = (cpl.dw0 >> 16) + 1;
 	unsigned n = nsq < ncq ? nsq : ncq;
-	ctrl->nio = (uint16_t)(n < NKV_WANT_IO_QUEUES ? n : NKV_WANT_IO_QUEUES);
+	ctrl->nio = (uint16_t)(n < want ? n : want);
 	return 0;
 }
 
@@ -350,9 +359,8 @@ static void ka_stop(struct nkv_ctrl *ctrl)
 
 /* ---- connect / disconnect ---------------------------------------------------------------------- */
 
-static void ctrl_free(struct nkv_ctrl *ctrl)
+void nkv_ctrl_free_mem(struct nkv_ctrl *ctrl)
 {
-	nkv_tcp_qp_close(ctrl->admin);
 	pthread_mutex_destroy(&ctrl->admin_mu);
 	pthread_mutex_destroy(&ctrl->qp_mu);
 	pthread_mutex_destroy(&ctrl->ka_mu);
@@ -366,13 +374,15 @@ int nkv_connect(const char *traddr, const char *trsvcid, const char *subnqn, con
 	int rc;
 	if (!traddr || !subnqn || !out)
 		return -EINVAL;
-	struct nkv_ctrl *ctrl = ctrl_alloc(traddr, trsvcid ? trsvcid : "4420", subnqn, opts, &rc);
+	const char *shm_path = nkv_shm_traddr_path(traddr);
+	if (shm_path)
+		return nkv_connect_shm_nqn(shm_path, subnqn, opts, out);
+	struct nkv_ctrl *ctrl = nkv_ctrl_alloc(traddr, trsvcid ? trsvcid : "4420", subnqn, opts, false, &rc);
 	if (!ctrl)
 		return rc;
 	rc = nkv_tcp_qp_open(ctrl, 0, NKV_ADMIN_SLOTS, &ctrl->admin);
 	if (rc) {
-		ctrl->admin = NULL;
-		ctrl_free(ctrl);
+		nkv_ctrl_free_mem(ctrl);
 		return rc;
 	}
 	ctrl->admin->icd_max = NKV_TCP_ADMIN_ICD;
@@ -380,7 +390,7 @@ int nkv_connect(const char *traddr, const char *trsvcid, const char *subnqn, con
 	if (rc == 0)
 		rc = enable(ctrl);
 	if (rc == 0)
-		rc = identify(ctrl, NKV_CNS_CTRLR, 0, 0, &ctrl->id);
+		rc = nkv_ctrl_identify_cmd(ctrl, NKV_CNS_CTRLR, 0, 0, &ctrl->id);
 	if (rc == 0 && nkv_get16(&ctrl->id.cntlid) != ctrl->cntlid) {
 		NKV_WARN("libnkv: Identify CNTLID %u differs from the Connect CNTLID %u", nkv_get16(&ctrl->id.cntlid),
 			 ctrl->cntlid);
@@ -389,7 +399,7 @@ int nkv_connect(const char *traddr, const char *trsvcid, const char *subnqn, con
 	if (rc == 0 && ctrl->id.cntrltype == NKV_CNTRLTYPE_DISCOVERY)
 		ctrl->discovery = true;
 	if (rc == 0 && !ctrl->discovery)
-		rc = set_num_queues(ctrl);
+		rc = nkv_ctrl_set_num_queues(ctrl, NKV_WANT_IO_QUEUES);
 	if (rc == 0 && ctrl->kato_ms) {
 		if (pthread_create(&ctrl->ka_thread, NULL, ka_main, ctrl) == 0)
 			ctrl->ka_running = true;
@@ -398,7 +408,9 @@ int nkv_connect(const char *traddr, const char *trsvcid, const char *subnqn, con
 	}
 	if (rc) {
 		NKV_DEBUG("libnkv: connect %s at %s:%s failed: %s", subnqn, traddr, ctrl->trsvcid, strerror(-rc));
-		ctrl_free(ctrl);
+		ka_stop(ctrl);
+		nkv_tcp_qp_close(ctrl->admin);
+		nkv_ctrl_free_mem(ctrl);
 		return rc;
 	}
 	NKV_INFO("libnkv: connected to %s at %s:%s, cntlid %u, %u I/O queues", subnqn, traddr, ctrl->trsvcid,
@@ -414,13 +426,16 @@ void nkv_disconnect(struct nkv_ctrl *ctrl)
 	ka_stop(ctrl);
 	while (ctrl->qps)
 		nkv_qpair_destroy(ctrl->qps);
-	if (!ctrl->admin->err) {
-		/* Normal shutdown notification (CC.SHN = 01b); the target tears down on close anyway. */
-		uint64_t cc;
-		if (prop_get(ctrl, NKV_REG_CC, false, &cc) == 0)
-			prop_set(ctrl, NKV_REG_CC, ((uint32_t)cc & ~(3u << 14)) | (1u << 14));
-	}
-	ctrl_free(ctrl);
+	ctrl->ops->ctrl_close(ctrl);
+	nkv_ctrl_free_mem(ctrl);
+}
+
+void nkv_ctrl_fabrics_shutdown(struct nkv_ctrl *ctrl)
+{
+	/* Normal shutdown notification (CC.SHN = 01b); the target tears down on close anyway. */
+	uint64_t cc;
+	if (prop_get(ctrl, NKV_REG_CC, false, &cc) == 0)
+		prop_set(ctrl, NKV_REG_CC, ((uint32_t)cc & ~(3u << 14)) | (1u << 14));
 }
 
 const struct nkv_id_ctrlr *nkv_ctrl_identify(const struct nkv_ctrl *ctrl)
@@ -464,15 +479,8 @@ int nkv_qpair_create(struct nkv_ctrl *ctrl, uint16_t depth, struct nkv_qpair **o
 	if (d < 2)
 		d = 2; /* SQSIZE is 0's based and must be >= 1 */
 
-	struct nkv_qpair *qp;
-	int rc = nkv_tcp_qp_open(ctrl, qid, (uint16_t)d, &qp);
-	if (rc == 0) {
-		uint32_t ioccsz = nkv_get32(&ctrl->id.ioccsz);
-		qp->icd_max = ioccsz >= 4 ? ioccsz * 16 - 64 : 0;
-		rc = nkv_ctrl_fabrics_connect(ctrl, qp, (uint16_t)(d - 1), ctrl->cntlid, NULL);
-		if (rc)
-			nkv_tcp_qp_close(qp);
-	}
+	struct nkv_qpair *qp = NULL;
+	int rc = ctrl->ops->qp_create(ctrl, qid, (uint16_t)d, &qp);
 	pthread_mutex_lock(&ctrl->qp_mu);
 	if (rc) {
 		ctrl->qid_used[qid / 8] &= (uint8_t)~(1u << (qid % 8));
@@ -506,7 +514,7 @@ void nkv_qpair_destroy(struct nkv_qpair *qp)
 		}
 	ctrl->qid_used[qp->qid / 8] &= (uint8_t)~(1u << (qp->qid % 8));
 	pthread_mutex_unlock(&ctrl->qp_mu);
-	nkv_tcp_qp_close(qp);
+	ctrl->ops->qp_destroy(qp);
 }
 
 /* ---- namespaces -------------------------------------------------------------------------------- */
@@ -516,7 +524,7 @@ int nkv_ns_list(struct nkv_ctrl *ctrl, uint32_t *nsids, unsigned max)
 	uint32_t *list = calloc(1024, sizeof(uint32_t));
 	if (!list)
 		return -ENOMEM;
-	int rc = identify(ctrl, NKV_CNS_CSI_ACTIVE_NS, NKV_CSI_KV, 0, list);
+	int rc = nkv_ctrl_identify_cmd(ctrl, NKV_CNS_CSI_ACTIVE_NS, NKV_CSI_KV, 0, list);
 	if (rc == 0) {
 		unsigned n = 0;
 		while (n < 1024 && nkv_get32(&list[n])) {
@@ -532,7 +540,7 @@ int nkv_ns_list(struct nkv_ctrl *ctrl, uint32_t *nsids, unsigned max)
 
 int nkv_ns_identify(struct nkv_ctrl *ctrl, uint32_t nsid, struct nkv_id_ns_kv *id)
 {
-	int rc = identify(ctrl, NKV_CNS_CSI_NS, NKV_CSI_KV, nsid, id);
+	int rc = nkv_ctrl_identify_cmd(ctrl, NKV_CNS_CSI_NS, NKV_CSI_KV, nsid, id);
 	if (rc == -ENXIO)
 		return -ENOENT;
 	/* An inactive NSID answers with a zero-filled structure: no KV format means no namespace. */

@@ -7,6 +7,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "nkv/nkv.h"
@@ -70,9 +71,49 @@ enum rx_state {
 	RX_TERM,  /* the rest of a C2HTermReq */
 };
 
-/** A queue pair: one TCP connection, its Connect, and its command slots. */
+struct nkv_shm_qp;
+struct nkv_shm_ctrl;
+
+/* Internal submit flags. */
+#define NKV_SUBMIT_RAW_DPTR 0x1u /* shm: keep the SQE's DPTR as given (queue creation carries PRP1 itself) */
+
+/**
+ * A client transport: what differs between NVMe/TCP (tcp.c) and the shared-memory PCIe-style
+ * controller (shm*.c). The public calls in nkv.h dispatch through it (qpair.c, ctrl.c).
+ */
+struct nkv_transport_ops {
+	const char *name;
+	/** Open I/O queue pair @qid with @depth usable slots (TCP: socket, ICReq, Connect; shm: rings,
+	 *  Create I/O CQ/SQ). @return 0 or -errno. */
+	int (*qp_create)(struct nkv_ctrl *ctrl, uint16_t qid, uint16_t depth, struct nkv_qpair **out);
+	/** Tear an I/O queue pair down and free it; outstanding commands complete with HOST_PATH. */
+	void (*qp_destroy)(struct nkv_qpair *qp);
+	/** Queue one command (nkv_submit semantics; @flags: NKV_SUBMIT_*). */
+	int (*submit)(struct nkv_qpair *qp, const struct nkv_sqe *sqe, void *buf, uint32_t len, nkv_cb cb,
+		      void *arg, unsigned flags);
+	/** nkv_qpair_flush / nkv_qpair_poll semantics. */
+	int (*flush)(struct nkv_qpair *qp);
+	int (*poll)(struct nkv_qpair *qp, int timeout_ms);
+	/** Fail the queue pair: every outstanding command completes with NKV_STATUS_HOST_PATH. */
+	void (*fail)(struct nkv_qpair *qp, int err);
+	/** Controller teardown once the I/O queues are gone: shutdown notification, admin queue. */
+	void (*ctrl_close)(struct nkv_ctrl *ctrl);
+	/** nkv_buf_alloc / nkv_buf_free. */
+	void *(*buf_alloc)(struct nkv_ctrl *ctrl, size_t len);
+	void (*buf_free)(struct nkv_ctrl *ctrl, void *p);
+};
+
+extern const struct nkv_transport_ops nkv_tcp_ops;
+extern const struct nkv_transport_ops nkv_shm_ops;
+
+/**
+ * A queue pair: the fields the public layer uses, then the NVMe/TCP state (one TCP connection, its
+ * Connect, its command slots) or, for shm, a pointer to the shared-memory state.
+ */
 struct nkv_qpair {
 	struct nkv_ctrl *ctrl;
+	const struct nkv_transport_ops *ops;
+	struct nkv_shm_qp *shm;    /* shm transport state (NULL over TCP) */
 	struct nkv_qpair *next_qp; /* ctrl's list of I/O queue pairs */
 	int fd;
 	uint16_t qid;
@@ -105,7 +146,9 @@ struct nkv_qpair {
 
 /** A controller association. */
 struct nkv_ctrl {
-	char traddr[257];
+	const struct nkv_transport_ops *ops;
+	struct nkv_shm_ctrl *shm;  /* shm transport state (NULL over TCP) */
+	char traddr[257];          /* TCP address, or the shm socket path */
 	char trsvcid[33];
 	char subnqn[257];
 	char hostnqn[257];
@@ -142,6 +185,36 @@ void nkv_tcp_qp_fail(struct nkv_qpair *qp, int err);
 int64_t nkv_client_now_ms(void);
 
 /* ctrl.c */
+/**
+ * Allocate a controller and settle its identity (host NQN and ID, timeouts). @subnqn may be empty
+ * only when @allow_empty_nqn (shm: the socket names the subsystem). @return NULL with *err set.
+ */
+struct nkv_ctrl *nkv_ctrl_alloc(const char *traddr, const char *trsvcid, const char *subnqn,
+				const struct nkv_conn_opts *opts, bool allow_empty_nqn, int *err);
+/** Free a controller whose transport state is already gone (ops->ctrl_close ran or never started). */
+void nkv_ctrl_free_mem(struct nkv_ctrl *ctrl);
+/** Identify (CNS @cns, CSI @csi) into @buf (4096 bytes) over the admin queue. */
+int nkv_ctrl_identify_cmd(struct nkv_ctrl *ctrl, uint8_t cns, uint8_t csi, uint32_t nsid, void *buf);
+/** Set Features Number of Queues asking for @want pairs; sets ctrl->nio to the grant (<= @want). */
+int nkv_ctrl_set_num_queues(struct nkv_ctrl *ctrl, unsigned want);
+/** Admin command with internal submit flags (NKV_SUBMIT_*), serialized like nkv_admin(). */
+int nkv_admin_flags(struct nkv_ctrl *ctrl, const struct nkv_sqe *sqe, void *buf, uint32_t len,
+		    struct nkv_cpl *cpl, unsigned flags);
+/** Fabrics: CC.SHN = 01b on the way out (TCP ctrl_close). */
+void nkv_ctrl_fabrics_shutdown(struct nkv_ctrl *ctrl);
+
+/* qpair.c */
+/** nkv_exec with internal submit flags. */
+int nkv_exec_flags(struct nkv_qpair *qp, const struct nkv_sqe *sqe, void *buf, uint32_t len, struct nkv_cpl *cpl,
+		   unsigned flags);
+
+/* shm_ctrl.c */
+/** Parse "shm:/path" (nkv_connect's convenience form). @return the path, or NULL. */
+const char *nkv_shm_traddr_path(const char *traddr);
+/** nkv_connect_shm, then check the controller's SUBNQN against @subnqn (NULL or "": any). */
+int nkv_connect_shm_nqn(const char *path, const char *subnqn, const struct nkv_conn_opts *opts,
+			struct nkv_ctrl **out);
+
 /** Fabrics Connect on @qp (QID qp->qid). @return 0 or -errno (see connect_errno in ctrl.c). */
 int nkv_ctrl_fabrics_connect(struct nkv_ctrl *ctrl, struct nkv_qpair *qp, uint16_t sqsize, uint16_t cntlid,
 			     uint16_t *cntlid_out);

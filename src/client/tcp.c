@@ -203,6 +203,7 @@ int nkv_tcp_qp_open(struct nkv_ctrl *ctrl, uint16_t qid, uint16_t slots, struct 
 		return -ENOMEM;
 	}
 	qp->ctrl = ctrl;
+	qp->ops = &nkv_tcp_ops;
 	qp->fd = -1;
 	qp->qid = qid;
 	qp->depth = slots;
@@ -777,8 +778,10 @@ static int rx_poll(struct nkv_qpair *qp)
 
 /* ---- public queue pair API --------------------------------------------------------------------- */
 
-int nkv_submit(struct nkv_qpair *qp, const struct nkv_sqe *sqe, void *buf, uint32_t len, nkv_cb cb, void *arg)
+static int tcp_submit(struct nkv_qpair *qp, const struct nkv_sqe *sqe, void *buf, uint32_t len, nkv_cb cb, void *arg,
+		      unsigned flags)
 {
+	(void)flags; /* the SGL is always built here */
 	if (!qp || !sqe || (len && !buf))
 		return -EINVAL;
 	if (qp->err)
@@ -820,7 +823,7 @@ int nkv_submit(struct nkv_qpair *qp, const struct nkv_sqe *sqe, void *buf, uint3
 	return 0;
 }
 
-int nkv_qpair_flush(struct nkv_qpair *qp)
+static int tcp_flush(struct nkv_qpair *qp)
 {
 	if (qp->err)
 		return qp->err;
@@ -832,7 +835,7 @@ int nkv_qpair_flush(struct nkv_qpair *qp)
 	return 0;
 }
 
-int nkv_qpair_poll(struct nkv_qpair *qp, int timeout_ms)
+static int tcp_poll(struct nkv_qpair *qp, int timeout_ms)
 {
 	if (qp->err)
 		return qp->err;
@@ -866,66 +869,56 @@ int nkv_qpair_poll(struct nkv_qpair *qp, int timeout_ms)
 	}
 }
 
-uint16_t nkv_qpair_depth(const struct nkv_qpair *qp)
+/* ---- transport ops ----------------------------------------------------------------------------- */
+
+/** I/O queue pair: a new connection with its own Connect (wire doc C.2). */
+static int tcp_qp_create(struct nkv_ctrl *ctrl, uint16_t qid, uint16_t depth, struct nkv_qpair **out)
 {
-	return qp->depth;
-}
-
-unsigned nkv_qpair_outstanding(const struct nkv_qpair *qp)
-{
-	return qp->outstanding;
-}
-
-/* ---- synchronous execution --------------------------------------------------------------------- */
-
-struct waiter {
-	bool done;
-	struct nkv_cpl cpl;
-};
-
-static void waiter_cb(void *arg, const struct nkv_cpl *cpl)
-{
-	struct waiter *w = arg;
-	w->cpl = *cpl;
-	w->done = true;
-}
-
-int nkv_exec(struct nkv_qpair *qp, const struct nkv_sqe *sqe, void *buf, uint32_t len, struct nkv_cpl *cpl)
-{
-	struct waiter w = {0};
-	int rc = nkv_submit(qp, sqe, buf, len, waiter_cb, &w);
-	if (rc == -EAGAIN) {
-		/* All slots busy with async commands: make room first, within the timeout. */
-		int64_t deadline = nkv_client_now_ms() + qp->timeout_ms;
-		while (rc == -EAGAIN && nkv_client_now_ms() < deadline) {
-			int p = nkv_qpair_poll(qp, (int)(deadline - nkv_client_now_ms()));
-			if (p < 0)
-				return p;
-			rc = nkv_submit(qp, sqe, buf, len, waiter_cb, &w);
-		}
-	}
-	if (rc == -ENOTCONN && qp->err)
-		return qp->err;
+	struct nkv_qpair *qp;
+	int rc = nkv_tcp_qp_open(ctrl, qid, depth, &qp);
 	if (rc)
 		return rc;
-	int64_t deadline = nkv_client_now_ms() + qp->timeout_ms;
-	while (!w.done) {
-		int64_t left = deadline - nkv_client_now_ms();
-		if (left <= 0) {
-			/*
-			 * The command may still run on the target and its data would land in @buf after we
-			 * return: fail the connection so nothing can touch the caller's buffer any more.
-			 */
-			NKV_WARN("libnkv: qid %u: command %#x timed out after %d ms; closing the queue", qp->qid,
-				 sqe->opc, qp->timeout_ms);
-			nkv_tcp_qp_fail(qp, -ETIMEDOUT);
-			break;
-		}
-		nkv_qpair_poll(qp, (int)left);
+	uint32_t ioccsz = nkv_get32(&ctrl->id.ioccsz);
+	qp->icd_max = ioccsz >= 4 ? ioccsz * 16 - 64 : 0;
+	rc = nkv_ctrl_fabrics_connect(ctrl, qp, (uint16_t)(depth - 1), ctrl->cntlid, NULL);
+	if (rc) {
+		nkv_tcp_qp_close(qp);
+		return rc;
 	}
-	if (cpl)
-		*cpl = w.cpl;
-	if (w.cpl.status == NKV_STATUS_HOST_PATH && qp->err)
-		return qp->err;
-	return nkv_status_errno(w.cpl.status);
+	*out = qp;
+	return 0;
 }
+
+static void tcp_ctrl_close(struct nkv_ctrl *ctrl)
+{
+	if (ctrl->admin && !ctrl->admin->err)
+		nkv_ctrl_fabrics_shutdown(ctrl);
+	nkv_tcp_qp_close(ctrl->admin);
+	ctrl->admin = NULL;
+}
+
+/* Over TCP every buffer is sent from or received into where it is: plain memory will do. */
+static void *tcp_buf_alloc(struct nkv_ctrl *ctrl, size_t len)
+{
+	(void)ctrl;
+	return malloc(len ? len : 1);
+}
+
+static void tcp_buf_free(struct nkv_ctrl *ctrl, void *p)
+{
+	(void)ctrl;
+	free(p);
+}
+
+const struct nkv_transport_ops nkv_tcp_ops = {
+	.name = "tcp",
+	.qp_create = tcp_qp_create,
+	.qp_destroy = nkv_tcp_qp_close,
+	.submit = tcp_submit,
+	.flush = tcp_flush,
+	.poll = tcp_poll,
+	.fail = nkv_tcp_qp_fail,
+	.ctrl_close = tcp_ctrl_close,
+	.buf_alloc = tcp_buf_alloc,
+	.buf_free = tcp_buf_free,
+};

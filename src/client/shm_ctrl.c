@@ -1,0 +1,532 @@
+/*
+ * shm_ctrl.c - the controller side of libnkv's shared-memory (PCIe-style) transport: the Unix
+ * socket protocol of nkv_shm.h (HELLO and the register memfd, REG/DEREG of memory regions), the
+ * register page, bring-up as a PCIe driver does it (wire doc B.3), shutdown, and the registered
+ * buffers of nkv_buf_alloc().
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client/shm_int.h"
+#include "common/log.h"
+
+/* ---- registers --------------------------------------------------------------------------------- */
+
+static uint32_t rd32(const struct nkv_shm_ctrl *s, uint32_t off)
+{
+	/* acquire: what the controller wrote before the register (CSTS.RDY after its setup) is visible */
+	return __atomic_load_n((const uint32_t *)(s->regs + off), __ATOMIC_ACQUIRE);
+}
+
+static uint64_t rd64(const struct nkv_shm_ctrl *s, uint32_t off)
+{
+	return __atomic_load_n((const uint64_t *)(s->regs + off), __ATOMIC_ACQUIRE);
+}
+
+static void wr32(struct nkv_shm_ctrl *s, uint32_t off, uint32_t v)
+{
+	/* release: the controller that sees this value (CC.EN) also sees AQA/ASQ/ACQ and the queues */
+	__atomic_store_n((uint32_t *)(s->regs + off), v, __ATOMIC_RELEASE);
+}
+
+static void wr64(struct nkv_shm_ctrl *s, uint32_t off, uint64_t v)
+{
+	__atomic_store_n((uint64_t *)(s->regs + off), v, __ATOMIC_RELEASE);
+}
+
+volatile uint32_t *nkv_shm_doorbell(struct nkv_ctrl *ctrl, uint32_t off)
+{
+	if ((uint64_t)off + 4 > ctrl->shm->reg_size)
+		return NULL;
+	return (volatile uint32_t *)(ctrl->shm->regs + off);
+}
+
+static void nap_us(unsigned us)
+{
+	struct timespec ts = {.tv_sec = us / 1000000, .tv_nsec = (long)(us % 1000000) * 1000L};
+	nanosleep(&ts, NULL);
+}
+
+/** CAP.TO in ms (at least 500). */
+static int64_t cap_to_ms(uint64_t cap)
+{
+	int64_t to = (int64_t)((cap >> NKV_CAP_TO_SHIFT) & 0xff) * 500;
+	return to < 500 ? 500 : to;
+}
+
+/** Wait for (CSTS & @mask) == @want within CAP.TO. @return 0, -ETIMEDOUT, or -EIO on CFS (@cfs). */
+static int wait_csts(struct nkv_shm_ctrl *s, uint32_t mask, uint32_t want, bool cfs, uint32_t *last)
+{
+	int64_t deadline = nkv_client_now_ms() + cap_to_ms(s->cap);
+	unsigned us = 10;
+	for (;;) {
+		uint32_t csts = rd32(s, NKV_REG_CSTS);
+		*last = csts;
+		if (cfs && (csts & NKV_CSTS_CFS))
+			return -EIO;
+		if ((csts & mask) == want)
+			return 0;
+		if (nkv_client_now_ms() >= deadline)
+			return -ETIMEDOUT;
+		nap_us(us);
+		us = us < 1000 ? us * 2 : 1000;
+	}
+}
+
+/* ---- socket protocol --------------------------------------------------------------------------- */
+
+static void hdr_init(struct nkv_shm_hdr *h, uint16_t op)
+{
+	nkv_put32(&h->magic, NKV_SHM_MAGIC);
+	nkv_put16(&h->version, NKV_SHM_VERSION);
+	nkv_put16(&h->op, op);
+}
+
+/**
+ * Send one request (with @fd_in when >= 0) and receive its reply (with *@fd_out when asked).
+ * A lost or late reply leaves the stream out of step: the socket is shut down, which ends the
+ * controller. @return 0 with *@rep filled, or -errno (socket); the reply's own status is the caller's.
+ */
+static int request(struct nkv_shm_ctrl *s, const void *msg, size_t len, int fd_in, struct nkv_shm_reply *rep,
+		   int *fd_out)
+{
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(4 * sizeof(int))];
+	} cm;
+	struct iovec iov = {.iov_base = (void *)msg, .iov_len = len};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	int rc = 0;
+
+	if (fd_out)
+		*fd_out = -1;
+	pthread_mutex_lock(&s->sock_mu);
+	if (s->sock < 0) {
+		rc = -ENOTCONN;
+		goto out;
+	}
+	if (fd_in >= 0) {
+		memset(&cm, 0, sizeof(cm));
+		mh.msg_control = cm.b;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int));
+		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd_in, sizeof(int));
+	}
+	ssize_t n = sendmsg(s->sock, &mh, MSG_NOSIGNAL);
+	if (n != (ssize_t)len) {
+		rc = n < 0 ? (errno == EAGAIN ? -ETIMEDOUT : -errno) : -EPROTO;
+		goto broken;
+	}
+	memset(&cm, 0, sizeof(cm));
+	iov.iov_base = rep;
+	iov.iov_len = sizeof(*rep);
+	mh = (struct msghdr){.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.b, .msg_controllen = sizeof(cm.b)};
+	n = recvmsg(s->sock, &mh, MSG_CMSG_CLOEXEC);
+	if (n <= 0) {
+		rc = n == 0 ? -ECONNRESET : (errno == EAGAIN ? -ETIMEDOUT : -errno);
+		goto broken;
+	}
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t nfd = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < nfd; i++) {
+			int fd;
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			if (fd_out && *fd_out < 0)
+				*fd_out = fd;
+			else
+				close(fd); /* not asked for */
+		}
+	}
+	if (n != (ssize_t)sizeof(*rep) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
+	    nkv_get32(&rep->hdr.magic) != NKV_SHM_MAGIC) {
+		NKV_WARN("libnkv: shm: bad reply (%zd bytes, flags %#x, magic %#x)", n, mh.msg_flags,
+			 nkv_get32(&rep->hdr.magic));
+		rc = -EPROTO;
+		goto broken;
+	}
+	goto out;
+broken:
+	if (fd_out && *fd_out >= 0) {
+		close(*fd_out);
+		*fd_out = -1;
+	}
+	shutdown(s->sock, SHUT_RDWR);
+out:
+	pthread_mutex_unlock(&s->sock_mu);
+	return rc;
+}
+
+int nkv_shm_reg(struct nkv_ctrl *ctrl, int fd, uint64_t offset, uint64_t len, uint64_t iova, uint32_t flags)
+{
+	struct nkv_shm_reg m;
+	struct nkv_shm_reply r;
+	memset(&m, 0, sizeof(m));
+	hdr_init(&m.hdr, NKV_SHM_REG);
+	nkv_put64(&m.iova, iova);
+	nkv_put64(&m.len, len);
+	nkv_put64(&m.offset, offset);
+	nkv_put32(&m.flags, flags);
+	int rc = request(ctrl->shm, &m, sizeof(m), fd, &r, NULL);
+	if (rc == 0)
+		rc = (int32_t)nkv_get32(&r.status);
+	if (rc)
+		NKV_DEBUG("libnkv: shm REG iova %#llx len %llu flags %#x: %s", (unsigned long long)iova,
+			  (unsigned long long)len, flags, strerror(-rc));
+	return rc;
+}
+
+int nkv_shm_dereg(struct nkv_ctrl *ctrl, uint64_t iova)
+{
+	struct nkv_shm_reg m;
+	struct nkv_shm_reply r;
+	memset(&m, 0, sizeof(m));
+	hdr_init(&m.hdr, NKV_SHM_DEREG);
+	nkv_put64(&m.iova, iova);
+	int rc = request(ctrl->shm, &m, sizeof(m), -1, &r, NULL);
+	if (rc == 0)
+		rc = (int32_t)nkv_get32(&r.status);
+	if (rc)
+		NKV_DEBUG("libnkv: shm DEREG iova %#llx: %s", (unsigned long long)iova, strerror(-rc));
+	return rc;
+}
+
+uint64_t nkv_shm_iova_alloc(struct nkv_shm_ctrl *s, uint64_t len)
+{
+	pthread_mutex_lock(&s->iova_mu);
+	uint64_t iova = s->iova_next;
+	s->iova_next += (len + 2 * NKV_SHM_IOVA_ALIGN - 1) & ~(NKV_SHM_IOVA_ALIGN - 1); /* + a guard gap */
+	pthread_mutex_unlock(&s->iova_mu);
+	return iova;
+}
+
+int nkv_shm_alive(struct nkv_ctrl *ctrl)
+{
+	struct nkv_shm_ctrl *s = ctrl->shm;
+	struct pollfd p = {.fd = s->sock, .events = POLLRDHUP};
+	if (s->sock < 0 || (poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR | POLLRDHUP | POLLNVAL)))) {
+		NKV_DEBUG("libnkv: shm: the target closed the socket");
+		return -ECONNRESET;
+	}
+	if (rd32(s, NKV_REG_CSTS) & NKV_CSTS_CFS) {
+		NKV_WARN("libnkv: shm: controller fatal status (CSTS.CFS)");
+		return -EIO;
+	}
+	return 0;
+}
+
+/* ---- bring-up ---------------------------------------------------------------------------------- */
+
+static int sock_open(const char *path, int timeout_ms)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	struct timeval tv = {.tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000};
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int e = errno == EAGAIN ? -ETIMEDOUT : -errno;
+		close(fd);
+		return e;
+	}
+	return fd;
+}
+
+static int hello(struct nkv_ctrl *ctrl)
+{
+	struct nkv_shm_ctrl *s = ctrl->shm;
+	struct nkv_shm_hello h;
+	struct nkv_shm_reply r;
+	int fd = -1;
+	memset(&h, 0, sizeof(h));
+	hdr_init(&h.hdr, NKV_SHM_HELLO);
+	memcpy(h.hostid, ctrl->hostid, 16);
+	memcpy(h.hostnqn, ctrl->hostnqn, strnlen(ctrl->hostnqn, sizeof(h.hostnqn) - 1));
+	int rc = request(s, &h, sizeof(h), -1, &r, &fd);
+	if (rc == 0)
+		rc = (int32_t)nkv_get32(&r.status);
+	if (rc == 0 && fd < 0) {
+		NKV_WARN("libnkv: shm: HELLO reply without the register memfd");
+		rc = -EPROTO;
+	}
+	uint32_t size = nkv_get32(&r.reg_size);
+	if (rc == 0 && (size < NKV_SHM_DB_BASE + 8 || (size & 0xfff))) {
+		NKV_WARN("libnkv: shm: register page of %u bytes", size);
+		rc = -EPROTO;
+	}
+	if (rc == 0) {
+		void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (m == MAP_FAILED)
+			rc = -errno;
+		else
+			s->regs = m;
+	}
+	if (fd >= 0)
+		close(fd);
+	if (rc)
+		return rc;
+	s->reg_size = size;
+	ctrl->cntlid = nkv_get16(&r.cntlid);
+	s->max_queues = nkv_get16(&r.max_queues);
+	s->max_regions = nkv_get32(&r.max_regions);
+	s->max_reg_bytes = nkv_get64(&r.max_reg_bytes);
+	return 0;
+}
+
+/** Disable if needed, program the admin queue, CC.EN = 1, wait for CSTS.RDY (wire doc B.3). */
+static int enable(struct nkv_ctrl *ctrl)
+{
+	struct nkv_shm_ctrl *s = ctrl->shm;
+	struct nkv_shm_qp *a = ctrl->admin->shm;
+	uint32_t csts;
+	int rc;
+
+	s->cap = ctrl->cap = rd64(s, NKV_REG_CAP);
+	if (((s->cap >> NKV_CAP_MPSMIN_SHIFT) & 0xf) != 0 || ((s->cap >> NKV_CAP_DSTRD_SHIFT) & 0xf) != 0) {
+		NKV_WARN("libnkv: shm: CAP %#llx: MPSMIN and DSTRD must be 0", (unsigned long long)s->cap);
+		return -EPROTO;
+	}
+	uint32_t cc = rd32(s, NKV_REG_CC);
+	csts = rd32(s, NKV_REG_CSTS);
+	if ((cc & NKV_CC_EN) || (csts & NKV_CSTS_RDY)) {
+		wr32(s, NKV_REG_CC, cc & ~NKV_CC_EN);
+		rc = wait_csts(s, NKV_CSTS_RDY, 0, false, &csts);
+		if (rc) {
+			NKV_WARN("libnkv: shm: CSTS.RDY stayed 1 after CC.EN = 0 (CSTS %#x)", csts);
+			return rc;
+		}
+	}
+	wr32(s, NKV_REG_AQA, (uint32_t)(a->entries - 1) | (uint32_t)(a->entries - 1) << 16);
+	wr64(s, NKV_REG_ASQ, a->sq_iova);
+	wr64(s, NKV_REG_ACQ, a->cq_iova);
+	uint32_t css = NKV_CC_CSS_NVM;
+	if (s->cap & NKV_CAP_CSS_IOCS)
+		css = NKV_CC_CSS_IOCS;
+	else if ((s->cap & NKV_CAP_CSS_ADMIN_ONLY) && !(s->cap & NKV_CAP_CSS_NVM))
+		css = NKV_CC_CSS_ADMIN;
+	wr32(s, NKV_REG_CC, NKV_CC_EN | css << 4 | 6u << 16 | 4u << 20); /* MPS 0, AMS 0, IOSQES 6, IOCQES 4 */
+	rc = wait_csts(s, NKV_CSTS_RDY, NKV_CSTS_RDY, true, &csts);
+	if (rc) {
+		NKV_WARN("libnkv: shm: enable failed: %s (CSTS %#x, CC %#x)",
+			 rc == -EIO ? "controller fatal status" : "CSTS.RDY not set within CAP.TO", csts,
+			 rd32(s, NKV_REG_CC));
+		return rc;
+	}
+	ctrl->vs = rd32(s, NKV_REG_VS);
+	return 0;
+}
+
+const char *nkv_shm_traddr_path(const char *traddr)
+{
+	return traddr && strncmp(traddr, "shm:", 4) == 0 ? traddr + 4 : NULL;
+}
+
+static void shm_state_free(struct nkv_ctrl *ctrl)
+{
+	struct nkv_shm_ctrl *s = ctrl->shm;
+	if (!s)
+		return;
+	while (s->bufs) {
+		struct nkv_shm_buf *b = s->bufs;
+		s->bufs = b->next;
+		munmap(b->va, b->len);
+		close(b->fd);
+		free(b);
+	}
+	if (s->sock >= 0)
+		close(s->sock);
+	if (s->regs)
+		munmap(s->regs, s->reg_size);
+	pthread_mutex_destroy(&s->sock_mu);
+	pthread_mutex_destroy(&s->iova_mu);
+	pthread_rwlock_destroy(&s->buf_lock);
+	free(s);
+	ctrl->shm = NULL;
+}
+
+static void admin_free(struct nkv_ctrl *ctrl)
+{
+	if (!ctrl->admin)
+		return;
+	nkv_shm_ops.fail(ctrl->admin, -ECONNABORTED);
+	/* No DEREG: the controller keeps the admin queue until the socket closes, which frees it all. */
+	ctrl->admin->shm->ro_reg = ctrl->admin->shm->rw_reg = false;
+	nkv_shm_qp_free(ctrl->admin);
+	ctrl->admin = NULL;
+}
+
+int nkv_connect_shm_nqn(const char *path, const char *subnqn, const struct nkv_conn_opts *opts,
+			struct nkv_ctrl **out)
+{
+	int rc;
+	if (!path || !*path || !out)
+		return -EINVAL;
+	struct nkv_ctrl *ctrl = nkv_ctrl_alloc(path, "", subnqn ? subnqn : "", opts, true, &rc);
+	if (!ctrl)
+		return rc == -EINVAL && strlen(path) > 256 ? -ENAMETOOLONG : rc;
+	ctrl->ops = &nkv_shm_ops;
+	ctrl->kato_ms = 0; /* PCIe: no Keep Alive */
+	struct nkv_shm_ctrl *s = ctrl->shm = calloc(1, sizeof(*s));
+	if (!s) {
+		nkv_ctrl_free_mem(ctrl);
+		return -ENOMEM;
+	}
+	s->sock = -1;
+	s->iova_next = NKV_SHM_IOVA_BASE;
+	s->max_xfer = NKV_SHM_ADMIN_BOUNCE;
+	pthread_mutex_init(&s->sock_mu, NULL);
+	pthread_mutex_init(&s->iova_mu, NULL);
+	pthread_rwlock_init(&s->buf_lock, NULL);
+
+	rc = sock_open(path, ctrl->opts.timeout_ms);
+	if (rc >= 0) {
+		s->sock = rc;
+		rc = hello(ctrl);
+	}
+	if (rc == 0)
+		rc = nkv_shm_qp_alloc(ctrl, 0, NKV_SHM_ADMIN_ENTRIES, NKV_ADMIN_SLOTS, NKV_SHM_ADMIN_BOUNCE,
+				      NKV_SHM_ADMIN_BOUNCE, &ctrl->admin);
+	if (rc == 0)
+		ctrl->admin->shm->created = true;
+	if (rc == 0)
+		rc = enable(ctrl);
+	if (rc == 0)
+		rc = nkv_ctrl_identify_cmd(ctrl, NKV_CNS_CTRLR, 0, 0, &ctrl->id);
+	if (rc == 0 && nkv_get16(&ctrl->id.cntlid) != ctrl->cntlid) {
+		NKV_WARN("libnkv: shm: Identify CNTLID %u differs from the HELLO CNTLID %u",
+			 nkv_get16(&ctrl->id.cntlid), ctrl->cntlid);
+		rc = -EPROTO;
+	}
+	if (rc == 0) {
+		char nqn[257];
+		snprintf(nqn, sizeof(nqn), "%.*s", (int)strnlen(ctrl->id.subnqn, 256), ctrl->id.subnqn);
+		if (subnqn && *subnqn && strcmp(nqn, subnqn) != 0) {
+			NKV_DEBUG("libnkv: shm: %s serves %s, not %s", path, nqn, subnqn);
+			rc = -ENOENT;
+		}
+		memcpy(ctrl->subnqn, nqn, sizeof(nqn));
+		uint64_t mdts = ctrl->id.mdts ? (uint64_t)NKV_IDENTIFY_SIZE << ctrl->id.mdts : NKV_SHM_MAX_XFER_UNLIMITED;
+		s->max_xfer = (uint32_t)(mdts > NKV_SHM_MAX_XFER_UNLIMITED ? NKV_SHM_MAX_XFER_UNLIMITED : mdts);
+	}
+	if (rc == 0) {
+		unsigned want = s->max_queues < NKV_WANT_IO_QUEUES ? s->max_queues : NKV_WANT_IO_QUEUES;
+		rc = want ? nkv_ctrl_set_num_queues(ctrl, want) : 0;
+	}
+	if (rc) {
+		NKV_DEBUG("libnkv: shm connect %s failed: %s", path, strerror(-rc));
+		admin_free(ctrl);
+		shm_state_free(ctrl);
+		nkv_ctrl_free_mem(ctrl);
+		return rc;
+	}
+	NKV_INFO("libnkv: connected to %s at shm:%s, cntlid %u, %u I/O queues, MQES %u", ctrl->subnqn, path,
+		 ctrl->cntlid, ctrl->nio, NKV_CAP_MQES(s->cap));
+	*out = ctrl;
+	return 0;
+}
+
+int nkv_connect_shm(const char *path, const struct nkv_conn_opts *opts, struct nkv_ctrl **out)
+{
+	return nkv_connect_shm_nqn(path, NULL, opts, out);
+}
+
+void nkv_shm_ctrl_close(struct nkv_ctrl *ctrl)
+{
+	struct nkv_shm_ctrl *s = ctrl->shm;
+	if (s && s->regs && ctrl->admin && !ctrl->admin->err) {
+		/* Normal shutdown (CC.SHN = 01b), then wait for SHST = 10b within CAP.TO. */
+		uint32_t cc = rd32(s, NKV_REG_CC), csts;
+		wr32(s, NKV_REG_CC, (cc & ~(3u << 14)) | 1u << 14);
+		if (wait_csts(s, NKV_CSTS_SHST_MASK, NKV_CSTS_SHST_DONE, false, &csts))
+			NKV_DEBUG("libnkv: shm: shutdown not complete within CAP.TO (CSTS %#x)", csts);
+	}
+	admin_free(ctrl);
+	shm_state_free(ctrl);
+}
+
+/* ---- registered buffers ------------------------------------------------------------------------ */
+
+void *nkv_shm_buf_alloc(struct nkv_ctrl *ctrl, size_t len)
+{
+	struct nkv_shm_ctrl *s = ctrl->shm;
+	struct nkv_shm_buf *b = calloc(1, sizeof(*b));
+	if (!b)
+		return NULL;
+	b->len = ((len ? len : 1) + 0xfff) & ~(size_t)0xfff;
+	b->fd = memfd_create("nkv-buf", MFD_CLOEXEC);
+	if (b->fd < 0 || ftruncate(b->fd, (off_t)b->len) < 0)
+		goto fail;
+	void *m = mmap(NULL, b->len, PROT_READ | PROT_WRITE, MAP_SHARED, b->fd, 0);
+	if (m == MAP_FAILED)
+		goto fail;
+	b->va = m;
+	b->iova = nkv_shm_iova_alloc(s, b->len);
+	if (nkv_shm_reg(ctrl, b->fd, 0, b->len, b->iova, 0))
+		goto fail;
+	pthread_rwlock_wrlock(&s->buf_lock);
+	b->next = s->bufs;
+	s->bufs = b;
+	pthread_rwlock_unlock(&s->buf_lock);
+	return b->va;
+fail:
+	if (b->va)
+		munmap(b->va, b->len);
+	if (b->fd >= 0)
+		close(b->fd);
+	free(b);
+	return NULL;
+}
+
+void nkv_shm_buf_free(struct nkv_ctrl *ctrl, void *p)
+{
+	struct nkv_shm_ctrl *s = ctrl->shm;
+	struct nkv_shm_buf *b = NULL;
+	pthread_rwlock_wrlock(&s->buf_lock);
+	for (struct nkv_shm_buf **pp = &s->bufs; *pp; pp = &(*pp)->next)
+		if ((*pp)->va == p) {
+			b = *pp;
+			*pp = b->next;
+			break;
+		}
+	pthread_rwlock_unlock(&s->buf_lock);
+	if (!b) {
+		NKV_WARN("libnkv: nkv_buf_free(%p): not a buffer of this controller", p);
+		return;
+	}
+	nkv_shm_dereg(ctrl, b->iova);
+	munmap(b->va, b->len);
+	close(b->fd);
+	free(b);
+}
+
+uint64_t nkv_shm_buf_iova(struct nkv_ctrl *ctrl, const void *p, uint32_t len)
+{
+	struct nkv_shm_ctrl *s = ctrl->shm;
+	uint64_t iova = 0;
+	const uint8_t *q = p;
+	pthread_rwlock_rdlock(&s->buf_lock);
+	for (struct nkv_shm_buf *b = s->bufs; b; b = b->next)
+		if (q >= b->va && q < b->va + b->len && len <= (size_t)(b->va + b->len - q)) {
+			iova = b->iova + (uint64_t)(q - b->va);
+			break;
+		}
+	pthread_rwlock_unlock(&s->buf_lock);
+	return iova;
+}

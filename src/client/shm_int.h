@@ -1,0 +1,131 @@
+/*
+ * shm_int.h - libnkv's shared-memory (PCIe-style) transport, shared by shm_ctrl.c (socket protocol,
+ * registers, bring-up, registered buffers) and shm.c (queue pairs: rings, PRPs, bounce area,
+ * submit/poll). Not installed.
+ *
+ * Memory: every queue pair (the admin one too) owns one memfd split into two registered regions,
+ *   read-only for the controller: [SQ ring][PRP list pages]
+ *   read-write:                   [CQ ring][bounce pages]
+ * at IOVAs from a per-controller bump allocator (never 0, so a stray zero PRP fails on the target).
+ */
+#ifndef NKV_CLIENT_SHM_INT_H
+#define NKV_CLIENT_SHM_INT_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "client/internal.h"
+#include "nkv/nkv_dev.h"
+#include "nkv/nkv_shm.h"
+
+#define NKV_SHM_IOVA_BASE (1ull << 32)   /* first IOVA handed out */
+#define NKV_SHM_IOVA_ALIGN (2ull << 20)  /* regions start 2 MiB aligned, with a gap between them */
+#define NKV_SHM_ADMIN_ENTRIES 32u        /* admin SQ/CQ entries (AQA 0's based: 31) */
+#define NKV_SHM_ADMIN_BOUNCE (1u << 20)  /* admin bounce area: Identify, logs */
+#define NKV_SHM_BOUNCE_MIN (1u << 20)
+#define NKV_SHM_BOUNCE_MAX (256u << 20)
+#define NKV_SHM_MAX_XFER_UNLIMITED (256u << 20) /* MDTS 0: what the PRP list area is sized for */
+
+/** A buffer from nkv_buf_alloc(): a registered memfd mapping. */
+struct nkv_shm_buf {
+	struct nkv_shm_buf *next;
+	uint8_t *va;
+	size_t len;
+	uint64_t iova;
+	int fd;
+};
+
+/** Controller-wide shm state. */
+struct nkv_shm_ctrl {
+	int sock;                  /* SOCK_SEQPACKET to the target; closing it ends the controller */
+	pthread_mutex_t sock_mu;   /* one request and its reply at a time */
+	uint8_t *regs;             /* register page (BAR0 layout), mapped shared */
+	uint32_t reg_size;
+	uint16_t max_queues;       /* HELLO: I/O queue pairs the controller may create */
+	uint32_t max_regions;
+	uint64_t max_reg_bytes;
+	uint64_t cap;
+	uint32_t max_xfer;         /* bytes per command: MDTS (0 before Identify: the admin bounce) */
+	pthread_mutex_t iova_mu;
+	uint64_t iova_next;
+	pthread_rwlock_t buf_lock; /* the registered buffer list: read on every submit */
+	struct nkv_shm_buf *bufs;
+};
+
+/** A contiguous-run page allocator over a bitmap (bounce area, PRP list area). */
+struct nkv_page_pool {
+	uint64_t *bits;
+	uint32_t npages;
+	uint32_t nfree;
+};
+
+/** One command slot; its index is the CID. */
+struct nkv_shm_slot {
+	nkv_cb cb;
+	void *arg;
+	void *ubuf;          /* the caller's buffer */
+	uint32_t len;
+	uint32_t cdw10;      /* KV: value size / host buffer size */
+	uint32_t bounce_pg;  /* first bounce page; bounce_n 0: zero copy or no data */
+	uint32_t bounce_n;
+	uint32_t list_pg;    /* first PRP list page; list_n 0: none */
+	uint32_t list_n;
+	uint8_t opc;
+	uint8_t dir;         /* 0 none, 1 host to controller, 2 controller to host */
+	uint8_t busy;
+	int32_t next;        /* free list */
+};
+
+/** Per queue pair shm state. */
+struct nkv_shm_qp {
+	int fd;                    /* the memfd behind both regions */
+	uint8_t *mem;
+	size_t mem_len;
+	size_t ro_len;             /* [0, ro_len): SQ + lists; [ro_len, mem_len): CQ + bounce */
+	uint64_t iova;             /* IOVA of mem[0]; the RW region follows at iova + ro_len */
+	bool ro_reg, rw_reg;       /* regions registered with the controller */
+	bool created;              /* I/O queues created on the controller (Delete them on destroy) */
+	struct nkv_dev_sq sq;
+	struct nkv_dev_cq cq;
+	uint64_t sq_iova, cq_iova;
+	uint16_t entries;          /* ring entries (slots + 1) */
+	uint16_t rung_tail;        /* SQ tail last written to the doorbell */
+	uint64_t *lists;
+	uint64_t lists_iova;
+	struct nkv_page_pool list_pool;
+	uint8_t *bounce;
+	uint64_t bounce_iova;
+	struct nkv_page_pool bounce_pool;
+	struct nkv_shm_slot *slots;
+	int32_t free_head;
+	uint32_t max_xfer;
+	int64_t next_check_ms;     /* next liveness check (socket hang-up, CSTS.CFS) while waiting */
+};
+
+/* shm_ctrl.c */
+/** Reserve @len bytes of IOVA space (aligned, with a guard gap). */
+uint64_t nkv_shm_iova_alloc(struct nkv_shm_ctrl *s, uint64_t len);
+/** REG a region of @fd. @return 0 or the target's -errno (or a socket -errno). */
+int nkv_shm_reg(struct nkv_ctrl *ctrl, int fd, uint64_t offset, uint64_t len, uint64_t iova, uint32_t flags);
+/** DEREG the region at @iova. */
+int nkv_shm_dereg(struct nkv_ctrl *ctrl, uint64_t iova);
+/** IOVA of [@p, @p + @len) when it lies inside one buffer from nkv_buf_alloc(); 0 otherwise. */
+uint64_t nkv_shm_buf_iova(struct nkv_ctrl *ctrl, const void *p, uint32_t len);
+/** Is the controller still there? @return 0, -ECONNRESET (socket hung up) or -EIO (CSTS.CFS). */
+int nkv_shm_alive(struct nkv_ctrl *ctrl);
+/** Doorbell register @off (from nkv_db_sq_tail / nkv_db_cq_head). */
+volatile uint32_t *nkv_shm_doorbell(struct nkv_ctrl *ctrl, uint32_t off);
+
+/** Transport ops: shutdown and teardown of the controller; nkv_buf_alloc / nkv_buf_free. */
+void nkv_shm_ctrl_close(struct nkv_ctrl *ctrl);
+void *nkv_shm_buf_alloc(struct nkv_ctrl *ctrl, size_t len);
+void nkv_shm_buf_free(struct nkv_ctrl *ctrl, void *p);
+
+/* shm.c */
+/** Allocate and register a queue pair's memory (@entries ring entries, @slots <= entries - 1). */
+int nkv_shm_qp_alloc(struct nkv_ctrl *ctrl, uint16_t qid, uint16_t entries, uint16_t slots, uint32_t bounce,
+		     uint32_t max_xfer, struct nkv_qpair **out);
+/** Deregister and free a queue pair's memory (the controller must no longer use it). */
+void nkv_shm_qp_free(struct nkv_qpair *qp);
+
+#endif
