@@ -103,8 +103,10 @@ int nkv_shm_qp_alloc(struct nkv_ctrl *ctrl, uint16_t qid, uint16_t entries, uint
 	s->entries = entries;
 	s->max_xfer = max_xfer;
 
-	/* The list area covers two commands of max_xfer bytes at once, plus one page per slot. */
-	uint32_t lists = 2 * nkv_prp_list_pages(PAGE - 4, max_xfer) + slots;
+	/* The list area covers two commands of max_xfer (or bounce-area) bytes at once, plus one page
+	 * per slot: list pages for 256 MiB are 129, so this stays small. */
+	uint32_t big = max_xfer > bounce ? max_xfer : bounce;
+	uint32_t lists = 2 * nkv_prp_list_pages(PAGE - 4, big) + slots;
 	uint32_t bounce_pages = (uint32_t)(page_up(bounce) / PAGE);
 	size_t sq_len = page_up((size_t)entries * sizeof(struct nkv_sqe));
 	size_t cq_len = page_up((size_t)entries * sizeof(struct nkv_cqe));
@@ -117,9 +119,9 @@ int nkv_shm_qp_alloc(struct nkv_ctrl *ctrl, uint16_t qid, uint16_t entries, uint
 		s->slots[i].next = i + 1 < slots ? i + 1 : -1;
 	s->free_head = 0;
 
-	s->fd = memfd_create("nkv-qp", MFD_CLOEXEC);
-	if (s->fd < 0 || ftruncate(s->fd, (off_t)s->mem_len) < 0) {
-		rc = -errno;
+	s->fd = nkv_shm_memfd("nkv-qp", s->mem_len);
+	if (s->fd < 0) {
+		rc = s->fd;
 		goto fail;
 	}
 	void *m = mmap(NULL, s->mem_len, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, 0);
@@ -296,7 +298,7 @@ static int shm_submit(struct nkv_qpair *qp, const struct nkv_sqe *sqe, void *buf
 	uint8_t dir = len == 0 ? DIR_NONE_ : (sqe->opc & 1) ? DIR_H2C_ : (sqe->opc & 2) ? DIR_C2H_ : DIR_NONE_;
 	if (len && dir == DIR_NONE_)
 		return -EINVAL;
-	if (len > s->max_xfer || cmd_bytes(qp, sqe) > len)
+	if (cmd_bytes(qp, sqe) > len)
 		return -EINVAL; /* PRPs carry no length: the controller would run past the buffer */
 	if (s->free_head < 0)
 		return -EAGAIN;
@@ -319,6 +321,11 @@ static int shm_submit(struct nkv_qpair *qp, const struct nkv_sqe *sqe, void *buf
 			iova = s->bounce_iova + (uint64_t)bpg * PAGE;
 		}
 		ln = nkv_prp_list_pages(iova, len);
+		if (ln > s->list_pool.npages) {
+			if (bn)
+				pool_mark(&s->bounce_pool, (uint32_t)bpg, bn, false);
+			return -EINVAL; /* more PRP list pages than the queue pair has */
+		}
 		if (ln) {
 			lpg = pool_alloc(&s->list_pool, ln);
 			if (lpg < 0) {

@@ -5,6 +5,7 @@
  * buffers of nkv_buf_alloc().
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -201,6 +202,20 @@ int nkv_shm_dereg(struct nkv_ctrl *ctrl, uint64_t iova)
 	if (rc)
 		NKV_DEBUG("libnkv: shm DEREG iova %#llx: %s", (unsigned long long)iova, strerror(-rc));
 	return rc;
+}
+
+int nkv_shm_memfd(const char *name, size_t len)
+{
+	int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return -errno;
+	/* The controller maps it: sealed against shrinking, so it can never be cut from under it. */
+	if (ftruncate(fd, (off_t)len) < 0 || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) < 0) {
+		int e = -errno;
+		close(fd);
+		return e;
+	}
+	return fd;
 }
 
 uint64_t nkv_shm_iova_alloc(struct nkv_shm_ctrl *s, uint64_t len)
@@ -470,8 +485,8 @@ void *nkv_shm_buf_alloc(struct nkv_ctrl *ctrl, size_t len)
 	if (!b)
 		return NULL;
 	b->len = ((len ? len : 1) + 0xfff) & ~(size_t)0xfff;
-	b->fd = memfd_create("nkv-buf", MFD_CLOEXEC);
-	if (b->fd < 0 || ftruncate(b->fd, (off_t)b->len) < 0)
+	b->fd = nkv_shm_memfd("nkv-buf", b->len);
+	if (b->fd < 0)
 		goto fail;
 	void *m = mmap(NULL, b->len, PROT_READ | PROT_WRITE, MAP_SHARED, b->fd, 0);
 	if (m == MAP_FAILED)

@@ -45,7 +45,8 @@ struct nkv_shm_ctrl {
 	uint32_t max_regions;
 	uint64_t max_reg_bytes;
 	uint64_t cap;
-	uint32_t max_xfer;         /* bytes per command: MDTS (0 before Identify: the admin bounce) */
+	uint32_t max_xfer;         /* MDTS in bytes (before Identify: the admin bounce); sizes the PRP list
+				    * and bounce areas; the controller itself enforces MDTS and KVVML */
 	pthread_mutex_t iova_mu;
 	uint64_t iova_next;
 	pthread_rwlock_t buf_lock; /* the registered buffer list: read on every submit */
@@ -103,6 +104,8 @@ struct nkv_shm_qp {
 };
 
 /* shm_ctrl.c */
+/** A memfd of @len bytes sealed against shrinking (the controller requires F_SEAL_SHRINK). @return fd or -errno. */
+int nkv_shm_memfd(const char *name, size_t len);
 /** Reserve @len bytes of IOVA space (aligned, with a guard gap). */
 uint64_t nkv_shm_iova_alloc(struct nkv_shm_ctrl *s, uint64_t len);
 /** REG a region of @fd. @return 0 or the target's -errno (or a socket -errno). */

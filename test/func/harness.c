@@ -20,8 +20,9 @@ void h_init(int argc, char **argv, const char *name)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	H.backend = argc > 1 ? argv[1] : "mem";
 	H.transport = argc > 2 ? argv[2] : "loop";
-	if (strcmp(H.transport, "loop") && strcmp(H.transport, "tcp") && strcmp(H.transport, "tcp-digest")) {
-		fprintf(stderr, "%s: unknown transport '%s' (loop, tcp, tcp-digest)\n", name, H.transport);
+	if (strcmp(H.transport, "loop") && strcmp(H.transport, "tcp") && strcmp(H.transport, "tcp-digest") &&
+	    strcmp(H.transport, "shm")) {
+		fprintf(stderr, "%s: unknown transport '%s' (loop, tcp, tcp-digest, shm)\n", name, H.transport);
 		exit(1);
 	}
 	bc.name = H.backend;
@@ -57,7 +58,15 @@ void h_init(int argc, char **argv, const char *name)
 		fprintf(stderr, "%s: cannot add subsystem on pool %s: %s\n", name, H.pool, strerror(-rc));
 		exit(1);
 	}
-	if (strcmp(H.transport, "loop") != 0) {
+	if (strcmp(H.transport, "shm") == 0) {
+		const char *tmp = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+		struct nkv_shm_conf sc = {.pollers = 1};
+		snprintf(H.sock, sizeof(H.sock), "%s/nkv-%ld.sock", tmp, (long)getpid());
+		if ((rc = nkv_shm_create(H.tgt, &sc, &H.shm)) < 0 || (rc = nkv_shm_listen(H.shm, SUBNQN, H.sock)) < 0) {
+			fprintf(stderr, "%s: cannot start the shm transport on %s: %s\n", name, H.sock, strerror(-rc));
+			exit(1);
+		}
+	} else if (strcmp(H.transport, "loop") != 0) {
 		struct nkv_tcp_conf tc = {.reactors = 2};
 		int port;
 		if ((rc = nkv_tcp_create(H.tgt, &tc, &H.tcp)) < 0 ||
@@ -85,14 +94,14 @@ void h_add_ns(uint32_t nsid, const char *suffix, uint64_t max_value, bool read_o
 
 struct h_ctrl {
 	struct nkv_loop_ctrlr *loop;
-	struct nkv_ctrl *tcp;
+	struct nkv_ctrl *lib; /* libnkv over TCP or shm */
 	struct h_qp *admin;
 };
 
 struct h_qp {
 	struct h_ctrl *c;
 	struct nkv_loop_qp *loop;
-	struct nkv_qpair *tcp; /* NULL with c->tcp set: the admin queue */
+	struct nkv_qpair *lib; /* NULL with c->lib set: the admin queue */
 };
 
 struct h_ctrl *h_connect(void)
@@ -102,11 +111,11 @@ struct h_ctrl *h_connect(void)
 
 	c->admin = calloc(1, sizeof(*c->admin));
 	c->admin->c = c;
-	if (H.tcp) {
+	if (H.tcp || H.shm) {
 		struct nkv_conn_opts o = {.hostnqn = HOSTNQN, .timeout_ms = 60000};
 		memcpy(o.hostid, H_HOSTID, 16);
 		o.hdgst = o.ddgst = strcmp(H.transport, "tcp-digest") == 0;
-		rc = nkv_connect("127.0.0.1", H.port, SUBNQN, &o, &c->tcp);
+		rc = H.shm ? nkv_connect_shm(H.sock, &o, &c->lib) : nkv_connect("127.0.0.1", H.port, SUBNQN, &o, &c->lib);
 	} else {
 		rc = nkv_loop_connect(H.tgt, SUBNQN, HOSTNQN, &c->loop);
 		if (rc == 0)
@@ -123,8 +132,8 @@ struct h_ctrl *h_connect(void)
 
 void h_disconnect(struct h_ctrl *c)
 {
-	if (c->tcp)
-		nkv_disconnect(c->tcp);
+	if (c->lib)
+		nkv_disconnect(c->lib);
 	else
 		nkv_loop_disconnect(c->loop);
 	free(c->admin);
@@ -141,10 +150,15 @@ struct nkv_loop_ctrlr *h_loop(struct h_ctrl *c)
 	return c->loop;
 }
 
+struct nkv_ctrl *h_lib(struct h_ctrl *c)
+{
+	return c->lib;
+}
+
 struct h_qp *h_qp_create(struct h_ctrl *c, uint16_t qid, uint16_t depth)
 {
 	struct h_qp *q = calloc(1, sizeof(*q));
-	int rc = c->tcp ? nkv_qpair_create(c->tcp, depth, &q->tcp) : nkv_loop_qp_create(c->loop, qid, depth, &q->loop);
+	int rc = c->lib ? nkv_qpair_create(c->lib, depth, &q->lib) : nkv_loop_qp_create(c->loop, qid, depth, &q->loop);
 
 	if (rc < 0) {
 		fprintf(stderr, "cannot create I/O queue %u over %s: %s\n", qid, H.transport, strerror(-rc));
@@ -159,8 +173,8 @@ void h_qp_destroy(struct h_qp *q)
 {
 	if (!q)
 		return;
-	if (q->tcp)
-		nkv_qpair_destroy(q->tcp);
+	if (q->lib)
+		nkv_qpair_destroy(q->lib);
 	else
 		nkv_loop_qp_destroy(q->loop);
 	free(q);
@@ -171,9 +185,9 @@ int h_exec(struct h_qp *q, const struct nkv_sqe *sqe, void *buf, uint32_t len, s
 	struct nkv_cpl cpl = {0};
 	int rc;
 
-	if (!q->c->tcp)
+	if (!q->c->lib)
 		return nkv_loop_qp_exec(q->loop, sqe, buf, len, cqe, xfer);
-	rc = q->tcp ? nkv_exec(q->tcp, sqe, buf, len, &cpl) : nkv_admin(q->c->tcp, sqe, buf, len, &cpl);
+	rc = q->lib ? nkv_exec(q->lib, sqe, buf, len, &cpl) : nkv_admin(q->c->lib, sqe, buf, len, &cpl);
 	/* NVMe errors come back as -errno with the status in cpl; only transport failures have none. */
 	if (rc < 0 && cpl.status == 0)
 		return rc;
@@ -191,6 +205,8 @@ int h_exec(struct h_qp *q, const struct nkv_sqe *sqe, void *buf, uint32_t len, s
 
 int h_finish(void)
 {
+	if (H.shm)
+		nkv_shm_destroy(H.shm, 5000);
 	nkv_tcp_destroy(H.tcp, 5000);
 	nkv_target_destroy(H.tgt);
 	printf("%u passed, %u failed\n", h_pass, h_fail);

@@ -2,8 +2,9 @@
  * harness.h - functional tests against the backend named by the first argument: `mem`, or `rados`
  * (the micro cluster named by $NKV_CEPH_CONF, $NKV_CEPH_KEYRING, $NKV_CEPH_USER, $NKV_CEPH_POOL),
  * through the transport named by the second: `loop` (default; in-process), `tcp` (libnkv over
- * loopback NVMe/TCP to the target's TCP transport in this process) or `tcp-digest` (the same with
- * header and data digests). Without a cluster a rados run exits 77 (skip), unless
+ * loopback NVMe/TCP to the target's TCP transport in this process), `tcp-digest` (the same with
+ * header and data digests) or `shm` (libnkv's PCIe-style driver to the target's shared-memory
+ * transport in this process, on a Unix socket in $TMPDIR). Without a cluster a rados run exits 77 (skip), unless
  * $NKV_REQUIRE_RADOS=1, when it fails. Every check counts; the last line is "N passed, N failed".
  */
 #ifndef NKV_TEST_HARNESS_H
@@ -30,9 +31,11 @@ struct h_env {
 	const char *ceph_conf, *keyring, *user;
 	struct nkv_target *tgt;
 	struct nkv_subsys *ss;
-	const char *transport;    /* "loop", "tcp" or "tcp-digest" */
-	struct nkv_tcp *tcp;      /* NULL for loop */
+	const char *transport;    /* "loop", "tcp", "tcp-digest" or "shm" */
+	struct nkv_tcp *tcp;      /* NULL unless over TCP */
 	char port[16];            /* the TCP listener's port */
+	struct nkv_shm *shm;      /* NULL unless over shm */
+	char sock[108];           /* the shm listener's socket path */
 };
 
 /** A controller and a queue pair through whichever transport the test runs on. */
@@ -62,12 +65,24 @@ struct h_qp *h_admin_qp(struct h_ctrl *c);
 /** Create an I/O queue pair (@qid is used by the loop transport; TCP picks its own). NULL on failure. */
 struct h_qp *h_qp_create(struct h_ctrl *c, uint16_t qid, uint16_t depth);
 void h_qp_destroy(struct h_qp *q);
-/** The loop transport's controller, for loop-only register tests (NULL over TCP). */
+/** The loop transport's controller, for loop-only register tests (NULL over TCP and shm). */
 struct nkv_loop_ctrlr *h_loop(struct h_ctrl *c);
+/** libnkv's controller (NULL over loop). */
+struct nkv_ctrl *h_lib(struct h_ctrl *c);
 /** Is this run over NVMe/TCP? */
 static inline bool h_is_tcp(void)
 {
 	return H.tcp != NULL;
+}
+/** Is this run over the shared-memory (PCIe-style) transport? */
+static inline bool h_is_shm(void)
+{
+	return H.shm != NULL;
+}
+/** Is this run over the in-process loop transport? */
+static inline bool h_is_loop(void)
+{
+	return !h_is_tcp() && !h_is_shm();
 }
 
 /** Run one command synchronously. @return 0 with *cqe filled, or -errno (transport failure). */
