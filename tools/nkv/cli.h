@@ -17,6 +17,7 @@
 #define EXIT_USAGE 64 /* bad usage (sysexits EX_USAGE) */
 
 struct cli {
+	const char *shm_path;  /* --transport shm:PATH (NULL: NVMe/TCP) */
 	const char *traddr;
 	const char *trsvcid;   /* NULL: 4420, or the port discovery reported */
 	const char *nqn;

@@ -13,7 +13,8 @@
 static const char g_usage[] =
 	"usage: nkv [options] <command> [args]\n"
 	"\n"
-	"Talk to an NVMe Key-Value controller (rados-nkv) over NVMe/TCP.\n"
+	"Talk to an NVMe Key-Value controller (rados-nkv) over NVMe/TCP or its shared-memory\n"
+	"(PCIe-style) transport.\n"
 	"\n"
 	"commands:\n"
 	"  discover                      list the discovery log (port 8009 unless -s)\n"
@@ -28,6 +29,9 @@ static const char g_usage[] =
 	"  list [START_KEY] [--max N]    list keys >= START_KEY in order (all pages)\n"
 	"\n"
 	"options:\n"
+	"  -t, --transport T     tcp (default) or shm:/path/to/socket (the target's --shm socket;\n"
+	"                        it names the subsystem: -a, -s, -n, --hdgst, --ddgst unused;\n"
+	"                        not for discover)\n"
 	"  -a, --traddr ADDR     target address (default 127.0.0.1)\n"
 	"  -s, --trsvcid PORT    target port (default 4420; discover: 8009)\n"
 	"  -n, --nqn SUBNQN      subsystem NQN (default: the first NVM subsystem in the\n"
@@ -91,6 +95,7 @@ enum {
 };
 
 static const struct option g_opts[] = {
+	{"transport", required_argument, NULL, 't'},
 	{"traddr", required_argument, NULL, 'a'},
 	{"trsvcid", required_argument, NULL, 's'},
 	{"nqn", required_argument, NULL, 'n'},
@@ -124,8 +129,38 @@ static const char *port_of(const struct cli *c)
 	return c->trsvcid ? c->trsvcid : "4420";
 }
 
+static void shm_connect_error(const struct cli *c, int rc)
+{
+	switch (rc) {
+	case -ENOENT:
+	case -ECONNREFUSED:
+		fprintf(stderr, "nkv: cannot connect to shm:%s: %s (is rados-nkv serving --shm there?)\n", c->shm_path,
+			strerror(-rc));
+		break;
+	case -EACCES:
+		fprintf(stderr, "nkv: shm:%s refused this host (host NQN not allowed: see -q and the target's "
+				"--allow-host)\n", c->shm_path);
+		break;
+	case -ETIMEDOUT:
+		fprintf(stderr, "nkv: shm:%s: no answer or controller not ready in time (see --timeout)\n",
+			c->shm_path);
+		break;
+	case -EPROTO:
+	case -EIO:
+		fprintf(stderr, "nkv: shm:%s: %s (run with -v for details)\n", c->shm_path,
+			rc == -EIO ? "controller fatal status" : "protocol error");
+		break;
+	default:
+		fprintf(stderr, "nkv: cannot connect to shm:%s: %s\n", c->shm_path, strerror(-rc));
+	}
+}
+
 static void connect_error(const struct cli *c, const char *port, const char *nqn, int rc)
 {
+	if (c->shm_path) {
+		shm_connect_error(c, rc);
+		return;
+	}
 	switch (rc) {
 	case -ECONNREFUSED:
 		fprintf(stderr, "nkv: cannot connect to %s:%s: %s (is rados-nkv running?)\n", c->traddr, port,
@@ -193,12 +228,20 @@ static int discover_nqn(struct cli *c)
 
 int cli_connect(struct cli *c, bool io)
 {
-	if (!c->nqn) {
+	if (!c->nqn && !c->shm_path) {
 		int ex = discover_nqn(c);
 		if (ex)
 			return ex;
 	}
-	int rc = nkv_connect(c->traddr, port_of(c), c->nqn, &c->opts, &c->ctrl);
+	int rc = c->shm_path ? nkv_connect_shm(c->shm_path, &c->opts, &c->ctrl)
+			     : nkv_connect(c->traddr, port_of(c), c->nqn, &c->opts, &c->ctrl);
+	if (rc == 0 && c->shm_path && c->nqn && strncmp(c->nqn, nkv_ctrl_identify(c->ctrl)->subnqn, 256) != 0) {
+		fprintf(stderr, "nkv: shm:%s serves %.256s, not %s\n", c->shm_path, nkv_ctrl_identify(c->ctrl)->subnqn,
+			c->nqn);
+		return EXIT_ERR;
+	}
+	if (c->shm_path && rc == 0 && !c->nqn)
+		c->nqn = nkv_ctrl_identify(c->ctrl)->subnqn;
 	if (rc) {
 		connect_error(c, port_of(c), c->nqn, rc);
 		return EXIT_ERR;
@@ -255,7 +298,7 @@ int cli_fail(struct cli *c, const char *what, int rc, const struct nkv_cpl *cpl,
 
 static void cmd_help(const struct cmd *k)
 {
-	printf("usage: %s\n\nGlobal options (-a, -s, -n, --nsid, -q, --hdgst, --ddgst, -o, --hex, --timeout) "
+	printf("usage: %s\n\nGlobal options (-t, -a, -s, -n, --nsid, -q, --hdgst, --ddgst, -o, --hex, --timeout) "
 	       "apply; see nkv --help.\n",
 	       k->usage);
 }
@@ -267,8 +310,16 @@ int main(int argc, char **argv)
 	int o;
 	uint64_t v;
 
-	while ((o = getopt_long(argc, argv, "a:s:n:q:o:vh", g_opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "t:a:s:n:q:o:vh", g_opts, NULL)) != -1) {
 		switch (o) {
+		case 't':
+			if (strncmp(optarg, "shm:", 4) == 0 && optarg[4])
+				c.shm_path = optarg + 4;
+			else if (strcmp(optarg, "tcp") == 0)
+				c.shm_path = NULL;
+			else
+				return usage_err("unknown --transport '%s' (tcp or shm:/path/to/socket)", optarg);
+			break;
 		case 'a':
 			c.traddr = optarg;
 			break;
@@ -365,6 +416,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "nkv: %s: wrong number of arguments\nusage: %s\n", c.cmd, k->usage);
 		return EXIT_USAGE;
 	}
+	if (c.shm_path && k->fn == cmd_discover)
+		return usage_err("%s: no discovery over shm (the socket path names the subsystem)", c.cmd);
 	if (c.store_opts == (NKV_STORE_MUST_EXIST | NKV_STORE_MUST_NOT_EXIST))
 		return usage_err("%s: --must-exist and --must-not-exist exclude each other", c.cmd);
 	int ex = k->fn(&c);
