@@ -92,7 +92,7 @@ struct shm_ctrl {
 	bool enabled, failed;
 	atomic_bool gone;        /* the host closed its socket */
 	pthread_mutex_t mu;      /* regions: the socket thread adds/removes, pollers translate */
-	struct shm_region *regions;
+	struct shm_region **regions; /* each allocated on its own: pins point at them */
 	unsigned nregions;
 	uint64_t reg_bytes;
 	struct shm_sq **sqs;     /* by QID, max_io_queues + 1 */
@@ -166,7 +166,7 @@ static void publish_regs(struct shm_ctrl *c)
 static struct shm_region *find_region(struct shm_ctrl *c, uint64_t iova, uint64_t len)
 {
 	for (unsigned i = 0; i < c->nregions; i++) {
-		struct shm_region *r = &c->regions[i];
+		struct shm_region *r = c->regions[i];
 		if (iova >= r->iova && len <= r->len && iova - r->iova <= r->len - len)
 			return r;
 	}
@@ -751,8 +751,10 @@ static void ctrl_free(struct shm_ctrl *c)
 {
 	if (c->ctrlr)
 		nkv_ctrlr_destroy(c->ctrlr);
-	for (unsigned i = 0; i < c->nregions; i++)
-		munmap(c->regions[i].va, c->regions[i].len);
+	for (unsigned i = 0; i < c->nregions; i++) {
+		munmap(c->regions[i]->va, c->regions[i]->len);
+		free(c->regions[i]);
+	}
 	free(c->regions);
 	if (c->regs)
 		munmap(c->regs, c->reg_size);
@@ -854,7 +856,7 @@ static int do_register(struct shm_ctrl *c, const struct nkv_shm_reg *m, int fd)
 	if (c->nregions >= c->s->conf.max_regions || c->reg_bytes + m->len > c->s->conf.max_reg_bytes)
 		rc = -ENOSPC;
 	for (unsigned i = 0; rc == 0 && i < c->nregions; i++)
-		if (m->iova < c->regions[i].iova + c->regions[i].len && c->regions[i].iova < m->iova + m->len)
+		if (m->iova < c->regions[i]->iova + c->regions[i]->len && c->regions[i]->iova < m->iova + m->len)
 			rc = -EEXIST;
 	pthread_mutex_unlock(&c->mu);
 	if (rc)
@@ -864,14 +866,18 @@ static int do_register(struct shm_ctrl *c, const struct nkv_shm_reg *m, int fd)
 	if (va == MAP_FAILED)
 		return -errno;
 	pthread_mutex_lock(&c->mu);
-	struct shm_region *nr = realloc(c->regions, (c->nregions + 1) * sizeof(*nr));
-	if (!nr) {
+	struct shm_region **nr = realloc(c->regions, (c->nregions + 1) * sizeof(*nr));
+	struct shm_region *reg = malloc(sizeof(*reg));
+	if (nr)
+		c->regions = nr;
+	if (!nr || !reg) {
 		pthread_mutex_unlock(&c->mu);
+		free(reg);
 		munmap(va, m->len);
 		return -ENOMEM;
 	}
-	c->regions = nr;
-	c->regions[c->nregions++] = (struct shm_region){.iova = m->iova, .len = m->len, .va = va, .ro = ro};
+	*reg = (struct shm_region){.iova = m->iova, .len = m->len, .va = va, .ro = ro};
+	c->regions[c->nregions++] = reg;
 	c->reg_bytes += m->len;
 	pthread_mutex_unlock(&c->mu);
 	return 0;
@@ -883,7 +889,7 @@ static int do_deregister(struct shm_ctrl *c, const struct nkv_shm_reg *m)
 
 	pthread_mutex_lock(&c->mu);
 	for (unsigned i = 0; i < c->nregions; i++) {
-		struct shm_region *r = &c->regions[i];
+		struct shm_region *r = c->regions[i];
 		if (r->iova != m->iova)
 			continue;
 		if (r->refs) {
@@ -891,7 +897,8 @@ static int do_deregister(struct shm_ctrl *c, const struct nkv_shm_reg *m)
 		} else {
 			munmap(r->va, r->len);
 			c->reg_bytes -= r->len;
-			*r = c->regions[--c->nregions];
+			free(r);
+			c->regions[i] = c->regions[--c->nregions];
 			rc = 0;
 		}
 		break;
