@@ -503,9 +503,9 @@ static void sq_delete(struct shm_ctrl *c, uint16_t qid)
 
 	c->sqs[qid] = NULL;
 	c->cqs[sq->cqid].sqs--;
-	sq->live = false;
 	unpin(c, &sq->reg);
-	/* Completions waiting for CQ room belong to this SQ's requests: drop them. */
+	/* Completions waiting for CQ room belong to this SQ's requests: drop them. The SQ stays live
+	 * until they are gone, or releasing the last one would free it under this loop. */
 	struct shm_cq *cq = &c->cqs[sq->cqid];
 	for (struct shm_req **p = &cq->post_head; *p;) {
 		struct shm_req *r = *p;
@@ -519,6 +519,7 @@ static void sq_delete(struct shm_ctrl *c, uint16_t qid)
 	cq->post_tail = &cq->post_head;
 	while (*cq->post_tail)
 		cq->post_tail = &(*cq->post_tail)->next_post;
+	sq->live = false;
 	if (sq->outstanding) {
 		sq->next_zombie = c->zombies;
 		c->zombies = sq;
