@@ -377,6 +377,14 @@ static void req_release(struct shm_req *r)
 	sq_maybe_free(sq);
 }
 
+/* A bad doorbell: the controller stops with fatal status (CSTS.CFS), as a PCIe controller would. */
+static void ctrl_fatal(struct shm_ctrl *c)
+{
+	c->failed = true;
+	c->ctrlr->csts |= NKV_CSTS_CFS;
+	reg_wr32(c, NKV_REG_CSTS, c->ctrlr->csts);
+}
+
 /* Write one CQE into the CQ if there is room. @return true if posted. */
 static bool cq_post(struct shm_ctrl *c, struct shm_cq *cq, struct shm_req *r)
 {
@@ -385,7 +393,7 @@ static bool cq_post(struct shm_ctrl *c, struct shm_cq *cq, struct shm_req *r)
 	if (head >= cq->size) { /* an invalid head doorbell value: the controller stops */
 		NKV_WARN("shm: controller %u: CQ %u head doorbell %u beyond size %u", c->ctrlr->cntlid, cq->qid, head,
 			 cq->size);
-		c->failed = true;
+		ctrl_fatal(c);
 		return false;
 	}
 	if ((cq->tail + 1u) % cq->size == head)
@@ -645,7 +653,7 @@ static unsigned sq_fetch(struct shm_ctrl *c, struct shm_sq *sq)
 	if (tail >= sq->qp.size) {
 		NKV_WARN("shm: controller %u: SQ %u tail doorbell %u beyond size %u", c->ctrlr->cntlid, sq->qp.qid, tail,
 			 sq->qp.size);
-		c->failed = true;
+		ctrl_fatal(c);
 		return 0;
 	}
 	while (sq->head != tail && n < FETCH_BUDGET && sq->live && !c->failed) {
@@ -738,10 +746,6 @@ static unsigned ctrl_scan(struct shm_ctrl *c)
 				work += cq_drain(c, &c->cqs[sq->cqid]);
 			work += sq_fetch(c, sq);
 		}
-	}
-	if (c->failed) { /* a bad doorbell: fatal status, as a PCIe controller would */
-		c->ctrlr->csts |= NKV_CSTS_CFS;
-		reg_wr32(c, NKV_REG_CSTS, c->ctrlr->csts);
 	}
 	return work;
 }
