@@ -155,6 +155,11 @@ struct nkv_ctrl *h_lib(struct h_ctrl *c)
 	return c->lib;
 }
 
+struct nkv_qpair *h_lib_qp(struct h_qp *q)
+{
+	return q->lib;
+}
+
 struct h_qp *h_qp_create(struct h_ctrl *c, uint16_t qid, uint16_t depth)
 {
 	struct h_qp *q = calloc(1, sizeof(*q));

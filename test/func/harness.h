@@ -67,8 +67,9 @@ struct h_qp *h_qp_create(struct h_ctrl *c, uint16_t qid, uint16_t depth);
 void h_qp_destroy(struct h_qp *q);
 /** The loop transport's controller, for loop-only register tests (NULL over TCP and shm). */
 struct nkv_loop_ctrlr *h_loop(struct h_ctrl *c);
-/** libnkv's controller (NULL over loop). */
+/** libnkv's controller and I/O queue pair (NULL over loop). */
 struct nkv_ctrl *h_lib(struct h_ctrl *c);
+struct nkv_qpair *h_lib_qp(struct h_qp *q);
 /** Is this run over NVMe/TCP? */
 static inline bool h_is_tcp(void)
 {
