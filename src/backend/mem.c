@@ -243,7 +243,8 @@ static int do_io(struct nkv_kvns *h, struct nkv_kvio *io)
 		break;
 	case NKV_IO_LIST: {
 		uint32_t nrk;
-		io->xfer = nkv_list_pack(io->buf, io->len, &t->keys[i], (uint32_t)(t->n - i), &nrk);
+		/* An empty table has no keys array at all: pack from nothing rather than &NULL[0]. */
+		io->xfer = nkv_list_pack(io->buf, io->len, t->n ? &t->keys[i] : NULL, (uint32_t)(t->n - i), &nrk);
 		break;
 	}
 	default:
