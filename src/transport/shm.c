@@ -937,7 +937,7 @@ static int do_hello(struct nkv_shm *s, struct shm_listener *l, int sock, const s
 	struct nkv_ctrlr_opts opts = {.mqes = s->conf.mqes, .max_io_queues = s->conf.max_io_queues};
 	char hostnqn[NKV_NQN_MAX];
 	struct shm_ctrl *c;
-	int rfd = -1, rc;
+	int rfd = -1, rc = -ENOMEM;
 
 	snprintf(hostnqn, sizeof(hostnqn), "%.*s", (int)strnlen(h->hostnqn, sizeof(h->hostnqn)), h->hostnqn);
 	if (!*hostnqn || !nkv_subsys_host_allowed(l->ss, hostnqn)) {
