@@ -54,6 +54,7 @@ int cmd_retrieve(struct cli *c);
 int cmd_delete(struct cli *c);
 int cmd_exist(struct cli *c);
 int cmd_list(struct cli *c);
+int cmd_bench(struct cli *c); /* bench.c */
 
 /* util.c */
 /** Parse a key (text, or hex with --hex). @return 0 or -EINVAL (with a message printed). */
