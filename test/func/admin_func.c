@@ -303,6 +303,22 @@ static void test_aer_abort(void)
 	CHECK(held.n == 6, "AERs completed at disconnect: %d", held.n);
 }
 
+/* shm: nkv_connect's "shm:/path" form, the socket's own SUBNQN, and connect errors. */
+static void test_shm_connect(void)
+{
+	char addr[128];
+	struct nkv_ctrl *x = NULL;
+	struct nkv_conn_opts o = {.hostnqn = HOSTNQN, .timeout_ms = 10000};
+	snprintf(addr, sizeof(addr), "shm:%s", H.sock);
+	CHECK(nkv_connect(addr, NULL, SUBNQN, &o, &x) == 0 && x && strcmp(nkv_ctrl_identify(x)->subnqn, SUBNQN) == 0,
+	      "nkv_connect(\"shm:...\")");
+	nkv_disconnect(x);
+	int rc = nkv_connect(addr, NULL, "nqn.2026-11.io.rados-nkv:none", &o, &x);
+	CHECK(rc == -ENOENT, "shm socket serving another SUBNQN: %d", rc);
+	rc = nkv_connect_shm("/nonexistent/nkv.sock", &o, &x);
+	CHECK(rc == -ENOENT, "no socket: %d", rc);
+}
+
 int main(int argc, char **argv)
 {
 	h_init(argc, argv, "admin_func");
@@ -325,5 +341,7 @@ int main(int argc, char **argv)
 	h_disconnect(c);
 	if (h_is_loop())
 		test_aer_abort();
+	if (h_is_shm())
+		test_shm_connect();
 	return h_finish();
 }
