@@ -314,12 +314,14 @@ static nkv_status map_data(struct shm_ctrl *c, struct shm_req *r, uint32_t len, 
 	if (more < 0)
 		return st;
 	if (contiguous) {
+		/* Every page checked out; a run across two adjacent regions is valid too, but not one
+		 * mapping here: that one takes the bounce buffer. */
 		uint8_t *va = map_range(c, it.prp1, len, !h2c, &r->reg[0]);
-		if (!va)
-			return ST(GENERIC, DATA_TRANSFER_ERROR); /* the run crosses two regions */
-		r->req.data = va;
-		r->direct = true;
-		return 0;
+		if (va) {
+			r->req.data = va;
+			r->direct = true;
+			return 0;
+		}
 	}
 	if (r->bounce_cap < len) {
 		free(r->bounce);
