@@ -11,6 +11,11 @@ CEPH_DIR=${NKV_TEST_CEPH_DIR:-/tmp/nkv-ceph-test}
 LOG=build/$PRESET/ctest.log
 
 bash scripts/deps.sh
+# --- Linux kernel interop (test/interop): QEMU, nvme-cli, the Debian kernel and an initramfs, cached
+# in /var/cache/nkv-interop; the interop_mem/interop_rados tests must run, never skip.
+bash test/interop/prepare.sh
+export NKV_REQUIRE_INTEROP=1
+# ---
 cmake --preset "$PRESET" >/dev/null
 cmake --build --preset "$PRESET" -j"$(nproc)"
 

@@ -42,6 +42,8 @@ struct cli {
 /* main.c */
 /** Connect (discovering the NQN when -n is absent); @io: also create an I/O queue pair. @return exit code. */
 int cli_connect(struct cli *c, bool io);
+/** With -o json, print the command's error object {"command","error","errno","status"} on stdout. */
+void cli_json_error(const struct cli *c, const char *reason, int rc, unsigned status);
 /** Print "nkv: WHAT failed: REASON" for a failed command. @return the exit code for @rc. */
 int cli_fail(struct cli *c, const char *what, int rc, const struct nkv_cpl *cpl, const char *detail);
 

@@ -43,6 +43,9 @@ int cmd_discover(struct cli *c)
 	const char *port = c->trsvcid ? c->trsvcid : "8009";
 	int rc = nkv_discover(c->traddr, port, &c->opts, &e, &n);
 	if (rc) {
+		char reason[96];
+		snprintf(reason, sizeof(reason), "discover: %s", strerror(-rc));
+		cli_json_error(c, reason, rc, 0);
 		if (rc == -ECONNREFUSED)
 			fprintf(stderr, "nkv: cannot connect to %s:%s: %s (is rados-nkv running with --discovery?)\n",
 				c->traddr, port, strerror(-rc));
@@ -226,6 +229,9 @@ int cmd_store(struct cli *c)
 	size_t len = 0;
 	int rc = read_input(path, &val, &len, 0xffffffffu);
 	if (rc) {
+		char reason[96];
+		snprintf(reason, sizeof(reason), "cannot read the value: %s", strerror(-rc));
+		cli_json_error(c, reason, rc, 0);
 		fprintf(stderr, "nkv: cannot read %s: %s\n", strcmp(path, "-") ? path : "stdin",
 			rc == -EFBIG ? "larger than 4 GiB, the protocol's limit" : strerror(-rc));
 		return EXIT_ERR;
@@ -316,6 +322,9 @@ int cmd_retrieve(struct cli *c)
 	}
 	if (c->json) {
 		if (!to_stdout && (rc = write_output(path, buf, got)) < 0) {
+			char reason[96];
+			snprintf(reason, sizeof(reason), "cannot write the value: %s", strerror(-rc));
+			cli_json_error(c, reason, rc, 0);
 			fprintf(stderr, "nkv: cannot write %s: %s\n", path, strerror(-rc));
 			free(buf);
 			return EXIT_ERR;

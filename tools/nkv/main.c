@@ -130,6 +130,17 @@ static const char *port_of(const struct cli *c)
 	return c->trsvcid ? c->trsvcid : "4420";
 }
 
+void cli_json_error(const struct cli *c, const char *reason, int rc, unsigned status)
+{
+	if (!c->json)
+		return;
+	printf("{\"command\":");
+	json_str(stdout, c->cmd, strlen(c->cmd));
+	printf(",\"error\":");
+	json_str(stdout, reason, strlen(reason));
+	printf(",\"errno\":%d,\"status\":%u}\n", -rc, status);
+}
+
 static void shm_connect_error(const struct cli *c, int rc)
 {
 	switch (rc) {
@@ -158,6 +169,9 @@ static void shm_connect_error(const struct cli *c, int rc)
 
 static void connect_error(const struct cli *c, const char *port, const char *nqn, int rc)
 {
+	char reason[96];
+	snprintf(reason, sizeof(reason), "connect: %s", strerror(-rc));
+	cli_json_error(c, reason, rc, 0);
 	if (c->shm_path) {
 		shm_connect_error(c, rc);
 		return;
@@ -200,10 +214,11 @@ static int discover_nqn(struct cli *c)
 	const char *dport = c->trsvcid ? c->trsvcid : "8009";
 	int rc = nkv_discover(c->traddr, dport, &c->opts, &e, &n);
 	if (rc) {
-		if (rc == -ECONNREFUSED)
+		if (rc == -ECONNREFUSED) {
+			cli_json_error(c, "discovery: Connection refused", rc, 0);
 			fprintf(stderr, "nkv: no subsystem NQN given and no discovery controller at %s:%s (%s); "
 					"pass -n SUBNQN\n", c->traddr, dport, strerror(-rc));
-		else
+		} else
 			connect_error(c, dport, NKV_DISCOVERY_NQN, rc);
 		return EXIT_ERR;
 	}
@@ -220,6 +235,7 @@ static int discover_nqn(struct cli *c)
 	}
 	free(e);
 	if (!c->nqn) {
+		cli_json_error(c, "discovery: no NVMe/TCP subsystem", -ENOENT, 0);
 		fprintf(stderr, "nkv: the discovery log at %s:%s lists no NVMe/TCP subsystem; pass -n SUBNQN\n",
 			c->traddr, dport);
 		return EXIT_ERR;
@@ -237,6 +253,7 @@ int cli_connect(struct cli *c, bool io)
 	int rc = c->shm_path ? nkv_connect_shm(c->shm_path, &c->opts, &c->ctrl)
 			     : nkv_connect(c->traddr, port_of(c), c->nqn, &c->opts, &c->ctrl);
 	if (rc == 0 && c->shm_path && c->nqn && strncmp(c->nqn, nkv_ctrl_identify(c->ctrl)->subnqn, 256) != 0) {
+		cli_json_error(c, "connect: another subsystem", -ENOENT, 0);
 		fprintf(stderr, "nkv: shm:%s serves %.256s, not %s\n", c->shm_path, nkv_ctrl_identify(c->ctrl)->subnqn,
 			c->nqn);
 		return EXIT_ERR;
@@ -251,9 +268,10 @@ int cli_connect(struct cli *c, bool io)
 		return EXIT_OK;
 	rc = nkv_qpair_create(c->ctrl, 0, &c->qp);
 	if (rc) {
-		if (rc == -ENOSPC)
+		if (rc == -ENOSPC) {
+			cli_json_error(c, "connect: no I/O queue granted", rc, 0);
 			fprintf(stderr, "nkv: %s granted no I/O queue\n", c->nqn);
-		else
+		} else
 			connect_error(c, port_of(c), c->nqn, rc);
 		return EXIT_ERR;
 	}
@@ -277,13 +295,7 @@ int cli_fail(struct cli *c, const char *what, int rc, const struct nkv_cpl *cpl,
 	}
 	else
 		reason = strerror(-rc);
-	if (c->json) {
-		printf("{\"command\":");
-		json_str(stdout, c->cmd, strlen(c->cmd));
-		printf(",\"error\":");
-		json_str(stdout, reason, strlen(reason));
-		printf(",\"errno\":%d,\"status\":%u}\n", -rc, cpl ? cpl->status : 0);
-	}
+	cli_json_error(c, reason, rc, cpl ? cpl->status : 0);
 	if (detail && *detail)
 		fprintf(stderr, "nkv: %s failed: %s (%s)\n", what, reason, detail);
 	else

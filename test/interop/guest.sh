@@ -1,0 +1,230 @@
+#!/bin/sh
+# Runs inside the QEMU guest (busybox sh, Linux 6.1 nvme-tcp, nvme-cli 2.3), started by /init.
+# /interop/env (written by run.sh): HOST (10.0.2.2 = the host's 127.0.0.1), PORT, DPORT, NQN.
+# Each check prints "ok - ..." or "FAIL - ..." (then its output, indented); exit 1 if any failed.
+# KV commands go through `nvme io-passthru` on the generic char device /dev/ngXnY, with the SQE
+# fields of wire doc A.2: key bytes 0-7 in CDW2/CDW3 and 8-15 in CDW14/CDW15 (byte 0 = CDW2 bits
+# 7:0), CDW10 = value size / host buffer size, CDW11 = KL (7:0) | options (15:8).
+. /interop/env
+NSID=1
+NFAIL=0
+NPASS=0
+T=/tmp/kv
+mkdir -p $T
+
+ok() { echo "ok - $*"; NPASS=$((NPASS + 1)); }
+fail() { echo "FAIL - $*"; NFAIL=$((NFAIL + 1)); }
+# check DESC CMD...: ok when CMD succeeds; otherwise FAIL with the output of CMD and of the last
+# nvme command ($T/out).
+check() {
+	desc=$1; shift
+	if "$@" >$T/check 2>&1; then ok "$desc"; else
+		fail "$desc"
+		cat $T/check $T/out 2>/dev/null | tail -n 15 | sed 's/^/    /'
+	fi
+}
+
+# Key as hex (2 to 32 digits, any bytes) -> --cdw2/--cdw3/--cdw14/--cdw15 (little-endian dwords).
+# Substring expansion, no forks: under TCG every process costs ~30 ms.
+kargs() {
+	h=$1
+	while [ ${#h} -lt 32 ]; do h=${h}0; done
+	echo "--cdw2=0x${h:6:2}${h:4:2}${h:2:2}${h:0:2} --cdw3=0x${h:14:2}${h:12:2}${h:10:2}${h:8:2}" \
+		"--cdw14=0x${h:22:2}${h:20:2}${h:18:2}${h:16:2} --cdw15=0x${h:30:2}${h:28:2}${h:26:2}${h:24:2}"
+}
+khex() { printf '%s' "$1" | od -An -v -tx1 | tr -d ' \n'; }
+
+# kv OPC KEY(text) KL OPTIONS CDW10 DATALEN [nvme-cli data args]
+# Sets RESULT (CQE DW0 as 0x........, empty on error) and STATUS (the NVMe status nvme-cli printed,
+# e.g. 0x4087 = DNR | SCT 0 | SC 87h; empty on success). Returns nvme-cli's exit status.
+kv() {
+	opc=$1 key=$2 kl=$3 opts=$4 c10=$5 dlen=$6
+	shift 6
+	nvme io-passthru $NG --opcode=$opc --namespace-id=$NSID $(kargs "$(khex "$key")") \
+		--cdw10=$c10 --cdw11=$(((opts << 8) | kl)) --data-len=$dlen "$@" >$T/out 2>&1
+	rc=$?
+	RESULT=$(sed -n 's/.*result: *\(0x[0-9a-fA-F]*\).*/\1/p' $T/out | head -n 1)
+	STATUS=$(sed -n 's/.*NVMe [Ss]tatus:.*(\(0x[0-9a-fA-F]*\)).*/\1/p' $T/out | head -n 1)
+	return $rc
+}
+store() { kv 0x01 "$1" ${#1} ${3:-0} $(wc -c <"$2") $(wc -c <"$2") --write --input-file="$2"; }
+retrieve() { rm -f "$3"; kv 0x02 "$1" ${#1} 0 "$2" "$2" --read --input-file="$3"; } # KEY HBS OUTFILE
+exist() { kv 0x14 "$1" ${2:-${#1}} 0 0 0; }
+delete() { kv 0x10 "$1" ${#1} 0 0 0; }
+# The status is SC (with SCT 0 = generic / I/O command set specific, wire doc A.6), DNR allowed.
+is_status() { [ -n "$STATUS" ] && [ $((STATUS & 0x7ff)) -eq $(($1)) ]; }
+is_result() { [ -n "$RESULT" ] && [ $((RESULT)) -eq $(($1)) ]; }
+# List data (wire doc A.4) -> one key per line: "count N" first, then the keys as text.
+parse_list() {
+	od -An -v -tu1 "$1" | awk '
+	{ for (i = 1; i <= NF; i++) b[n++] = $i }
+	END {
+		nrk = b[0] + b[1] * 256 + b[2] * 65536 + b[3] * 16777216; print "count " nrk; o = 4
+		for (k = 0; k < nrk; k++) {
+			kl = b[o] + b[o + 1] * 256; s = ""
+			for (j = 0; j < kl; j++) s = s sprintf("%c", b[o + 2 + j])
+			print s; o += 2 + kl; o += (4 - o % 4) % 4
+		}
+	}'
+}
+
+# The controller and generic namespace device of the current connection.
+find_dev() {
+	CTRL="" NG=""
+	for i in $(seq 50); do
+		for c in /sys/class/nvme/nvme*; do
+			[ -e "$c/subsysnqn" ] || continue
+			[ "$(cat $c/subsysnqn)" = "$NQN" ] && [ "$(cat $c/state)" = live ] && CTRL=$(basename $c)
+		done
+		if [ -n "$CTRL" ]; then
+			NG=$(ls /dev/ng*n$NSID 2>/dev/null | head -n 1)
+			[ -n "$NG" ] && return 0
+		fi
+		sleep 0.1
+	done
+	return 1
+}
+
+# ---- checks against one connected controller ----
+t_idctrl() {
+	nvme id-ctrl /dev/$CTRL >$T/out 2>&1 || return 1
+	f() { sed -n "s/^$1 *: *//p" $T/out | head -n 1; }
+	cntlid=$(f cntlid) subnqn=$(f subnqn) kas=$(f kas) ioccsz=$(f ioccsz) iorcsz=$(f iorcsz)
+	echo "cntlid=$cntlid sysfs=$(cat /sys/class/nvme/$CTRL/cntlid) subnqn=$subnqn kas=$kas ioccsz=$ioccsz iorcsz=$iorcsz"
+	[ $((cntlid)) -ne 0 ] && [ $((cntlid)) -eq $(cat /sys/class/nvme/$CTRL/cntlid) ] &&
+		[ "$subnqn" = "$NQN" ] && [ "$kas" -gt 0 ] && [ "$ioccsz" -ge 4 ] && [ "$iorcsz" -ge 1 ]
+}
+t_subsys() {
+	nvme list-subsys >$T/out 2>&1 || return 1
+	cat $T/out
+	grep -q "NQN=$NQN" $T/out && grep -q "tcp traddr=$HOST,trsvcid=$PORT" $T/out && grep -q live $T/out
+}
+t_nsdescs() { nvme ns-descs /dev/$CTRL -n $NSID >$T/out 2>&1 && grep -Eq '^csi *: *(0x)?1$' $T/out; }
+t_effects() { # Commands Supported and Effects, CSI 1 (the log the kernel reads for the namespace):
+	# CSUPP (bit 0) for each KV opcode in the I/O part (dword 256 + opcode)
+	nvme effects-log /dev/$CTRL --csi=1 -b >$T/eff 2>$T/out || return 1
+	[ $(wc -c <$T/eff) -ge 2048 ] || return 1
+	for o in 1 2 6 16 20; do
+		v=$(od -An -v -tu4 -j $((1024 + o * 4)) -N 4 $T/eff | tr -d ' ')
+		echo "io opcode $o: effects $v"
+		[ $((v & 1)) -eq 1 ] || return 1
+	done
+}
+t_noblock() { # the char device is there; no nvme block device node (6.1 keeps a 0-sector disk in sysfs)
+	: >$T/out
+	ls -l /dev/ng* /dev/nvme*
+	for b in /sys/block/nvme*; do [ -e "$b" ] && echo "$b size $(cat $b/size) hidden $(cat $b/hidden 2>/dev/null)"; done
+	[ -c "$NG" ] && ! ls /dev | grep -Eq '^nvme[0-9]+n[0-9]+$'
+}
+t_store_retrieve() { # KEY FILE
+	n=$(wc -c <"$2")
+	store "$1" "$2" || return 1
+	retrieve "$1" $n $T/got || return 1
+	is_result $n && cmp "$2" $T/got
+}
+t_truncated() { # KEY FILE: a 100-byte buffer gets the first 100 bytes and DW0 = the full size
+	retrieve "$1" 100 $T/got || return 1
+	head -c 100 "$2" >$T/want
+	is_result $(wc -c <"$2") && [ $(wc -c <$T/got) -eq 100 ] && cmp $T/want $T/got
+}
+t_probe() { kv 0x02 "$1" ${#1} 0 0 0 && is_result $2; } # HBS 0: size only
+t_absent() { ! "$@" && is_status 0x87; }
+t_badkl() { ! "$@" && is_status 0x86; }
+t_list() { # keys expected in order, from KL 0
+	kv 0x06 "" 0 0 4096 4096 --read --input-file=$T/list || return 1
+	parse_list $T/list >$T/keys
+	printf 'count %s\n' $# >$T/want
+	for k in "$@"; do echo "$k" >>$T/want; done
+	cat $T/keys
+	cmp $T/want $T/keys
+}
+t_list_from() { # START then the keys expected in order
+	s=$1; shift
+	kv 0x06 "$s" ${#s} 0 4096 4096 --read --input-file=$T/list || return 1
+	parse_list $T/list >$T/keys
+	printf 'count %s\n' $# >$T/want
+	for k in "$@"; do echo "$k" >>$T/want; done
+	cat $T/keys
+	cmp $T/want $T/keys
+}
+t_keepalive() { # idle longer than KATO, then the controller is still live and a command works
+	sleep 5
+	[ "$(cat /sys/class/nvme/$CTRL/state)" = live ] && exist ka-key
+}
+
+suite() { # TAG: the KV checks on the current connection
+	tag=$1
+	check "[$tag] id-ctrl: CNTLID matches the connection, SUBNQN, KAS, IOCCSZ, IORCSZ" t_idctrl
+	check "[$tag] list-subsys shows $NQN live over tcp to $HOST:$PORT" t_subsys
+	check "[$tag] ns-descs: namespace $NSID reports CSI 1 (KV)" t_nsdescs
+	check "[$tag] KV namespace is $NG only (no block device)" t_noblock
+	check "[$tag] effects log CSI 1: CSUPP for Store, Retrieve, List, Delete, Exist" t_effects
+	check "[$tag] Store (01h) + Retrieve (02h) 4 KiB: data identical, DW0 = 4096" t_store_retrieve k4k $T/v4k
+	check "[$tag] Retrieve into a 100-byte buffer: first 100 bytes, DW0 = 4096" t_truncated k4k $T/v4k
+	check "[$tag] Retrieve with host buffer 0: DW0 = 4096" t_probe k4k 4096
+	check "[$tag] Store + Retrieve 1 MiB (R2T/H2CData, C2HData): identical, DW0 = 1048576" t_store_retrieve k1m $T/v1m
+	check "[$tag] Store + Retrieve a zero-length value: DW0 = 0" t_store_retrieve k0 $T/v0
+	check "[$tag] Store + Retrieve a 16-byte key (CDW14/CDW15)" t_store_retrieve 0123456789abcdef $T/v100
+	check "[$tag] Exist (14h) of a stored key: success" exist k4k
+	check "[$tag] Exist of an absent key: 87h (SCT 0)" t_absent exist nokey
+	check "[$tag] Retrieve of an absent key: 87h" t_absent retrieve nokey 4096 $T/got
+	check "[$tag] Delete (10h) of an absent key: 87h" t_absent delete nokey
+	check "[$tag] Store only-if-exists (option bit 8) on an absent key: 87h" t_absent store nokey $T/v100 1
+	check "[$tag] Exist with KL 17: 86h" t_badkl exist k4k 17
+	check "[$tag] Exist with KL 0: 86h" t_badkl exist "" 0
+	check "[$tag] Store only-if-absent (option bit 9) on a present key: 89h" eval '! store k4k $T/v100 2 && is_status 0x89'
+	check "[$tag] List (06h) from the first key: 4 keys in ascending order" t_list 0123456789abcdef k0 k1m k4k
+	check "[$tag] List from k1m (inclusive): k1m k4k" t_list_from k1m k1m k4k
+	check "[$tag] Delete (10h) of a stored key, then Exist: 87h" eval 'delete k4k && ! exist k4k && is_status 0x87'
+	for k in k1m k0 0123456789abcdef; do delete $k; done
+	check "[$tag] List after deleting every key: 0 keys" t_list
+}
+
+connect() { # extra nvme connect args
+	nvme connect -t tcp -a $HOST -s $PORT -n $NQN "$@" >$T/out 2>&1 && find_dev
+}
+disconnect() {
+	nvme disconnect -n $NQN >$T/out 2>&1 && grep -q 'disconnected 1 controller' $T/out || return 1
+	sleep 0.2
+	! ls /dev/ng*n$NSID >/dev/null 2>&1
+}
+
+# ---- main ----
+head -c 4096 /dev/urandom >$T/v4k
+head -c 1048576 /dev/urandom >$T/v1m
+head -c 100 /dev/urandom >$T/v100
+: >$T/v0
+
+t_discover() {
+	nvme discover -t tcp -a $HOST -s $DPORT >$T/out 2>&1 || return 1
+	cat $T/out
+	grep -q "subnqn: *$NQN" $T/out && grep -q "trsvcid: *$PORT" $T/out && grep -q 'trtype: *tcp' $T/out
+}
+check "nvme discover -t tcp -a $HOST -s $DPORT: log lists $NQN on port $PORT" t_discover
+
+check "nvme connect -t tcp -a $HOST -s $PORT -n $NQN; /dev/ngXnY appears" connect
+echo "# controller $CTRL, namespace $NG"
+[ -n "$NG" ] && suite plain
+check "nvme disconnect -n $NQN; the namespace device goes away" disconnect
+
+check "nvme connect with header and data digests (-g -G)" connect -g -G
+[ -n "$NG" ] && suite digest
+check "disconnect (digests)" disconnect
+
+check "nvme connect with KATO 2 s and SQ flow control disabled (-k 2 --disable-sqflow)" connect -k 2 --disable-sqflow
+if [ -n "$NG" ]; then
+	printf x >$T/vka
+	store ka-key $T/vka
+	check "SQ flow control disabled: Store + Retrieve 1 MiB" t_store_retrieve k1m $T/v1m
+	delete k1m
+	check "keep alive: idle 5 s (> KATO), controller still live, Exist works" t_keepalive
+	delete ka-key
+fi
+check "disconnect (keep alive)" disconnect
+
+if [ $NFAIL -gt 0 ]; then
+	echo "---- guest dmesg (last 40 lines) ----"
+	dmesg | tail -n 40
+fi
+echo "guest: $NPASS passed, $NFAIL failed"
+[ $NFAIL -eq 0 ]

@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# One-time, cached preparation for the Linux kernel interop test (test/interop/run.sh):
+#   - Debian packages: qemu-system-x86, busybox-static, nvme-cli, kmod, xz-utils, cpio
+#   - the Debian kernel (linux-image-amd64 -> linux-image-<abi>-amd64), downloaded and unpacked with
+#     dpkg -x (never installed), its vmlinux extracted from vmlinuz for QEMU's PVH entry
+#   - an initramfs: busybox, nvme-cli with its libraries and loader, the nvme-tcp / virtio_net /
+#     crc32c module closures (from modules.dep, made by depmod -b), /etc/nvme/hostnqn + hostid, /init
+#
+# Cache: ${NKV_INTEROP_CACHE:-/var/cache/nkv-interop}/<kernel package version>/ holds vmlinux,
+# initramfs.cpio.gz and a stamp. Outside the repository, so it survives between the CI steps of a
+# run (and across runs on one machine); a second call finds the stamp and only checks it (< 1 s).
+# The stamp also records a hash of this script and of init.sh, so editing them rebuilds.
+# Prints "NKV_INTEROP_DIR=<dir>" as its last line. Run as root (or with sudo available).
+set -euo pipefail
+HERE="$(cd "$(dirname "$0")" && pwd)"
+CACHE="${NKV_INTEROP_CACHE:-/var/cache/nkv-interop}"
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+log() { echo "interop-prepare: $*" >&2; }
+t0=$(date +%s)
+
+# 1. Host packages (only what is missing; apt-get update at most once).
+PKGS=(qemu-system-x86 busybox-static nvme-cli kmod xz-utils cpio)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+export DEBIAN_FRONTEND=noninteractive
+updated=0
+if [ ${#missing[@]} -gt 0 ]; then
+  log "installing ${missing[*]}"
+  $SUDO apt-get update -q >/dev/null; updated=1
+  $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# 2. Which kernel: the package linux-image-amd64 depends on (e.g. linux-image-6.1.0-57-amd64).
+kpkg() { apt-cache depends linux-image-amd64 2>/dev/null | sed -n 's/^ *Depends: \(linux-image-[0-9].*\)$/\1/p' | head -1; }
+KPKG="$(kpkg)"
+if [ -z "$KPKG" ] && [ "$updated" -eq 0 ]; then $SUDO apt-get update -q >/dev/null; KPKG="$(kpkg)"; fi
+[ -n "$KPKG" ] || { log "cannot resolve linux-image-amd64 (apt-get update?)"; exit 1; }
+KVER_PKG="$(apt-cache policy "$KPKG" | sed -n 's/^ *Candidate: //p')"
+KREL="${KPKG#linux-image-}"                        # 6.1.0-57-amd64 (the modules directory)
+KEY="$(printf '%s\n' "$KPKG" "$KVER_PKG" | cat - "$0" "$HERE/init.sh" | sha256sum | cut -c1-12)"
+DIR="$CACHE/${KPKG}_${KVER_PKG}"
+STAMP="$DIR/stamp"
+$SUDO mkdir -p "$CACHE"
+[ -w "$CACHE" ] || $SUDO chown "$(id -u):$(id -g)" "$CACHE"
+exec 9>"$CACHE/.lock"
+flock 9   # one builder at a time (two tests may call this at once)
+if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$KEY" ] && [ -s "$DIR/vmlinux" ] && [ -s "$DIR/initramfs.cpio.gz" ]; then
+  log "cached: $DIR ($KPKG $KVER_PKG)"
+  echo "NKV_INTEROP_DIR=$DIR"
+  exit 0
+fi
+log "building $DIR ($KPKG $KVER_PKG)"
+$SUDO mkdir -p "$DIR"
+[ -w "$DIR" ] || $SUDO chown "$(id -u):$(id -g)" "$DIR"
+rm -f "$STAMP"
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/nkv-interop-prep.XXXXXX")"
+trap 'rm -rf "$WORK"' EXIT
+
+# 3. Kernel package: download and unpack (not installed).
+( cd "$WORK" && apt-get download "$KPKG=$KVER_PKG" >/dev/null 2>&1 || apt-get download "$KPKG" >/dev/null )
+dpkg -x "$WORK"/"$KPKG"_*.deb "$WORK/k"
+MODDIR="$WORK/k/lib/modules/$KREL"
+[ -d "$MODDIR" ] || { log "no modules for $KREL in $KPKG"; exit 1; }
+depmod -b "$WORK/k" "$KREL"                         # the package ships no modules.dep
+
+# 4. vmlinux from vmlinuz, as the kernel's scripts/extract-vmlinux does (Debian: XZ payload).
+VMLINUZ="$WORK/k/boot/vmlinuz-$KREL"
+extract() { # magic-as-grep-P, decompressor
+  local off
+  for off in $(LC_ALL=C grep -aboP "$1" "$VMLINUZ" | cut -d: -f1); do
+    tail -c +$((off + 1)) "$VMLINUZ" | $2 >"$WORK/vmlinux" 2>/dev/null || true
+    if [ "$(head -c 4 "$WORK/vmlinux" | od -An -tx1 | tr -d ' ')" = 7f454c46 ]; then return 0; fi
+  done
+  return 1
+}
+extract '\xfd7zXZ\x00' 'xz -dc' || extract '\x1f\x8b\x08' 'gzip -dc' || extract '\x28\xb5\x2f\xfd' 'zstd -dc' ||
+  { log "could not extract vmlinux from $VMLINUZ"; exit 1; }
+grep -q '^CONFIG_PVH=y' "$WORK/k/boot/config-$KREL" || log "warning: CONFIG_PVH is not set; use vmlinuz"
+cp "$VMLINUZ" "$DIR/vmlinuz.new"
+
+# 5. initramfs tree.
+R="$WORK/root"
+mkdir -p "$R"/{bin,sbin,etc/nvme,proc,sys,dev,tmp,run,lib/modules,interop}
+cp /bin/busybox "$R/bin/busybox"
+# /dev/console must exist before /init runs or init has no stdout.
+mknod -m 600 "$R/dev/console" c 5 1 2>/dev/null || true
+mknod -m 666 "$R/dev/null" c 1 3 2>/dev/null || true
+# nvme-cli + every library ldd lists + the loader, at their own paths.
+cp /usr/sbin/nvme "$R/sbin/nvme"
+for lib in $(ldd /usr/sbin/nvme | grep -oE '/[^ ]+'); do
+  mkdir -p "$R$(dirname "$lib")"
+  cp -L "$lib" "$R$lib"
+done
+[ -e "$R/lib64/ld-linux-x86-64.so.2" ] || { mkdir -p "$R/lib64"; cp -L /lib64/ld-linux-x86-64.so.2 "$R/lib64/"; }
+# Host identity (nvme-cli needs both files).
+uuid="$(cat /proc/sys/kernel/random/uuid)"
+echo "nqn.2014-08.org.nvmexpress:uuid:$uuid" >"$R/etc/nvme/hostnqn"
+echo "$uuid" >"$R/etc/nvme/hostid"
+# Modules: the closure of each wanted module from modules.dep, dependencies first, flattened into
+# /lib/modules with a load order for insmod.
+: >"$R/lib/modules/load.list"
+want=(kernel/crypto/crct10dif_generic.ko kernel/crypto/crc64_rocksoft_generic.ko
+      kernel/crypto/crc32c_generic.ko
+      kernel/drivers/virtio/virtio_pci.ko kernel/drivers/net/virtio_net.ko
+      kernel/drivers/nvme/host/nvme-tcp.ko)
+add_mod() {
+  local m="$1" base
+  base="$(basename "$m")"
+  grep -qx "$base" "$R/lib/modules/load.list" && return 0
+  [ -f "$MODDIR/$m" ] || { log "missing module $m"; exit 1; }
+  cp "$MODDIR/$m" "$R/lib/modules/$base"
+  echo "$base" >>"$R/lib/modules/load.list"
+}
+for m in "${want[@]}"; do
+  line="$(grep -E "^$m:" "$MODDIR/modules.dep" || true)"
+  [ -n "$line" ] || { log "$m not in modules.dep"; exit 1; }
+  read -r -a deps <<<"${line#*:}"
+  # modules.dep lists a module's dependencies with the deepest last: load them in reverse.
+  for ((i = ${#deps[@]} - 1; i >= 0; i--)); do add_mod "${deps[i]}"; done
+  add_mod "$m"
+done
+cp "$HERE/init.sh" "$R/init"
+chmod 755 "$R/init"
+( cd "$R" && find . -print0 | sort -z | cpio --null -o -H newc --quiet ) | gzip -1 >"$DIR/initramfs.cpio.gz.new"
+mv "$WORK/vmlinux" "$DIR/vmlinux"
+mv "$DIR/vmlinuz.new" "$DIR/vmlinuz"
+mv "$DIR/initramfs.cpio.gz.new" "$DIR/initramfs.cpio.gz"
+cp "$R/etc/nvme/hostnqn" "$DIR/hostnqn"
+cp "$R/lib/modules/load.list" "$DIR/modules.list"
+echo "$KEY" >"$STAMP"
+for old in "$CACHE"/linux-image-*; do  # earlier kernel versions
+  [ "$old" = "$DIR" ] || rm -rf "$old"
+done
+log "done in $(( $(date +%s) - t0 )) s: vmlinux $(du -h "$DIR/vmlinux" | cut -f1), initramfs $(du -h "$DIR/initramfs.cpio.gz" | cut -f1)"
+echo "NKV_INTEROP_DIR=$DIR"

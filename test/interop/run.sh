@@ -1,0 +1,209 @@
+#!/usr/bin/env bash
+# Linux kernel interop: the Debian 6.1 kernel's NVMe/TCP host (nvme-tcp + nvme-cli, in a QEMU TCG
+# guest) attaches to rados-nkv and drives KV commands through /dev/ngXnY (test/interop/guest.sh).
+#   test/interop/run.sh mem|rados [RADOS_NKV_BINARY]
+# Environment:
+#   NKV_DAEMON            rados-nkv binary (default: build/interop/rados-nkv, then build/*/rados-nkv)
+#   NKV_CEPH_CONF, NKV_CEPH_KEYRING, NKV_CEPH_USER, NKV_CEPH_POOL   the cluster (rados backend)
+#   NKV_REQUIRE_RADOS=1   rados without a cluster fails instead of skipping (77)
+#   NKV_REQUIRE_INTEROP=1 a failed preparation (no apt, no QEMU) fails instead of skipping (77)
+#   NKV_INTEROP_TIMEOUT   hard limit for the guest in seconds (default 120)
+#   NKV_INTEROP_KEEP=DIR  keep the logs (serial console, daemon) in DIR
+# Prints each guest check as "ok - ..." / "FAIL - ...", then "N passed, N failed". Exit 0/1/77.
+# Everything it starts (daemon, QEMU) is killed on exit.
+set -uo pipefail
+HERE="$(cd "$(dirname "$0")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+BACKEND="${1:-}"
+case "$BACKEND" in mem|rados) ;; *) echo "usage: $0 mem|rados" >&2; exit 64 ;; esac
+TIMEOUT="${NKV_INTEROP_TIMEOUT:-120}"
+t_start=$(date +%s.%N)
+elapsed() { awk -v a="$t_start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
+say() { echo "interop[$BACKEND]: $*"; }
+skip_or_fail() { # $1 = variable that turns a skip into a failure
+  if [ "${!1:-0}" = 1 ]; then say "$2 (and $1=1): FAIL"; echo "0 passed, 1 failed"; exit 1; fi
+  say "$2: skipped"; exit 77
+}
+
+# The daemon.
+DAEMON="${2:-${NKV_DAEMON:-}}"
+if [ -z "$DAEMON" ]; then
+  for d in "$ROOT/build/interop/rados-nkv" "$ROOT"/build/*/rados-nkv; do
+    [ -x "$d" ] && { DAEMON="$d"; break; }
+  done
+fi
+[ -x "$DAEMON" ] || { say "no rados-nkv binary (set NKV_DAEMON)"; echo "0 passed, 1 failed"; exit 1; }
+
+if [ "$BACKEND" = rados ] && [ -z "${NKV_CEPH_CONF:-}" ]; then
+  skip_or_fail NKV_REQUIRE_RADOS "no cluster (NKV_CEPH_CONF unset)"
+fi
+
+# Kernel + initramfs (cached; a no-op after the first time).
+prep_out="$(bash "$HERE/prepare.sh" 2>&1)" || { echo "$prep_out" >&2; skip_or_fail NKV_REQUIRE_INTEROP "preparation failed"; }
+IDIR="$(echo "$prep_out" | sed -n 's/^NKV_INTEROP_DIR=//p' | tail -1)"
+t_prep=$(elapsed)
+
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/nkv-interop-$BACKEND.XXXXXX")"
+DAEMON_PID=""
+QEMU_PID=""
+cleanup() {
+  local p
+  for p in $QEMU_PID $DAEMON_PID; do
+    kill -TERM "$p" 2>/dev/null || continue
+    for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$p" 2>/dev/null
+    wait "$p" 2>/dev/null
+  done
+  if [ -n "${NKV_INTEROP_KEEP:-}" ]; then
+    mkdir -p "$NKV_INTEROP_KEEP" && cp "$WORK"/*.log "$NKV_INTEROP_KEEP"/ 2>/dev/null
+  fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+# Free ports: ask the kernel for two ephemeral ports, then let the daemon bind them (retried if
+# somebody else took one in between).
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+NQN="nqn.2026-11.io.rados-nkv:interop-$BACKEND"
+RADOS_NS="interop-$$-$(date +%s)"
+args=(--backend "$BACKEND" -s "$NQN" --log-level debug --grace-ms 2000)
+if [ "$BACKEND" = rados ]; then
+  args+=(--ceph-conf "$NKV_CEPH_CONF" --client-id "${NKV_CEPH_USER:-admin}" --pool "${NKV_CEPH_POOL:-nkv}"
+         --ns "1:$RADOS_NS:4M" --op-timeout 20)
+  [ -n "${NKV_CEPH_KEYRING:-}" ] && args+=(--keyring "$NKV_CEPH_KEYRING")
+else
+  args+=(--ns 1::4M)
+fi
+for _ in 1 2 3 4 5; do
+  PORT=$(free_port); DPORT=$(free_port)
+  [ "$PORT" != "$DPORT" ] || continue
+  rm -f "$WORK/daemon.pid"
+  "$DAEMON" "${args[@]}" --listen "127.0.0.1:$PORT" --discovery "127.0.0.1:$DPORT" \
+    --pid-file "$WORK/daemon.pid" >"$WORK/daemon.log" 2>&1 &
+  DAEMON_PID=$!
+  for _ in $(seq 300); do
+    [ -s "$WORK/daemon.pid" ] && break
+    kill -0 "$DAEMON_PID" 2>/dev/null || break
+    sleep 0.05
+  done
+  [ -s "$WORK/daemon.pid" ] && break
+  wait "$DAEMON_PID" 2>/dev/null; DAEMON_PID=""
+  grep -qi 'in use' "$WORK/daemon.log" || break
+done
+if [ -z "$DAEMON_PID" ]; then
+  say "rados-nkv did not start:"; cat "$WORK/daemon.log"; echo "0 passed, 1 failed"; exit 1
+fi
+say "rados-nkv ($BACKEND) on 127.0.0.1:$PORT, discovery :$DPORT, $NQN (guest sees 10.0.2.2)"
+
+# A second cpio archive after the cached initramfs carries this run's guest script and parameters.
+mkdir -p "$WORK/ov/interop"
+cp "$HERE/guest.sh" "$WORK/ov/interop/guest.sh"
+cat >"$WORK/ov/interop/env" <<EOF
+HOST=10.0.2.2
+PORT=$PORT
+DPORT=$DPORT
+NQN=$NQN
+BACKEND=$BACKEND
+EOF
+( cd "$WORK/ov" && find . | cpio -o -H newc --quiet ) | gzip -1 >"$WORK/ov.cpio.gz"
+cat "$IDIR/initramfs.cpio.gz" "$WORK/ov.cpio.gz" >"$WORK/initrd.img"
+
+# The guest, under TCG (no KVM here), bounded. PVH entry through the uncompressed vmlinux.
+SERIAL="$WORK/serial.log"
+t_boot=$(elapsed)
+qemu-system-x86_64 -nodefaults -display none -no-reboot -accel tcg -m 768 -smp 1 \
+  -kernel "$IDIR/vmlinux" -initrd "$WORK/initrd.img" \
+  -append "console=ttyS0 quiet loglevel=3 panic=-1 nkv_script=/interop/guest.sh" \
+  -serial "file:$SERIAL" -monitor none \
+  -netdev user,id=n0 -device virtio-net-pci,netdev=n0 >"$WORK/qemu.log" 2>&1 &
+QEMU_PID=$!
+deadline=$(( $(date +%s) + TIMEOUT ))
+timed_out=0
+while kill -0 "$QEMU_PID" 2>/dev/null; do
+  if [ "$(date +%s)" -ge "$deadline" ]; then timed_out=1; break; fi
+  sleep 0.2
+done
+if [ "$timed_out" = 1 ]; then
+  kill -KILL "$QEMU_PID" 2>/dev/null
+fi
+wait "$QEMU_PID" 2>/dev/null
+qrc=$?
+QEMU_PID=""
+t_end=$(elapsed)
+
+# Results.
+tr -d '\r' <"$SERIAL" >"$WORK/console.log" 2>/dev/null
+pass=$(grep -c '^ok - ' "$WORK/console.log")
+fail=$(grep -c '^FAIL - ' "$WORK/console.log")
+exitline="$(grep -a '^NKV-INTEROP-EXIT ' "$WORK/console.log" | tail -1)"
+grc="${exitline#NKV-INTEROP-EXIT }"
+bad=0
+if [ "$timed_out" = 1 ]; then
+  say "FAIL: the guest did not finish within ${TIMEOUT}s"; bad=1
+elif [ -z "$exitline" ]; then
+  say "FAIL: no exit marker on the console (qemu exit $qrc)"; bad=1
+elif [ "$grc" != 0 ]; then
+  say "guest script exit status $grc"; bad=1
+fi
+if [ "$bad" = 1 ] || [ "$fail" -gt 0 ] || [ "$pass" -eq 0 ] || [ -n "${NKV_INTEROP_VERBOSE:-}" ]; then
+  echo "---- guest console ----"; cat "$WORK/console.log"
+  echo "---- qemu ----"; cat "$WORK/qemu.log"
+  echo "---- rados-nkv log (last 80 lines) ----"; tail -n 80 "$WORK/daemon.log"
+  echo "----"
+fi
+# The daemon must still be alive and stop cleanly.
+if kill -0 "$DAEMON_PID" 2>/dev/null; then
+  kill -TERM "$DAEMON_PID"; wait "$DAEMON_PID"; drc=$?; DAEMON_PID=""
+  if [ "$drc" -ne 0 ]; then echo "FAIL - rados-nkv exited $drc on SIGTERM"; fail=$((fail + 1)); else echo "ok - rados-nkv stopped cleanly"; pass=$((pass + 1)); fi
+else
+  echo "FAIL - rados-nkv died during the run"; fail=$((fail + 1)); DAEMON_PID=""
+fi
+grep -E '^(ok|FAIL) - ' "$WORK/console.log" | sed 's/^/  guest: /'
+
+# Host-side checks on the target's debug log (one "cmd" line per command received).
+DL="$WORK/daemon.log"
+hcheck() {
+  if eval "$2"; then echo "ok - target: $1"; pass=$((pass + 1)); else echo "FAIL - target: $1"; fail=$((fail + 1)); fi
+}
+hcheck "an ICReq asked for header and data digests and got them" "grep -q 'ICReq hpda [0-9]* digests HD' '$DL'"
+hcheck "an admin Connect carried KATO 2000 ms (nvme connect -k 2)" "grep -q 'fctype 01h .* cdw12 000007d0h' '$DL'"
+hcheck "that Connect asked for SQ flow control off (CATTR bit 2, --disable-sqflow)" "grep -q 'fctype 01h .* cdw11 0004001fh cdw12 000007d0h' '$DL'"
+ka=$(awk '/fctype 01h .* cdw12 000007d0h/ { on = 1 } on && / cmd opc 18h / { n++ } END { print n + 0 }' "$DL")
+hcheck "Keep Alive (18h) every KATO/2 on that controller ($ka seen, want >= 3)" "[ $ka -ge 3 ]"
+
+# The kernel's attach sequence on the admin queue of the first I/O controller, decoded.
+attach_sequence() {
+  local peer line opc fct c10 c11 c12 c14 nsid what
+  peer=$(sed -n "s/.*tcp \([0-9.:]*\): $NQN qid 0, .*/\1/p" "$DL" | head -n 1)
+  [ -n "$peer" ] || return 0
+  echo "# attach sequence of the first controller (admin queue, as rados-nkv saw it):"
+  grep -F "tcp $peer: qid 0 cid " "$DL" | grep ' cmd opc ' | while read -r line; do
+    opc=$(sed -n 's/.* cmd opc \([0-9a-f]*\)h.*/\1/p' <<<"$line")
+    fct=$(sed -n 's/.* fctype \([0-9a-f]*\)h.*/\1/p' <<<"$line")
+    nsid=$(sed -n 's/.* nsid \([0-9a-f]*\)h.*/\1/p' <<<"$line")
+    c10=$((16#$(sed -n 's/.* cdw10 \([0-9a-f]*\)h.*/\1/p' <<<"$line")))
+    c11=$((16#$(sed -n 's/.* cdw11 \([0-9a-f]*\)h.*/\1/p' <<<"$line")))
+    c12=$((16#$(sed -n 's/.* cdw12 \([0-9a-f]*\)h.*/\1/p' <<<"$line")))
+    c14=$((16#$(sed -n 's/.* cdw14 \([0-9a-f]*\)h.*/\1/p' <<<"$line")))
+    case "$opc/$fct" in
+      7f/01) what=$(printf 'Connect qid %d sqsize %d KATO %d ms' $((c10 >> 16)) $((c11 & 0xffff)) "$c12") ;;
+      7f/04) what=$(printf 'Property Get %s (%d bytes)' "$(case $c11 in 0) echo CAP;; 8) echo VS;; 20) echo CC;; 28) echo CSTS;; *) printf '%xh' $c11;; esac)" $(( (c10 & 7) ? 8 : 4 ))) ;;
+      7f/00) what=$(printf 'Property Set %s = %08xh' "$(case $c11 in 20) echo CC;; *) printf '%xh' $c11;; esac)" "$c12") ;;
+      06/) what=$(printf 'Identify CNS %02xh CSI %d NSID %s' $((c10 & 0xff)) $((c11 >> 24)) "$nsid") ;;
+      02/) what=$(printf 'Get Log Page LID %02xh %d bytes CSI %d NSID %s' $((c10 & 0xff)) $(( ((c10 >> 16) + 1) * 4 )) $((c14 >> 24)) "$nsid") ;;
+      09/) what=$(printf 'Set Features FID %02xh CDW11 %08xh' $((c10 & 0xff)) "$c11") ;;
+      0a/) what=$(printf 'Get Features FID %02xh' $((c10 & 0xff))) ;;
+      0c/) what="Asynchronous Event Request" ;;
+      18/) what="Keep Alive" ;;
+      *) what="opcode ${opc}h" ;;
+    esac
+    echo "#   $what"
+    [ "$opc" = 18 ] && break   # the attach is over once keep alive runs
+  done
+}
+attach_sequence
+say "timings: prepare ${t_prep}s, boot+guest $(awk -v a="$t_boot" -v b="$t_end" 'BEGIN { printf "%.1f", b - a }')s, total $(elapsed)s"
+[ "$bad" = 1 ] && fail=$((fail + 1))
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ] && [ "$pass" -gt 0 ]
