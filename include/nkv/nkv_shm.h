@@ -8,6 +8,10 @@
  * phase bits. Closing the socket ends the controller.
  *
  * Messages are little-endian structs; every request gets exactly one reply, in order.
+ *
+ * The controller watches CC by polling: after clearing CC.EN, a host waits for CSTS.RDY = 0 (and
+ * CSTS.CFS = 0) before setting EN again, as the NVMe base spec requires; a quick 1-0-1 may be
+ * missed. Create I/O CQ accepts IEN but never interrupts: hosts poll the phase bit.
  */
 #ifndef NKV_SHM_H
 #define NKV_SHM_H

@@ -127,6 +127,8 @@ struct nkv_shm_conf {
 				   * Lower is faster and burns more CPU */
 	unsigned max_regions;     /* registered regions per controller; 0: 256 */
 	uint64_t max_reg_bytes;   /* registered bytes per controller; 0: 64 GiB */
+	uint64_t bounce_budget;   /* staging memory for scattered buffers, all controllers; 0: 1 GiB.
+				   * Past it, commands wait in their SQ */
 };
 
 /** Start the shared-memory transport of @tgt (poller threads). @return 0, -EINVAL, -ENOMEM, -errno. */

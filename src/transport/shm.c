@@ -54,6 +54,7 @@ struct shm_req {
 	uint32_t bounce_cap;
 	struct shm_region *reg[1]; /* the region a direct buffer lives in, pinned until completion */
 	bool direct;             /* req.data points into host memory */
+	uint32_t charged;        /* bounce bytes counted against the transport's budget */
 	bool busy;
 	struct shm_req *next_post; /* waiting for room in its CQ */
 };
@@ -132,7 +133,11 @@ struct nkv_shm {
 	enum ep_kind stop_kind;  /* epoll tag of stop_efd */
 	atomic_bool stop, draining;
 	atomic_int nctrls;
+	atomic_uint_fast64_t bounced; /* bounce bytes in use, all controllers (conf.bounce_budget) */
 };
+
+/* map_data's answer when the bounce budget is spent: leave the SQE in the SQ and retry later. */
+#define WAIT_BUDGET 0xffffu
 
 #define ST(sct, sc) nkv_status_make(NKV_SCT_##sct, NKV_SC_##sc, 1)
 
@@ -323,6 +328,15 @@ static nkv_status map_data(struct shm_ctrl *c, struct shm_req *r, uint32_t len, 
 			return 0;
 		}
 	}
+	/* Bounce memory is bounded across hosts: past the budget the command stays in its SQ (the
+	 * host sees backpressure as an SQ that drains slower), unless nothing else is bounced. */
+	struct nkv_shm *s = c->s;
+	uint64_t cur = atomic_load(&s->bounced);
+	do {
+		if (cur > 0 && cur + len > s->conf.bounce_budget)
+			return WAIT_BUDGET;
+	} while (!atomic_compare_exchange_weak(&s->bounced, &cur, cur + len));
+	r->charged = len;
 	if (r->bounce_cap < len) {
 		free(r->bounce);
 		r->bounce_cap = 0;
@@ -368,6 +382,10 @@ static void req_release(struct shm_req *r)
 	struct shm_sq *sq = r->sq;
 
 	unpin(sq->c, &r->reg[0]);
+	if (r->charged) {
+		atomic_fetch_sub(&sq->c->s->bounced, r->charged);
+		r->charged = 0;
+	}
 	if (r->bounce_cap > 65536) {
 		free(r->bounce);
 		r->bounce = NULL;
@@ -570,17 +588,21 @@ static nkv_status admin_queue_cmd(struct shm_ctrl *c, const struct nkv_sqe *cmd)
 
 	switch (cmd->opc) {
 	case NKV_ADM_CREATE_CQ:
+		if (NKV_CC_IOCQES(c->ctrlr->cc) != 4) /* 16-byte CQEs only; CC.IOCQES 0 means unset */
+			return ST(GENERIC, INVALID_FIELD);
 		if (qid == 0 || qid > maxq || qid > (unsigned)c->ctrlr->ncqa + 1 || c->cqs[qid].live)
 			return ST(CMD, INVALID_QUEUE_ID);
 		if (size < 2 || size > NKV_CAP_MQES(c->ctrlr->cap) + 1u || (c10 >> 16) == 0xffff)
 			return ST(CMD, INVALID_QUEUE_SIZE);
-		if (!(c11 & 1) || (c11 & 2)) /* physically contiguous only; no interrupts */
+		if (!(c11 & 1)) /* physically contiguous only; IEN is accepted, no interrupt is ever sent */
 			return ST(GENERIC, INVALID_FIELD);
 		if (base & (PAGE - 1))
 			return ST(GENERIC, INVALID_PRP_OFFSET);
 		return cq_create(c, qid, size, base);
 	case NKV_ADM_CREATE_SQ: {
 		uint16_t cqid = (uint16_t)(c11 >> 16);
+		if (NKV_CC_IOSQES(c->ctrlr->cc) != 6) /* 64-byte SQEs only */
+			return ST(GENERIC, INVALID_FIELD);
 		if (qid == 0 || qid > maxq || qid > (unsigned)c->ctrlr->nsqa + 1 || c->sqs[qid])
 			return ST(CMD, INVALID_QUEUE_ID);
 		if (size < 2 || size > NKV_CAP_MQES(c->ctrlr->cap) + 1u || (c10 >> 16) == 0xffff)
@@ -617,11 +639,13 @@ static bool is_queue_cmd(uint8_t opc)
 	       opc == NKV_ADM_DELETE_CQ;
 }
 
-static void run_cmd(struct shm_ctrl *c, struct shm_sq *sq, struct shm_req *r)
+/* Start one fetched command. @return false when it must wait for bounce budget (not started). */
+static bool run_cmd(struct shm_ctrl *c, struct shm_sq *sq, struct shm_req *r)
 {
 	nkv_status st;
 
 	r->busy = true;
+	r->charged = 0;
 	r->reg[0] = NULL;
 	r->direct = false;
 	sq->outstanding++;
@@ -630,20 +654,28 @@ static void run_cmd(struct shm_ctrl *c, struct shm_sq *sq, struct shm_req *r)
 		memset(&r->req.cpl, 0, sizeof(r->req.cpl));
 		r->req.xfer = 0;
 		nkv_req_complete(&r->req, admin_queue_cmd(c, &r->req.cmd));
-		return;
+		return true;
 	}
 	r->req.data = NULL;
 	r->req.data_len = UINT32_MAX; /* PRPs carry no length: the command's own fields do */
-	if ((st = nkv_req_parse(&r->req)) == 0 &&
-	    (st = map_data(c, r, r->req.length, (r->req.cmd.opc & 3) == 1)) == 0 && !r->direct &&
-	    (r->req.cmd.opc & 3) == 1 && !bounce_copy(c, r, r->req.length, false))
+	if ((st = nkv_req_parse(&r->req)) == 0)
+		st = map_data(c, r, r->req.length, (r->req.cmd.opc & 3) == 1);
+	if (st == WAIT_BUDGET) {
+		unpin(c, &r->reg[0]);
+		r->busy = false;
+		sq->outstanding--;
+		c->outstanding--;
+		return false;
+	}
+	if (st == 0 && !r->direct && (r->req.cmd.opc & 3) == 1 && !bounce_copy(c, r, r->req.length, false))
 		st = ST(GENERIC, DATA_TRANSFER_ERROR);
 	if (st) {
 		r->req.xfer = 0;
 		nkv_req_complete(&r->req, st);
-		return;
+		return true;
 	}
 	r->req.execute(&r->req);
+	return true;
 }
 
 /* Take new SQEs up to the tail doorbell. @return SQEs fetched. */
@@ -664,9 +696,13 @@ static unsigned sq_fetch(struct shm_ctrl *c, struct shm_sq *sq)
 			break; /* the host reused a slot whose command has not completed: wait */
 		__atomic_thread_fence(__ATOMIC_ACQUIRE); /* the doorbell read before the SQE read */
 		memcpy(&r->req.cmd, &sq->ring[sq->head], sizeof(r->req.cmd)); /* a private copy */
+		uint16_t head = sq->head;
 		sq->head = (uint16_t)((sq->head + 1) % sq->qp.size);
+		if (!run_cmd(c, sq, r)) {
+			sq->head = head; /* over the bounce budget: fetch it again once memory comes back */
+			break;
+		}
 		n++;
-		run_cmd(c, sq, r);
 	}
 	return n;
 }
@@ -1027,6 +1063,8 @@ static bool conn_message(struct nkv_shm *s, struct shm_conn *k)
 
 	if (n <= 0)
 		return n < 0 && (errno == EAGAIN || errno == EINTR);
+	if (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))
+		n = 0; /* larger than any message of the protocol: refused below, fds still closed */
 	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
 		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
 			for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
@@ -1125,6 +1163,8 @@ int nkv_shm_create(struct nkv_target *tgt, const struct nkv_shm_conf *conf, stru
 		s->conf.max_regions = 256;
 	if (!s->conf.max_reg_bytes)
 		s->conf.max_reg_bytes = 64ull << 30;
+	if (!s->conf.bounce_budget)
+		s->conf.bounce_budget = 1ull << 30;
 	if (s->conf.pollers > 64 || s->conf.mqes < 1 || s->conf.max_io_queues > 1024) {
 		free(s);
 		return -EINVAL;
