@@ -1,0 +1,608 @@
+#!/usr/bin/env bash
+# daemon_cli.sh - the rados-nkv daemon and the nkv CLI end to end, as a user runs them.
+#
+#   bash test/func/daemon_cli.sh PATH/rados-nkv PATH/nkv mem|rados
+#
+# rados: uses the cluster named by NKV_CEPH_CONF, NKV_CEPH_KEYRING, NKV_CEPH_USER, NKV_CEPH_POOL
+# (scripts/ceph-dev.sh env); without NKV_CEPH_CONF it exits 77 (skip), or 1 with NKV_REQUIRE_RADOS=1.
+# Every check prints "ok - ..." or "FAIL - ..."; the last line is "N passed, N failed"; exit 1 on
+# any failure. Bounded: every command runs under timeout, every daemon start waits for readiness
+# with a deadline, and the EXIT trap kills whatever daemon or load loop this script started.
+set -u
+ulimit -c 0 2>/dev/null # the daemon may abort in a check: no core files
+
+if [ $# -ne 3 ] || { [ "$3" != mem ] && [ "$3" != rados ]; }; then
+	echo "usage: $0 PATH/rados-nkv PATH/nkv mem|rados" >&2
+	exit 64
+fi
+DAEMON=$(realpath "$1")
+CLI=$(realpath "$2")
+BACKEND=$3
+
+if [ "$BACKEND" = rados ] && [ -z "${NKV_CEPH_CONF:-}" ]; then
+	if [ "${NKV_REQUIRE_RADOS:-0}" = 1 ]; then
+		echo "FAIL - NKV_REQUIRE_RADOS=1 but NKV_CEPH_CONF is not set (scripts/ceph-dev.sh env)"
+		exit 1
+	fi
+	echo "skip: NKV_CEPH_CONF not set (start a cluster: scripts/ceph-dev.sh start; eval \"\$(scripts/ceph-dev.sh env)\")"
+	exit 77
+fi
+for tool in timeout python3 cmp od; do
+	if ! command -v "$tool" >/dev/null; then
+		echo "skip: $tool not found"
+		exit 77
+	fi
+done
+[ -x "$DAEMON" ] || { echo "FAIL - $DAEMON is not executable"; exit 1; }
+[ -x "$CLI" ] || { echo "FAIL - $CLI is not executable"; exit 1; }
+
+POOL=${NKV_CEPH_POOL:-nkv}
+RUNID="dcli-$$-$RANDOM"
+T=$(mktemp -d "${TMPDIR:-/tmp}/nkv-dcli.XXXXXX")
+PASS=0
+FAILN=0
+PIDS=()      # daemons started by this script
+LOADPIDS=()  # background load loops
+T0=$(date +%s%N)
+
+# ---- bookkeeping ---------------------------------------------------------------------------------
+
+ok() { PASS=$((PASS + 1)); echo "ok - $*"; }
+fail() { FAILN=$((FAILN + 1)); echo "FAIL - $*"; }
+
+# Children of a pid (by id: the load loops' current nkv/timeout).
+kids() { ps -o pid= --ppid "$1" 2>/dev/null; }
+
+cleanup() {
+	local p k end
+	for p in "${LOADPIDS[@]}"; do
+		for k in $(kids "$p"); do kill -TERM "$k" 2>/dev/null; done
+		kill -TERM "$p" 2>/dev/null
+	done
+	for p in "${PIDS[@]}"; do
+		kill -0 "$p" 2>/dev/null || continue
+		kill -TERM "$p" 2>/dev/null
+		end=$((SECONDS + 5))
+		while kill -0 "$p" 2>/dev/null && [ $SECONDS -lt $end ]; do sleep 0.1; done
+		kill -KILL "$p" 2>/dev/null
+	done
+	for p in "${LOADPIDS[@]}"; do
+		for k in $(kids "$p"); do kill -KILL "$k" 2>/dev/null; done
+		kill -KILL "$p" 2>/dev/null
+	done
+	wait 2>/dev/null
+	if [ "${KEEP_TMP:-0}" = 1 ]; then echo "# kept $T"; else rm -rf "$T"; fi
+}
+trap cleanup EXIT
+trap 'echo "FAIL - interrupted"; echo "$PASS passed, $((FAILN + 1)) failed"; exit 1' INT TERM HUP
+
+ms_since() { echo $((($(date +%s%N) - $1) / 1000000)); }
+
+# run SECS CMD...: run CMD under timeout; stdout in $T/out, stderr in $T/err, exit status in RC.
+run() {
+	local t=$1
+	shift
+	timeout -k 2 "$t" "$@" >"$T/out" 2>"$T/err" </dev/null
+	RC=$?
+}
+# run_in FILE SECS CMD...: the same with stdin from FILE.
+run_in() {
+	local in=$1 t=$2
+	shift 2
+	timeout -k 2 "$t" "$@" >"$T/out" 2>"$T/err" <"$in"
+	RC=$?
+}
+
+show() {
+	local f
+	for f in "$T/out" "$T/err"; do
+		[ -s "$f" ] && head -c 1500 "$f" | LC_ALL=C tr -c '[:print:]\n\t' '?' | sed "s/^/#   $(basename "$f"): /"
+	done
+}
+
+# check DESC WANT_RC [ERE]: the last run exited WANT_RC and (if given) its stdout or stderr matches ERE.
+check() {
+	local desc=$1 want=$2 re=${3:-}
+	if [ "$RC" = "$want" ] && { [ -z "$re" ] || grep -Eqi -- "$re" "$T/out" "$T/err"; }; then
+		ok "$desc"
+	else
+		fail "$desc (exit $RC, want $want${re:+ and a message matching /$re/})"
+		show
+	fi
+}
+
+# check_json DESC: the last run's stdout is JSON.
+check_json() {
+	if [ "$RC" = 0 ] && python3 -c 'import json,sys; json.load(sys.stdin)' <"$T/out" 2>"$T/jerr"; then
+		ok "$1"
+	else
+		fail "$1 (exit $RC; $(head -c 200 "$T/jerr" 2>/dev/null))"
+		show
+	fi
+}
+
+# check_json_err DESC WANT_RC: the last run exited WANT_RC with a JSON error object on stdout.
+check_json_err() {
+	if [ "$RC" = "$2" ] && python3 -c 'import json,sys; j=json.load(sys.stdin); assert j["error"] and "errno" in j' <"$T/out" 2>/dev/null; then
+		ok "$1"
+	else
+		fail "$1 (exit $RC, want $2 and a JSON object with \"error\" on stdout)"
+		show
+	fi
+}
+
+# json_get EXPR: evaluate a Python expression on the last run's JSON (as j).
+json_get() { python3 -c "import json,sys; j=json.load(sys.stdin); print($1)" <"$T/out" 2>/dev/null; }
+
+hexof() { printf '%s' "$1" | od -An -tx1 | tr -d ' \n'; }
+
+# N free TCP ports on 127.0.0.1 (all bound at once, so they differ).
+free_ports() {
+	python3 - "$1" <<'EOF'
+import socket, sys
+ss = []
+for _ in range(int(sys.argv[1])):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    ss.append(s)
+print(" ".join(str(s.getsockname()[1]) for s in ss))
+EOF
+}
+
+# ---- daemon start/stop ---------------------------------------------------------------------------
+
+DPID=""
+# start_daemon LOG ARGS...: start rados-nkv in the background, wait (bounded) until an identify
+# on $PIO answers. Sets DPID. Returns 1 (daemon killed, log shown) if it is not ready in time.
+start_daemon() {
+	local log=$1 end
+	shift
+	"$DAEMON" "$@" >"$log" 2>&1 </dev/null &
+	DPID=$!
+	PIDS+=("$DPID")
+	end=$((SECONDS + 20))
+	while :; do
+		if ! kill -0 "$DPID" 2>/dev/null; then
+			wait "$DPID"
+			echo "# rados-nkv exited ($?) before it was ready:"
+			sed 's/^/#   /' "$log" | tail -20
+			return 1
+		fi
+		if timeout -k 1 3 "$CLI" --timeout 1000 -s "$PIO" -n "$NQN_OPEN" identify >/dev/null 2>&1; then
+			return 0
+		fi
+		if [ $SECONDS -ge $end ]; then
+			echo "# rados-nkv not ready after 20 s:"
+			sed 's/^/#   /' "$log" | tail -20
+			kill -KILL "$DPID" 2>/dev/null
+			wait "$DPID" 2>/dev/null
+			return 1
+		fi
+		sleep 0.1
+	done
+}
+
+# stop_daemon SIG DEADLINE_S: signal $DPID and wait for it. Sets DRC (exit status, or "hung")
+# and DMS (milliseconds from the signal to the exit).
+stop_daemon() {
+	local sig=$1 end=$((SECONDS + $2)) t
+	t=$(date +%s%N)
+	kill "-$sig" "$DPID" 2>/dev/null
+	while kill -0 "$DPID" 2>/dev/null && [ $SECONDS -lt $end ]; do sleep 0.05; done
+	DMS=$(ms_since "$t")
+	if kill -0 "$DPID" 2>/dev/null; then
+		DRC=hung
+		kill -KILL "$DPID" 2>/dev/null
+	fi
+	wait "$DPID" 2>/dev/null
+	local rc=$?
+	[ "${DRC:-}" = hung ] || DRC=$rc
+}
+
+# ---- configuration -------------------------------------------------------------------------------
+
+read -r PIO PDISC PFILE PSPARE < <(free_ports 4)
+NQN_OPEN="nqn.2026-11.io.rados-nkv:dcli-open-$$"
+NQN_ALLOW="nqn.2026-11.io.rados-nkv:dcli-allow-$$"
+HOST_OK="nqn.2014-08.io.rados-nkv:host-ok-$$"
+HOST_BAD="nqn.2014-08.io.rados-nkv:host-bad-$$"
+NS_A="$RUNID-a"    # open subsystem, nsid 1 (8 MiB values)
+NS_L="$RUNID-list" # open subsystem, nsid 2 (list test: only the 50 keys)
+NS_B="$RUNID-b"    # allowlisted subsystem: nsid 1 (64 KiB values) and nsid 2 read-only, same RADOS ns
+GRACE_MS=3000
+
+if [ "$BACKEND" = rados ]; then
+	BACKEND_JSON=$(printf '{"type": "rados", "ceph_conf": "%s", "keyring": "%s", "client_id": "%s", "op_timeout_s": 10}' \
+		"$NKV_CEPH_CONF" "${NKV_CEPH_KEYRING:-}" "${NKV_CEPH_USER:-admin}")
+	CEPH_FLAGS=(-b rados --ceph-conf "$NKV_CEPH_CONF" --client-id "${NKV_CEPH_USER:-admin}")
+	[ -n "${NKV_CEPH_KEYRING:-}" ] && CEPH_FLAGS+=(--keyring "$NKV_CEPH_KEYRING")
+	BFLAGS=("${CEPH_FLAGS[@]}" -p "$POOL" -n "1:$RUNID-inuse")
+else
+	BACKEND_JSON='{"type": "mem"}'
+	CEPH_FLAGS=(-b mem)
+	BFLAGS=(-b mem)
+fi
+
+# The file says listener $PFILE and a 10 s grace; the flags after -c move the listener to $PIO
+# and the grace to 3 s (flags override the file).
+CONF="$T/rados-nkv.json"
+cat >"$CONF" <<EOF
+{
+  "backend": $BACKEND_JSON,
+  "listeners": [{"address": "127.0.0.1", "port": $PFILE}],
+  "discovery": {"address": "127.0.0.1", "port": $PDISC},
+  "subsystems": [
+    {"nqn": "$NQN_OPEN", "pool": "$POOL",
+     "namespaces": [{"nsid": 1, "rados_namespace": "$NS_A", "max_value": "8M"},
+                    {"nsid": 2, "rados_namespace": "$NS_L"}]},
+    {"nqn": "$NQN_ALLOW", "pool": "$POOL", "allowed_hosts": ["$HOST_OK"],
+     "namespaces": [{"nsid": 1, "rados_namespace": "$NS_B", "max_value": 65536},
+                    {"nsid": 2, "rados_namespace": "$NS_B", "read_only": true}]}
+  ],
+  "tcp": {"reactors": 2},
+  "log_level": "info",
+  "shutdown_grace_ms": 10000
+}
+EOF
+DFLAGS=(-c "$CONF" -l "127.0.0.1:$PIO" --grace-ms "$GRACE_MS")
+
+echo "# backend $BACKEND, ports io $PIO discovery $PDISC, RADOS namespaces $RUNID-*, tmp $T"
+
+# ---- 1. startup errors ---------------------------------------------------------------------------
+
+run 10 "$DAEMON" --help
+check "--help exits 0 with the usage" 0 "usage: rados-nkv"
+
+run 10 "$DAEMON" -b mem --reactors 0 -l "127.0.0.1:$PSPARE" -d none
+check "--reactors 0 exits 64 naming the flag" 64 "invalid value for --reactors: '0'"
+run 10 "$DAEMON" -b mem --ns 1:x:12Q -l "127.0.0.1:$PSPARE" -d none
+check "--ns with a bad size exits 64 naming the flag" 64 "invalid value for --ns: '1:x:12Q'"
+run 10 "$DAEMON" -b mem --listen 127.0.0.1:99999 -d none
+check "--listen port 99999 exits 64 naming the flag" 64 "invalid value for --listen: '127.0.0.1:99999'"
+run 10 "$DAEMON" -b mem --no-such-flag
+check "an unknown flag exits 64 with the usage" 64 "unrecognized option|usage"
+run 10 "$DAEMON" -b mem -l "127.0.0.1:$PSPARE" -d none extra-arg
+check "a stray argument exits 64" 64 "unexpected argument 'extra-arg'"
+
+printf '{"backend": {"type": "mem"},\n "listeners": [ {"port": 1 } \n' >"$T/broken.json"
+run 10 "$DAEMON" -c "$T/broken.json"
+check "a JSON config with a syntax error exits 1 naming the file" 1 "$(basename "$T")/broken\.json"
+printf '{"backend": {"type": "mem"}, "listeners": "127.0.0.1:%s"}\n' "$PSPARE" >"$T/badtype.json"
+run 10 "$DAEMON" -c "$T/badtype.json" -d none
+check "a JSON config with a wrong type (\"listeners\": a string) exits 1 naming the file" 1 "$(basename "$T")/badtype\.json"
+run 10 "$DAEMON" -c "$T/does-not-exist.json"
+check "a missing config file exits 1 naming the file" 1 "does-not-exist\.json"
+
+if [ "$BACKEND" = rados ]; then
+	t=$(date +%s%N)
+	run 30 "$DAEMON" "${CEPH_FLAGS[@]}" -p "no-such-pool-$RUNID" -l "127.0.0.1:$PSPARE" -d none
+	check "a missing pool exits 1 naming the pool ($(ms_since "$t") ms)" 1 "no-such-pool-$RUNID"
+
+	sed -E 's/^[[:space:]]*mon[ _]host[[:space:]]*=.*/mon host = 127.0.0.1:1/' "$NKV_CEPH_CONF" >"$T/unreachable.conf"
+	grep -q '^mon host = 127.0.0.1:1$' "$T/unreachable.conf" || echo "mon host = 127.0.0.1:1" >>"$T/unreachable.conf"
+	ucflags=(--ceph-conf "$T/unreachable.conf" --client-id "${NKV_CEPH_USER:-admin}")
+	[ -n "${NKV_CEPH_KEYRING:-}" ] && ucflags+=(--keyring "$NKV_CEPH_KEYRING")
+	t=$(date +%s%N)
+	run 30 "$DAEMON" "${ucflags[@]}" --connect-timeout 3 -p "$POOL" -l "127.0.0.1:$PSPARE" -d none
+	el=$(ms_since "$t")
+	check "an unreachable cluster (mon_host 127.0.0.1:1) exits 1 about the cluster" 1 "cluster"
+	if [ "$el" -ge 2500 ] && [ "$el" -le 10000 ]; then
+		ok "an unreachable cluster gives up after --connect-timeout 3 ($el ms)"
+	else
+		fail "an unreachable cluster with --connect-timeout 3 took $el ms (want 3-10 s)"
+	fi
+fi
+
+# ---- 2. the daemon from a JSON config file, flags after -c overriding it -------------------------
+
+if ! start_daemon "$T/daemon1.log" "${DFLAGS[@]}" --pid-file "$T/rados-nkv.pid"; then
+	fail "rados-nkv starts from $CONF (listening on 127.0.0.1:$PIO)"
+	echo "$PASS passed, $((FAILN)) failed"
+	exit 1
+fi
+ok "rados-nkv starts from the JSON config with two subsystems ($(ms_since "$T0") ms since the test began)"
+if grep -q "ready: 2 subsystem(s) on the $BACKEND backend" "$T/daemon1.log"; then
+	ok "the log says ready with 2 subsystems on the $BACKEND backend"
+else
+	fail "the log does not say 'ready: 2 subsystem(s) on the $BACKEND backend'"
+	sed 's/^/#   /' "$T/daemon1.log" | head -20
+fi
+if [ "$(cat "$T/rados-nkv.pid" 2>/dev/null)" = "$DPID" ]; then
+	ok "--pid-file holds the daemon's pid"
+else
+	fail "--pid-file $T/rados-nkv.pid does not hold $DPID"
+fi
+run 10 "$CLI" --timeout 2000 -s "$PFILE" -n "$NQN_OPEN" identify
+check "-l after -c replaces the file's listener (port $PFILE refused)" 1 "connection refused"
+
+# Startup errors that need a port in use: the running daemon's ports.
+t=$(date +%s%N)
+run 30 "$DAEMON" "${BFLAGS[@]}" -l "127.0.0.1:$PIO" -d none
+el=$(ms_since "$t")
+check "a listener port in use exits 1 naming 127.0.0.1:$PIO ($el ms)" 1 "127\.0\.0\.1:$PIO.*in use"
+[ "$el" -le 10000 ] || fail "a listener port in use took $el ms to fail (want < 10 s)"
+run 30 "$DAEMON" "${BFLAGS[@]}" -l "127.0.0.1:$PSPARE" -d "127.0.0.1:$PDISC"
+check "a discovery port in use exits 1 naming 127.0.0.1:$PDISC" 1 "127\.0\.0\.1:$PDISC.*in use"
+
+# ---- 3. the CLI against it -----------------------------------------------------------------------
+
+nk() { run 30 "$CLI" --timeout 10000 -s "$PIO" "$@"; }
+no() { nk -n "$NQN_OPEN" "$@"; }
+na() { nk -n "$NQN_ALLOW" -q "$HOST_OK" "$@"; }
+
+# Discovery answers per host: a subsystem with an allowlist is listed only to the hosts on it.
+run 20 "$CLI" --timeout 10000 -s "$PDISC" -q "$HOST_OK" discover
+check "discover as the allowed host lists 2 records" 0 "Number of Records 2"
+if grep -q "subnqn:  $NQN_OPEN\$" "$T/out" && grep -q "subnqn:  $NQN_ALLOW\$" "$T/out" &&
+	[ "$(grep -c "trsvcid: $PIO\$" "$T/out")" = 2 ]; then
+	ok "discover lists both subsystems on port $PIO"
+else
+	fail "discover -q $HOST_OK does not list $NQN_OPEN and $NQN_ALLOW on port $PIO"
+	show
+fi
+for h in "$HOST_BAD" ""; do
+	run 20 "$CLI" --timeout 10000 -s "$PDISC" ${h:+-q "$h"} discover
+	if [ "$RC" = 0 ] && grep -q "Number of Records 1" "$T/out" && grep -q "subnqn:  $NQN_OPEN\$" "$T/out" &&
+		! grep -q "$NQN_ALLOW" "$T/out"; then
+		ok "discover as ${h:-the default uuid host NQN} (not on the allowlist) lists only the open subsystem"
+	else
+		fail "discover as ${h:-the default host NQN} (exit $RC) should list $NQN_OPEN only"
+		show
+	fi
+done
+run 20 "$CLI" --timeout 10000 -s "$PDISC" -q "$HOST_OK" -o json discover
+check_json "discover -o json is JSON"
+[ "$(json_get 'sorted(r["subnqn"] for r in j["records"])')" = "$(python3 -c "print(sorted(['$NQN_OPEN','$NQN_ALLOW']))")" ] &&
+	ok "discover -o json has both subnqns" || { fail "discover -o json records"; show; }
+run 20 "$CLI" --timeout 10000 -s "$PIO" -q "$HOST_OK" discover
+check "discover on the I/O port (every listener serves discovery) lists 2 records" 0 "Number of Records 2"
+# Without -n, nkv takes the first NVM subsystem from the discovery log on the -s port.
+nk identify
+check "without -n, nkv finds the subsystem through discovery on the -s port" 0 "subnqn +: $NQN_OPEN\$"
+
+no list-ns
+check "list-ns on the open subsystem" 0 "^\[ *0\]:0x1\$"
+grep -q '^\[ *1\]:0x2$' "$T/out" && ok "list-ns shows nsid 2" || { fail "list-ns lacks nsid 2"; show; }
+na -o json list-ns
+check_json "list-ns -o json is JSON"
+[ "$(json_get 'j["nsids"]')" = "[1, 2]" ] && ok "list-ns -o json: nsids [1, 2]" || { fail "list-ns -o json nsids"; show; }
+
+no identify
+check "identify shows the controller and its subnqn" 0 "subnqn +: $NQN_OPEN\$"
+no -o json identify
+check_json "identify -o json is JSON"
+[ "$(json_get 'j["subnqn"]')" = "$NQN_OPEN" ] && ok "identify -o json subnqn" || { fail "identify -o json subnqn"; show; }
+no identify --ns
+check "identify --ns shows KVKML 16 and KVVML 8 MiB (max_value \"8M\")" 0 "kvkml 16, kvvml 8388608 \(8 MiB\)"
+na --nsid 2 identify --ns
+check "identify --ns of nsid 2 (no max_value): KVVML 64 MiB, the default" 0 "kvvml 67108864 \(64 MiB\)"
+grep -q "read-only" "$T/out" && ok "identify --ns marks nsid 2 read-only" || { fail "identify --ns nsid 2 not read-only"; show; }
+na -o json --nsid 1 identify --ns
+check_json "identify --ns -o json is JSON"
+[ "$(json_get 'j["kvvml"], j["read_only"]')" = "65536 False" ] && ok "identify --ns -o json: kvvml 65536 (a JSON number), not read-only" ||
+	{ fail "identify --ns -o json fields"; show; }
+
+# Values from files and pipes.
+head -c 1048576 /dev/urandom >"$T/v1m"
+no store big1 "$T/v1m"
+check "store a 1 MiB file" 0 "stored big1 \(1 MiB\)"
+no retrieve big1 "$T/r1m"
+check "retrieve to a file" 0
+cmp -s "$T/v1m" "$T/r1m" && ok "retrieved file == stored file (1 MiB)" || fail "retrieved 1 MiB file differs"
+
+printf 'hello\nfrom stdin\0with a NUL' >"$T/small"
+run_in "$T/small" 30 "$CLI" --timeout 10000 -s "$PIO" -n "$NQN_OPEN" store piped -
+check "store from stdin" 0 "stored piped"
+no retrieve piped
+check "retrieve to stdout" 0
+cmp -s "$T/small" "$T/out" && ok "stdout == stdin bytes (with a NUL)" || { fail "retrieve to stdout differs"; show; }
+run_in "$T/small" 30 "$CLI" --timeout 10000 -s "$PIO" -n "$NQN_OPEN" store piped2
+check "store with no FILE reads stdin" 0 "stored piped2"
+
+no --hex store 00ff10fe "$T/small"
+check "store --hex 00ff10fe" 0 "stored 00ff10fe"
+no --hex retrieve 0x00FF10FE "$T/rhex"
+check "retrieve --hex 0x00FF10FE (prefix, upper case)" 0
+cmp -s "$T/small" "$T/rhex" && ok "--hex key round trip" || fail "--hex key value differs"
+no --hex exist 00ff10fe
+check "exist --hex prints the key as hex" 0 "^00ff10fe: exists\$"
+no --hex store 0g "$T/small"
+check "store --hex with a bad hex key exits 64" 64 "hex"
+no store 0123456789abcdefX "$T/small"
+check "a 17-byte key exits 64" 64 "1 to 16 bytes"
+
+no exist big1
+check "exist on a stored key exits 0" 0 "big1: exists"
+no exist no-such-key
+check "exist on a missing key exits 2" 2 "does not exist"
+no -o json exist no-such-key
+[ "$RC" = 2 ] && python3 -c 'import json,sys; j=json.load(sys.stdin); assert j["exists"] is False' <"$T/out" 2>/dev/null &&
+	ok "exist -o json on a missing key: exit 2, {\"exists\": false}" || { fail "exist -o json missing key (exit $RC)"; show; }
+no delete piped2
+check "delete" 0 "deleted piped2"
+no retrieve piped2
+check "retrieve after delete exits 2 (key does not exist)" 2 "not exist"
+no -o json retrieve piped2
+if [ "$RC" = 2 ] && python3 -c 'import json,sys; j=json.load(sys.stdin); assert j["error"]' <"$T/out" 2>/dev/null; then
+	ok "retrieve -o json of a missing key: exit 2 and a JSON error object"
+else
+	fail "retrieve -o json of a missing key (exit $RC)"
+	show
+fi
+no delete piped2
+check "delete of a missing key exits 2" 2 "not exist"
+no store big1 "$T/small" --must-not-exist
+check "store --must-not-exist on an existing key exits 3" 3 "exists"
+no retrieve big1 "$T/r1m"
+cmp -s "$T/v1m" "$T/r1m" && ok "the refused --must-not-exist store left the value alone" || fail "--must-not-exist replaced the value"
+no store fresh "$T/small" --must-exist
+check "store --must-exist on a missing key exits 2" 2 "not exist"
+no store big1 "$T/v1m" --must-exist
+check "store --must-exist on an existing key exits 0" 0 "stored big1"
+no store a b c d
+check "store with too many arguments exits 64" 64 "wrong number of arguments"
+
+# The allowlisted subsystem: values up to 64 KiB; nsid 2 is the same RADOS namespace, read-only.
+head -c 65536 /dev/urandom >"$T/v64k"
+head -c 65537 /dev/urandom >"$T/v64k1"
+na store edge "$T/v64k"
+check "store of exactly max_value (65536) on the allowlisted subsystem as the allowed host" 0 "stored edge"
+na store over "$T/v64k1"
+check "store of max_value + 1 fails with Invalid Value Size" 1 "Invalid Value Size"
+na --nsid 2 retrieve edge "$T/redge"
+check "the read-only namespace reads what nsid 1 stored" 0
+cmp -s "$T/v64k" "$T/redge" && ok "read-only namespace value == stored value" || fail "read-only namespace value differs"
+na --nsid 2 store ro "$T/small"
+check "store on the read-only namespace fails mentioning write protect" 1 "write protect"
+na --nsid 2 delete edge
+check "delete on the read-only namespace fails mentioning write protect" 1 "write protect"
+nk -n "$NQN_ALLOW" -q "$HOST_BAD" exist edge
+check "the allowlisted subsystem refuses another host NQN, naming the host" 1 "host"
+nk -n "$NQN_ALLOW" exist edge
+check "the allowlisted subsystem refuses the default (uuid) host NQN" 1 "host"
+nk -n "nqn.2026-11.io.rados-nkv:no-such-subsys" exist edge
+check "an unknown subsystem NQN exits 1 naming it" 1 "no-such-subsys"
+nk -o json -n "nqn.2026-11.io.rados-nkv:no-such-subsys" exist edge
+check_json_err "-o json: an unknown subsystem gives exit 1 and a JSON error object" 1
+no -o json store k "$T/no-such-file"
+check_json_err "-o json: store from a missing file gives exit 1 and a JSON error object" 1
+run 20 "$CLI" --timeout 5000 -s "$PSPARE" -o json discover
+check_json_err "-o json: discover on a closed port gives exit 1 and a JSON error object" 1
+
+# List: 50 keys in their own namespace come back exactly, sorted by bytes, over several pages.
+: >"$T/keys"
+for i in $(seq 1 50); do
+	k=$(printf 'k%x.%d' $((RANDOM * 7 % 4096)) "$i")
+	echo "$k" >>"$T/keys"
+	if ! timeout -k 1 20 "$CLI" --timeout 10000 -s "$PIO" -n "$NQN_OPEN" --nsid 2 store "$k" "$T/small" >/dev/null 2>"$T/err"; then
+		fail "store list key $k"
+		show
+	fi
+done
+LC_ALL=C sort "$T/keys" >"$T/keys.sorted"
+no --nsid 2 list
+check "list exits 0" 0
+cmp -s "$T/keys.sorted" "$T/out" && ok "list returns exactly the 50 keys, sorted" ||
+	{ fail "list output differs from the 50 sorted keys"; diff "$T/keys.sorted" "$T/out" | head -10 | sed 's/^/#   /'; }
+no --nsid 2 list --max 7
+head -7 "$T/keys.sorted" | cmp -s - "$T/out" && ok "list --max 7 returns the first 7" || { fail "list --max 7"; show; }
+start=$(sed -n 20p "$T/keys.sorted")
+no --nsid 2 list "$start"
+tail -n +20 "$T/keys.sorted" | cmp -s - "$T/out" && ok "list START_KEY returns the keys >= it" || { fail "list $start"; show; }
+no --nsid 2 -o json list
+check_json "list -o json is JSON"
+[ "$(json_get 'j["count"] == 50 and j["keys"] == sorted(j["keys"])')" = True ] &&
+	ok "list -o json: count 50, sorted" || { fail "list -o json count/order"; show; }
+no --hex list
+grep -qx "00ff10fe" "$T/out" && ok "list --hex prints the binary key as hex" || { fail "list --hex lacks 00ff10fe"; show; }
+no list
+grep -qxF '\x00\xff\x10\xfe' "$T/out" && ok "list prints non-printable key bytes as \\xNN" || { fail "list lacks \\x00\\xff\\x10\\xfe"; show; }
+
+no -o json store jkey "$T/small"
+check_json "store -o json is JSON"
+no -o json retrieve jkey
+check_json "retrieve -o json to stdout is JSON"
+[ "$(json_get 'j["value"] == open("'"$T/small"'", "rb").read().decode("latin-1")')" = True ] &&
+	ok "retrieve -o json value == stored bytes" || { fail "retrieve -o json value"; show; }
+no -o json delete jkey
+check_json "delete -o json is JSON"
+
+# Digests.
+head -c 1048576 /dev/urandom >"$T/vdg"
+no --hdgst --ddgst store dgst "$T/vdg"
+check "store --hdgst --ddgst (1 MiB)" 0 "stored dgst"
+no --hdgst --ddgst retrieve dgst "$T/rdg"
+check "retrieve --hdgst --ddgst" 0
+cmp -s "$T/vdg" "$T/rdg" && ok "digest round trip (1 MiB)" || fail "digest round trip differs"
+
+# The RADOS object: name = lowercase hex of the key, in the namespace's RADOS namespace.
+if [ "$BACKEND" = rados ]; then
+	if command -v rados >/dev/null; then
+		rargs=(-c "$NKV_CEPH_CONF" -n "client.${NKV_CEPH_USER:-admin}" -p "$POOL")
+		[ -n "${NKV_CEPH_KEYRING:-}" ] && rargs+=(--keyring "$NKV_CEPH_KEYRING")
+		run 30 rados "${rargs[@]}" -N "$NS_A" get "$(hexof big1)" "$T/robj"
+		check "rados get $(hexof big1) in namespace $NS_A" 0
+		cmp -s "$T/v1m" "$T/robj" && ok "the RADOS object holds the stored 1 MiB" || fail "RADOS object differs from the stored value"
+		run 30 rados "${rargs[@]}" -N "$NS_A" get 00ff10fe "$T/robj2"
+		cmp -s "$T/small" "$T/robj2" && ok "binary key 00ff10fe is RADOS object 00ff10fe" || { fail "rados get 00ff10fe (exit $RC)"; show; }
+	else
+		ok "# skip rados get: no rados CLI"
+	fi
+fi
+
+# ---- 4. graceful shutdown under load -------------------------------------------------------------
+
+head -c 4194304 /dev/urandom >"$T/v4m"
+: >"$T/acked"
+for l in 1 2; do
+	(
+		for i in $(seq 1 100); do
+			[ -e "$T/stop-load" ] && break
+			if timeout -k 1 20 "$CLI" --timeout 10000 -s "$PIO" -n "$NQN_OPEN" store "load$l-$i" "$T/v4m" >/dev/null 2>>"$T/load$l.err"; then
+				echo "load$l-$i" >>"$T/acked"
+			fi
+		done
+	) &
+	LOADPIDS+=($!)
+done
+end=$((SECONDS + 15))
+while [ "$(wc -l <"$T/acked")" -lt 4 ] && [ $SECONDS -lt $end ]; do sleep 0.05; done
+nacked_before=$(wc -l <"$T/acked")
+sleep 0.3 # stores in flight when the signal lands
+stop_daemon TERM $((GRACE_MS / 1000 + 5))
+if [ "$DRC" = 0 ]; then
+	ok "SIGTERM under load ($nacked_before+ stores acknowledged): exit 0 after $DMS ms (grace $GRACE_MS ms)"
+else
+	fail "SIGTERM under load: exit $DRC after $DMS ms (want 0 within $((GRACE_MS / 1000 + 5)) s)"
+	tail -20 "$T/daemon1.log" | sed 's/^/#   /'
+fi
+grep -q "shutting down (up to $GRACE_MS ms" "$T/daemon1.log" && ok "the log says shutting down with --grace-ms $GRACE_MS (flag over the file's 10000)" ||
+	{ fail "the log lacks 'shutting down (up to $GRACE_MS ms'"; tail -5 "$T/daemon1.log" | sed 's/^/#   /'; }
+grep -q "rados-nkv: stopped" "$T/daemon1.log" && ok "the log says stopped" || { fail "the log lacks 'rados-nkv: stopped'"; tail -5 "$T/daemon1.log" | sed 's/^/#   /'; }
+[ ! -e "$T/rados-nkv.pid" ] && ok "the pid file is removed on a clean stop" || fail "the pid file $T/rados-nkv.pid is left behind"
+touch "$T/stop-load"
+end=$((SECONDS + 25))
+for p in "${LOADPIDS[@]}"; do
+	while kill -0 "$p" 2>/dev/null && [ $SECONDS -lt $end ]; do sleep 0.1; done
+done
+if kill -0 "${LOADPIDS[0]}" 2>/dev/null || kill -0 "${LOADPIDS[1]}" 2>/dev/null; then
+	fail "the load clients did not end after the daemon stopped"
+else
+	ok "the load clients ended after the daemon stopped"
+fi
+wait "${LOADPIDS[@]}" 2>/dev/null
+LOADPIDS=()
+if grep -qiE "timed out" "$T"/load*.err; then
+	fail "a load client timed out instead of seeing its command finish or the connection close"
+	grep -iE "timed out" "$T"/load*.err | head -3 | sed 's/^/#   /'
+fi
+nacked=$(wc -l <"$T/acked")
+echo "# $nacked stores of 4 MiB acknowledged before the stop"
+
+# Restart on the same ports at once (SO_REUSEADDR), then (rados) every acknowledged key is there.
+if start_daemon "$T/daemon2.log" "${DFLAGS[@]}"; then
+	ok "rados-nkv restarts on the same ports right away"
+	if [ "$BACKEND" = rados ]; then
+		lost=0
+		while read -r k; do
+			if ! timeout -k 1 30 "$CLI" --timeout 10000 -s "$PIO" -n "$NQN_OPEN" retrieve "$k" "$T/rload" >/dev/null 2>"$T/err" ||
+				! cmp -s "$T/v4m" "$T/rload"; then
+				lost=$((lost + 1))
+				echo "#   $k: $(head -c 200 "$T/err")"
+			fi
+		done <"$T/acked"
+		[ "$lost" = 0 ] && [ "$nacked" -gt 0 ] && ok "after restart all $nacked acknowledged 4 MiB values are intact" ||
+			fail "after restart $lost of $nacked acknowledged values are missing or differ"
+		no retrieve big1 "$T/r1m"
+		cmp -s "$T/v1m" "$T/r1m" && ok "after restart big1 is intact" || fail "after restart big1 differs (exit $RC)"
+	fi
+	stop_daemon INT 10
+	[ "$DRC" = 0 ] && grep -q "rados-nkv: stopped" "$T/daemon2.log" && ok "SIGINT when idle: exit 0 after $DMS ms, log says stopped" ||
+		{ fail "SIGINT when idle: exit $DRC after $DMS ms"; tail -5 "$T/daemon2.log" | sed 's/^/#   /'; }
+else
+	fail "rados-nkv restarts on the same ports right away"
+fi
+
+echo "# $BACKEND: $(ms_since "$T0") ms"
+echo "$PASS passed, $FAILN failed"
+[ "$FAILN" = 0 ]
