@@ -1,0 +1,264 @@
+#!/usr/bin/env bash
+# compare.sh - rados-nkv side by side with what one would use instead, in one run on one micro cluster:
+#   rados  raw librados (bench/rados_bench: aio write_full / read)          <- the baseline (ratio 1.00)
+#   tcp    rados-nkv over NVMe/TCP           (nkv bench, rados backend)
+#   shm    rados-nkv over shared memory      (nkv bench -t shm:..., rados backend)
+#   rgw    Ceph RGW S3 on the same cluster   (bench/s3_bench, SigV4)
+#   mem    rados-nkv mem backend over TCP    (nkv bench)                    <- compared with redis
+#   redis  redis-server                      (bench/redis_bench)
+# Every point is read-after-write (store N values, then retrieve the same N, every value verified), for
+# each value size and queue depth, with the same byte budget per point (and a time bound per phase).
+# Writes bench/results/<date>.md (tables: each figure and its ratio to raw librados), <date>-*.png
+# (gnuplot) and <date>.jsonl (every harness's JSON report). See docs/benchmarks.md.
+#
+#   bench/compare.sh [--sizes "4K 256K 4M 32M"] [--qds "1 16 64"] [--systems "rados tcp shm rgw mem redis"]
+#                    [--bytes 512M] [--time 2] [--out DIR] [--name NAME] [--smoke] [--no-build] [--keep]
+#                    [--memstore]
+#   the cluster is bluestore on a sparse file (ceph-dev.sh --durable) unless --memstore
+#
+#   --smoke   CI: tiny sizes, QD 1 and 16, rados + tcp (+ shm), ~20 s; checks that every point ran and
+#             verified its data (exit 1 if not); writes nothing into bench/results.
+# Needs scripts/deps.sh, and for rgw/redis/charts scripts/bench-deps.sh (missing ones are skipped with a
+# note). Environment: NKV_BENCH_CEPH_DIR (/tmp/nkv-ceph-bench), BUILD (build/bench).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+CMDLINE="bench/compare.sh $*"
+
+SIZES="4K 256K 4M 32M"; QDS="1 16 64"; SYSTEMS="rados tcp shm rgw mem redis"
+BYTES=512M; TIME=2; OUT=bench/results; NAME=""; SMOKE=0; BUILD_IT=1; KEEP=0; STORE=bluestore
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--sizes) SIZES="$2"; shift 2 ;;
+	--qds) QDS="$2"; shift 2 ;;
+	--systems) SYSTEMS="$2"; shift 2 ;;
+	--bytes) BYTES="$2"; shift 2 ;;
+	--time) TIME="$2"; shift 2 ;;
+	--out) OUT="$2"; shift 2 ;;
+	--name) NAME="$2"; shift 2 ;;
+	--smoke) SMOKE=1; shift ;;
+	--no-build) BUILD_IT=0; shift ;;
+	--keep) KEEP=1; shift ;;
+	--memstore) STORE=memstore; shift ;;
+	-h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	*) echo "compare.sh: unknown argument '$1' (--help)" >&2; exit 64 ;;
+	esac
+done
+if [ "$SMOKE" = 1 ]; then
+	SIZES="4K 64K"; QDS="1 16"; SYSTEMS="rados tcp shm"; BYTES=8M; TIME=1; STORE=memstore
+	OUT="${OUT_SMOKE:-$(mktemp -d /tmp/nkv-bench-smoke.XXXXXX)}"
+fi
+BUILD=${BUILD:-build/bench}
+CDIR=${NKV_BENCH_CEPH_DIR:-/tmp/nkv-ceph-bench}
+[ -n "$NAME" ] || NAME=$(date +%Y-%m-%d)
+mkdir -p "$OUT"
+RUN=$(mktemp -d /tmp/nkv-bench-run.XXXXXX)
+JSONL="$OUT/$NAME.jsonl"
+: >"$JSONL"
+log() { echo "compare: $*" >&2; }
+NOTES=()
+note() { NOTES+=("$*"); log "$*"; }
+
+# ---- build (release) ---------------------------------------------------------------------------------
+if [ "$BUILD_IT" = 1 ]; then
+	cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >"$RUN/cmake.log" 2>&1 || { cat "$RUN/cmake.log"; exit 1; }
+	cmake --build "$BUILD" -j"$(nproc)" --target nkv rados-nkv $(
+		for t in rados_bench s3_bench redis_bench; do
+			grep -q "^$t:" "$BUILD/Makefile" 2>/dev/null && echo "$t"; done) >"$RUN/build.log" 2>&1 ||
+		{ tail -30 "$RUN/build.log"; exit 1; }
+fi
+NKV=$BUILD/nkv; DAEMON=$BUILD/rados-nkv; RB=$BUILD/bench/rados_bench; SB=$BUILD/bench/s3_bench; DB=$BUILD/bench/redis_bench
+
+# ---- services ----------------------------------------------------------------------------------------
+PIDS=()
+cleanup() {
+	local p
+	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+	for p in "${PIDS[@]}"; do
+		for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL "$p" 2>/dev/null || true
+	done
+	if [ "$KEEP" != 1 ]; then
+		bash scripts/ceph-dev.sh stop --dir "$CDIR" >/dev/null 2>&1 || true
+		# a durable cluster keeps its 10 GiB sparse file: remove what ceph-dev.sh built
+		[ "$STORE" = bluestore ] && rm -rf "$CDIR"/{mon,osd,run,log,ceph.conf,keyring,mon.keyring,monmap,state}
+	fi
+	rm -rf "$RUN"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_tcp() { # port seconds
+	local end=$((SECONDS + $2))
+	until (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; do
+		[ $SECONDS -lt "$end" ] || return 1; sleep 0.2
+	done
+}
+want() { [[ " $SYSTEMS " == *" $1 "* ]]; }
+
+# bluestore (--durable: a 10 GiB sparse file in the cluster dir) by default: memstore's space accounting
+# goes negative after many small deletes (Ceph 16), the OSD then engages its full failsafe and every
+# write hangs. --memstore for short runs (the smoke test).
+bash scripts/ceph-dev.sh start --dir "$CDIR" $([ "$STORE" = bluestore ] && echo --durable) >&2
+eval "$(bash scripts/ceph-dev.sh env --dir "$CDIR")"
+CONF=$NKV_CEPH_CONF; KEYRING=$NKV_CEPH_KEYRING; POOL=$NKV_CEPH_POOL
+RNS=bench   # RADOS namespace for librados and rados-nkv
+NQN=nqn.2026-11.io.rados-nkv:bench
+
+if want rados && [ ! -x "$RB" ]; then note "rados: bench/rados_bench not built (librados-dev missing): skipped"; SYSTEMS=${SYSTEMS/rados/}; fi
+if want tcp || want shm; then
+	P_TCP=$(free_port); SHM_SOCK=$RUN/nkv.sock
+	shm_args=()
+	if want shm; then
+		if "$DAEMON" --help 2>&1 | grep -q -- '--shm ' && "$NKV" --help 2>&1 | grep -q 'shm:'; then
+			shm_args=(--shm "$SHM_SOCK")
+		else
+			note "shm: this rados-nkv/libnkv has no shared-memory transport yet: skipped"; SYSTEMS=${SYSTEMS/shm/}
+		fi
+	fi
+	"$DAEMON" --backend rados --ceph-conf "$CONF" --keyring "$KEYRING" -l "127.0.0.1:$P_TCP" -d none \
+		-s "$NQN" -p "$POOL" --ns "1:$RNS:64M" "${shm_args[@]}" --log-level warn 2>"$RUN/rados-nkv.log" &
+	PIDS+=($!)
+	wait_tcp "$P_TCP" 30 || { cat "$RUN/rados-nkv.log"; exit 1; }
+fi
+if want mem || want redis; then
+	P_MEM=$(free_port)
+	if want mem; then
+		"$DAEMON" --backend mem -l "127.0.0.1:$P_MEM" -d none -s "$NQN" --ns 1::64M --log-level warn \
+			2>"$RUN/rados-nkv-mem.log" &
+		PIDS+=($!)
+		wait_tcp "$P_MEM" 30 || { cat "$RUN/rados-nkv-mem.log"; exit 1; }
+	fi
+	if want redis; then
+		if command -v redis-server >/dev/null && [ -x "$DB" ]; then
+			P_REDIS=$(free_port)
+			redis-server --port "$P_REDIS" --bind 127.0.0.1 --save "" --appendonly no --protected-mode no \
+				--client-query-buffer-limit 4gb --proto-max-bulk-len 1gb --dir "$RUN" --logfile "$RUN/redis.log" &
+			PIDS+=($!)
+			wait_tcp "$P_REDIS" 30 || { cat "$RUN/redis.log"; exit 1; }
+		else
+			note "redis: redis-server or bench/redis_bench missing (scripts/bench-deps.sh): skipped"; SYSTEMS=${SYSTEMS/redis/}
+		fi
+	fi
+fi
+if want rgw; then
+	if command -v radosgw >/dev/null && [ -x "$SB" ]; then
+		P_RGW=$(free_port)
+		mkdir -p "$RUN/rgw"
+		# tcp_nodelay=1: without it every keep-alive request waits ~40 ms (Nagle + delayed ACK).
+		radosgw -f -c "$CONF" -n client.admin --keyring "$KEYRING" \
+			--rgw-frontends "beast endpoint=127.0.0.1:$P_RGW tcp_nodelay=1" --rgw-data "$RUN/rgw" \
+			--log-file "$RUN/rgw.log" --admin-socket "$RUN/rgw.asok" --rgw-thread-pool-size 256 \
+			>"$RUN/rgw.out" 2>&1 &
+		PIDS+=($!)
+		if wait_tcp "$P_RGW" 120; then
+			timeout 60 radosgw-admin -c "$CONF" --keyring "$KEYRING" user create --uid nkvbench \
+				--display-name nkvbench --access-key NKVBENCHAK --secret NKVBENCHSECRET >/dev/null 2>&1 ||
+				timeout 60 radosgw-admin -c "$CONF" --keyring "$KEYRING" user info --uid nkvbench >/dev/null
+		else
+			note "rgw: radosgw did not come up (see its log): skipped"; tail -20 "$RUN/rgw.out" >&2 || true
+			SYSTEMS=${SYSTEMS/rgw/}
+		fi
+	else
+		note "rgw: radosgw or bench/s3_bench missing (scripts/bench-deps.sh): skipped"; SYSTEMS=${SYSTEMS/rgw/}
+	fi
+fi
+
+# ---- the points --------------------------------------------------------------------------------------
+bytes_of() { python3 -c "import sys; s=sys.argv[1].upper(); m={'K':1<<10,'M':1<<20,'G':1<<30}; print(int(s[:-1])*m[s[-1]] if s[-1] in m else int(s))" "$1"; }
+TOTAL=$(bytes_of "$BYTES")
+FAILS=0
+run_point() { # system size qd
+	local sys=$1 size=$2 qd=$3 sb keys args out rc=0
+	sb=$(bytes_of "$size"); keys=$((TOTAL / sb)); [ "$keys" -ge 1 ] || keys=1
+	args=(mode=raw "qd=$qd" "size=$size" "keys=$keys" "bytes=$TOTAL" "time=$TIME" cleanup=1 progress=0 "prefix=$sys")
+	out=$RUN/point.json
+	: >"$out"
+	local T="timeout -k 5 $((TIME * 3 + 120))"
+	case "$sys" in
+	rados) $T "$RB" -c "$CONF" -k "$KEYRING" -p "$POOL" -N "$RNS" -o json "${args[@]}" >"$out" 2>"$RUN/err" || rc=$? ;;
+	tcp) $T "$NKV" -s "$P_TCP" -n "$NQN" -o json bench "${args[@]}" >"$out" 2>"$RUN/err" || rc=$? ;;
+	shm) $T "$NKV" -t "shm:$SHM_SOCK" -o json bench "${args[@]}" >"$out" 2>"$RUN/err" || rc=$? ;;
+	rgw) $T "$SB" -e "http://127.0.0.1:$P_RGW" -b nkvbench -A NKVBENCHAK -S NKVBENCHSECRET -o json "${args[@]}" \
+		>"$out" 2>"$RUN/err" || rc=$? ;;
+	mem) $T "$NKV" -s "$P_MEM" -n "$NQN" -o json bench "${args[@]}" >"$out" 2>"$RUN/err" || rc=$? ;;
+	redis) $T "$DB" -p "$P_REDIS" -o json "${args[@]}" >"$out" 2>"$RUN/err" || rc=$? ;;
+	esac
+	if [ "$rc" != 0 ] || ! grep -q '"ok":true' "$out"; then
+		FAILS=$((FAILS + 1))
+		log "FAILED: $sys size=$size qd=$qd (exit $rc)"; tail -5 "$RUN/err" >&2 || true
+	fi
+	python3 - "$sys" "$size" "$qd" "$rc" "$out" >>"$JSONL" <<'EOF'
+import json, sys
+sysname, size, qd, rc, path = sys.argv[1:]
+try:
+    rep = json.load(open(path))
+except Exception as e:
+    rep = {"ok": False, "error": "no report: %s" % e}
+rep.update({"system": sysname, "size_arg": size, "qd_arg": int(qd), "exit": int(rc)})
+print(json.dumps(rep))
+EOF
+	# one line of progress for people
+	python3 - "$out" "$sys" "$size" "$qd" >&2 <<'EOF' || true
+import json, sys
+r = json.load(open(sys.argv[1])); d = {x["phase"]: x for x in r["results"]}
+w, g = d.get("write", {}), d.get("read", {})
+print("compare: %-5s %5s qd %-2s  store %8.1f MB/s p50 %9.1f us | retrieve %8.1f MB/s p50 %9.1f us  verified %d%s" % (
+    sys.argv[2], sys.argv[3], sys.argv[4], w.get("mb_s", 0), w.get("lat_us", {}).get("p50", 0),
+    g.get("mb_s", 0), g.get("lat_us", {}).get("p50", 0), r.get("verified", 0), "" if r.get("ok") else "  FAILED"))
+EOF
+}
+
+# Warm-up, not recorded: a fresh RGW creates its data pools on the first PUT (seconds), and every
+# daemon's first requests pay for connections and allocations; each system stores and retrieves 64 small
+# values first, so the first measured point does not carry that.
+for sys in $SYSTEMS; do
+	case "$sys" in
+	rados) "$RB" -c "$CONF" -k "$KEYRING" -p "$POOL" -N "$RNS" mode=raw qd=4 keys=64 size=4K progress=0 prefix=warm ;;
+	tcp) "$NKV" -s "$P_TCP" -n "$NQN" bench mode=raw qd=4 keys=64 size=4K progress=0 prefix=warm ;;
+	shm) "$NKV" -t "shm:$SHM_SOCK" bench mode=raw qd=4 keys=64 size=4K progress=0 prefix=warm ;;
+	rgw) "$SB" -e "http://127.0.0.1:$P_RGW" -b nkvbench -A NKVBENCHAK -S NKVBENCHSECRET mode=raw qd=4 keys=64 size=4K progress=0 prefix=warm ;;
+	mem) "$NKV" -s "$P_MEM" -n "$NQN" bench mode=raw qd=4 keys=64 size=4K progress=0 prefix=warm ;;
+	redis) "$DB" -p "$P_REDIS" mode=raw qd=4 keys=64 size=4K progress=0 prefix=warm ;;
+	esac >/dev/null 2>"$RUN/err" || { log "warm-up of $sys failed:"; tail -5 "$RUN/err" >&2; }
+done
+
+T0=$SECONDS
+log "systems:${SYSTEMS// / } | sizes: $SIZES | qd: $QDS | $BYTES per point, ${TIME}s per phase"
+for size in $SIZES; do
+	for qd in $QDS; do
+		for sys in $SYSTEMS; do run_point "$sys" "$size" "$qd"; done
+	done
+done
+ELAPSED=$((SECONDS - T0))
+
+if [ "$SMOKE" = 1 ]; then
+	n=$(wc -l <"$JSONL")
+	log "smoke: $n points, $FAILS failed, ${ELAPSED}s"
+	python3 - "$JSONL" <<'EOF'
+import json, sys
+bad = 0
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    ok = r.get("ok") and r.get("verified", 0) > 0 and r.get("mismatches", 1) == 0 and r.get("errors", 1) == 0
+    if not ok:
+        bad += 1
+    print("%s %-5s %-4s qd %-2s verified %s" % ("ok  " if ok else "FAIL", r["system"], r["size_arg"], r["qd_arg"], r.get("verified")))
+sys.exit(1 if bad else 0)
+EOF
+	exit $(( FAILS > 0 ))
+fi
+
+# ---- report ------------------------------------------------------------------------------------------
+MACHINE="$(nproc) CPUs ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)), $(free -g | awk '/^Mem:/{print $2}') GiB RAM, $(uname -sr), $(. /etc/os-release; echo "$PRETTY_NAME")"
+VERSIONS="ceph $(ceph --version 2>/dev/null | awk '{print $3}'), redis $(redis-server --version 2>/dev/null | sed -n 's/.*v=\([^ ]*\).*/\1/p'), curl $(curl --version 2>/dev/null | awk 'NR==1{print $2}'), rados-nkv $(git rev-parse --short HEAD)"
+BENCH_STORE="$([ "$STORE" = bluestore ] && echo "bluestore on a 10 GiB sparse file" || echo "memstore")" python3 bench/report.py "$JSONL" "$OUT/$NAME.md" "$OUT/$NAME" "$CMDLINE" "$MACHINE" "$VERSIONS" "$ELAPSED" \
+	"$BYTES" "$TIME" "${NOTES[@]+"${NOTES[@]}"}"
+if command -v gnuplot >/dev/null; then
+	for g in "$OUT/$NAME"-*.gp; do gnuplot "$g" || note "gnuplot failed on $g"; done
+	rm -f "$OUT/$NAME"-*.gp "$OUT/$NAME"-*.dat
+else
+	note "gnuplot missing (scripts/bench-deps.sh): no charts"
+fi
+log "wrote $OUT/$NAME.md ($FAILS failed points, ${ELAPSED}s of measurements)"
+exit $(( FAILS > 0 ))

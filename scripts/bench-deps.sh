@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages the benchmark suite (bench/compare.sh) needs on top of
+# scripts/deps.sh: Ceph RGW, Redis, the S3 and Redis client headers, gnuplot for the charts.
+# Kept apart from scripts/deps.sh so CI stays lean (bench_smoke needs none of these).
+# Idempotent: packages already present are skipped; `apt-get update` runs only when one is missing.
+set -euo pipefail
+
+PKGS=(
+  radosgw                 # Ceph RGW S3 gateway (and radosgw-admin from ceph-common)
+  redis-server            # Redis, the in-memory baseline
+  libhiredis-dev          # bench/redis_bench.c
+  libcurl4-openssl-dev    # bench/s3_bench.c (CURLOPT_AWS_SIGV4, curl >= 7.75)
+  gnuplot-nox             # PNG charts
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "bench-deps: all ${#PKGS[@]} packages present"
+  exit 0
+fi
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+echo "bench-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+# The Debian packages start their own system services; the suite runs private instances instead.
+for s in redis-server radosgw ceph-radosgw@*; do
+  $SUDO systemctl disable --now "$s" >/dev/null 2>&1 || true
+done
