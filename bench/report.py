@@ -66,9 +66,9 @@ L.append("```sh\n%s\n```" % cmdline)
 L.append("")
 L.append("- machine: %s" % machine)
 L.append("- software: %s" % versions)
-L.append("- cluster: scripts/ceph-dev.sh micro cluster (1 mon + 1 OSD, %s, size 1, loopback); every "
-         % os.environ.get("BENCH_STORE", "bluestore")
-         "system runs on this same machine as the cluster, so client, gateway and OSD share the CPUs")
+L.append(("- cluster: scripts/ceph-dev.sh micro cluster (1 mon + 1 OSD, %s, size 1, loopback); every "
+          "system runs on this same machine as the cluster, so client, gateway and OSD share the CPUs")
+         % os.environ.get("BENCH_STORE", "bluestore on a 10 GiB sparse file"))
 L.append("- workload: read-after-write per point: store N values then retrieve the same N (every value "
          "verified: header + key/version pattern), N = %s / value size, each phase also bounded to %s s "
          "(small values at low QD stop on time: the op counts show it); one connection, QD requests in "
