@@ -6,6 +6,7 @@
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 
 #define EX_USAGE 64
@@ -178,26 +179,80 @@ static int set_log_level(struct daemon_conf *c, const char *s)
 
 /* ---- JSON file ----------------------------------------------------------------------------------- */
 
-static const char *jstr(json_object *o, const char *key)
+/*
+ * Validating accessors: a key that is absent leaves the default; a key of the wrong type, out of
+ * range, or unknown to its object is an error naming the file and the key (a typo must not be
+ * silently ignored).
+ */
+struct jctx {
+	const char *path;
+	int err;
+};
+
+static void jfail(struct jctx *j, const char *where, const char *key, const char *what)
 {
-	json_object *v;
-	return json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string)
-		       ? json_object_get_string(v) : NULL;
+	if (!j->err)
+		fprintf(stderr, "rados-nkv: %s: %s%s\"%s\" %s\n", j->path, where, *where ? ": " : "", key, what);
+	j->err = -1;
 }
 
-static bool jint(json_object *o, const char *key, int64_t *out)
+/* Every key of object @o must be in the NULL-terminated @known list. */
+static void jkeys(struct jctx *j, json_object *o, const char *where, const char *const *known)
 {
-	json_object *v;
-	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_int))
-		return false;
-	*out = json_object_get_int64(v);
-	return true;
+	json_object_object_foreach(o, key, val) {
+		(void)val;
+		const char *const *k = known;
+		while (*k && strcmp(*k, key) != 0)
+			k++;
+		if (!*k)
+			jfail(j, where, key, "is not a known key");
+	}
 }
 
-static bool jbool(json_object *o, const char *key)
+static json_object *jget(struct jctx *j, json_object *o, const char *where, const char *key, json_type t)
 {
 	json_object *v;
-	return json_object_object_get_ex(o, key, &v) && json_object_get_boolean(v);
+
+	if (!o || !json_object_object_get_ex(o, key, &v))
+		return NULL;
+	if (!json_object_is_type(v, t)) {
+		static const char *const names[] = {"null", "a boolean", "a number", "an integer", "an object",
+						    "an array", "a string"};
+		char what[64];
+		snprintf(what, sizeof(what), "must be %s", (unsigned)t < 7 ? names[t] : "something else");
+		jfail(j, where, key, what);
+		return NULL;
+	}
+	return v;
+}
+
+static const char *jstr(struct jctx *j, json_object *o, const char *where, const char *key)
+{
+	json_object *v = jget(j, o, where, key, json_type_string);
+	return v ? json_object_get_string(v) : NULL;
+}
+
+/* An integer in [min, max] into *out (left alone when absent). */
+static void jnum(struct jctx *j, json_object *o, const char *where, const char *key, int64_t min, int64_t max,
+		 int64_t *out)
+{
+	json_object *v = jget(j, o, where, key, json_type_int);
+	if (!v)
+		return;
+	int64_t n = json_object_get_int64(v);
+	if (n < min || n > max) {
+		char what[96];
+		snprintf(what, sizeof(what), "must be between %lld and %lld", (long long)min, (long long)max);
+		jfail(j, where, key, what);
+		return;
+	}
+	*out = n;
+}
+
+static bool jbool(struct jctx *j, json_object *o, const char *where, const char *key)
+{
+	json_object *v = jget(j, o, where, key, json_type_boolean);
+	return v && json_object_get_boolean(v);
 }
 
 static void copy(char *dst, size_t n, const char *src)
@@ -206,112 +261,186 @@ static void copy(char *dst, size_t n, const char *src)
 		snprintf(dst, n, "%s", src);
 }
 
-static int load_subsys(struct daemon_conf *c, json_object *js, const char *path)
+static void jlistener(struct jctx *j, json_object *o, const char *where, uint16_t defport, struct conf_listener *l)
 {
-	struct conf_subsys *s = new_subsys(c, jstr(js, "nqn"));
-	json_object *arr;
+	static const char *const known[] = {"address", "port", NULL};
+	int64_t port = defport;
+	const char *addr = jstr(j, o, where, "address");
 
-	if (!s)
-		return -1;
-	copy(s->pool, sizeof(s->pool), jstr(js, "pool"));
-	copy(s->shm_path, sizeof(s->shm_path), jstr(js, "shm_socket"));
-	if (json_object_object_get_ex(js, "allowed_hosts", &arr)) {
-		for (size_t i = 0; i < json_object_array_length(arr) && s->nhosts < CONF_MAX_HOSTS; i++)
-			copy(s->hosts[s->nhosts++], sizeof(s->hosts[0]), json_object_get_string(json_object_array_get_idx(arr, i)));
+	jkeys(j, o, where, known);
+	jnum(j, o, where, "port", 0, 65535, &port);
+	if (addr && strlen(addr) >= sizeof(l->addr))
+		jfail(j, where, "address", "is too long");
+	copy(l->addr, sizeof(l->addr), addr);
+	snprintf(l->port, sizeof(l->port), "%lld", (long long)port);
+}
+
+static void load_ns(struct jctx *j, struct conf_subsys *s, json_object *jn, size_t i)
+{
+	static const char *const known[] = {"nsid", "rados_namespace", "max_value", "read_only", NULL};
+	char where[320];
+	int64_t nsid = 0, max = 0;
+	uint64_t m = 0;
+	json_object *mv;
+
+	snprintf(where, sizeof(where), "subsystem %s: namespace %zu", s->nqn, i);
+	if (!json_object_is_type(jn, json_type_object)) {
+		jfail(j, where, "namespaces", "entries must be objects");
+		return;
 	}
-	if (json_object_object_get_ex(js, "namespaces", &arr)) {
-		for (size_t i = 0; i < json_object_array_length(arr); i++) {
-			json_object *jn = json_object_array_get_idx(arr, i);
-			int64_t nsid = 0, max = 0;
-			const char *mv = jstr(jn, "max_value");
-			uint64_t m = 0;
-			if (!jint(jn, "nsid", &nsid) || (mv && parse_size(mv, &m) < 0)) {
-				fprintf(stderr, "rados-nkv: %s: subsystem %s: namespace %zu needs an integer \"nsid\" "
-						"(and \"max_value\" as a number or a size like \"64M\")\n", path, s->nqn, i);
-				return -1;
-			}
-			if (jint(jn, "max_value", &max))
-				m = (uint64_t)max;
-			const char *rns = jstr(jn, "rados_namespace");
-			if (add_ns(s, (uint32_t)nsid, rns ? rns : "", m, jbool(jn, "read_only")) < 0) {
-				fprintf(stderr, "rados-nkv: %s: bad namespace %lld in subsystem %s\n", path, (long long)nsid, s->nqn);
-				return -1;
-			}
+	jkeys(j, jn, where, known);
+	jnum(j, jn, where, "nsid", 1, NKV_MAX_NSID, &nsid);
+	if (!nsid && !j->err)
+		jfail(j, where, "nsid", "is required");
+	/* max_value: bytes as a number, or a size string like "64M" */
+	if (json_object_object_get_ex(jn, "max_value", &mv)) {
+		if (json_object_is_type(mv, json_type_string)) {
+			if (parse_size(json_object_get_string(mv), &m) < 0)
+				jfail(j, where, "max_value", "must be bytes or a size like \"64M\"");
+		} else {
+			jnum(j, jn, where, "max_value", 0, INT64_MAX, &max);
+			m = (uint64_t)max;
 		}
 	}
-	return 0;
+	const char *rns = jstr(j, jn, where, "rados_namespace");
+	bool ro = jbool(j, jn, where, "read_only");
+	if (!j->err && add_ns(s, (uint32_t)nsid, rns ? rns : "", m, ro) < 0)
+		jfail(j, where, "nsid", "is a duplicate, or the RADOS namespace name is too long");
+}
+
+static void load_subsys(struct jctx *j, struct daemon_conf *c, json_object *js, size_t idx)
+{
+	static const char *const known[] = {"nqn", "pool", "allowed_hosts", "namespaces", "shm_socket", NULL};
+	char where[64];
+	json_object *arr;
+
+	snprintf(where, sizeof(where), "subsystem %zu", idx);
+	if (!json_object_is_type(js, json_type_object)) {
+		jfail(j, "", "subsystems", "entries must be objects");
+		return;
+	}
+	jkeys(j, js, where, known);
+	struct conf_subsys *s = new_subsys(c, jstr(j, js, where, "nqn"));
+	if (!s) {
+		j->err = -1;
+		return;
+	}
+	copy(s->pool, sizeof(s->pool), jstr(j, js, where, "pool"));
+	const char *shm = jstr(j, js, where, "shm_socket");
+	if (shm && strlen(shm) >= sizeof(s->shm_path))
+		jfail(j, where, "shm_socket", "is longer than a Unix socket path may be");
+	copy(s->shm_path, sizeof(s->shm_path), shm);
+	if ((arr = jget(j, js, where, "allowed_hosts", json_type_array)))
+		for (size_t i = 0; i < json_object_array_length(arr); i++) {
+			json_object *h = json_object_array_get_idx(arr, i);
+			if (!json_object_is_type(h, json_type_string) || s->nhosts == CONF_MAX_HOSTS ||
+			    strlen(json_object_get_string(h)) >= sizeof(s->hosts[0]))
+				jfail(j, where, "allowed_hosts", "must be host NQN strings (at most 64, 223 bytes each)");
+			else
+				copy(s->hosts[s->nhosts++], sizeof(s->hosts[0]), json_object_get_string(h));
+		}
+	if ((arr = jget(j, js, where, "namespaces", json_type_array)))
+		for (size_t i = 0; i < json_object_array_length(arr) && !j->err; i++)
+			load_ns(j, s, json_object_array_get_idx(arr, i), i);
 }
 
 int conf_load_file(struct daemon_conf *c, const char *path)
 {
+	static const char *const top[] = {"backend", "listeners", "discovery", "subsystems", "tcp", "shm",
+					  "log_level", "shutdown_grace_ms", NULL};
+	static const char *const backend_keys[] = {"type", "ceph_conf", "keyring", "client_id", "op_timeout_s",
+						   "connect_timeout_s", "mem_max_object", NULL};
+	static const char *const tcp_keys[] = {"reactors", "in_capsule", "maxh2cdata", "max_queue_depth",
+					       "max_io_queues", "buffer_budget_mb", NULL};
+	static const char *const shm_keys[] = {"pollers", "poll_idle_us", "mqes", "max_io_queues", "max_regions",
+					       "max_reg_mb", "bounce_budget_mb", NULL};
+	struct jctx j = {.path = path};
 	json_object *root = json_object_from_file(path), *o, *arr;
 	int64_t v;
 
 	if (!root) {
-		fprintf(stderr, "rados-nkv: cannot read configuration %s: %s\n", path, json_util_get_last_err());
+		const char *why = json_util_get_last_err();
+		fprintf(stderr, "rados-nkv: cannot load configuration %s: %s", path,
+			access(path, R_OK) == 0 ? "not valid JSON (check brackets, commas and quotes)\n" : why ? why : "\n");
 		return -1;
 	}
-	int rc = -1;
-	if (json_object_object_get_ex(root, "backend", &o)) {
-		copy(c->backend_name, sizeof(c->backend_name), jstr(o, "type"));
-		copy(c->ceph_conf, sizeof(c->ceph_conf), jstr(o, "ceph_conf"));
-		copy(c->keyring, sizeof(c->keyring), jstr(o, "keyring"));
-		copy(c->client_id, sizeof(c->client_id), jstr(o, "client_id"));
-		if (jint(o, "op_timeout_s", &v))
-			c->backend.op_timeout_s = (unsigned)v;
-		if (jint(o, "connect_timeout_s", &v))
-			c->backend.connect_timeout_s = (unsigned)v;
-		if (jint(o, "mem_max_object", &v))
-			c->backend.mem_max_object = (uint64_t)v;
+	if (!json_object_is_type(root, json_type_object)) {
+		fprintf(stderr, "rados-nkv: %s: the configuration must be a JSON object\n", path);
+		json_object_put(root);
+		return -1;
 	}
-	if (json_object_object_get_ex(root, "listeners", &arr)) {
-		for (size_t i = 0; i < json_object_array_length(arr) && c->nlisteners < CONF_MAX_LISTENERS; i++) {
+	jkeys(&j, root, "", top);
+	if ((o = jget(&j, root, "", "backend", json_type_object))) {
+		jkeys(&j, o, "backend", backend_keys);
+		const char *type = jstr(&j, o, "backend", "type");
+		if (type && strcmp(type, "rados") && strcmp(type, "mem"))
+			jfail(&j, "backend", "type", "must be \"rados\" or \"mem\"");
+		copy(c->backend_name, sizeof(c->backend_name), type);
+		copy(c->ceph_conf, sizeof(c->ceph_conf), jstr(&j, o, "backend", "ceph_conf"));
+		copy(c->keyring, sizeof(c->keyring), jstr(&j, o, "backend", "keyring"));
+		copy(c->client_id, sizeof(c->client_id), jstr(&j, o, "backend", "client_id"));
+		v = c->backend.op_timeout_s;
+		jnum(&j, o, "backend", "op_timeout_s", 0, 86400, &v);
+		c->backend.op_timeout_s = (unsigned)v;
+		v = c->backend.connect_timeout_s;
+		jnum(&j, o, "backend", "connect_timeout_s", 0, 86400, &v);
+		c->backend.connect_timeout_s = (unsigned)v;
+		v = (int64_t)c->backend.mem_max_object;
+		jnum(&j, o, "backend", "mem_max_object", 0, INT64_MAX, &v);
+		c->backend.mem_max_object = (uint64_t)v;
+	}
+	if ((arr = jget(&j, root, "", "listeners", json_type_array)))
+		for (size_t i = 0; i < json_object_array_length(arr); i++) {
 			json_object *l = json_object_array_get_idx(arr, i);
-			struct conf_listener *cl = &c->listeners[c->nlisteners++];
-			copy(cl->addr, sizeof(cl->addr), jstr(l, "address"));
-			snprintf(cl->port, sizeof(cl->port), "%lld", jint(l, "port", &v) ? (long long)v : (long long)NKV_TCP_PORT);
+			if (c->nlisteners == CONF_MAX_LISTENERS || !json_object_is_type(l, json_type_object))
+				jfail(&j, "", "listeners", "must be up to 16 objects {\"address\", \"port\"}");
+			else
+				jlistener(&j, l, "listeners", NKV_TCP_PORT, &c->listeners[c->nlisteners++]);
 		}
-	}
 	if (json_object_object_get_ex(root, "discovery", &o)) {
 		if (json_object_is_type(o, json_type_boolean) && !json_object_get_boolean(o)) {
 			c->no_discovery = true;
-		} else {
-			copy(c->discovery.addr, sizeof(c->discovery.addr), jstr(o, "address"));
-			snprintf(c->discovery.port, sizeof(c->discovery.port), "%lld",
-				 jint(o, "port", &v) ? (long long)v : (long long)NKV_TCP_DISC_PORT);
+		} else if (json_object_is_type(o, json_type_object)) {
+			jlistener(&j, o, "discovery", NKV_TCP_DISC_PORT, &c->discovery);
 			c->discovery_set = true;
+		} else {
+			jfail(&j, "", "discovery", "must be {\"address\", \"port\"} or false");
 		}
 	}
-	if (json_object_object_get_ex(root, "subsystems", &arr))
-		for (size_t i = 0; i < json_object_array_length(arr); i++)
-			if (load_subsys(c, json_object_array_get_idx(arr, i), path) < 0)
-				goto out;
-	if (json_object_object_get_ex(root, "tcp", &o)) {
-		if (jint(o, "reactors", &v)) c->tcp.reactors = (unsigned)v;
-		if (jint(o, "in_capsule", &v)) c->tcp.in_capsule = (uint32_t)v;
-		if (jint(o, "maxh2cdata", &v)) c->tcp.maxh2cdata = (uint32_t)v;
-		if (jint(o, "max_queue_depth", &v)) c->tcp.max_queue_depth = (uint16_t)v;
-		if (jint(o, "max_io_queues", &v)) c->tcp.max_io_queues = (uint16_t)v;
-		if (jint(o, "buffer_budget_mb", &v)) c->tcp.buffer_budget = (uint64_t)v << 20;
+	if ((arr = jget(&j, root, "", "subsystems", json_type_array)))
+		for (size_t i = 0; i < json_object_array_length(arr) && !j.err; i++)
+			load_subsys(&j, c, json_object_array_get_idx(arr, i), i);
+	if ((o = jget(&j, root, "", "tcp", json_type_object))) {
+		jkeys(&j, o, "tcp", tcp_keys);
+		v = c->tcp.reactors, jnum(&j, o, "tcp", "reactors", 1, 256, &v), c->tcp.reactors = (unsigned)v;
+		v = c->tcp.in_capsule, jnum(&j, o, "tcp", "in_capsule", 1024, 1 << 20, &v), c->tcp.in_capsule = (uint32_t)v;
+		v = c->tcp.maxh2cdata, jnum(&j, o, "tcp", "maxh2cdata", 4096, 1 << 30, &v), c->tcp.maxh2cdata = (uint32_t)v;
+		v = c->tcp.max_queue_depth, jnum(&j, o, "tcp", "max_queue_depth", 32, 65535, &v);
+		c->tcp.max_queue_depth = (uint16_t)v;
+		v = c->tcp.max_io_queues, jnum(&j, o, "tcp", "max_io_queues", 1, 1024, &v);
+		c->tcp.max_io_queues = (uint16_t)v;
+		v = (int64_t)(c->tcp.buffer_budget >> 20), jnum(&j, o, "tcp", "buffer_budget_mb", 1, 1 << 20, &v);
+		c->tcp.buffer_budget = (uint64_t)v << 20;
 	}
-	if (json_object_object_get_ex(root, "shm", &o)) {
-		if (jint(o, "pollers", &v)) c->shm.pollers = (unsigned)v;
-		if (jint(o, "poll_idle_us", &v)) c->shm.poll_idle_us = (unsigned)v;
-		if (jint(o, "mqes", &v)) c->shm.mqes = (uint16_t)v;
-		if (jint(o, "max_io_queues", &v)) c->shm.max_io_queues = (uint16_t)v;
-		if (jint(o, "max_regions", &v)) c->shm.max_regions = (unsigned)v;
-		if (jint(o, "max_reg_mb", &v)) c->shm.max_reg_bytes = (uint64_t)v << 20;
+	if ((o = jget(&j, root, "", "shm", json_type_object))) {
+		jkeys(&j, o, "shm", shm_keys);
+		v = c->shm.pollers, jnum(&j, o, "shm", "pollers", 1, 64, &v), c->shm.pollers = (unsigned)v;
+		v = c->shm.poll_idle_us, jnum(&j, o, "shm", "poll_idle_us", 1, 1000000, &v), c->shm.poll_idle_us = (unsigned)v;
+		v = c->shm.mqes, jnum(&j, o, "shm", "mqes", 1, 65535, &v), c->shm.mqes = (uint16_t)v;
+		v = c->shm.max_io_queues, jnum(&j, o, "shm", "max_io_queues", 1, 1024, &v);
+		c->shm.max_io_queues = (uint16_t)v;
+		v = c->shm.max_regions, jnum(&j, o, "shm", "max_regions", 1, 65536, &v), c->shm.max_regions = (unsigned)v;
+		v = (int64_t)(c->shm.max_reg_bytes >> 20), jnum(&j, o, "shm", "max_reg_mb", 1, INT32_MAX, &v);
+		c->shm.max_reg_bytes = (uint64_t)v << 20;
+		v = (int64_t)(c->shm.bounce_budget >> 20), jnum(&j, o, "shm", "bounce_budget_mb", 1, 1 << 20, &v);
+		c->shm.bounce_budget = (uint64_t)v << 20;
 	}
-	if (jstr(root, "log_level") && set_log_level(c, jstr(root, "log_level")) < 0) {
-		fprintf(stderr, "rados-nkv: %s: log_level must be error, warn, info or debug\n", path);
-		goto out;
-	}
-	if (jint(root, "shutdown_grace_ms", &v))
-		c->grace_ms = (unsigned)v;
-	rc = 0;
-out:
+	const char *lvl = jstr(&j, root, "", "log_level");
+	if (lvl && set_log_level(c, lvl) < 0)
+		jfail(&j, "", "log_level", "must be error, warn, info or debug");
+	v = c->grace_ms, jnum(&j, root, "", "shutdown_grace_ms", 0, 3600000, &v), c->grace_ms = (unsigned)v;
 	json_object_put(root);
-	return rc;
+	return j.err;
 }
 
 /* ---- flags --------------------------------------------------------------------------------------- */
@@ -342,12 +471,15 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 	int o;
 
 	optind = 1;
-	while ((o = getopt_long(argc, argv, "c:b:l:d:s:p:n:a:r:S:h", opts, NULL)) != -1) {
+	int li = -1;
+	while ((li = -1, o = getopt_long(argc, argv, "c:b:l:d:s:p:n:a:r:S:h", opts, &li)) != -1) {
 		struct conf_subsys *s;
 		switch (o) {
 		case 'c':
 			break; /* loaded before the flags by main() */
 		case 'b':
+			if (strcmp(optarg, "rados") && strcmp(optarg, "mem"))
+				goto bad;
 			copy(c->backend_name, sizeof(c->backend_name), optarg);
 			break;
 		case OPT_CEPH_CONF: copy(c->ceph_conf, sizeof(c->ceph_conf), optarg); break;
@@ -458,7 +590,10 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 	}
 	return 0;
 bad:
-	fprintf(stderr, "rados-nkv: invalid value for %s: '%s' (see --help)\n", argv[optind - 1], optarg);
+	if (li >= 0)
+		fprintf(stderr, "rados-nkv: invalid value for --%s: '%s' (see --help)\n", opts[li].name, optarg);
+	else
+		fprintf(stderr, "rados-nkv: invalid value for -%c: '%s' (see --help)\n", o, optarg);
 	exit(EX_USAGE);
 }
 
