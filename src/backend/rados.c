@@ -245,7 +245,9 @@ static int submit_write(struct nkv_kvns *h, struct nkv_kvio *io, const char *oid
 		rados_release_write_op(op);
 		return rc;
 	}
-	if ((rc = rados_aio_write_op_operate(op, h->ioctx, c, oid, NULL, 0)) < 0) {
+	/* FULL_TRY: on a full cluster or pool a Store fails with -ENOSPC/-EDQUOT (81h Capacity
+	 * Exceeded) and a Delete goes through, instead of librados holding the op until space returns. */
+	if ((rc = rados_aio_write_op_operate(op, h->ioctx, c, oid, NULL, LIBRADOS_OPERATION_FULL_TRY)) < 0) {
 		rados_aio_release(c);
 		rados_release_write_op(op);
 	}

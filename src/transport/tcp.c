@@ -1123,6 +1123,16 @@ static void reactor_idle(struct nkv_reactor *r)
 	}
 }
 
+/* Commands in the core or backend, or with a response on its way (drain accounting). */
+static unsigned running(const struct tcp_conn *c)
+{
+	unsigned n = c->connect_req.state == REQ_EXEC || c->connect_req.state == REQ_TX;
+
+	for (unsigned i = 0; c->reqs && i < c->qp.size; i++)
+		n += c->reqs[i].state == REQ_EXEC || c->reqs[i].state == REQ_TX;
+	return n;
+}
+
 static void reactor_tick(struct nkv_reactor *r)
 {
 	struct tcp_reactor *rx = (struct tcp_reactor *)r;
@@ -1160,11 +1170,13 @@ static void reactor_tick(struct nkv_reactor *r)
 				 ctrlr->kato_ms);
 			conn_close(c, "keep alive timeout");
 		} else if (draining) {
-			/* Stop reading new commands; close once every command is answered. An admin queue
+			/* Stop reading; close once every command that started executing is answered.
+			 * Commands still waiting for their data or for buffer budget never ran: they end with
+			 * the connection (the host sees it drop, so nothing is half done). An admin queue
 			 * stays until its I/O queues are gone, as AERs are its only outstanding commands. */
 			unsigned held = ctrlr && c->qp.qid == 0 ? ctrlr->naer : 0;
 			c->draining = true;
-			if (c->outstanding <= held && !c->txq && (!ctrlr || c->qp.qid != 0 || atomic_load(&ctrlr->refs) <= 1))
+			if (running(c) <= held && !c->txq && (!ctrlr || c->qp.qid != 0 || atomic_load(&ctrlr->refs) <= 1))
 				conn_close(c, "shutdown");
 			else
 				mark_dirty(c);
