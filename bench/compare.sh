@@ -23,7 +23,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-CMDLINE="bench/compare.sh $*"
+CMDLINE="bench/compare.sh${*:+ $*}"
 
 SIZES="4K 256K 4M 32M"; QDS="1 16 64"; SYSTEMS="rados tcp shm rgw mem redis"
 BYTES=512M; TIME=2; OUT=bench/results; NAME=""; SMOKE=0; BUILD_IT=1; KEEP=0; STORE=bluestore
@@ -45,8 +45,8 @@ while [ $# -gt 0 ]; do
 	esac
 done
 if [ "$SMOKE" = 1 ]; then
-	SIZES="4K 64K"; QDS="1 16"; SYSTEMS="rados tcp shm"; BYTES=8M; TIME=1; STORE=memstore
-	OUT="${OUT_SMOKE:-$(mktemp -d /tmp/nkv-bench-smoke.XXXXXX)}"
+	SIZES="4K 64K"; QDS="1 16"; SYSTEMS="rados tcp shm"; BYTES=8M; TIME=1
+	OUT="${OUT_SMOKE:-$(mktemp -d /tmp/nkv-bench-smoke.XXXXXX)}"; [ -n "${OUT_SMOKE:-}" ] || SMOKE_TMP=$OUT
 fi
 BUILD=${BUILD:-build/bench}
 CDIR=${NKV_BENCH_CEPH_DIR:-/tmp/nkv-ceph-bench}
@@ -83,7 +83,7 @@ cleanup() {
 		# a durable cluster keeps its 10 GiB sparse file: remove what ceph-dev.sh built
 		[ "$STORE" = bluestore ] && rm -rf "$CDIR"/{mon,osd,run,log,ceph.conf,keyring,mon.keyring,monmap,state}
 	fi
-	rm -rf "$RUN"
+	rm -rf "$RUN" ${SMOKE_TMP:+"$SMOKE_TMP"}
 }
 trap cleanup EXIT
 
@@ -98,7 +98,7 @@ want() { [[ " $SYSTEMS " == *" $1 "* ]]; }
 
 # bluestore (--durable: a 10 GiB sparse file in the cluster dir) by default: memstore's space accounting
 # goes negative after many small deletes (Ceph 16), the OSD then engages its full failsafe and every
-# write hangs. --memstore for short runs (the smoke test).
+# write hangs (the smoke test's ~12k small objects are enough). --memstore only for short experiments.
 bash scripts/ceph-dev.sh start --dir "$CDIR" $([ "$STORE" = bluestore ] && echo --durable) >&2
 eval "$(bash scripts/ceph-dev.sh env --dir "$CDIR")"
 CONF=$NKV_CEPH_CONF; KEYRING=$NKV_CEPH_KEYRING; POOL=$NKV_CEPH_POOL
@@ -186,7 +186,8 @@ run_point() { # system size qd
 	esac
 	if [ "$rc" != 0 ] || ! grep -q '"ok":true' "$out"; then
 		FAILS=$((FAILS + 1))
-		log "FAILED: $sys size=$size qd=$qd (exit $rc)"; tail -5 "$RUN/err" >&2 || true
+		log "FAILED: $sys size=$size qd=$qd (exit $rc)"; tail -20 "$RUN/err" >&2 || true
+		for f in "$RUN"/*.log; do [ -f "$f" ] && { echo "==> $f <==" >&2; tail -20 "$f" >&2; }; done
 	fi
 	python3 - "$sys" "$size" "$qd" "$rc" "$out" >>"$JSONL" <<'EOF'
 import json, sys
