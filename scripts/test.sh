@@ -20,7 +20,9 @@ cmake --preset "$PRESET" >/dev/null
 cmake --build --preset "$PRESET" -j"$(nproc)"
 
 stop_cluster() { bash scripts/ceph-dev.sh stop --dir "$CEPH_DIR"; }
-bash scripts/ceph-dev.sh start --dir "$CEPH_DIR"
+# bluestore on a sparse file: memstore's space accounting can go negative after many deletes and
+# then the OSD refuses every write as "full" (seen in long runs).
+bash scripts/ceph-dev.sh start --durable --dir "$CEPH_DIR"
 trap stop_cluster EXIT
 eval "$(bash scripts/ceph-dev.sh env --dir "$CEPH_DIR")"
 export NKV_REQUIRE_RADOS=1   # a rados test without a cluster fails instead of skipping
@@ -30,10 +32,14 @@ ctest --preset "$PRESET" -j2 2>&1 | tee "$LOG"
 rc=${PIPESTATUS[0]}
 set -e
 
-# The RADOS tests must have run, every one of them, and passed.
-want=$(ctest --preset "$PRESET" -N -L rados | sed -n 's/^Total Tests: //p')
-ran=$(grep -cE '_rados \.+ +Passed' "$LOG" || true)
-if [ "${want:-0}" -eq 0 ] || [ "$ran" -ne "$want" ] || grep -qE '_rados .*(Not Run|Skipped)' "$LOG"; then
+# The RADOS tests must have run, every one of them, and passed (by name, from the label).
+names=$(ctest --preset "$PRESET" -N -L rados | sed -n 's/^ *Test *#[0-9]*: //p')
+want=$(echo "$names" | grep -c . || true)
+ran=0
+for n in $names; do
+  grep -qE "Test +#[0-9]+: $n \.+ +Passed" "$LOG" && ran=$((ran + 1))
+done
+if [ "${want:-0}" -eq 0 ] || [ "$ran" -ne "$want" ]; then
   echo "RADOS tests: $ran of ${want:-0} passed; they must all run against the micro cluster" >&2
   rc=1
 fi
