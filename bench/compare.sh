@@ -18,8 +18,7 @@
 #
 #   --smoke   CI: tiny sizes, QD 1 and 16, rados + tcp (+ shm), ~20 s; checks that every point ran and
 #             verified its data (exit 1 if not); writes nothing into bench/results.
-# Needs scripts/deps.sh, and for rgw/redis/charts scripts/bench-deps.sh (missing ones are skipped with a
-# note). Environment: NKV_BENCH_CEPH_DIR (/tmp/nkv-ceph-bench), BUILD (build/bench).
+# A full run first runs scripts/deps.sh and scripts/bench-deps.sh (idempotent apt installs). Environment: NKV_BENCH_CEPH_DIR (/tmp/nkv-ceph-bench), BUILD (build/bench).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -47,6 +46,12 @@ done
 if [ "$SMOKE" = 1 ]; then
 	SIZES="4K 64K"; QDS="1 16"; SYSTEMS="rados tcp shm"; BYTES=8M; TIME=1
 	OUT="${OUT_SMOKE:-$(mktemp -d /tmp/nkv-bench-smoke.XXXXXX)}"; [ -n "${OUT_SMOKE:-}" ] || SMOKE_TMP=$OUT
+fi
+# A full run installs what it needs (both scripts skip what is already there), so it is one command
+# on a fresh machine; the CI smoke relies on scripts/deps.sh having run.
+if [ "$SMOKE" = 0 ]; then
+	bash scripts/deps.sh
+	bash scripts/bench-deps.sh
 fi
 BUILD=${BUILD:-build/bench}
 CDIR=${NKV_BENCH_CEPH_DIR:-/tmp/nkv-ceph-bench}
