@@ -60,6 +60,7 @@ struct nkv_req {
 	nkv_cb cb;
 	void *arg;
 	int32_t next;          /* free list / send queue link (-1: none) */
+	int32_t more_next;     /* H2C data to continue after this send (tx_flush only) */
 };
 
 /* Receive states. */

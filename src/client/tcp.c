@@ -329,8 +329,8 @@ static void frame_pdu(struct nkv_qpair *qp, struct nkv_req *r, uint8_t type, uin
 		nkv_put32(r->ddgst, nkv_crc32c(data, dlen));
 }
 
-/** Build the next H2CData PDU of the active R2T and queue it. */
-static void queue_h2c(struct nkv_qpair *qp, struct nkv_req *r)
+/** Build the next H2CData PDU of the active R2T (not queued yet). */
+static void frame_h2c(struct nkv_qpair *qp, struct nkv_req *r)
 {
 	uint32_t n = r->r2t_end - r->r2t_next;
 	if (n > qp->maxh2cdata)
@@ -344,15 +344,57 @@ static void queue_h2c(struct nkv_qpair *qp, struct nkv_req *r)
 	frame_pdu(qp, r, NKV_TCP_PDU_H2C_DATA, last ? NKV_TCP_F_LAST : 0, 24, (const uint8_t *)r->buf + r->r2t_next,
 		  n);
 	r->state = REQ_TX_H2C;
+}
+
+/** Build the next H2CData PDU of the active R2T and queue it at the tail. */
+static void queue_h2c(struct nkv_qpair *qp, struct nkv_req *r)
+{
+	frame_h2c(qp, r);
 	txq_push(qp, r);
 }
 
-/** The current PDU of @r went out completely. */
-static void pdu_sent(struct nkv_qpair *qp, struct nkv_req *r)
+/*
+ * Queue the next H2CData PDUs of the commands whose data PDU just went out at the FRONT of the send
+ * queue (behind a partly sent head), oldest first: a command's data keeps flowing until it is
+ * complete, instead of every large Store advancing one PDU per round, which made concurrent Stores
+ * all finish their transfers (and reach RADOS) at the same late moment.
+ */
+static void queue_h2c_continuations(struct nkv_qpair *qp, int32_t first)
+{
+	int32_t head = -1, tail = -1;
+
+	for (int32_t i = first; i >= 0; i = qp->reqs[i].more_next) {
+		frame_h2c(qp, &qp->reqs[i]);
+		qp->reqs[i].next = -1;
+		if (tail < 0)
+			head = i;
+		else
+			qp->reqs[tail].next = i;
+		tail = i;
+	}
+	if (head < 0)
+		return;
+	if (qp->txq_head < 0) {
+		qp->txq_head = head;
+		qp->txq_tail = tail;
+	} else if (qp->tx_off > 0) { /* the head PDU is partly on the wire: go right behind it */
+		struct nkv_req *h = &qp->reqs[qp->txq_head];
+		qp->reqs[tail].next = h->next;
+		h->next = head;
+		if (qp->txq_tail == qp->txq_head)
+			qp->txq_tail = tail;
+	} else {
+		qp->reqs[tail].next = qp->txq_head;
+		qp->txq_head = head;
+	}
+}
+
+/** The current PDU of @r went out completely. @return true if @r has more H2C data to send now. */
+static bool pdu_sent(struct nkv_qpair *qp, struct nkv_req *r)
 {
 	if (r->state == REQ_TX_CMD) {
 		r->state = REQ_WAIT;
-		return;
+		return false;
 	}
 	/* H2CData */
 	r->r2t_next += r->tx_len;
@@ -361,14 +403,13 @@ static void pdu_sent(struct nkv_qpair *qp, struct nkv_req *r)
 		r->rsp_pending = false;
 		r->r2t_active = false;
 		req_complete(qp, r, &r->cpl);
-		return;
+		return false;
 	}
-	if (r->r2t_next < r->r2t_end) {
-		queue_h2c(qp, r);
-	} else {
-		r->r2t_active = false;
-		r->state = REQ_WAIT;
-	}
+	if (r->r2t_next < r->r2t_end)
+		return true;
+	r->r2t_active = false;
+	r->state = REQ_WAIT;
+	return false;
 }
 
 static int pdu_iov(const struct nkv_qpair *qp, struct nkv_req *r, struct iovec *iov, uint32_t *total)
@@ -422,6 +463,7 @@ static int tx_flush(struct nkv_qpair *qp)
 		}
 		/* Retire the PDUs that went out completely. */
 		size_t left = (size_t)sent;
+		int32_t more = -1, more_tail = -1;
 		while (left > 0 && qp->txq_head >= 0) {
 			struct nkv_req *r = &qp->reqs[qp->txq_head];
 			uint32_t tot;
@@ -437,10 +479,19 @@ static int tx_flush(struct nkv_qpair *qp)
 			qp->txq_head = r->next;
 			if (qp->txq_head < 0)
 				qp->txq_tail = -1;
-			pdu_sent(qp, r);
+			if (pdu_sent(qp, r)) {
+				int32_t idx = (int32_t)(r - qp->reqs);
+				r->more_next = -1;
+				if (more_tail < 0)
+					more = idx;
+				else
+					qp->reqs[more_tail].more_next = idx;
+				more_tail = idx;
+			}
 			if (qp->err)
 				return qp->err;
 		}
+		queue_h2c_continuations(qp, more);
 	}
 	return 0;
 }
