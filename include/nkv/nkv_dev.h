@@ -13,8 +13,9 @@
  *  - Consume: after taking CQEs, write the new CQ head to the CQ doorbell, so the controller never
  *    overwrites an entry the host has not read.
  *
- * Not thread-safe by itself: one submitter per SQ and one reaper per CQ, unless the caller
- * serializes (the GPU layer adds tickets on top of these primitives).
+ * The nkv_sq_* / nkv_cq_* helpers are not thread-safe by themselves: one submitter per SQ and one
+ * reaper per CQ (libnkv's shm driver). struct nkv_dev_qp and the nkv_dev_* calls below add tickets on
+ * top of them for many concurrent submitters on one queue (GPU threads, or CPU threads in tests).
  */
 #ifndef NKV_DEV_H
 #define NKV_DEV_H
@@ -157,6 +158,352 @@ static inline NKV_HD uint32_t nkv_prp_pages(uint64_t iova, uint32_t len)
 	if (len == 0)
 		return 0;
 	return (uint32_t)(((iova & 0xfffu) + len + 0xfffu) >> 12);
+}
+
+/* ==== Concurrent submitters: tickets, batches, per-slot completions (GPU warps, CPU threads) ==== */
+
+/*
+ * struct nkv_dev_qp is one I/O queue pair shared by many submitters (the threads of a GPU grid, or CPU
+ * threads). The scheme is BaM's:
+ *  - Reservation: an atomic in-flight count keeps at most size - 1 commands between reservation and
+ *    collection (so neither ring can overflow), then an atomic ticket counter hands out consecutive
+ *    tickets; ticket t owns SQ slot t % size and CID t % size.
+ *  - A slot is reused only after its previous command was collected (slot turn = t / size), so a CID
+ *    is never in flight twice.
+ *  - Publication is in ticket order: the holder of tickets [t0, t0 + n) waits until every earlier
+ *    ticket is published, fences (system scope on a GPU), writes the SQ tail doorbell once for the
+ *    whole batch, then lets the next batch go.
+ *  - Completion: whoever waits takes the CQ lock when it is free and drains every new CQE (phase seen
+ *    -> fence -> re-read, nkv_cq_peek), files each into the slot named by its CID, then writes the CQ
+ *    head doorbell once. The owner of a ticket collects its slot's result and frees the slot.
+ * Every wait is bounded by a poll budget and returns NKV_DEV_ETIMEDOUT (or NKV_DEV_EBUSY) instead of
+ * spinning forever. A timeout in nkv_dev_publish() leaves the queue unusable (a ticket before it was
+ * never published): tear the queue down. A timeout in nkv_dev_wait() does not: wait again.
+ *
+ * The size must be a power of two (ticket arithmetic wraps at 2^32). On a GPU keep this struct and the
+ * slot table in device memory (the atomics are device scope); the rings and doorbells are host memory
+ * mapped into the GPU. On a CPU everything is plain memory and the __atomic builtins are used.
+ */
+
+#define NKV_DEV_OK 0
+#define NKV_DEV_EBUSY (-16)     /* no room in the queue within the budget */
+#define NKV_DEV_EINVAL (-22)
+#define NKV_DEV_ETIMEDOUT (-110) /* the budget ran out */
+
+/*
+ * What a spinning waiter does between polls. Host code whose submitters outnumber its cores may
+ * define NKV_DEV_RELAX (e.g. as sched_yield()) before including this header.
+ */
+#if defined(NKV_DEV_RELAX)
+/* the includer's */
+#elif defined(__CUDA_ARCH__)
+#define NKV_DEV_RELAX() __nanosleep(64)
+#elif defined(__x86_64__) || defined(__i386__)
+#define NKV_DEV_RELAX() __builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define NKV_DEV_RELAX() __asm__ __volatile__("yield")
+#else
+#define NKV_DEV_RELAX() ((void)0)
+#endif
+
+/* ---- atomics: CUDA (device scope) or C11/GNU builtins ---- */
+
+static inline NKV_HD uint32_t nkv_atomic_add32(uint32_t *p, uint32_t v)
+{
+#if defined(__CUDA_ARCH__)
+	return atomicAdd((unsigned int *)p, (unsigned int)v);
+#else
+	return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL);
+#endif
+}
+static inline NKV_HD uint32_t nkv_atomic_sub32(uint32_t *p, uint32_t v)
+{
+#if defined(__CUDA_ARCH__)
+	return atomicSub((unsigned int *)p, (unsigned int)v);
+#else
+	return __atomic_fetch_sub(p, v, __ATOMIC_ACQ_REL);
+#endif
+}
+/** Compare and swap. @return the old value (success when it equals @expect). */
+static inline NKV_HD uint32_t nkv_atomic_cas32(uint32_t *p, uint32_t expect, uint32_t desired)
+{
+#if defined(__CUDA_ARCH__)
+	return atomicCAS((unsigned int *)p, (unsigned int)expect, (unsigned int)desired);
+#else
+	__atomic_compare_exchange_n(p, &expect, desired, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+	return expect;
+#endif
+}
+static inline NKV_HD uint32_t nkv_atomic_load32(const uint32_t *p)
+{
+#if defined(__CUDA_ARCH__)
+	uint32_t v = *(const volatile uint32_t *)p;
+	__threadfence();
+	return v;
+#else
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+#endif
+}
+static inline NKV_HD void nkv_atomic_store32(uint32_t *p, uint32_t v)
+{
+#if defined(__CUDA_ARCH__)
+	__threadfence();
+	*(volatile uint32_t *)p = v;
+#else
+	__atomic_store_n(p, v, __ATOMIC_RELEASE);
+#endif
+}
+
+/** One command slot (index = CID): the turn for the next ticket and the CQE filed by the reaper. */
+struct nkv_dev_slot {
+	uint32_t turn;   /* ticket t may use this slot when turn == t / size */
+	uint32_t done;   /* 1: the CQE below is this slot's command's */
+	uint32_t dw0, dw1;
+	uint16_t status; /* CQE status without the phase bit: SCT << 8 | SC (plus DNR, M) */
+	uint16_t sqhd;
+	uint32_t rsvd;
+};
+
+/** A completion as the owner of a ticket gets it. */
+struct nkv_dev_cpl {
+	uint32_t dw0, dw1;
+	uint16_t status; /* SCT << 8 | SC (0: success), DNR in bit 14, as nkv_status */
+	uint16_t cid;
+};
+
+/** A queue pair shared by concurrent submitters (see above). Zero the counters before first use. */
+struct nkv_dev_qp {
+	struct nkv_sqe *sq;          /* SQ ring, size entries (controller memory space: host memory) */
+	volatile struct nkv_cqe *cq; /* CQ ring, size entries */
+	volatile uint32_t *sq_db;    /* SQ tail doorbell */
+	volatile uint32_t *cq_db;    /* CQ head doorbell */
+	struct nkv_dev_slot *slots;  /* size entries */
+	uint32_t size;               /* entries of both rings: a power of two, 2..65536 */
+	uint32_t shift;              /* log2(size) */
+	uint16_t qid;
+	uint16_t rsvd0;
+	/* shared state, atomics only */
+	uint32_t inflight;           /* reserved and not yet collected (<= size - 1) */
+	uint32_t ticket;             /* next ticket */
+	uint32_t published;          /* every ticket below this one is visible to the controller */
+	uint32_t cq_lock;            /* 1: a reaper drains the CQ */
+	/* under cq_lock */
+	uint32_t cq_head;
+	uint32_t cq_phase;
+	uint32_t bad_cqes;           /* CQEs naming a CID with no command in flight (dropped) */
+	uint32_t reaps;              /* CQ head doorbell writes */
+};
+
+/** Set up @qp over rings and doorbells that exist already. @return 0 or NKV_DEV_EINVAL. */
+static inline NKV_HD int nkv_dev_qp_init(struct nkv_dev_qp *qp, struct nkv_sqe *sq, volatile struct nkv_cqe *cq,
+					 volatile uint32_t *sq_db, volatile uint32_t *cq_db, struct nkv_dev_slot *slots,
+					 uint32_t size, uint16_t qid)
+{
+	uint32_t shift = 0;
+
+	if (size < 2 || size > 65536u || (size & (size - 1)) != 0)
+		return NKV_DEV_EINVAL;
+	while ((1u << shift) != size)
+		shift++;
+	qp->sq = sq;
+	qp->cq = cq;
+	qp->sq_db = sq_db;
+	qp->cq_db = cq_db;
+	qp->slots = slots;
+	qp->size = size;
+	qp->shift = shift;
+	qp->qid = qid;
+	qp->rsvd0 = 0;
+	qp->inflight = qp->ticket = qp->published = qp->cq_lock = 0;
+	qp->cq_head = 0;
+	qp->cq_phase = 1;
+	qp->bad_cqes = qp->reaps = 0;
+	for (uint32_t i = 0; i < size; i++) {
+		slots[i].turn = 0;
+		slots[i].done = 0;
+		slots[i].dw0 = slots[i].dw1 = 0;
+		slots[i].status = slots[i].sqhd = 0;
+		slots[i].rsvd = 0;
+	}
+	return NKV_DEV_OK;
+}
+
+/** The CID (and SQ slot) of ticket @t. */
+static inline NKV_HD uint16_t nkv_dev_cid(const struct nkv_dev_qp *qp, uint32_t t)
+{
+	return (uint16_t)(t & (qp->size - 1));
+}
+
+/**
+ * Drain the CQ if no one else is (try-lock): file each new CQE into its CID's slot, then write the CQ
+ * head doorbell once. @return CQEs taken (0 also when another reaper holds the lock).
+ */
+static inline NKV_HD uint32_t nkv_dev_reap(struct nkv_dev_qp *qp)
+{
+	if (nkv_atomic_load32(&qp->cq_lock) != 0 || nkv_atomic_cas32(&qp->cq_lock, 0, 1) != 0)
+		return 0;
+	struct nkv_dev_cq cq;
+	cq.ring = qp->cq;
+	cq.db = qp->cq_db;
+	cq.size = (uint16_t)qp->size; /* 65536 wraps to 0: the index arithmetic below uses qp->size */
+	cq.head = (uint16_t)qp->cq_head;
+	cq.phase = (uint8_t)qp->cq_phase;
+	uint32_t n = 0;
+	struct nkv_cqe e;
+	while (n < qp->size && nkv_cq_peek(&cq, &e)) { /* phase seen -> fence -> whole CQE re-read */
+		uint16_t cid = nkv_get16(&e.cid);
+		struct nkv_dev_slot *s = &qp->slots[cid & (qp->size - 1)];
+		if (cid >= qp->size || nkv_atomic_load32(&s->done) != 0) {
+			qp->bad_cqes++;
+		} else {
+			s->dw0 = nkv_get32(&e.dw0);
+			s->dw1 = nkv_get32(&e.dw1);
+			s->status = (uint16_t)(nkv_get16(&e.status) >> 1);
+			s->sqhd = nkv_get16(&e.sqhd);
+			nkv_atomic_store32(&s->done, 1); /* release: the fields above first */
+		}
+		if ((uint32_t)cq.head + 1u == qp->size) {
+			cq.head = 0;
+			cq.phase ^= 1u;
+		} else {
+			cq.head++;
+		}
+		n++;
+	}
+	if (n) {
+		qp->cq_head = cq.head;
+		qp->cq_phase = cq.phase;
+		qp->reaps++;
+		nkv_cq_ring(&cq); /* fence, then the head doorbell: the entries are free again */
+	}
+	nkv_atomic_store32(&qp->cq_lock, 0);
+	return n;
+}
+
+/**
+ * Reserve @n consecutive tickets (one batch; 1 <= n <= size - 1). Polls (and reaps) while the queue is
+ * full. @return 0 with *t0 the first ticket, NKV_DEV_EBUSY when the budget ran out, NKV_DEV_EINVAL.
+ */
+static inline NKV_HD int nkv_dev_reserve(struct nkv_dev_qp *qp, uint32_t n, uint64_t budget, uint32_t *t0)
+{
+	if (n == 0 || n > qp->size - 1)
+		return NKV_DEV_EINVAL;
+	for (uint64_t i = 0; i < budget; i++) {
+		uint32_t cur = nkv_atomic_load32(&qp->inflight);
+		if (cur + n <= qp->size - 1) {
+			if (nkv_atomic_cas32(&qp->inflight, cur, cur + n) == cur) {
+				*t0 = nkv_atomic_add32(&qp->ticket, n);
+				return NKV_DEV_OK;
+			}
+			continue;
+		}
+		nkv_dev_reap(qp);
+		NKV_DEV_RELAX();
+	}
+	return NKV_DEV_EBUSY;
+}
+
+/**
+ * Write @sqe into ticket @t's slot with CID = slot (waits, bounded, for the slot's previous command to
+ * be collected), then a release fence so a publisher on another thread sees it after a barrier.
+ * @return the CID, or NKV_DEV_ETIMEDOUT.
+ */
+static inline NKV_HD int nkv_dev_put(struct nkv_dev_qp *qp, uint32_t t, const struct nkv_sqe *sqe, uint64_t budget)
+{
+	uint32_t slot = t & (qp->size - 1), turn = t >> qp->shift;
+	uint64_t i = 0;
+
+	while (nkv_atomic_load32(&qp->slots[slot].turn) != turn) {
+		if (++i >= budget)
+			return NKV_DEV_ETIMEDOUT;
+		nkv_dev_reap(qp);
+		NKV_DEV_RELAX();
+	}
+	struct nkv_sqe e = *sqe;
+	nkv_put16(&e.cid, (uint16_t)slot);
+	const uint32_t *src = (const uint32_t *)&e;
+	volatile uint32_t *dst = (volatile uint32_t *)&qp->sq[slot];
+	for (int k = 0; k < 16; k++)
+		dst[k] = src[k];
+	NKV_FENCE_RELEASE();
+	return (int)slot;
+}
+
+/**
+ * Make tickets [t0, t0 + n) visible to the controller: wait (bounded) until every earlier ticket is
+ * published, fence (system scope on a GPU), write the SQ tail doorbell once, pass the turn on.
+ * Call after every SQE of the batch was written (nkv_dev_put) and, across threads, after a barrier.
+ * @return 0 or NKV_DEV_ETIMEDOUT (the queue is then unusable: see above).
+ */
+static inline NKV_HD int nkv_dev_publish(struct nkv_dev_qp *qp, uint32_t t0, uint32_t n, uint64_t budget)
+{
+	uint64_t i = 0;
+
+	while (nkv_atomic_load32(&qp->published) != t0) {
+		if (++i >= budget)
+			return NKV_DEV_ETIMEDOUT;
+		NKV_DEV_RELAX();
+	}
+	NKV_FENCE_RELEASE(); /* every SQE of the batch before the doorbell */
+	*qp->sq_db = (t0 + n) & (qp->size - 1);
+	NKV_FENCE_RELEASE(); /* our doorbell before the next batch's */
+	nkv_atomic_store32(&qp->published, t0 + n);
+	return NKV_DEV_OK;
+}
+
+/** Has ticket @t's completion been filed (non-blocking; reaps once)? */
+static inline NKV_HD int nkv_dev_done(struct nkv_dev_qp *qp, uint32_t t)
+{
+	if (nkv_atomic_load32(&qp->slots[t & (qp->size - 1)].done))
+		return 1;
+	nkv_dev_reap(qp);
+	return nkv_atomic_load32(&qp->slots[t & (qp->size - 1)].done) != 0;
+}
+
+/**
+ * Wait (bounded by @budget polls, reaping for everyone meanwhile) for ticket @t's completion, collect
+ * it into *out and free the slot. @return 0, or NKV_DEV_ETIMEDOUT (the command is still in flight:
+ * wait again later).
+ */
+static inline NKV_HD int nkv_dev_wait(struct nkv_dev_qp *qp, uint32_t t, struct nkv_dev_cpl *out, uint64_t budget)
+{
+	struct nkv_dev_slot *s = &qp->slots[t & (qp->size - 1)];
+	uint64_t i = 0;
+
+	while (!nkv_atomic_load32(&s->done)) {
+		if (++i >= budget)
+			return NKV_DEV_ETIMEDOUT;
+		if (!nkv_dev_reap(qp))
+			NKV_DEV_RELAX();
+	}
+	out->dw0 = s->dw0;
+	out->dw1 = s->dw1;
+	out->status = s->status;
+	out->cid = (uint16_t)(t & (qp->size - 1));
+	s->done = 0;
+	nkv_atomic_store32(&s->turn, (t + qp->size) >> qp->shift); /* the slot's next ticket may go */
+	nkv_atomic_sub32(&qp->inflight, 1);
+	return NKV_DEV_OK;
+}
+
+/** Per-thread submit: reserve one ticket, write the SQE, publish it. @return 0 with *t, or an error. */
+static inline NKV_HD int nkv_dev_submit(struct nkv_dev_qp *qp, const struct nkv_sqe *sqe, uint64_t budget, uint32_t *t)
+{
+	int rc = nkv_dev_reserve(qp, 1, budget, t);
+	if (rc != NKV_DEV_OK)
+		return rc;
+	if ((rc = nkv_dev_put(qp, *t, sqe, budget)) < 0)
+		return rc;
+	return nkv_dev_publish(qp, *t, 1, budget);
+}
+
+/** Build a KV Store/Retrieve with PRP1/PRP2 (CID is set by nkv_dev_put). */
+static inline NKV_HD void nkv_dev_sqe_kv(struct nkv_sqe *sqe, uint8_t opc, uint32_t nsid, const uint8_t *key,
+					 unsigned klen, uint32_t size, uint64_t prp1, uint64_t prp2)
+{
+	nkv_sqe_kv(sqe, opc, nsid, key, klen, size, 0);
+	nkv_put64(sqe->dptr, prp1);
+	nkv_put64(sqe->dptr + 8, prp2);
 }
 
 #ifdef __cplusplus
