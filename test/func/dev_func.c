@@ -139,7 +139,7 @@ static bool verify(const struct area *a, uint32_t buf, uint32_t k)
 /** Submit one command and wait for it. @return the status (>= 0) or a negative NKV_DEV_* error. */
 static int dev_cmd(struct nkv_dev_qp *qp, struct nkv_sqe *s, struct nkv_dev_cpl *c)
 {
-	uint32_t t;
+	uint32_t t = 0;
 	int rc = nkv_dev_submit(qp, s, BUDGET, &t);
 	if (rc)
 		return rc;
@@ -457,7 +457,7 @@ static void *torn_main(void *p)
 	for (unsigned i = 0; i < TORN_OPS; i++) {
 		struct nkv_sqe s;
 		struct nkv_dev_cpl c;
-		uint32_t tag = t->id << 20 | i, tk;
+		uint32_t tag = t->id << 20 | i, tk = 0;
 		memset(&s, 0, sizeof(s));
 		s.opc = NKV_KV_RETRIEVE;
 		nkv_put32(&s.cdw10, tag);
@@ -514,7 +514,7 @@ static void test_bounded(void)
 {
 	static struct fake f;
 	struct nkv_dev_cpl c;
-	uint32_t t, t2;
+	uint32_t t = 0, t2 = 0;
 	uint64_t t0;
 
 	memset(&f, 0, sizeof(f));
