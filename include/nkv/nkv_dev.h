@@ -2,7 +2,7 @@
  * nkv_dev.h - the PCIe-style queue pair, as a host driver sees it: SQ ring + tail doorbell, CQ ring
  * + phase bit + head doorbell. One header for the CPU driver (libnkv's shm transport) and for GPU
  * kernels (nvcc): every helper is NKV_HD (__host__ __device__ under nvcc, nothing in plain C), uses
- * no libc, and every wait is bounded by a caller-given poll budget.
+ * no libc beyond memcpy, and every wait is bounded by a caller-given poll budget.
  *
  * Memory ordering, the rules that matter (wire doc B, DESIGN section 3):
  *  - Submit: write the SQE(s), then a release fence (system scope on a GPU: the controller is
@@ -21,6 +21,7 @@
 #define NKV_DEV_H
 
 #include <stdint.h>
+#include <string.h>
 
 #include "nkv_spec.h"
 
@@ -48,6 +49,21 @@ static inline NKV_HD uint32_t nkv_db_sq_tail(uint16_t qid)
 static inline NKV_HD uint32_t nkv_db_cq_head(uint16_t qid)
 {
 	return NKV_DB_OFFSET + (2u * qid + 1u) * 4u;
+}
+
+/*
+ * Copy a 64-byte SQE into a controller-visible slot, a dword at a time. The SQE is first copied with
+ * memcpy: reading a struct nkv_sqe through a uint32_t pointer breaks C's aliasing rules, and at -O2
+ * gcc dropped the caller's last field stores before the copy (CIDs reached the controller as 0).
+ */
+static inline NKV_HD void nkv_dev_store_sqe(struct nkv_sqe *slot, const struct nkv_sqe *sqe)
+{
+	uint32_t w[16];
+	volatile uint32_t *dst = (volatile uint32_t *)slot;
+
+	memcpy(w, sqe, sizeof(w));
+	for (int i = 0; i < 16; i++)
+		dst[i] = w[i];
 }
 
 /** Host view of a submission queue. */
@@ -83,10 +99,7 @@ static inline NKV_HD int nkv_sq_put(struct nkv_dev_sq *sq, const struct nkv_sqe 
 	if (nkv_sq_space(sq) == 0)
 		return -1;
 	int slot = sq->tail;
-	const uint32_t *src = (const uint32_t *)sqe;
-	volatile uint32_t *dst = (volatile uint32_t *)&sq->ring[slot];
-	for (int i = 0; i < 16; i++)
-		dst[i] = src[i];
+	nkv_dev_store_sqe(&sq->ring[slot], sqe);
 	sq->tail = (uint16_t)((sq->tail + 1) % sq->size);
 	return slot;
 }
@@ -421,10 +434,7 @@ static inline NKV_HD int nkv_dev_put(struct nkv_dev_qp *qp, uint32_t t, const st
 	}
 	struct nkv_sqe e = *sqe;
 	nkv_put16(&e.cid, (uint16_t)slot);
-	const uint32_t *src = (const uint32_t *)&e;
-	volatile uint32_t *dst = (volatile uint32_t *)&qp->sq[slot];
-	for (int k = 0; k < 16; k++)
-		dst[k] = src[k];
+	nkv_dev_store_sqe(&qp->sq[slot], &e);
 	NKV_FENCE_RELEASE();
 	return (int)slot;
 }

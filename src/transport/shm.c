@@ -420,10 +420,11 @@ static bool cq_post(struct shm_ctrl *c, struct shm_cq *cq, struct shm_req *r)
 		return false; /* full: the host has not consumed yet */
 	struct nkv_cqe e = r->req.cpl;
 	volatile uint32_t *dst = (volatile uint32_t *)&cq->ring[cq->tail];
-	const uint32_t *src = (const uint32_t *)&e;
+	uint32_t src[4]; /* memcpy'd: reading the struct through a uint32_t pointer breaks aliasing rules */
 
 	nkv_put16(&e.sqhd, r->sq->head);
 	nkv_put16(&e.status, (uint16_t)((nkv_get16(&e.status) & ~1u) | cq->phase));
+	memcpy(src, &e, sizeof(src));
 	dst[0] = src[0];
 	dst[1] = src[1];
 	dst[2] = src[2];
