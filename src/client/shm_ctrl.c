@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "client/shm_int.h"
+#include "common/fdpass.h"
 #include "common/log.h"
 
 /* ---- registers --------------------------------------------------------------------------------- */
@@ -99,13 +100,8 @@ static void hdr_init(struct nkv_shm_hdr *h, uint16_t op)
 static int request(struct nkv_shm_ctrl *s, const void *msg, size_t len, int fd_in, struct nkv_shm_reply *rep,
 		   int *fd_out)
 {
-	union {
-		struct cmsghdr h;
-		char b[CMSG_SPACE(4 * sizeof(int))];
-	} cm;
-	struct iovec iov = {.iov_base = (void *)msg, .iov_len = len};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
 	int rc = 0;
+	ssize_t n;
 
 	if (fd_out)
 		*fd_out = -1;
@@ -114,47 +110,18 @@ static int request(struct nkv_shm_ctrl *s, const void *msg, size_t len, int fd_i
 		rc = -ENOTCONN;
 		goto out;
 	}
-	if (fd_in >= 0) {
-		memset(&cm, 0, sizeof(cm));
-		mh.msg_control = cm.b;
-		mh.msg_controllen = CMSG_SPACE(sizeof(int));
-		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &fd_in, sizeof(int));
-	}
-	ssize_t n = sendmsg(s->sock, &mh, MSG_NOSIGNAL);
+	n = nkv_send_fd(s->sock, msg, len, fd_in);
 	if (n != (ssize_t)len) {
-		rc = n < 0 ? (errno == EAGAIN ? -ETIMEDOUT : -errno) : -EPROTO;
+		rc = n < 0 ? (n == -EAGAIN ? -ETIMEDOUT : (int)n) : -EPROTO;
 		goto broken;
 	}
-	memset(&cm, 0, sizeof(cm));
-	iov.iov_base = rep;
-	iov.iov_len = sizeof(*rep);
-	mh = (struct msghdr){.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.b, .msg_controllen = sizeof(cm.b)};
-	n = recvmsg(s->sock, &mh, MSG_CMSG_CLOEXEC);
+	n = nkv_recv_fd(s->sock, rep, sizeof(*rep), fd_out, 0);
 	if (n <= 0) {
-		rc = n == 0 ? -ECONNRESET : (errno == EAGAIN ? -ETIMEDOUT : -errno);
+		rc = n == 0 ? -ECONNRESET : n == -EAGAIN ? -ETIMEDOUT : n == -EMSGSIZE ? -EPROTO : (int)n;
 		goto broken;
 	}
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-			continue;
-		size_t nfd = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		for (size_t i = 0; i < nfd; i++) {
-			int fd;
-			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-			if (fd_out && *fd_out < 0)
-				*fd_out = fd;
-			else
-				close(fd); /* not asked for */
-		}
-	}
-	if (n != (ssize_t)sizeof(*rep) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
-	    nkv_get32(&rep->hdr.magic) != NKV_SHM_MAGIC) {
-		NKV_WARN("libnkv: shm: bad reply (%zd bytes, flags %#x, magic %#x)", n, mh.msg_flags,
-			 nkv_get32(&rep->hdr.magic));
+	if (n != (ssize_t)sizeof(*rep) || nkv_get32(&rep->hdr.magic) != NKV_SHM_MAGIC) {
+		NKV_WARN("libnkv: shm: bad reply (%zd bytes, magic %#x)", n, nkv_get32(&rep->hdr.magic));
 		rc = -EPROTO;
 		goto broken;
 	}

@@ -28,6 +28,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "common/fdpass.h"
 #include "common/log.h"
 #include "core/core.h"
 #include "nkv/nkv_dev.h"
@@ -865,23 +866,8 @@ static void *poller_main(void *arg)
 
 static int send_reply(int fd, const struct nkv_shm_reply *rep, int pass_fd)
 {
-	struct iovec iov = {.iov_base = (void *)rep, .iov_len = sizeof(*rep)};
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-
-	if (pass_fd >= 0) {
-		mh.msg_control = u.buf;
-		mh.msg_controllen = sizeof(u.buf);
-		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &pass_fd, sizeof(int));
-	}
-	return sendmsg(fd, &mh, MSG_NOSIGNAL) == (ssize_t)sizeof(*rep) ? 0 : -errno;
+	ssize_t n = nkv_send_fd(fd, rep, sizeof(*rep), pass_fd);
+	return n == (ssize_t)sizeof(*rep) ? 0 : n < 0 ? (int)n : -EPROTO;
 }
 
 static int do_register(struct shm_ctrl *c, const struct nkv_shm_reg *m, int fd)
@@ -1053,29 +1039,13 @@ static bool conn_message(struct nkv_shm *s, struct shm_conn *k)
 		struct nkv_shm_reg reg;
 		struct nkv_shm_hdr hdr;
 	} m;
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * 4)];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = {.iov_base = &m, .iov_len = sizeof(m)};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
-	ssize_t n = recvmsg(k->fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-	int fd = -1, nfds = 0;
+	int fd;
+	ssize_t n = nkv_recv_fd(k->fd, &m, sizeof(m), &fd, MSG_DONTWAIT);
 
-	if (n <= 0)
-		return n < 0 && (errno == EAGAIN || errno == EINTR);
-	if (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))
-		n = 0; /* larger than any message of the protocol: refused below, fds still closed */
-	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
-		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
-			for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
-				int f;
-				memcpy(&f, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-				if (nfds++ == 0)
-					fd = f;
-				else
-					close(f); /* one fd per message is meaningful */
-			}
+	if (n == -EAGAIN || n == -EINTR)
+		return true;
+	if (n <= 0) /* end of stream, an error, or a message larger than any of the protocol */
+		return false;
 	struct nkv_shm_reply rep = {.hdr = {NKV_SHM_MAGIC, NKV_SHM_VERSION, m.hdr.op}};
 	bool keep = true;
 	if ((size_t)n < sizeof(m.hdr) || m.hdr.magic != NKV_SHM_MAGIC || m.hdr.version != NKV_SHM_VERSION)

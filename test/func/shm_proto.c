@@ -35,6 +35,7 @@
 #include "nkv/nkv_target.h"
 
 #include "check.h"
+#include "common/fdpass.h"
 
 unsigned h_pass, h_fail;
 
@@ -124,32 +125,25 @@ static void hdr_init(struct nkv_shm_hdr *hd, uint16_t op)
 /** Receive one reply (and an fd if passed). @return 1, 0 connection closed, -1 timeout or error. */
 static int recv_reply(int sock, struct nkv_shm_reply *rep, int *fd, int ms)
 {
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = {.iov_base = rep, .iov_len = sizeof(*rep)};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
 	struct pollfd pf = {.fd = sock, .events = POLLIN};
+	int got;
 
 	if (fd)
 		*fd = -1;
 	if (poll(&pf, 1, ms) <= 0)
 		return -1;
-	ssize_t n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
-	if (n == 0 || (n < 0 && errno == ECONNRESET))
+	ssize_t n = nkv_recv_fd(sock, rep, sizeof(*rep), &got, 0);
+	if (n == 0 || n == -ECONNRESET)
 		return 0;
-	if (n != (ssize_t)sizeof(*rep))
+	if (n != (ssize_t)sizeof(*rep)) {
+		if (got >= 0)
+			close(got);
 		return -1;
-	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
-		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
-			int f;
-			memcpy(&f, CMSG_DATA(cm), sizeof(f));
-			if (fd && *fd < 0)
-				*fd = f;
-			else
-				close(f);
-		}
+	}
+	if (fd)
+		*fd = got;
+	else if (got >= 0)
+		close(got);
 	return 1;
 }
 
@@ -232,26 +226,10 @@ static int host_connect(struct host *h, const char *path, const char *hostnqn)
 static int host_req(struct host *h, uint16_t op, uint64_t iova, uint64_t len, uint64_t off, uint32_t flags, int fd)
 {
 	struct nkv_shm_reg m = {.iova = iova, .len = len, .offset = off, .flags = flags};
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = {.iov_base = &m, .iov_len = sizeof(m)};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
 	struct nkv_shm_reply rep;
 
 	hdr_init(&m.hdr, op);
-	if (fd >= 0) {
-		memset(&u, 0, sizeof(u));
-		mh.msg_control = u.buf;
-		mh.msg_controllen = sizeof(u.buf);
-		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	}
-	if (sendmsg(h->sock, &mh, MSG_NOSIGNAL) != (ssize_t)sizeof(m))
+	if (nkv_send_fd(h->sock, &m, sizeof(m), fd) != (ssize_t)sizeof(m))
 		return -EPROTO;
 	if (recv_reply(h->sock, &rep, NULL, TMO_MS) != 1 || rep.hdr.op != op)
 		return -EPROTO;
