@@ -336,7 +336,7 @@ static int tx_flush(struct tcp_conn *c)
 }
 
 /* Finish a PDU header: header digest and padding up to @pdo (0: none), into tx->hlen. */
-static void tx_seal(struct tcp_conn *c, struct tcp_tx *tx, uint32_t hlen, bool digest, uint32_t pdo)
+static void tx_seal(struct tcp_tx *tx, uint32_t hlen, bool digest, uint32_t pdo)
 {
 	uint32_t len = hlen;
 
@@ -349,7 +349,6 @@ static void tx_seal(struct tcp_conn *c, struct tcp_tx *tx, uint32_t hlen, bool d
 		len = pdo;
 	}
 	tx->hlen = len;
-	(void)c;
 }
 
 static void conn_flush(struct tcp_conn *c)
@@ -435,7 +434,7 @@ static void tcp_complete(struct nkv_req *req)
 		nkv_put32(&d->ch.plen, pdo + req->xfer + (c->ddgst ? 4 : 0));
 		nkv_put16(&d->cccid, req->cmd.cid);
 		nkv_put32(&d->datal, req->xfer);
-		tx_seal(c, tx, 24, c->hdgst, pdo);
+		tx_seal(tx, 24, c->hdgst, pdo);
 		tx->data = r->buf;
 		tx->dlen = req->xfer;
 		tx->dglen = c->ddgst ? 4 : 0;
@@ -454,7 +453,7 @@ static void tcp_complete(struct nkv_req *req)
 	p->cqe = req->cpl;
 	/* SQ head: FFFFh once the host disabled SQ flow control (wire doc C.7). */
 	nkv_put16(&p->cqe.sqhd, c->sqfc_off ? 0xffff : c->sqhd);
-	tx_seal(c, tx, 24, c->hdgst, 0);
+	tx_seal(tx, 24, c->hdgst, 0);
 	tx->data = NULL;
 	tx->dlen = tx->dglen = 0;
 	tx->done = resp_sent;
@@ -546,7 +545,7 @@ static void send_r2t(struct tcp_conn *c, struct tcp_req *r)
 	nkv_put16(&d->ttag, r->ttag);
 	nkv_put32(&d->datao, 0);
 	nkv_put32(&d->datal, r->sgl_len);
-	tx_seal(c, tx, 24, c->hdgst, 0);
+	tx_seal(tx, 24, c->hdgst, 0);
 	tx->data = NULL;
 	tx->dlen = tx->dglen = 0;
 	tx->done = NULL;
