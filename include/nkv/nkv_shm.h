@@ -26,7 +26,8 @@
 enum nkv_shm_op {
 	NKV_SHM_HELLO = 1,   /* host -> target: struct nkv_shm_hello; reply carries the register memfd */
 	NKV_SHM_REG = 2,     /* host -> target: struct nkv_shm_reg + one fd (memfd, hugetlbfs file) */
-	NKV_SHM_DEREG = 3,   /* host -> target: struct nkv_shm_reg (iova only) */
+	NKV_SHM_DEREG = 3,   /* host -> target: struct nkv_shm_reg (iova only); also ends a REG_CUDA region */
+	NKV_SHM_REG_CUDA = 4, /* host -> target: struct nkv_shm_reg_cuda: GPU memory by CUDA IPC handle */
 };
 
 /** Every message starts with this. */
@@ -60,6 +61,25 @@ struct nkv_shm_reg {
 };
 NKV_SIZE(struct nkv_shm_reg, 40);
 #define NKV_SHM_REG_READONLY 0x1u /* the controller may only read it (Store sources, SQs) */
+
+/**
+ * REG_CUDA: @len bytes of GPU memory, @offset bytes into the allocation named by the CUDA IPC
+ * handle (cudaIpcGetMemHandle) on device @device, seen by the controller at @iova. Such a region
+ * can be a Retrieve target and a Store source (the target moves the bytes with cudaMemcpy, loading
+ * the CUDA runtime only when the first one is registered), never a queue or a PRP list: those the
+ * controller reads with its CPU. Replies: -ENOTSUP (no CUDA runtime on the target), -ENODEV (the
+ * handle cannot be opened there), and the REG errors.
+ */
+struct nkv_shm_reg_cuda {
+	struct nkv_shm_hdr hdr;
+	uint64_t iova;     /* 4 KiB aligned */
+	uint64_t len;      /* multiple of 4 KiB */
+	uint64_t offset;   /* into the IPC allocation */
+	int32_t device;    /* CUDA device ordinal, as the target numbers it */
+	uint32_t flags;    /* NKV_SHM_REG_READONLY: a Store source only */
+	uint8_t handle[64]; /* cudaIpcMemHandle_t */
+};
+NKV_SIZE(struct nkv_shm_reg_cuda, 104);
 
 /** The reply to every request. */
 struct nkv_shm_reply {
