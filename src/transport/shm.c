@@ -30,6 +30,7 @@
 
 #include "common/fdpass.h"
 #include "common/log.h"
+#include "transport/shm_cuda.h"
 #include "core/core.h"
 #include "nkv/nkv_dev.h"
 #include "nkv/nkv_shm.h"
@@ -43,8 +44,12 @@ struct shm_ctrl;
 
 struct shm_region {
 	uint64_t iova, len;
-	uint8_t *va;
+	uint8_t *va;             /* host regions: our mapping */
 	bool ro;
+	bool gpu;                /* GPU memory (REG_CUDA): reached only through nkv_cuda_copy */
+	int device;              /* gpu: CUDA device */
+	void *gpu_base;          /* gpu: what cudaIpcOpenMemHandle returned (closed on release) */
+	uint8_t *gpu_va;         /* gpu: device address of the region's first byte */
 	int refs;                /* queues and commands using it (ctrl->mu) */
 };
 
@@ -179,22 +184,6 @@ static struct shm_region *find_region(struct shm_ctrl *c, uint64_t iova, uint64_
 	return NULL;
 }
 
-/* Translate and pin a range the controller will read (or write, with @write). NULL if invalid. */
-static uint8_t *map_range(struct shm_ctrl *c, uint64_t iova, uint64_t len, bool write, struct shm_region **pin)
-{
-	uint8_t *va = NULL;
-
-	pthread_mutex_lock(&c->mu);
-	struct shm_region *r = find_region(c, iova, len ? len : 1);
-	if (r && !(write && r->ro)) {
-		va = r->va + (iova - r->iova);
-		r->refs++;
-		*pin = r;
-	}
-	pthread_mutex_unlock(&c->mu);
-	return va;
-}
-
 static void unpin(struct shm_ctrl *c, struct shm_region **pin)
 {
 	if (!*pin)
@@ -204,6 +193,34 @@ static void unpin(struct shm_ctrl *c, struct shm_region **pin)
 	pthread_mutex_unlock(&c->mu);
 	*pin = NULL;
 }
+
+/* Pin the region holding a range the controller will read (or write, with @write). NULL if invalid. */
+static struct shm_region *pin_range(struct shm_ctrl *c, uint64_t iova, uint64_t len, bool write)
+{
+	pthread_mutex_lock(&c->mu);
+	struct shm_region *r = find_region(c, iova, len ? len : 1);
+	if (r && write && r->ro)
+		r = NULL;
+	if (r)
+		r->refs++;
+	pthread_mutex_unlock(&c->mu);
+	return r;
+}
+
+/* Translate and pin a range in HOST memory (queues, PRP lists, direct data). NULL if invalid or if
+ * it is GPU memory, which the controller's CPU cannot touch. */
+static uint8_t *map_range(struct shm_ctrl *c, uint64_t iova, uint64_t len, bool write, struct shm_region **pin)
+{
+	struct shm_region *r = pin_range(c, iova, len, write);
+
+	if (r && r->gpu) {
+		unpin(c, &r);
+		return NULL;
+	}
+	*pin = r;
+	return r ? r->va + (iova - r->iova) : NULL;
+}
+
 
 /* Read one 8-byte PRP list entry at @iova (bounds checked, copied: the host may change it). */
 static int read_prp_entry(struct shm_ctrl *c, uint64_t iova, uint64_t *out)
@@ -309,12 +326,14 @@ static nkv_status map_data(struct shm_ctrl *c, struct shm_req *r, uint32_t len, 
 	if ((st = prp_begin(&it, c, &r->req.cmd, len)) != 0)
 		return st;
 	while ((more = prp_next(&it, &iova, &n, &st)) == 1) {
-		struct shm_region *pin = NULL;
+		struct shm_region *pin = pin_range(c, iova, n, !h2c);
 		if (it.page > 1 && iova != expect)
 			contiguous = false;
 		expect = (iova & ~(uint64_t)(PAGE - 1)) + PAGE;
-		if (!map_range(c, iova, n, !h2c, &pin))
+		if (!pin)
 			return ST(GENERIC, DATA_TRANSFER_ERROR);
+		if (pin->gpu) /* GPU memory moves through the bounce buffer with the copy engine */
+			contiguous = false;
 		unpin(c, &pin);
 	}
 	if (more < 0)
@@ -349,34 +368,63 @@ static nkv_status map_data(struct shm_ctrl *c, struct shm_req *r, uint32_t len, 
 	return 0;
 }
 
-/* Copy between the bounce buffer and the host's pages. @return false if a page became invalid. */
+/* Move one run of consecutive IOVAs within one region to or from the bounce buffer. */
+static bool copy_run(struct shm_ctrl *c, uint64_t iova, uint32_t n, uint8_t *bounce, bool to_host)
+{
+	struct shm_region *r = pin_range(c, iova, n, to_host);
+	bool ok = r != NULL;
+
+	if (r && r->gpu) {
+		uint8_t *dev = r->gpu_va + (iova - r->iova);
+		ok = nkv_cuda_copy(r->device, to_host ? dev : bounce, to_host ? bounce : dev, n, to_host) == 0;
+	} else if (r) {
+		uint8_t *va = r->va + (iova - r->iova);
+		memcpy(to_host ? va : bounce, to_host ? bounce : va, n);
+	}
+	unpin(c, &r);
+	return ok;
+}
+
+/* Does one region hold all of [iova, iova + len)? */
+static bool one_region(struct shm_ctrl *c, uint64_t iova, uint64_t len)
+{
+	pthread_mutex_lock(&c->mu);
+	bool yes = find_region(c, iova, len) != NULL;
+	pthread_mutex_unlock(&c->mu);
+	return yes;
+}
+
+/* Copy between the bounce buffer and the host's pages, a run of contiguous pages at a time (one
+ * copy-engine transfer per run for GPU memory). @return false if a page became invalid. */
 static bool bounce_copy(struct shm_ctrl *c, struct shm_req *r, uint32_t len, bool to_host)
 {
 	struct prp_iter it;
 	nkv_status st;
-	uint64_t iova;
-	uint32_t n, done = 0;
+	uint64_t iova, run = 0;
+	uint32_t n, done = 0, run_len = 0;
 
 	if (prp_begin(&it, c, &r->req.cmd, len) != 0)
 		return false;
 	while (prp_next(&it, &iova, &n, &st) == 1) {
-		struct shm_region *pin = NULL;
-		uint8_t *va = map_range(c, iova, n, to_host, &pin);
-		if (!va)
+		if (run_len && iova == run + run_len && one_region(c, run, (uint64_t)run_len + n)) {
+			run_len += n;
+			continue;
+		}
+		if (run_len && !copy_run(c, run, run_len, r->bounce + done, to_host))
 			return false;
-		if (to_host)
-			memcpy(va, r->bounce + done, n);
-		else
-			memcpy(r->bounce + done, va, n);
-		unpin(c, &pin);
-		done += n;
+		done += run_len;
+		run = iova;
+		run_len = n;
 	}
-	return done == len;
+	if (run_len && !copy_run(c, run, run_len, r->bounce + done, to_host))
+		return false;
+	return done + run_len == len;
 }
 
 /* ---- completion -------------------------------------------------------------------------------- */
 
 static void sq_maybe_free(struct shm_sq *sq);
+static void region_release(struct shm_region *r);
 
 static void req_release(struct shm_req *r)
 {
@@ -797,7 +845,7 @@ static void ctrl_free(struct shm_ctrl *c)
 	if (c->ctrlr)
 		nkv_ctrlr_destroy(c->ctrlr);
 	for (unsigned i = 0; i < c->nregions; i++) {
-		munmap(c->regions[i]->va, c->regions[i]->len);
+		region_release(c->regions[i]);
 		free(c->regions[i]);
 	}
 	free(c->regions);
@@ -870,6 +918,41 @@ static int send_reply(int fd, const struct nkv_shm_reply *rep, int pass_fd)
 	return n == (ssize_t)sizeof(*rep) ? 0 : n < 0 ? (int)n : -EPROTO;
 }
 
+/* Is there room (count, bytes) and no overlap for [iova, iova + len)? @return 0, -ENOSPC, -EEXIST. */
+static int region_room(struct shm_ctrl *c, uint64_t iova, uint64_t len)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&c->mu);
+	if (c->nregions >= c->s->conf.max_regions || c->reg_bytes + len > c->s->conf.max_reg_bytes)
+		rc = -ENOSPC;
+	for (unsigned i = 0; rc == 0 && i < c->nregions; i++)
+		if (iova < c->regions[i]->iova + c->regions[i]->len && c->regions[i]->iova < iova + len)
+			rc = -EEXIST;
+	pthread_mutex_unlock(&c->mu);
+	return rc;
+}
+
+/* Publish a region (the socket thread is the only one adding, so room checked earlier still holds). */
+static int region_add(struct shm_ctrl *c, const struct shm_region *tmpl)
+{
+	pthread_mutex_lock(&c->mu);
+	struct shm_region **nr = realloc(c->regions, (c->nregions + 1) * sizeof(*nr));
+	struct shm_region *reg = malloc(sizeof(*reg));
+	if (nr)
+		c->regions = nr;
+	if (!nr || !reg) {
+		pthread_mutex_unlock(&c->mu);
+		free(reg);
+		return -ENOMEM;
+	}
+	*reg = *tmpl;
+	c->regions[c->nregions++] = reg;
+	c->reg_bytes += reg->len;
+	pthread_mutex_unlock(&c->mu);
+	return 0;
+}
+
 static int do_register(struct shm_ctrl *c, const struct nkv_shm_reg *m, int fd)
 {
 	struct stat sb;
@@ -881,36 +964,49 @@ static int do_register(struct shm_ctrl *c, const struct nkv_shm_reg *m, int fd)
 		return -EPERM; /* the host could shrink it under our mapping */
 	if (fstat(fd, &sb) < 0 || (uint64_t)sb.st_size < m->offset + m->len)
 		return -EINVAL;
-	pthread_mutex_lock(&c->mu);
-	int rc = 0;
-	if (c->nregions >= c->s->conf.max_regions || c->reg_bytes + m->len > c->s->conf.max_reg_bytes)
-		rc = -ENOSPC;
-	for (unsigned i = 0; rc == 0 && i < c->nregions; i++)
-		if (m->iova < c->regions[i]->iova + c->regions[i]->len && c->regions[i]->iova < m->iova + m->len)
-			rc = -EEXIST;
-	pthread_mutex_unlock(&c->mu);
+	int rc = region_room(c, m->iova, m->len);
 	if (rc)
 		return rc;
 	bool ro = m->flags & NKV_SHM_REG_READONLY;
 	void *va = mmap(NULL, m->len, PROT_READ | (ro ? 0 : PROT_WRITE), MAP_SHARED, fd, (off_t)m->offset);
 	if (va == MAP_FAILED)
 		return -errno;
-	pthread_mutex_lock(&c->mu);
-	struct shm_region **nr = realloc(c->regions, (c->nregions + 1) * sizeof(*nr));
-	struct shm_region *reg = malloc(sizeof(*reg));
-	if (nr)
-		c->regions = nr;
-	if (!nr || !reg) {
-		pthread_mutex_unlock(&c->mu);
-		free(reg);
+	struct shm_region reg = {.iova = m->iova, .len = m->len, .va = va, .ro = ro};
+	if ((rc = region_add(c, &reg)) < 0)
 		munmap(va, m->len);
-		return -ENOMEM;
+	return rc;
+}
+
+/* REG_CUDA: GPU memory by IPC handle, bounds checked against the allocation's real size. */
+static int do_register_cuda(struct shm_ctrl *c, const struct nkv_shm_reg_cuda *m)
+{
+	void *base;
+	uint64_t size;
+	int rc;
+
+	if ((m->iova | m->len) & (PAGE - 1) || m->len == 0 || m->iova + m->len < m->iova ||
+	    m->offset + m->len < m->offset)
+		return -EINVAL;
+	if ((rc = region_room(c, m->iova, m->len)) || (rc = nkv_cuda_open(m->device, m->handle, &base, &size)))
+		return rc;
+	if (m->offset + m->len > size) {
+		nkv_cuda_close(m->device, base);
+		return -EINVAL;
 	}
-	*reg = (struct shm_region){.iova = m->iova, .len = m->len, .va = va, .ro = ro};
-	c->regions[c->nregions++] = reg;
-	c->reg_bytes += m->len;
-	pthread_mutex_unlock(&c->mu);
-	return 0;
+	struct shm_region reg = {.iova = m->iova, .len = m->len, .ro = m->flags & NKV_SHM_REG_READONLY, .gpu = true,
+				 .device = m->device, .gpu_base = base, .gpu_va = (uint8_t *)base + m->offset};
+	if ((rc = region_add(c, &reg)) < 0)
+		nkv_cuda_close(m->device, base);
+	return rc;
+}
+
+/* Give back what a region holds: our mapping, or the opened IPC handle. */
+static void region_release(struct shm_region *r)
+{
+	if (r->gpu)
+		nkv_cuda_close(r->device, r->gpu_base);
+	else
+		munmap(r->va, r->len);
 }
 
 static int do_deregister(struct shm_ctrl *c, const struct nkv_shm_reg *m)
@@ -925,7 +1021,7 @@ static int do_deregister(struct shm_ctrl *c, const struct nkv_shm_reg *m)
 		if (r->refs) {
 			rc = -EBUSY; /* a queue or a command still uses it */
 		} else {
-			munmap(r->va, r->len);
+			region_release(r);
 			c->reg_bytes -= r->len;
 			free(r);
 			c->regions[i] = c->regions[--c->nregions];
@@ -1037,6 +1133,7 @@ static bool conn_message(struct nkv_shm *s, struct shm_conn *k)
 	union {
 		struct nkv_shm_hello hello;
 		struct nkv_shm_reg reg;
+		struct nkv_shm_reg_cuda cuda;
 		struct nkv_shm_hdr hdr;
 	} m;
 	int fd;
@@ -1057,6 +1154,9 @@ static bool conn_message(struct nkv_shm *s, struct shm_conn *k)
 			rep.status = fd < 0 ? -EBADF : do_register(k->c, &m.reg, fd);
 		else
 			rep.status = do_deregister(k->c, &m.reg);
+		keep = send_reply(k->fd, &rep, -1) == 0;
+	} else if (m.hdr.op == NKV_SHM_REG_CUDA && k->c && (size_t)n == sizeof(m.cuda)) {
+		rep.status = do_register_cuda(k->c, &m.cuda);
 		keep = send_reply(k->fd, &rep, -1) == 0;
 	} else {
 		keep = false;

@@ -790,6 +790,42 @@ static void test_hello(void)
 	host_close(&g);
 }
 
+/* REG_CUDA with a handle no GPU knows: a clean error (no CUDA runtime: -ENOTSUP; a runtime but no
+ * such allocation or no device: -ENODEV), bad fields -EINVAL first, and the socket keeps serving. */
+static int reg_cuda(struct host *h, uint64_t iova, uint64_t len)
+{
+	struct nkv_shm_reg_cuda m = {.iova = iova, .len = len, .device = 0};
+	struct nkv_shm_reply rep;
+
+	hdr_init(&m.hdr, NKV_SHM_REG_CUDA);
+	memset(m.handle, 0x5a, sizeof(m.handle));
+	if (nkv_send_fd(h->sock, &m, sizeof(m), -1) != (ssize_t)sizeof(m) || recv_reply(h->sock, &rep, NULL, TMO_MS) != 1 ||
+	    rep.hdr.op != NKV_SHM_REG_CUDA)
+		return -EPROTO;
+	return rep.status;
+}
+
+static void test_reg_cuda(void)
+{
+	struct host h;
+	int rc = host_connect(&h, g_s1, GOODHOST);
+
+	CHECK(rc == 0, "HELLO: %d", rc);
+	rc = reg_cuda(&h, 0x7000000001ull, PG);
+	CHECK(rc == -EINVAL, "REG_CUDA at an unaligned IOVA: %d", rc);
+	rc = reg_cuda(&h, 0x7000000000ull, 0);
+	CHECK(rc == -EINVAL, "REG_CUDA of 0 bytes: %d", rc);
+	rc = reg_cuda(&h, 0x7000000000ull, 16 * PG);
+	CHECK(rc == -ENOTSUP || rc == -ENODEV, "REG_CUDA of an unknown handle: %d (-ENOTSUP or -ENODEV)", rc);
+	rc = host_req(&h, NKV_SHM_DEREG, 0x7000000000ull, 0, 0, 0, -1);
+	CHECK(rc == -ENOENT, "nothing was registered: DEREG %d", rc);
+	int fd = mem_create(PG, true, NULL);
+	rc = reg_mem(&h, fd, 0x7000000000ull, PG, 0, 0);
+	CHECK(rc == 0, "the socket still serves: REG %d", rc);
+	close(fd);
+	host_close(&h);
+}
+
 /* ---- registers and controller bring-up ----------------------------------------------------------- */
 
 static void check_cap(const char *path, unsigned mqes)
@@ -1771,7 +1807,7 @@ int main(void)
 		const char *name;
 		void (*fn)(void);
 	} groups[] = {
-		{"hello", test_hello},     {"registers", test_registers}, {"admin", test_admin},
+		{"hello", test_hello},     {"reg_cuda", test_reg_cuda}, {"registers", test_registers}, {"admin", test_admin},
 		{"kv", test_kv},           {"queues", test_queues},       {"malicious", test_malicious},
 	};
 	for (unsigned i = 0; i < sizeof(groups) / sizeof(groups[0]); i++) {
