@@ -16,6 +16,7 @@
 
 #include "nkv.h"
 #include "nkv_dev.h"
+#include "nkv_shm.h" /* NKV_SHM_REG_READONLY */
 
 #ifdef __cplusplus
 extern "C" {
@@ -49,6 +50,31 @@ void *nkv_ctrl_regs(struct nkv_ctrl *ctrl, size_t *len);
  */
 int nkv_devq_prp(struct nkv_ctrl *ctrl, const void *buf, uint32_t len, void *list, uint32_t list_pages,
 		 uint64_t *prp1, uint64_t *prp2);
+
+/**
+ * The data pointer of @len bytes at IOVA @iova (a region registered otherwise, e.g. GPU memory from
+ * nkv_shm_reg_cuda()), with a PRP list in @list as nkv_devq_prp() does it (@list must lie inside an
+ * nkv_buf_alloc() buffer: the controller reads lists with its CPU). @return as nkv_devq_prp().
+ */
+int nkv_devq_prp_iova(struct nkv_ctrl *ctrl, uint64_t iova, uint32_t len, void *list, uint32_t list_pages,
+		      uint64_t *prp1, uint64_t *prp2);
+
+/**
+ * Register GPU memory with shm controller @ctrl (NKV_SHM_REG_CUDA, nkv_shm.h): @len bytes (a multiple
+ * of 4 KiB), @offset bytes into the allocation named by the CUDA IPC handle @ipc_handle64 (the 64
+ * bytes of a cudaIpcMemHandle_t, opaque here) on CUDA device @device as the target numbers it.
+ * libnkv picks the IOVA (never overlapping its own regions) and returns it in *@iova_out (0 on
+ * failure). @flags: 0 or NKV_SHM_REG_READONLY (a Store source only). Such memory can be a Retrieve
+ * target or a Store source (PRPs from nkv_devq_prp_iova()), never a queue or a PRP list.
+ * @return 0, -EINVAL (arguments; not an shm controller), or the target's -errno: -ENOTSUP (no CUDA
+ * runtime on the target), -ENODEV (the handle cannot be opened there), -EEXIST, -ENOSPC, ...
+ * The target may load the CUDA runtime on the first call: allow for it in the controller's timeout.
+ */
+int nkv_shm_reg_cuda(struct nkv_ctrl *ctrl, const void *ipc_handle64, int device, uint64_t offset, uint64_t len,
+		     uint64_t *iova_out, uint32_t flags);
+
+/** End a region of nkv_shm_reg_cuda() (DEREG). @return 0, -EBUSY (in use), -ENOENT, -EINVAL. */
+int nkv_shm_dereg_cuda(struct nkv_ctrl *ctrl, uint64_t iova);
 
 /** List pages nkv_devq_prp() needs for @len bytes starting on a page boundary. */
 uint32_t nkv_devq_prp_pages(uint32_t len);

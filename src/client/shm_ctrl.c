@@ -19,6 +19,7 @@
 #include "client/shm_int.h"
 #include "common/fdpass.h"
 #include "common/log.h"
+#include "nkv/nkv_devq.h"
 
 /* ---- registers --------------------------------------------------------------------------------- */
 
@@ -169,6 +170,44 @@ int nkv_shm_dereg(struct nkv_ctrl *ctrl, uint64_t iova)
 	if (rc)
 		NKV_DEBUG("libnkv: shm DEREG iova %#llx: %s", (unsigned long long)iova, strerror(-rc));
 	return rc;
+}
+
+int nkv_shm_reg_cuda(struct nkv_ctrl *ctrl, const void *ipc_handle64, int device, uint64_t offset, uint64_t len,
+		     uint64_t *iova_out, uint32_t flags)
+{
+	if (iova_out)
+		*iova_out = 0;
+	if (!ctrl || !ctrl->shm || ctrl->discovery || !ipc_handle64 || !iova_out || device < 0 || !len ||
+	    (len & 0xfff) || (flags & ~NKV_SHM_REG_READONLY))
+		return -EINVAL;
+	struct nkv_shm_reg_cuda m;
+	struct nkv_shm_reply r;
+	uint64_t iova = nkv_shm_iova_alloc(ctrl->shm, len);
+	memset(&m, 0, sizeof(m));
+	hdr_init(&m.hdr, NKV_SHM_REG_CUDA);
+	nkv_put64(&m.iova, iova);
+	nkv_put64(&m.len, len);
+	nkv_put64(&m.offset, offset);
+	nkv_put32(&m.device, (uint32_t)device);
+	nkv_put32(&m.flags, flags);
+	memcpy(m.handle, ipc_handle64, sizeof(m.handle));
+	int rc = request(ctrl->shm, &m, sizeof(m), -1, &r, NULL);
+	if (rc == 0)
+		rc = (int32_t)nkv_get32(&r.status);
+	if (rc) {
+		NKV_DEBUG("libnkv: shm REG_CUDA device %d offset %llu len %llu at iova %#llx: %s", device,
+			  (unsigned long long)offset, (unsigned long long)len, (unsigned long long)iova, strerror(-rc));
+		return rc;
+	}
+	*iova_out = iova;
+	return 0;
+}
+
+int nkv_shm_dereg_cuda(struct nkv_ctrl *ctrl, uint64_t iova)
+{
+	if (!ctrl || !ctrl->shm || ctrl->discovery || !iova)
+		return -EINVAL;
+	return nkv_shm_dereg(ctrl, iova);
 }
 
 int nkv_shm_memfd(const char *name, size_t len)

@@ -208,3 +208,14 @@ int nkv_devq_prp(struct nkv_ctrl *ctrl, const void *buf, uint32_t len, void *lis
 		return -EINVAL;
 	return nkv_prp_build(iova, len, liova, list, list_pages, prp1, prp2);
 }
+
+int nkv_devq_prp_iova(struct nkv_ctrl *ctrl, uint64_t iova, uint32_t len, void *list, uint32_t list_pages,
+		      uint64_t *prp1, uint64_t *prp2)
+{
+	if (!ctrl || !ctrl->shm || !iova)
+		return -EINVAL;
+	uint64_t liova = list && list_pages ? nkv_shm_buf_iova(ctrl, list, list_pages * PG) : 0;
+	if (list && list_pages && !liova)
+		return -EINVAL;
+	return nkv_prp_build(iova, len, liova, list, list_pages, prp1, prp2);
+}

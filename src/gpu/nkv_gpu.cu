@@ -44,7 +44,8 @@ int nkv_gpu_open(const char *sock, struct nkv_gpu **out)
 		free(g);
 		return -EIO;
 	}
-	g->mem_modes = NKV_GPU_MEM_HOST;
+	/* VRAM needs the target's CUDA too: a target without it answers the registration -ENOTSUP. */
+	g->mem_modes = NKV_GPU_MEM_HOST | NKV_GPU_MEM_VRAM;
 	*out = g;
 	return 0;
 }
@@ -114,10 +115,32 @@ void nkv_gpu_qp_destroy(struct nkv_gpu_qp *q)
 	free(q);
 }
 
+/** VRAM for @b (n * len bytes, rounded up to 4 KiB), registered with the target. */
+static int vram_alloc(struct nkv_gpu *g, struct nkv_gpu_buf *b, uint64_t *iova)
+{
+	size_t len = ((size_t)b->n * b->len + PG - 1) & ~(size_t)(PG - 1);
+	cudaIpcMemHandle_t h;
+	int dev = 0;
+	static_assert(sizeof(h) == 64, "cudaIpcMemHandle_t is 64 bytes");
+	if (cu_err(cudaGetDevice(&dev), "cudaGetDevice") || cu_err(cudaMalloc((void **)&b->dev, len), "cudaMalloc data"))
+		return -ENOMEM;
+	if (cu_err(cudaIpcGetMemHandle(&h, b->dev), "cudaIpcGetMemHandle"))
+		return -EIO;
+	/* cudaMalloc returns the allocation's base: offset 0. The target numbers devices as we do as
+	 * long as both see the same CUDA_VISIBLE_DEVICES. */
+	int rc = nkv_shm_reg_cuda(g->ctrl, &h, dev, 0, len, iova, 0);
+	if (rc)
+		fprintf(stderr, "nkv-gpu: registering %zu bytes of VRAM (device %d) with the target: %s\n", len, dev,
+			strerror(-rc));
+	return rc;
+}
+
 int nkv_gpu_buf_alloc(struct nkv_gpu *g, uint32_t n, uint32_t len, unsigned mode, struct nkv_gpu_buf **out)
 {
-	if (mode != NKV_GPU_MEM_HOST || !(g->mem_modes & mode))
-		return -ENOTSUP; /* VRAM buffers need the target's CUDA IPC registration (not built yet) */
+	if ((mode != NKV_GPU_MEM_HOST && mode != NKV_GPU_MEM_VRAM) || !(g->mem_modes & mode))
+		return -ENOTSUP;
+	if (!n || !len || len % 4)
+		return -EINVAL;
 	struct nkv_gpu_buf *b = (struct nkv_gpu_buf *)calloc(1, sizeof(*b));
 	uint64_t *prp = (uint64_t *)calloc(2 * (size_t)n, 8);
 	uint32_t lp = nkv_devq_prp_pages(len);
@@ -127,17 +150,25 @@ int nkv_gpu_buf_alloc(struct nkv_gpu *g, uint32_t n, uint32_t len, unsigned mode
 	b->mode = mode;
 	b->n = n;
 	b->len = len;
-	if (!(b->host = (uint8_t *)nkv_buf_alloc(g->ctrl, (size_t)n * len)))
+	if (mode == NKV_GPU_MEM_HOST && !(b->host = (uint8_t *)nkv_buf_alloc(g->ctrl, (size_t)n * len)))
 		goto fail;
+	if (mode == NKV_GPU_MEM_VRAM && (rc = vram_alloc(g, b, &b->iova)) != 0)
+		goto fail;
+	rc = -ENOMEM;
 	if (lp && !(b->lists = nkv_buf_alloc(g->ctrl, (size_t)n * lp * PG)))
 		goto fail;
 	for (uint32_t i = 0; i < n; i++) {
 		void *list = lp ? (uint8_t *)b->lists + (size_t)i * lp * PG : NULL;
-		if ((rc = nkv_devq_prp(g->ctrl, b->host + (size_t)i * len, len, list, lp, &prp[2 * i], &prp[2 * i + 1])) < 0)
+		if (mode == NKV_GPU_MEM_HOST)
+			rc = nkv_devq_prp(g->ctrl, b->host + (size_t)i * len, len, list, lp, &prp[2 * i], &prp[2 * i + 1]);
+		else
+			rc = nkv_devq_prp_iova(g->ctrl, b->iova + (uint64_t)i * len, len, list, lp, &prp[2 * i],
+					       &prp[2 * i + 1]);
+		if (rc < 0)
 			goto fail;
 	}
 	rc = -EIO;
-	if (!(b->dev = (uint8_t *)map_host(b->host, (size_t)n * len)) ||
+	if ((mode == NKV_GPU_MEM_HOST && !(b->dev = (uint8_t *)map_host(b->host, (size_t)n * len))) ||
 	    cu_err(cudaMalloc((void **)&b->d_prp, 16 * (size_t)n), "cudaMalloc prp") ||
 	    cu_err(cudaMemcpy(b->d_prp, prp, 16 * (size_t)n, cudaMemcpyHostToDevice), "prp copy"))
 		goto fail;
@@ -155,7 +186,17 @@ void nkv_gpu_buf_free(struct nkv_gpu *g, struct nkv_gpu_buf *b)
 	if (!b)
 		return;
 	cudaFree(b->d_prp);
-	if (b->dev && b->host)
+	if (b->mode == NKV_GPU_MEM_VRAM && b->dev) {
+		/* The target closes its IPC mapping on DEREG; only then may the memory go. A region it
+		 * would not let go of (-EBUSY) is leaked rather than freed under it. */
+		int rc = b->iova ? nkv_shm_dereg_cuda(g->ctrl, b->iova) : 0;
+		if (rc)
+			fprintf(stderr, "nkv-gpu: DEREG of VRAM at iova %#llx: %s (leaking it)\n",
+				(unsigned long long)b->iova, strerror(-rc));
+		else
+			cudaFree(b->dev);
+	}
+	if (b->mode == NKV_GPU_MEM_HOST && b->dev && b->host)
 		cudaHostUnregister(b->host);
 	if (b->host)
 		nkv_buf_free(g->ctrl, b->host);

@@ -6,7 +6,10 @@
  * (nkv_devq.h) whose SQ/CQ rings are host memory registered with both the target and CUDA, and puts
  * its struct nkv_dev_qp (tickets, slot table) in device memory: GPU threads then submit, ring and
  * reap on their own (nkv_dev.h). nkv_gpu_buf_alloc() makes data buffers in the memory mode asked for
- * and precomputes each buffer's PRPs in device memory.
+ * and precomputes each buffer's PRPs in device memory: host memory (nkv_buf_alloc, pinned and
+ * mapped into the GPU) or VRAM (cudaMalloc, registered with the target by CUDA IPC handle through
+ * nkv_shm_reg_cuda(): the target copies Retrieve values straight into it and Store values out of it;
+ * its PRPs are built from its IOVA exactly as for host memory, PRP lists in registered host memory).
  */
 #ifndef NKV_GPU_H
 #define NKV_GPU_H
@@ -20,7 +23,7 @@
 
 /* Memory-mode mask: where a data buffer lives. */
 #define NKV_GPU_MEM_HOST 0x1u /* host memory registered with the target, pinned and mapped into the GPU */
-#define NKV_GPU_MEM_VRAM 0x2u /* GPU memory registered with the target by CUDA IPC handle (issue 7 step 4) */
+#define NKV_GPU_MEM_VRAM 0x2u /* GPU memory registered with the target by CUDA IPC handle (NKV_SHM_REG_CUDA) */
 
 struct nkv_gpu {
 	struct nkv_ctrl *ctrl;
@@ -43,9 +46,10 @@ struct nkv_gpu_buf {
 	unsigned mode;   /* NKV_GPU_MEM_* */
 	uint32_t n, len;
 	uint8_t *host;   /* host view (HOST mode), NULL for VRAM */
-	uint8_t *dev;    /* the GPU's view of buffer 0 (buffer i at dev + i * len) */
+	uint8_t *dev;    /* the GPU's view of buffer 0 (buffer i at dev + i * len); VRAM: the cudaMalloc */
 	uint64_t *d_prp; /* device: prp1, prp2 for each buffer (2n entries) */
 	void *lists;     /* PRP list pages (host, registered) */
+	uint64_t iova;   /* VRAM: the registered region's IOVA (0: not registered) */
 };
 
 int nkv_gpu_open(const char *sock, struct nkv_gpu **out);

@@ -9,8 +9,10 @@
  *
  * Values are generated on the GPU by a seeded LFSR, stored, retrieved (into VRAM: with --mem host
  * the target writes pinned host memory mapped into the GPU and the verify kernel copies each value
- * into a VRAM buffer as it checks it; --mem vram needs the target's CUDA IPC registration), and
- * verified on the GPU. Prints per-op latency (p50/p99, submit to completion as the GPU thread sees
+ * into a VRAM buffer as it checks it; with --mem vram the buffers are cudaMalloc'd VRAM registered
+ * with the target by CUDA IPC handle, so Store reads and Retrieve writes VRAM directly and the verify
+ * kernel reads it in place), and verified on the GPU. A target that cannot use CUDA (-ENOTSUP) makes
+ * --mem vram exit 77. Prints per-op latency (p50/p99, submit to completion as the GPU thread sees
  * it), batch latency and throughput, then one "RESULT key=value ..." line for scripts.
  * Exit 0 only when every value verified.
  */
@@ -263,6 +265,8 @@ int main(int argc, char **argv)
 		printf("  %-8s per-op p50 %.1f us p99 %.1f us | batch p50 %.1f us | %.0f keys/s %.2f GB/s\n",
 		       ph ? "retrieve" : "store", pct(lat[ph], 0.5), pct(lat[ph], 0.99), pct(blat[ph], 0.5), keys / ktime[ph],
 		       bytes / ktime[ph] / 1e9);
+	/* GB/s into VRAM: vram mode, the Retrieve batches alone (the target writes VRAM); host mode, the
+	 * Retrieve batches plus the verify kernel that copies the values from pinned host memory. */
 	double into_vram = bytes / (ktime[1] + (mode == NKV_GPU_MEM_HOST ? vtime : 0)) / 1e9;
 	printf("  verified %u values on the GPU: %llu bad words, %u failed commands; into VRAM %.2f GB/s\n", keys, bad,
 	       failed, into_vram);

@@ -12,6 +12,9 @@
  *  torn     a fake controller thread writes CQEs dword by dword (phase dword last, with delays):
  *           every completion the waiters collect carries the DW0 of its own command
  *  bounded  waits that cannot succeed return NKV_DEV_ETIMEDOUT / NKV_DEV_EBUSY within their budget
+ *  cuda     nkv_shm_reg_cuda() with a made-up CUDA IPC handle fails cleanly (-ENOTSUP where the target
+ *           loads no CUDA runtime, -ENODEV where it does but cannot open the handle), bad arguments
+ *           are -EINVAL, nothing stays registered, and the controller still serves Store/Retrieve
  *
  * Prints CPU-emulated figures (ops/s, batch latency). Every check counts; the last line is
  * "N passed, N failed"; exit 0 only without failures.
@@ -561,6 +564,58 @@ static void test_bounded(void)
 	}
 }
 
+/* ---- cuda: REG_CUDA without a GPU ----------------------------------------------------------------- */
+
+static void test_cuda(void)
+{
+	uint8_t handle[64];
+	uint64_t iova = 1;
+	memset(handle, 0xab, sizeof(handle));
+	int rc = nkv_shm_reg_cuda(g_ctrl, handle, 0, 0, 100, &iova, 0);
+	CHECK(rc == -EINVAL && iova == 0, "length not a multiple of 4 KiB: %d, iova %#llx", rc, (unsigned long long)iova);
+	CHECK((rc = nkv_shm_reg_cuda(g_ctrl, NULL, 0, 0, 65536, &iova, 0)) == -EINVAL, "no handle: %d", rc);
+	CHECK((rc = nkv_shm_reg_cuda(g_ctrl, handle, -1, 0, 65536, &iova, 0)) == -EINVAL, "device -1: %d", rc);
+	CHECK((rc = nkv_shm_reg_cuda(g_ctrl, handle, 0, 0, 65536, &iova, 0x80)) == -EINVAL, "unknown flag: %d", rc);
+	/* Twice: the first call may load the CUDA runtime in the target, the second finds it loaded. */
+	for (int i = 0; i < 2; i++) {
+		uint64_t t0 = now_ns();
+		iova = 1;
+		rc = nkv_shm_reg_cuda(g_ctrl, handle, 0, 0, 65536, &iova, i ? NKV_SHM_REG_READONLY : 0);
+		uint64_t ms = (now_ns() - t0) / 1000000;
+		CHECK(rc == -ENOTSUP || rc == -ENODEV, "made-up IPC handle (call %d): %d (%s)", i, rc, strerror(-rc));
+		CHECK(iova == 0, "iova %#llx after a failed registration", (unsigned long long)iova);
+		printf("cuda     REG_CUDA with a made-up handle: %s (%llu ms)\n", strerror(-rc), (unsigned long long)ms);
+	}
+	CHECK((rc = nkv_shm_dereg_cuda(g_ctrl, 0)) == -EINVAL, "dereg iova 0: %d", rc);
+	CHECK((rc = nkv_shm_dereg_cuda(g_ctrl, 1ull << 47)) == -ENOENT, "dereg of nothing: %d", rc);
+
+	/* The controller and its socket stream are still in step: a device queue, Store, Retrieve. */
+	struct nkv_devq *dq;
+	struct area a;
+	struct nkv_sqe sq;
+	struct nkv_dev_cpl c;
+	rc = nkv_devq_create(g_ctrl, 8, &dq);
+	CHECK(rc == 0, "devq create after REG_CUDA: %d", rc);
+	if (rc)
+		return;
+	struct nkv_dev_qp *qp = nkv_devq_qp(dq);
+	CHECK(area_init(&a, 2, VLEN), "area");
+	fill(&a, 0, 0xc0da);
+	sqe_for(&sq, NKV_KV_STORE, 0xc0da, &a, 0);
+	CHECK((rc = dev_cmd(qp, &sq, &c)) == 0, "store: %#x", rc);
+	memset(a.data + VLEN, 0, VLEN);
+	sqe_for(&sq, NKV_KV_RETRIEVE, 0xc0da, &a, 1);
+	CHECK((rc = dev_cmd(qp, &sq, &c)) == 0 && c.dw0 == VLEN, "retrieve: %#x, DW0 %u", rc, c.dw0);
+	CHECK(verify(&a, 1, 0xc0da), "retrieved value");
+	/* nkv_devq_prp_iova() gives the same data pointer as nkv_devq_prp() for registered memory. */
+	uint64_t p1 = 0, p2 = 0;
+	rc = nkv_devq_prp_iova(g_ctrl, a.prp1[1], VLEN, NULL, 0, &p1, &p2);
+	CHECK(rc == 0 && p1 == a.prp1[1] && p2 == a.prp2[1], "prp_iova: %d %#llx %#llx", rc, (unsigned long long)p1,
+	      (unsigned long long)p2);
+	area_free(&a);
+	nkv_devq_destroy(dq);
+}
+
 int main(void)
 {
 	struct nkv_target *tgt = NULL;
@@ -597,6 +652,7 @@ int main(void)
 	} groups[] = {
 		{"basic", test_basic}, {"wrap", test_wrap},   {"ticket", test_ticket},
 		{"batch", test_batch}, {"torn", test_torn},   {"bounded", test_bounded},
+		{"cuda", test_cuda},
 	};
 	for (unsigned i = 0; i < sizeof(groups) / sizeof(groups[0]); i++) {
 		unsigned f0 = h_fail;
