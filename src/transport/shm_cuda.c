@@ -20,6 +20,7 @@ static struct {
 	int (*ipc_open)(void **, ipc_handle_t, unsigned);
 	int (*ipc_close)(void *);
 	int (*memcpy)(void *, const void *, size_t, int);
+	int (*sync)(void);
 	const char *(*error_string)(int);
 	int (*mem_range)(uint64_t *, size_t *, uint64_t); /* driver: cuMemGetAddressRange_v2 */
 	bool ok;
@@ -41,12 +42,13 @@ static void load(void)
 	*(void **)&g_rt.ipc_open = dlsym(lib, "cudaIpcOpenMemHandle");
 	*(void **)&g_rt.ipc_close = dlsym(lib, "cudaIpcCloseMemHandle");
 	*(void **)&g_rt.memcpy = dlsym(lib, "cudaMemcpy");
+	*(void **)&g_rt.sync = dlsym(lib, "cudaDeviceSynchronize");
 	*(void **)&g_rt.error_string = dlsym(lib, "cudaGetErrorString");
 	/* The allocation's extent comes from the driver API (libcuda, which the runtime itself uses). */
 	void *drv = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
 	if (drv)
 		*(void **)&g_rt.mem_range = dlsym(drv, "cuMemGetAddressRange_v2");
-	g_rt.ok = g_rt.set_device && g_rt.ipc_open && g_rt.ipc_close && g_rt.memcpy && g_rt.mem_range;
+	g_rt.ok = g_rt.set_device && g_rt.ipc_open && g_rt.ipc_close && g_rt.memcpy && g_rt.sync && g_rt.mem_range;
 	if (!g_rt.ok)
 		NKV_WARN("shm: GPU memory registration needs the CUDA runtime's IPC calls and the driver "
 			 "(libcuda.so.1%s): not available", drv ? "" : ", not found");
@@ -95,7 +97,10 @@ int nkv_cuda_copy(int device, void *dst, const void *src, size_t n, bool to_gpu)
 	if (!g_rt.ok)
 		return -ENOTSUP;
 	/* The current device is per thread: set it each time (cheap when unchanged). */
-	if ((e = g_rt.set_device(device)) != 0 || (e = g_rt.memcpy(dst, src, n, to_gpu ? CUDA_H2D : CUDA_D2H)) != 0) {
+	/* From pageable memory to the GPU, cudaMemcpy may return once the data is staged, before it lands:
+	 * synchronise, so the CQE that follows never overtakes the data. */
+	if ((e = g_rt.set_device(device)) != 0 || (e = g_rt.memcpy(dst, src, n, to_gpu ? CUDA_H2D : CUDA_D2H)) != 0 ||
+	    (to_gpu && (e = g_rt.sync()) != 0)) {
 		NKV_WARN("shm: cudaMemcpy of %zu bytes on device %d: %s", n, device, cuda_err(e));
 		return -EIO;
 	}
