@@ -13,20 +13,9 @@ PKGS=(
   gnuplot-nox             # PNG charts
 )
 
-missing=()
-for p in "${PKGS[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
-if [ ${#missing[@]} -eq 0 ]; then
-  echo "bench-deps: all ${#PKGS[@]} packages present"
-  exit 0
-fi
+bash "$(dirname "$0")/apt-install.sh" bench-deps "${PKGS[@]}"
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-echo "bench-deps: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -q
-$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 # The Debian packages start their own system services; the suite runs private instances instead.
 for s in redis-server radosgw ceph-radosgw@*; do
   $SUDO systemctl disable --now "$s" >/dev/null 2>&1 || true

@@ -21,22 +21,12 @@ t0=$(date +%s)
 
 # 1. Host packages (only what is missing; apt-get update at most once).
 PKGS=(qemu-system-x86 busybox-static nvme-cli kmod xz-utils cpio)
-missing=()
-for p in "${PKGS[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
-export DEBIAN_FRONTEND=noninteractive
-updated=0
-if [ ${#missing[@]} -gt 0 ]; then
-  log "installing ${missing[*]}"
-  $SUDO apt-get update -q >/dev/null; updated=1
-  $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
-fi
+bash "$HERE/../../scripts/apt-install.sh" interop-prepare "${PKGS[@]}" >&2
 
 # 2. Which kernel: the package linux-image-amd64 depends on (e.g. linux-image-6.1.0-57-amd64).
 kpkg() { apt-cache depends linux-image-amd64 2>/dev/null | sed -n 's/^ *Depends: \(linux-image-[0-9].*\)$/\1/p' | head -1; }
 KPKG="$(kpkg)"
-if [ -z "$KPKG" ] && [ "$updated" -eq 0 ]; then $SUDO apt-get update -q >/dev/null; KPKG="$(kpkg)"; fi
+if [ -z "$KPKG" ]; then $SUDO apt-get update -q >/dev/null; KPKG="$(kpkg)"; fi
 [ -n "$KPKG" ] || { log "cannot resolve linux-image-amd64 (apt-get update?)"; exit 1; }
 KVER_PKG="$(apt-cache policy "$KPKG" | sed -n 's/^ *Candidate: //p')"
 KREL="${KPKG#linux-image-}"                        # 6.1.0-57-amd64 (the modules directory)
