@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/clock.h"
 #include "nkv/nkv.h"
 
 #define NKV_DEFAULT_TIMEOUT_MS 30000
@@ -182,8 +183,11 @@ int nkv_tcp_qp_open(struct nkv_ctrl *ctrl, uint16_t qid, uint16_t slots, struct 
 void nkv_tcp_qp_close(struct nkv_qpair *qp);
 /** Fail the connection: every outstanding command completes with NKV_STATUS_HOST_PATH. */
 void nkv_tcp_qp_fail(struct nkv_qpair *qp, int err);
-/** Monotonic milliseconds. */
-int64_t nkv_client_now_ms(void);
+/** Monotonic milliseconds (the common clock, signed: the client computes time left as a difference). */
+static inline int64_t nkv_client_now_ms(void)
+{
+	return (int64_t)nkv_now_ms();
+}
 
 /* ctrl.c */
 /**

@@ -29,12 +29,6 @@
 
 static const uint8_t g_zeros[128]; /* PDO padding source: (CPDA+1)*4 <= 128 bytes */
 
-int64_t nkv_client_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* ---- socket setup ------------------------------------------------------------------------------ */
 
