@@ -784,12 +784,18 @@ static void rx_h2c(struct tcp_conn *c, uint32_t dlen)
 	c->rs = c->rx_pad ? RX_PAD : RX_DATA;
 }
 
+/* Do the negotiated digests apply to a PDU of @type? (Never to IC or termination PDUs.) */
+static bool pdu_digests(const struct tcp_conn *c, uint8_t type)
+{
+	return c->ic_done && (type == NKV_TCP_PDU_CMD || type == NKV_TCP_PDU_H2C_DATA);
+}
+
 /* A whole header (and its digest) is in c->hdr. */
 static void rx_header(struct tcp_conn *c)
 {
 	const struct nkv_tcp_ch *ch = (const struct nkv_tcp_ch *)c->hdr;
 	uint32_t hlen = ch->hlen, plen = nkv_get32(&ch->plen);
-	bool digests = c->ic_done && (ch->type == NKV_TCP_PDU_CMD || ch->type == NKV_TCP_PDU_H2C_DATA);
+	bool digests = pdu_digests(c, ch->type);
 	uint32_t hd = digests && c->hdgst ? 4 : 0, dd = digests && c->ddgst ? 4 : 0, dlen = 0;
 
 	if (hd && nkv_get32(c->hdr + hlen) != nkv_crc32c(c->hdr, hlen)) {
@@ -827,7 +833,7 @@ static void rx_common(struct tcp_conn *c)
 {
 	const struct nkv_tcp_ch *ch = (const struct nkv_tcp_ch *)c->hdr;
 	uint32_t hlen = ch->hlen, plen = nkv_get32(&ch->plen), want = expected_hlen(ch->type);
-	bool digests = c->ic_done && (ch->type == NKV_TCP_PDU_CMD || ch->type == NKV_TCP_PDU_H2C_DATA);
+	bool digests = pdu_digests(c, ch->type);
 	uint32_t hd = digests && c->hdgst ? 4 : 0, dd = digests && c->ddgst ? 4 : 0;
 
 	if (!c->ic_done != (ch->type == NKV_TCP_PDU_ICREQ) && ch->type != NKV_TCP_PDU_H2C_TERM) {
