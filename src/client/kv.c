@@ -38,22 +38,25 @@ int nkv_retrieve_async(struct nkv_qpair *qp, uint32_t nsid, const void *key, uns
 	return nkv_submit(qp, &sqe, buf, len, cb, arg);
 }
 
-int nkv_delete_async(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned klen, nkv_cb cb, void *arg)
+/* Delete and Exist: a key, no data. */
+static int key_only_async(struct nkv_qpair *qp, uint8_t opc, uint32_t nsid, const void *key, unsigned klen,
+			  nkv_cb cb, void *arg)
 {
 	struct nkv_sqe sqe;
 	if (check_key(key, klen, false))
 		return -EINVAL;
-	nkv_sqe_kv(&sqe, NKV_KV_DELETE, nsid, key, klen, 0, 0);
+	nkv_sqe_kv(&sqe, opc, nsid, key, klen, 0, 0);
 	return nkv_submit(qp, &sqe, NULL, 0, cb, arg);
+}
+
+int nkv_delete_async(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned klen, nkv_cb cb, void *arg)
+{
+	return key_only_async(qp, NKV_KV_DELETE, nsid, key, klen, cb, arg);
 }
 
 int nkv_exist_async(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned klen, nkv_cb cb, void *arg)
 {
-	struct nkv_sqe sqe;
-	if (check_key(key, klen, false))
-		return -EINVAL;
-	nkv_sqe_kv(&sqe, NKV_KV_EXIST, nsid, key, klen, 0, 0);
-	return nkv_submit(qp, &sqe, NULL, 0, cb, arg);
+	return key_only_async(qp, NKV_KV_EXIST, nsid, key, klen, cb, arg);
 }
 
 /* ---- synchronous ------------------------------------------------------------------------------- */
