@@ -58,7 +58,7 @@ struct shm_req {
 	struct shm_sq *sq;
 	uint8_t *bounce;         /* data staged here when the host buffer is not contiguous */
 	uint32_t bounce_cap;
-	struct shm_region *reg[1]; /* the region a direct buffer lives in, pinned until completion */
+	struct shm_region *pinned; /* the region a direct buffer lives in, pinned until completion */
 	bool direct;             /* req.data points into host memory */
 	uint32_t charged;        /* bounce bytes counted against the transport's budget */
 	bool busy;
@@ -341,7 +341,7 @@ static nkv_status map_data(struct shm_ctrl *c, struct shm_req *r, uint32_t len, 
 	if (contiguous) {
 		/* Every page checked out; a run across two adjacent regions is valid too, but not one
 		 * mapping here: that one takes the bounce buffer. */
-		uint8_t *va = map_range(c, it.prp1, len, !h2c, &r->reg[0]);
+		uint8_t *va = map_range(c, it.prp1, len, !h2c, &r->pinned);
 		if (va) {
 			r->req.data = va;
 			r->direct = true;
@@ -430,7 +430,7 @@ static void req_release(struct shm_req *r)
 {
 	struct shm_sq *sq = r->sq;
 
-	unpin(sq->c, &r->reg[0]);
+	unpin(sq->c, &r->pinned);
 	if (r->charged) {
 		atomic_fetch_sub(&sq->c->s->bounced, r->charged);
 		r->charged = 0;
@@ -696,7 +696,7 @@ static bool run_cmd(struct shm_ctrl *c, struct shm_sq *sq, struct shm_req *r)
 
 	r->busy = true;
 	r->charged = 0;
-	r->reg[0] = NULL;
+	r->pinned = NULL;
 	r->direct = false;
 	sq->outstanding++;
 	c->outstanding++;
@@ -711,7 +711,7 @@ static bool run_cmd(struct shm_ctrl *c, struct shm_sq *sq, struct shm_req *r)
 	if ((st = nkv_req_parse(&r->req)) == 0)
 		st = map_data(c, r, r->req.length, (r->req.cmd.opc & 3) == 1);
 	if (st == WAIT_BUDGET) {
-		unpin(c, &r->reg[0]);
+		unpin(c, &r->pinned);
 		r->busy = false;
 		sq->outstanding--;
 		c->outstanding--;
