@@ -19,6 +19,9 @@ Commands:
                       after checking each pid is still a ceph-mon/ceph-osd of this DIR.
                       Data stays in DIR until the next start (memstore: start wipes it).
   status [--dir DIR]  Print running/stopped per daemon; exit 0 if all running, 3 otherwise.
+  kill DAEMON [--dir DIR]    SIGKILL one daemon (mon.a or osd.0) and wait until it is gone: a crash,
+                      for the fault tests. Its data stays (--durable: bluestore survives it).
+  revive DAEMON [--dir DIR]  Start that daemon again (after kill) and wait until its process is up.
   env [--dir DIR]     Print 'export' lines: eval "\$($0 env)"
                       (CEPH_CONF, NKV_CEPH_CONF, NKV_CEPH_KEYRING, NKV_CEPH_USER, NKV_CEPH_POOL, NKV_CEPH_DIR)
 
@@ -34,9 +37,10 @@ EOF
 }
 
 CMD="${1:-}"; [ $# -gt 0 ] && shift
-DIR="${NKV_CEPH_DIR:-/tmp/nkv-ceph}"; POOL="${NKV_CEPH_POOL:-nkv}"; DURABLE=0; POOL_SET=0
+DIR="${NKV_CEPH_DIR:-/tmp/nkv-ceph}"; POOL="${NKV_CEPH_POOL:-nkv}"; DURABLE=0; POOL_SET=0; NAME=
 while [ $# -gt 0 ]; do
   case "$1" in
+    mon.a|osd.0) NAME=$1; shift ;;
     --dir) DIR="${2:?--dir needs a value}"; shift 2 ;;
     --pool) POOL="${2:?--pool needs a value}"; POOL_SET=1; shift 2 ;;
     --durable) DURABLE=1; shift ;;
@@ -244,6 +248,18 @@ case "$CMD" in
     fi
     printf 'export CEPH_CONF=%q\nexport NKV_CEPH_CONF=%q\nexport NKV_CEPH_KEYRING=%q\n' "$CONF" "$CONF" "$DIR/keyring"
     printf 'export NKV_CEPH_USER=admin\nexport NKV_CEPH_POOL=%q\nexport NKV_CEPH_DIR=%q\n' "$POOL" "$DIR"
+    ;;
+  kill)
+    [ -n "$NAME" ] || { log "kill needs a daemon: mon.a or osd.0"; exit 64; }
+    pid="$(live_pid "$NAME")" || { log "$NAME is not running"; exit 1; }
+    kill -KILL "$pid"; end=$((SECONDS + 10))
+    while kill -0 "$pid" 2>/dev/null; do [ $SECONDS -lt $end ] || { log "$NAME survived SIGKILL"; exit 1; }; sleep 0.1; done
+    log "killed $NAME (pid $pid)"
+    ;;
+  revive)
+    [ -n "$NAME" ] || { log "revive needs a daemon: mon.a or osd.0"; exit 64; }
+    if pid="$(live_pid "$NAME")"; then log "$NAME already running (pid $pid)"; exit 0; fi
+    start_daemon "$NAME"; log "started $NAME (pid $(live_pid "$NAME"))"
     ;;
   -h|--help|help) usage ;;
   *) usage >&2; exit 2 ;;

@@ -31,6 +31,7 @@ struct nkv_backend_conf {
 	const char *client_id;   /* cephx user without "client." (NULL: "admin") */
 	unsigned op_timeout_s;   /* per-op timeout; 0: 30 s. Expiry completes with 82h, DNR clear */
 	unsigned connect_timeout_s; /* cluster connect timeout; 0: 15 s */
+	unsigned list_workers;   /* threads scanning namespaces for List; 0: 4 */
 	/* mem */
 	uint64_t mem_max_object; /* largest value the mem backend accepts; 0: 128 MiB (Ceph default) */
 	unsigned stats_interval_ms; /* how often namespace usage (Identify NUSE/NSZE) is refreshed; 0: 5000 */

@@ -7,6 +7,8 @@
 #ifndef NKV_KVDEV_H
 #define NKV_KVDEV_H
 
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
@@ -45,8 +47,13 @@ struct nkv_kvio {
 	struct nkv_msg msg;
 	/* backend scratch: lives as long as the I/O, so no allocation on the I/O path */
 	void *be_op;          /* rados read/write op */
-	void *be_ns;          /* rados: namespace of a queued List */
-	struct nkv_kvio *be_next; /* rados: List worker queue link */
+	void *be_comp;        /* rados: the op's completion (cancelled at the deadline) */
+	void *be_ns;          /* rados: the namespace the I/O runs in */
+	struct nkv_kvio *be_next, *be_prev; /* rados: in-flight list links (the List queue uses be_next) */
+	uint64_t be_deadline_ms; /* rados: monotonic ms after which the I/O is cancelled (82h) */
+	atomic_int be_refs;   /* rados: the completion callback and a cancelling watchdog hold one each */
+	bool be_cancelled;    /* rados: the watchdog cancelled it (-ECANCELED then means -ETIMEDOUT) */
+	int be_rc;            /* rados: the op's return value, read in the callback */
 	uint64_t be_size;     /* rados: stat size */
 	size_t be_read;       /* rados: bytes read */
 	time_t be_mtime;      /* rados: stat mtime */

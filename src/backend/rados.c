@@ -3,8 +3,20 @@
  * the key, in the pool's RADOS namespace. Each command is one compound op (DESIGN.md section 2).
  * Completions fire on librados threads: the callback reads the result, releases the completion and
  * the op, then hands the I/O back to its owner thread through io->msgq (as SPDK's bdev_rbd does).
- * Every op carries rados_osd_op_timeout, so a dead cluster completes commands with -ETIMEDOUT
- * (82h, DNR clear) instead of hanging them.
+ *
+ * Deadlines are the target's, not librados': every I/O carries a deadline (op timeout), and a
+ * watchdog thread cancels late ops with rados_aio_cancel(), which completes them with 82h (DNR clear).
+ * rados_osd_op_timeout is deliberately NOT set on the I/O handle: with it (and equally with cancel
+ * alone), ops that time out before the Objecter marks them laggy (objecter_timeout, 10 s) never make
+ * it ask the monitor for a newer OSD map, so after an OSD restarts the client keeps sending to the
+ * dead OSD's old address and every op times out for minutes (seen with a plain librados program).
+ * The watchdog therefore also asks for the latest OSD map (rados_wait_for_latest_osdmap, on its own
+ * thread) once a second while any op is stalled or was cancelled: the Objecter then resends in-flight
+ * ops to the OSD's new address, and the gateway serves again within a second or two of the cluster.
+ *
+ * List is a namespace scan with librados' blocking listing calls, run by a small pool of worker
+ * threads on a second cluster handle that does carry rados_osd_op_timeout (a blocking call cannot be
+ * cancelled); its map is refreshed the same way.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -15,34 +27,71 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "kvdev.h"
 
 /* Largest List answer kept in memory: 1 Mi keys (~17 MiB); a host pages past it. */
 #define LIST_MAX_KEYS (1u << 20)
+#define LIST_WORKERS_MAX 64
+/* In-flight lists: sharded so submitters on different threads rarely meet on one mutex. */
+#define FLIGHT_SHARDS 8
+#define WATCHDOG_TICK_MS 100
+/* An op in flight this long is "stalled": refresh the OSD map (at most once a second) so the
+ * Objecter learns where a restarted OSD now listens. Well below objecter_timeout (10 s). */
+#define STALL_MS 1500
+#define REFRESH_EVERY_MS 1000
+#define CANCEL_BATCH 64
+
+struct flight {
+	pthread_mutex_t lock;
+	struct nkv_kvio *head, *tail; /* submit order = deadline order (one timeout for all) */
+};
+
+/*
+ * A List worker. Its job is the List it scans; the watchdog may take the job away at the deadline
+ * (completing it with 82h) while the scan still blocks in librados: the worker then drops its result.
+ * Both sides hand the job over under the device lock, and the worker never touches the I/O after
+ * losing it (the transport may have reused it).
+ */
+struct list_worker {
+	struct nkv_kvdev *d;
+	pthread_t thread;
+	struct nkv_kvio *job; /* the List being scanned; NULL once answered or taken away (d->lock) */
+};
 
 struct nkv_kvdev {
-	rados_t cluster;
+	rados_t cluster;      /* I/O: async ops, target-side deadlines */
+	rados_t list_cluster; /* List scans: blocking calls bounded by rados_osd_op_timeout */
 	uint64_t max_object;
+	uint64_t op_timeout_ms;
 	char fsid[40];
-	/* List worker: namespace scans are blocking librados calls, kept off the owner threads. */
-	pthread_t worker;
-	pthread_mutex_t lock;
+	struct flight flight[FLIGHT_SHARDS];
+	/* List workers: namespace scans are blocking librados calls, kept off the owner threads. */
+	struct list_worker workers[LIST_WORKERS_MAX];
+	unsigned nworkers;
+	pthread_mutex_t lock;         /* the List queue, the workers' jobs, the refresher's flags */
 	pthread_cond_t cond;
-	struct nkv_kvio *head, *tail; /* queued Lists, linked through be_next */
+	struct nkv_kvio *head, *tail; /* queued Lists, linked through be_next, oldest first */
 	bool stop;
+	/* watchdog (cancels late ops) and map refresher (blocking mon round trips) */
+	pthread_t watchdog, refresher;
+	pthread_cond_t wd_cond, refresh_cond;
+	bool refresh_wanted, refreshing;
+	_Atomic uint64_t cancelled, refreshes; /* counters, for logs */
 };
 
 struct nkv_kvns {
 	struct nkv_kvdev *dev;
 	rados_ioctx_t ioctx;
+	rados_ioctx_t list_ioctx;
 	char name[512]; /* "pool/ns", for logs and the NGUID */
 };
 
-static int conf_set(rados_t c, const char *key, unsigned val)
+static int conf_set(rados_t c, const char *key, unsigned long long val)
 {
-	char v[16];
-	snprintf(v, sizeof(v), "%u", val);
+	char v[24];
+	snprintf(v, sizeof(v), "%llu", val);
 	int rc = rados_conf_set(c, key, v);
 	if (rc < 0)
 		NKV_ERR("rados: cannot set %s=%s: %s", key, v, strerror(-rc));
@@ -91,67 +140,136 @@ static uint64_t query_max_object(rados_t c)
 	return best;
 }
 
-static void *list_worker(void *arg);
-
-static int rados_open(const struct nkv_backend_conf *conf, struct nkv_kvdev **out)
+/*
+ * Create and connect one cluster handle. @osd_timeout_s: rados_osd_op_timeout (0: unset, the I/O
+ * handle, whose deadlines are the watchdog's). The Objecter's own throttle (objecter_inflight_ops,
+ * _op_bytes: 1024 ops / 100 MiB by default) would block the submitting reactor thread inside
+ * librados while an OSD is down; the transports already bound what is in flight (queue depth,
+ * buffer budget), so the throttle is raised out of their way.
+ */
+static int cluster_open(const struct nkv_backend_conf *conf, unsigned osd_timeout_s, rados_t *out)
 {
-	struct nkv_kvdev *d = calloc(1, sizeof(*d));
 	const char *id = conf->client_id && *conf->client_id ? conf->client_id : "admin";
+	unsigned op_to = conf->op_timeout_s ? conf->op_timeout_s : 30;
+	unsigned conn_to = conf->connect_timeout_s ? conf->connect_timeout_s : 15;
+	rados_t c;
 	int rc;
 
-	if (!d)
-		return -ENOMEM;
-	if ((rc = rados_create(&d->cluster, id)) < 0) {
-		free(d);
+	if ((rc = rados_create(&c, id)) < 0)
 		return rc;
-	}
-	if ((rc = rados_conf_read_file(d->cluster, conf->ceph_conf)) < 0) {
+	if ((rc = rados_conf_read_file(c, conf->ceph_conf)) < 0) {
 		NKV_ERR("rados: cannot read ceph conf %s: %s", conf->ceph_conf ? conf->ceph_conf : "(default)",
 			strerror(-rc));
 		goto fail;
 	}
-	if (conf->keyring && (rc = rados_conf_set(d->cluster, "keyring", conf->keyring)) < 0)
+	if (conf->keyring && (rc = rados_conf_set(c, "keyring", conf->keyring)) < 0)
 		goto fail;
-	unsigned op_to = conf->op_timeout_s ? conf->op_timeout_s : 30;
-	unsigned conn_to = conf->connect_timeout_s ? conf->connect_timeout_s : 15;
-	if ((rc = conf_set(d->cluster, "rados_osd_op_timeout", op_to)) < 0 ||
-	    (rc = conf_set(d->cluster, "rados_mon_op_timeout", op_to)) < 0 ||
-	    (rc = conf_set(d->cluster, "client_mount_timeout", conn_to)) < 0)
+	if ((osd_timeout_s && (rc = conf_set(c, "rados_osd_op_timeout", osd_timeout_s)) < 0) ||
+	    (rc = conf_set(c, "rados_mon_op_timeout", op_to)) < 0 ||
+	    (rc = conf_set(c, "client_mount_timeout", conn_to)) < 0 ||
+	    (rc = conf_set(c, "objecter_inflight_ops", 1u << 20)) < 0 ||
+	    (rc = conf_set(c, "objecter_inflight_op_bytes", 1ull << 40)) < 0)
 		goto fail;
-	if ((rc = rados_connect(d->cluster)) < 0) {
+	if ((rc = rados_connect(c)) < 0) {
 		NKV_ERR("rados: cannot connect to the cluster as client.%s within %u s: %s", id, conn_to,
 			strerror(-rc));
 		goto fail;
 	}
+	*out = c;
+	return 0;
+fail:
+	rados_shutdown(c);
+	return rc;
+}
+
+static void *list_worker(void *arg);
+static void lists_expire(struct nkv_kvdev *d, uint64_t now);
+static void *watchdog_main(void *arg);
+static void *refresher_main(void *arg);
+
+/* Stop and join every thread rados_open() started. */
+static void threads_stop(struct nkv_kvdev *d, bool wd, bool rf)
+{
+	pthread_mutex_lock(&d->lock);
+	d->stop = true;
+	pthread_cond_broadcast(&d->cond);
+	pthread_cond_broadcast(&d->wd_cond);
+	pthread_cond_broadcast(&d->refresh_cond);
+	pthread_mutex_unlock(&d->lock);
+	for (unsigned i = 0; i < d->nworkers; i++)
+		pthread_join(d->workers[i].thread, NULL);
+	if (wd)
+		pthread_join(d->watchdog, NULL);
+	if (rf)
+		pthread_join(d->refresher, NULL);
+}
+
+static int rados_open(const struct nkv_backend_conf *conf, struct nkv_kvdev **out)
+{
+	struct nkv_kvdev *d = calloc(1, sizeof(*d));
+	unsigned op_to = conf->op_timeout_s ? conf->op_timeout_s : 30;
+	unsigned want = conf->list_workers ? conf->list_workers : 4;
+	bool wd = false, rf = false;
+	int rc;
+
+	if (!d)
+		return -ENOMEM;
+	d->op_timeout_ms = (uint64_t)op_to * 1000;
+	if ((rc = cluster_open(conf, 0, &d->cluster)) < 0) {
+		free(d);
+		return rc;
+	}
+	/* The List command's deadline is the watchdog's too; the handle's own op timeout only bounds
+	 * how long a worker stays blocked in a scan whose List was already answered. */
+	if ((rc = cluster_open(conf, op_to, &d->list_cluster)) < 0) {
+		rados_shutdown(d->cluster);
+		free(d);
+		return rc;
+	}
 	d->max_object = query_max_object(d->cluster);
 	if (rados_cluster_fsid(d->cluster, d->fsid, sizeof(d->fsid)) < 0)
 		d->fsid[0] = '\0';
+	for (unsigned i = 0; i < FLIGHT_SHARDS; i++)
+		pthread_mutex_init(&d->flight[i].lock, NULL);
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_cond_init(&d->cond, NULL);
-	if ((rc = -pthread_create(&d->worker, NULL, list_worker, d)) < 0) {
-		pthread_mutex_destroy(&d->lock);
-		pthread_cond_destroy(&d->cond);
-		goto fail;
+	pthread_cond_init(&d->wd_cond, NULL);
+	pthread_cond_init(&d->refresh_cond, NULL);
+	rc = -pthread_create(&d->watchdog, NULL, watchdog_main, d);
+	wd = rc == 0;
+	if (rc == 0)
+		rf = (rc = -pthread_create(&d->refresher, NULL, refresher_main, d)) == 0;
+	for (; rc == 0 && d->nworkers < want && d->nworkers < LIST_WORKERS_MAX; d->nworkers++) {
+		d->workers[d->nworkers].d = d;
+		rc = -pthread_create(&d->workers[d->nworkers].thread, NULL, list_worker, &d->workers[d->nworkers]);
 	}
-	NKV_INFO("rados: connected as client.%s, fsid %s, osd max object size %" PRIu64, id, d->fsid,
-		 d->max_object);
+	if (rc < 0) {
+		threads_stop(d, wd, rf);
+		rados_shutdown(d->list_cluster);
+		rados_shutdown(d->cluster);
+		free(d);
+		return rc;
+	}
+	NKV_INFO("rados: connected as client.%s, fsid %s, osd max object size %" PRIu64
+		 ", op timeout %u s, %u list workers",
+		 conf->client_id && *conf->client_id ? conf->client_id : "admin", d->fsid, d->max_object, op_to,
+		 d->nworkers);
 	*out = d;
 	return 0;
-fail:
-	rados_shutdown(d->cluster);
-	free(d);
-	return rc;
 }
 
 static void rados_close(struct nkv_kvdev *d)
 {
-	pthread_mutex_lock(&d->lock);
-	d->stop = true;
-	pthread_cond_signal(&d->cond);
-	pthread_mutex_unlock(&d->lock);
-	pthread_join(d->worker, NULL);
+	threads_stop(d, true, true);
+	NKV_DEBUG("rados: %" PRIu64 " ops cancelled at their deadline, %" PRIu64 " OSD map refreshes",
+		  atomic_load(&d->cancelled), atomic_load(&d->refreshes));
+	for (unsigned i = 0; i < FLIGHT_SHARDS; i++)
+		pthread_mutex_destroy(&d->flight[i].lock);
 	pthread_mutex_destroy(&d->lock);
 	pthread_cond_destroy(&d->cond);
+	pthread_cond_destroy(&d->wd_cond);
+	pthread_cond_destroy(&d->refresh_cond);
+	rados_shutdown(d->list_cluster);
 	rados_shutdown(d->cluster);
 	free(d);
 }
@@ -168,7 +286,14 @@ static int rados_ns_open(struct nkv_kvdev *d, const char *pool, const char *ns, 
 		free(h);
 		return rc;
 	}
+	if ((rc = rados_ioctx_create(d->list_cluster, pool, &h->list_ioctx)) < 0) {
+		NKV_ERR("rados: cannot open pool '%s': %s", pool, strerror(-rc));
+		rados_ioctx_destroy(h->ioctx);
+		free(h);
+		return rc;
+	}
 	rados_ioctx_set_namespace(h->ioctx, ns);
+	rados_ioctx_set_namespace(h->list_ioctx, ns);
 	snprintf(h->name, sizeof(h->name), "%s/%s", pool, ns);
 	h->dev = d;
 	*out = h;
@@ -177,7 +302,9 @@ static int rados_ns_open(struct nkv_kvdev *d, const char *pool, const char *ns, 
 
 static void rados_ns_close(struct nkv_kvns *h)
 {
+	/* Returns within the op timeout even on a dead cluster: the watchdog cancels what is late. */
 	rados_aio_flush(h->ioctx);
+	rados_ioctx_destroy(h->list_ioctx);
 	rados_ioctx_destroy(h->ioctx);
 	free(h);
 }
@@ -197,69 +324,225 @@ static int rados_ns_info(struct nkv_kvns *h, struct nkv_kvns_info *info)
 	return 0;
 }
 
+/* ---- deadlines ------------------------------------------------------------------------------- */
+
+static struct flight *flight_of(struct nkv_kvdev *d, const struct nkv_kvio *io)
+{
+	return &d->flight[((uintptr_t)io * 0x9E3779B97F4A7C15ull) >> 61 & (FLIGHT_SHARDS - 1)];
+}
+
+static void flight_add(struct nkv_kvdev *d, struct nkv_kvio *io)
+{
+	struct flight *f = flight_of(d, io);
+
+	io->be_deadline_ms = nkv_now_ms() + d->op_timeout_ms;
+	io->be_cancelled = false;
+	atomic_store_explicit(&io->be_refs, 1, memory_order_relaxed);
+	io->be_next = NULL;
+	pthread_mutex_lock(&f->lock);
+	io->be_prev = f->tail;
+	if (f->tail)
+		f->tail->be_next = io;
+	else
+		f->head = io;
+	f->tail = io;
+	pthread_mutex_unlock(&f->lock);
+}
+
+static void flight_del(struct nkv_kvdev *d, struct nkv_kvio *io)
+{
+	struct flight *f = flight_of(d, io);
+
+	pthread_mutex_lock(&f->lock);
+	if (io->be_prev)
+		io->be_prev->be_next = io->be_next;
+	else
+		f->head = io->be_next;
+	if (io->be_next)
+		io->be_next->be_prev = io->be_prev;
+	else
+		f->tail = io->be_prev;
+	pthread_mutex_unlock(&f->lock);
+}
+
+/* Release the op and its completion, then complete the I/O on its owner thread. */
+static void io_finish(struct nkv_kvio *io)
+{
+	int rc = io->be_rc;
+
+	rados_aio_release(io->be_comp);
+	if (io->op == NKV_IO_STORE || io->op == NKV_IO_DELETE) {
+		rados_release_write_op(io->be_op);
+	} else {
+		rados_release_read_op(io->be_op);
+		if (rc >= 0 && io->op == NKV_IO_RETRIEVE) {
+			io->value_size = io->be_size;
+			io->xfer = (uint32_t)io->be_read;
+		}
+	}
+	if (io->be_cancelled && rc == -ECANCELED)
+		rc = -ETIMEDOUT; /* our deadline: 82h Namespace Not Ready, DNR clear */
+	nkv_kvio_complete(io, rc < 0 ? rc : 0);
+}
+
+/* Drop one reference; the last holder (callback or cancelling watchdog) finishes the I/O. */
+static void io_put(struct nkv_kvio *io)
+{
+	if (atomic_fetch_sub_explicit(&io->be_refs, 1, memory_order_acq_rel) == 1)
+		io_finish(io);
+}
+
+/* Ask the refresher for the latest OSD map (rate-limited there). */
+static void want_refresh(struct nkv_kvdev *d)
+{
+	pthread_mutex_lock(&d->lock);
+	if (!d->refresh_wanted) {
+		d->refresh_wanted = true;
+		pthread_cond_signal(&d->refresh_cond);
+	}
+	pthread_mutex_unlock(&d->lock);
+}
+
+/*
+ * Cancel the late ops of one shard. The ops to cancel are collected under the shard lock with an
+ * extra reference each, and cancelled after it is dropped: librados may run the completion (which
+ * takes the shard lock to unlink) from inside rados_aio_cancel, and the reference keeps the
+ * completion alive until the cancel returned. @return the submit time of the shard's oldest op, or
+ * @now when it has none.
+ */
+static uint64_t shard_expire(struct nkv_kvdev *d, struct flight *f, uint64_t now)
+{
+	struct nkv_kvio *batch[CANCEL_BATCH];
+	unsigned n = 0;
+	uint64_t oldest = now;
+
+	pthread_mutex_lock(&f->lock);
+	if (f->head)
+		oldest = f->head->be_deadline_ms - d->op_timeout_ms;
+	for (struct nkv_kvio *io = f->head; io && io->be_deadline_ms <= now && n < CANCEL_BATCH; io = io->be_next) {
+		if (io->be_cancelled)
+			continue; /* cancelled already; its completion is on the way */
+		io->be_cancelled = true;
+		atomic_fetch_add_explicit(&io->be_refs, 1, memory_order_relaxed);
+		batch[n++] = io;
+	}
+	pthread_mutex_unlock(&f->lock);
+	for (unsigned i = 0; i < n; i++) {
+		struct nkv_kvns *h = batch[i]->be_ns;
+		int rc = rados_aio_cancel(h->ioctx, batch[i]->be_comp);
+		NKV_DEBUG("rados: op on %s cancelled at its deadline (%s)", h->name, rc < 0 ? strerror(-rc) : "ok");
+		io_put(batch[i]);
+	}
+	if (n) {
+		atomic_fetch_add(&d->cancelled, n);
+		NKV_WARN("rados: %u ops passed the %" PRIu64 " s op timeout: answered 82h (Namespace Not Ready)", n,
+			 d->op_timeout_ms / 1000);
+	}
+	return oldest;
+}
+
+/* Every WATCHDOG_TICK_MS: cancel late ops; while any op is stalled, keep the OSD map fresh. */
+static void *watchdog_main(void *arg)
+{
+	struct nkv_kvdev *d = arg;
+
+	pthread_mutex_lock(&d->lock);
+	while (!d->stop) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += WATCHDOG_TICK_MS * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&d->wd_cond, &d->lock, &ts);
+		pthread_mutex_unlock(&d->lock);
+		uint64_t now = nkv_now_ms(), oldest = now;
+		for (unsigned i = 0; i < FLIGHT_SHARDS; i++) {
+			uint64_t o = shard_expire(d, &d->flight[i], now);
+			if (o < oldest)
+				oldest = o;
+		}
+		if (now - oldest >= STALL_MS)
+			want_refresh(d);
+		pthread_mutex_lock(&d->lock);
+		lists_expire(d, nkv_now_ms());
+	}
+	pthread_mutex_unlock(&d->lock);
+	return NULL;
+}
+
+/*
+ * Fetch the latest OSD map on both handles, at most once per REFRESH_EVERY_MS. Blocking mon round
+ * trips live on this thread alone so that the watchdog keeps cancelling on time while the monitor is
+ * unreachable.
+ */
+static void *refresher_main(void *arg)
+{
+	struct nkv_kvdev *d = arg;
+
+	pthread_mutex_lock(&d->lock);
+	for (;;) {
+		while (!d->refresh_wanted && !d->stop)
+			pthread_cond_wait(&d->refresh_cond, &d->lock);
+		if (d->stop)
+			break;
+		d->refresh_wanted = false;
+		pthread_mutex_unlock(&d->lock);
+		uint64_t t0 = nkv_now_ms();
+		int rc = rados_wait_for_latest_osdmap(d->cluster);
+		int rc2 = rados_wait_for_latest_osdmap(d->list_cluster);
+		atomic_fetch_add(&d->refreshes, 1);
+		NKV_DEBUG("rados: OSD map refreshed in %" PRIu64 " ms (%d, %d)", nkv_now_ms() - t0, rc, rc2);
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		uint64_t wait = nkv_now_ms() - t0 < REFRESH_EVERY_MS ? REFRESH_EVERY_MS - (nkv_now_ms() - t0) : 0;
+		ts.tv_sec += (time_t)(wait / 1000);
+		ts.tv_nsec += (long)(wait % 1000) * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_mutex_lock(&d->lock);
+		while (!d->stop && pthread_cond_timedwait(&d->refresh_cond, &d->lock, &ts) == 0)
+			; /* rate limit: a kick during the pause only leaves refresh_wanted set */
+	}
+	pthread_mutex_unlock(&d->lock);
+	return NULL;
+}
+
 /* ---- I/O --------------------------------------------------------------------------------------- */
 
-static void write_done(rados_completion_t c, void *arg)
+static void op_done(rados_completion_t c, void *arg)
 {
 	struct nkv_kvio *io = arg;
-	int rc = rados_aio_get_return_value(c);
+	struct nkv_kvns *h = io->be_ns;
 
-	rados_aio_release(c);
-	rados_release_write_op(io->be_op);
-	nkv_kvio_complete(io, rc < 0 ? rc : 0);
+	io->be_rc = rados_aio_get_return_value(c);
+	flight_del(h->dev, io);
+	io_put(io);
 }
 
-static void read_done(rados_completion_t c, void *arg)
+/* Build the compound op for @io into io->be_op. @return 0 or -ENOMEM. */
+static int build_op(struct nkv_kvio *io)
 {
-	struct nkv_kvio *io = arg;
-	int rc = rados_aio_get_return_value(c);
-
-	rados_aio_release(c);
-	rados_release_read_op(io->be_op);
-	if (rc >= 0 && io->op == NKV_IO_RETRIEVE) {
-		io->value_size = io->be_size;
-		io->xfer = (uint32_t)io->be_read;
+	if (io->op == NKV_IO_STORE || io->op == NKV_IO_DELETE) {
+		rados_write_op_t op = rados_create_write_op();
+		if (!op)
+			return -ENOMEM;
+		if (io->op == NKV_IO_DELETE) {
+			rados_write_op_remove(op);
+		} else {
+			if (io->flags & NKV_IO_MUST_NOT_EXIST)
+				rados_write_op_create(op, LIBRADOS_CREATE_EXCLUSIVE, NULL);
+			if (io->flags & NKV_IO_MUST_EXIST)
+				rados_write_op_assert_exists(op);
+			rados_write_op_write_full(op, io->len ? io->buf : "", io->len); /* 0 B: an empty object */
+		}
+		io->be_op = op;
+		return 0;
 	}
-	nkv_kvio_complete(io, rc < 0 ? rc : 0);
-}
-
-static int submit_write(struct nkv_kvns *h, struct nkv_kvio *io, const char *oid)
-{
-	rados_write_op_t op = rados_create_write_op();
-	rados_completion_t c;
-	int rc;
-
-	if (!op)
-		return -ENOMEM;
-	if (io->op == NKV_IO_DELETE) {
-		rados_write_op_remove(op);
-	} else {
-		if (io->flags & NKV_IO_MUST_NOT_EXIST)
-			rados_write_op_create(op, LIBRADOS_CREATE_EXCLUSIVE, NULL);
-		if (io->flags & NKV_IO_MUST_EXIST)
-			rados_write_op_assert_exists(op);
-		rados_write_op_write_full(op, io->len ? io->buf : "", io->len); /* 0 B: an empty object */
-	}
-	io->be_op = op;
-	if ((rc = rados_aio_create_completion2(io, write_done, &c)) < 0) {
-		rados_release_write_op(op);
-		return rc;
-	}
-	/* FULL_TRY: on a full cluster or pool a Store fails with -ENOSPC/-EDQUOT (81h Capacity
-	 * Exceeded) and a Delete goes through, instead of librados holding the op until space returns. */
-	if ((rc = rados_aio_write_op_operate(op, h->ioctx, c, oid, NULL, LIBRADOS_OPERATION_FULL_TRY)) < 0) {
-		rados_aio_release(c);
-		rados_release_write_op(op);
-	}
-	return rc;
-}
-
-static int submit_read(struct nkv_kvns *h, struct nkv_kvio *io, const char *oid)
-{
 	rados_read_op_t op = rados_create_read_op();
-	rados_completion_t c;
-	int rc;
-
 	if (!op)
 		return -ENOMEM;
 	io->be_size = 0;
@@ -273,52 +556,74 @@ static int submit_read(struct nkv_kvns *h, struct nkv_kvio *io, const char *oid)
 			rados_read_op_read(op, 0, io->len, io->buf, &io->be_read, &io->be_rval[1]);
 	}
 	io->be_op = op;
-	if ((rc = rados_aio_create_completion2(io, read_done, &c)) < 0) {
-		rados_release_read_op(op);
+	return 0;
+}
+
+static int submit_op(struct nkv_kvns *h, struct nkv_kvio *io, const char *oid)
+{
+	bool write = io->op == NKV_IO_STORE || io->op == NKV_IO_DELETE;
+	rados_completion_t c;
+	int rc;
+
+	if ((rc = build_op(io)) < 0)
 		return rc;
-	}
-	if ((rc = rados_aio_read_op_operate(op, h->ioctx, c, oid, 0)) < 0) {
-		rados_aio_release(c);
-		rados_release_read_op(op);
-	}
+	if ((rc = rados_aio_create_completion2(io, op_done, &c)) < 0)
+		goto fail_op;
+	io->be_comp = c;
+	io->be_ns = h;
+	flight_add(h->dev, io); /* before submitting: the callback unlinks it */
+	/* FULL_TRY: on a full cluster or pool a Store fails with -ENOSPC/-EDQUOT (81h Capacity
+	 * Exceeded) and a Delete goes through, instead of librados holding the op until space returns. */
+	if (write)
+		rc = rados_aio_write_op_operate(io->be_op, h->ioctx, c, oid, NULL, LIBRADOS_OPERATION_FULL_TRY);
+	else
+		rc = rados_aio_read_op_operate(io->be_op, h->ioctx, c, oid, 0);
+	if (rc == 0)
+		return 0;
+	flight_del(h->dev, io); /* no callback for an op that was never submitted */
+	rados_aio_release(c);
+fail_op:
+	if (write)
+		rados_release_write_op(io->be_op);
+	else
+		rados_release_read_op(io->be_op);
 	return rc;
 }
 
-/* Scan the namespace keeping the K smallest keys >= the start key (DESIGN.md "List order"). */
-static int do_list(struct nkv_kvns *h, struct nkv_kvio *io)
+/*
+ * Scan the namespace keeping the K smallest keys >= @start (DESIGN.md "List order") into @heap.
+ * @return 0, -ETIMEDOUT past @deadline_ms or when a page request timed out, or -errno.
+ */
+static int scan(struct nkv_kvns *h, const struct nkv_key *start, uint32_t cap, uint64_t deadline_ms,
+		struct nkv_keyheap *heap)
 {
-	struct nkv_keyheap heap;
 	rados_list_ctx_t lc;
 	const char *entry;
 	size_t elen;
-	uint32_t cap = nkv_list_capacity(io->len), nrk;
+	unsigned n = 0;
 	int rc;
 
-	if (cap > LIST_MAX_KEYS)
-		cap = LIST_MAX_KEYS;
-	if ((rc = nkv_keyheap_init(&heap, &io->key, cap)) < 0)
+	if ((rc = nkv_keyheap_init(heap, start, cap)) < 0)
 		return rc;
-	if ((rc = rados_nobjects_list_open(h->ioctx, &lc)) < 0)
-		goto out;
+	if ((rc = rados_nobjects_list_open(h->list_ioctx, &lc)) < 0)
+		return rc;
 	while ((rc = rados_nobjects_list_next2(lc, &entry, NULL, NULL, &elen, NULL, NULL)) == 0) {
 		struct nkv_key k;
 		if (nkv_oid_to_key(entry, elen, &k) == 0)
-			nkv_keyheap_offer(&heap, &k);
+			nkv_keyheap_offer(heap, &k);
+		if ((++n & 1023) == 0 && nkv_now_ms() >= deadline_ms) {
+			rc = -ETIMEDOUT; /* answered by the watchdog already: stop wasting the cluster's time */
+			break;
+		}
 	}
 	rados_nobjects_list_close(lc);
-	if (rc == -ENOENT) { /* end of the listing */
-		nkv_keyheap_sort(&heap);
-		io->xfer = nkv_list_pack(io->buf, io->len, heap.v, heap.n, &nrk);
-		rc = 0;
-	}
-out:
-	nkv_keyheap_fini(&heap);
-	return rc;
+	return rc == -ENOENT ? 0 : rc; /* -ENOENT: the end of the listing */
 }
 
 static void *list_worker(void *arg)
 {
-	struct nkv_kvdev *d = arg;
+	struct list_worker *w = arg;
+	struct nkv_kvdev *d = w->d;
 
 	pthread_mutex_lock(&d->lock);
 	for (;;) {
@@ -330,12 +635,56 @@ static void *list_worker(void *arg)
 		d->head = io->be_next;
 		if (!d->head)
 			d->tail = NULL;
+		w->job = io;
+		/* Everything the scan needs is copied now: once the lock drops, @io may be taken away. */
+		struct nkv_kvns *h = io->be_ns;
+		struct nkv_key start = io->key;
+		uint32_t cap = nkv_list_capacity(io->len);
+		uint64_t deadline = io->be_deadline_ms;
 		pthread_mutex_unlock(&d->lock);
-		nkv_kvio_complete(io, do_list(io->be_ns, io));
+
+		struct nkv_keyheap heap;
+		int rc = scan(h, &start, cap > LIST_MAX_KEYS ? LIST_MAX_KEYS : cap, deadline, &heap);
+		if (rc == -ETIMEDOUT)
+			want_refresh(d); /* the list handle may be holding a stale OSD map */
+		pthread_mutex_lock(&d->lock);
+		bool mine = w->job == io;
+		w->job = NULL;
+		pthread_mutex_unlock(&d->lock);
+		if (mine) {
+			uint32_t nrk;
+			if (rc == 0) {
+				nkv_keyheap_sort(&heap);
+				io->xfer = nkv_list_pack(io->buf, io->len, heap.v, heap.n, &nrk);
+			}
+			nkv_kvio_complete(io, rc);
+		}
+		nkv_keyheap_fini(&heap);
 		pthread_mutex_lock(&d->lock);
 	}
 	pthread_mutex_unlock(&d->lock);
 	return NULL;
+}
+
+/* Answer Lists past their deadline with 82h, queued or being scanned (d->lock held). */
+static void lists_expire(struct nkv_kvdev *d, uint64_t now)
+{
+	while (d->head && d->head->be_deadline_ms <= now) {
+		struct nkv_kvio *io = d->head;
+		d->head = io->be_next;
+		if (!d->head)
+			d->tail = NULL;
+		nkv_kvio_complete(io, -ETIMEDOUT);
+	}
+	for (unsigned i = 0; i < d->nworkers; i++) {
+		struct nkv_kvio *io = d->workers[i].job;
+		if (io && io->be_deadline_ms <= now) {
+			d->workers[i].job = NULL;
+			NKV_WARN("rados: a List on %s passed the %" PRIu64 " s op timeout: answered 82h",
+				 ((struct nkv_kvns *)io->be_ns)->name, d->op_timeout_ms / 1000);
+			nkv_kvio_complete(io, -ETIMEDOUT);
+		}
+	}
 }
 
 static void rados_submit(struct nkv_kvns *h, struct nkv_kvio *io)
@@ -348,6 +697,7 @@ static void rados_submit(struct nkv_kvns *h, struct nkv_kvio *io)
 	if (io->op == NKV_IO_LIST) {
 		io->be_ns = h;
 		io->be_next = NULL;
+		io->be_deadline_ms = nkv_now_ms() + h->dev->op_timeout_ms;
 		pthread_mutex_lock(&h->dev->lock);
 		if (h->dev->tail)
 			h->dev->tail->be_next = io;
@@ -359,11 +709,7 @@ static void rados_submit(struct nkv_kvns *h, struct nkv_kvio *io)
 		return;
 	}
 	nkv_key_to_oid(&io->key, oid);
-	if (io->op == NKV_IO_STORE || io->op == NKV_IO_DELETE)
-		rc = submit_write(h, io, oid);
-	else
-		rc = submit_read(h, io, oid);
-	if (rc < 0)
+	if ((rc = submit_op(h, io, oid)) < 0)
 		nkv_kvio_complete(io, rc);
 }
 

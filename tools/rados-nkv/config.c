@@ -23,6 +23,7 @@ static void usage(FILE *f)
 		"      --client-id NAME      cephx user without \"client.\" (default admin)\n"
 		"      --op-timeout SEC      per-operation RADOS timeout; expiry answers 82h (default 30)\n"
 		"      --connect-timeout SEC cluster connect timeout at startup (default 15)\n"
+		"      --list-workers N      threads scanning namespaces for List, 1..64 (default 4)\n"
 		"  -l, --listen ADDR:PORT    NVMe/TCP listener, repeatable (default 0.0.0.0:4420; IPv6 as [::1]:4420)\n"
 		"  -d, --discovery ADDR:PORT discovery listener (default: the first listener's address, port 8009);\n"
 		"                            'none' serves discovery only on the I/O listeners\n"
@@ -349,7 +350,7 @@ int conf_load_file(struct daemon_conf *c, const char *path)
 	static const char *const top[] = {"backend", "listeners", "discovery", "subsystems", "tcp", "shm",
 					  "log_level", "shutdown_grace_ms", NULL};
 	static const char *const backend_keys[] = {"type", "ceph_conf", "keyring", "client_id", "op_timeout_s",
-						   "connect_timeout_s", "mem_max_object", NULL};
+						   "connect_timeout_s", "list_workers", "mem_max_object", NULL};
 	static const char *const tcp_keys[] = {"reactors", "in_capsule", "maxh2cdata", "max_queue_depth",
 					       "max_io_queues", "buffer_budget_mb", NULL};
 	static const char *const shm_keys[] = {"pollers", "poll_idle_us", "mqes", "max_io_queues", "max_regions",
@@ -385,6 +386,9 @@ int conf_load_file(struct daemon_conf *c, const char *path)
 		v = c->backend.connect_timeout_s;
 		jnum(&j, o, "backend", "connect_timeout_s", 0, 86400, &v);
 		c->backend.connect_timeout_s = (unsigned)v;
+		v = c->backend.list_workers;
+		jnum(&j, o, "backend", "list_workers", 0, 64, &v);
+		c->backend.list_workers = (unsigned)v;
 		v = (int64_t)c->backend.mem_max_object;
 		jnum(&j, o, "backend", "mem_max_object", 0, INT64_MAX, &v);
 		c->backend.mem_max_object = (uint64_t)v;
@@ -446,7 +450,8 @@ int conf_load_file(struct daemon_conf *c, const char *path)
 /* ---- flags --------------------------------------------------------------------------------------- */
 
 enum { OPT_CEPH_CONF = 256, OPT_KEYRING, OPT_CLIENT_ID, OPT_OP_TIMEOUT, OPT_CONNECT_TIMEOUT, OPT_QD,
-       OPT_ICD, OPT_BUDGET, OPT_GRACE, OPT_LOG, OPT_PID, OPT_SHM_POLLERS, OPT_SHM_POLL_US, OPT_SHM_MQES };
+       OPT_ICD, OPT_BUDGET, OPT_GRACE, OPT_LOG, OPT_PID, OPT_SHM_POLLERS, OPT_SHM_POLL_US, OPT_SHM_MQES,
+       OPT_LIST_WORKERS };
 
 int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 {
@@ -455,6 +460,7 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 		{"ceph-conf", required_argument, 0, OPT_CEPH_CONF}, {"keyring", required_argument, 0, OPT_KEYRING},
 		{"client-id", required_argument, 0, OPT_CLIENT_ID}, {"op-timeout", required_argument, 0, OPT_OP_TIMEOUT},
 		{"connect-timeout", required_argument, 0, OPT_CONNECT_TIMEOUT},
+		{"list-workers", required_argument, 0, OPT_LIST_WORKERS},
 		{"listen", required_argument, 0, 'l'}, {"discovery", required_argument, 0, 'd'},
 		{"subsys", required_argument, 0, 's'}, {"pool", required_argument, 0, 'p'},
 		{"ns", required_argument, 0, 'n'}, {"allow-host", required_argument, 0, 'a'},
@@ -490,6 +496,11 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 			if (parse_uint(optarg, 86400, &u) < 0)
 				goto bad;
 			*(o == OPT_OP_TIMEOUT ? &c->backend.op_timeout_s : &c->backend.connect_timeout_s) = u;
+			break;
+		case OPT_LIST_WORKERS:
+			if (parse_uint(optarg, 64, &u) < 0 || u == 0)
+				goto bad;
+			c->backend.list_workers = u;
 			break;
 		case 'l':
 			if (!cli_listeners) /* flags replace the file's listeners */
