@@ -1299,12 +1299,18 @@ static unsigned running(const struct tcp_conn *c)
  * command ends with the connection. A host that stops reading cannot even take a termination PDU:
  * it is simply closed. @return true when the connection was closed or terminated.
  */
+/* More than @ms since @since? (@since may be after @now: stamped by run_waiters in this tick.) */
+static bool past(uint64_t now, uint64_t since, uint32_t ms)
+{
+	return now > since && now - since > ms;
+}
+
 static bool conn_overdue(struct tcp_conn *c, uint64_t now)
 {
 	const struct nkv_tcp_conf *cf = &c->t->conf;
 	struct nkv_ctrlr *ctrlr = c->qp.ctrlr;
 
-	if (c->txq && now - c->tx_head_ms > cf->send_timeout_ms) {
+	if (c->txq && past(now, c->tx_head_ms, cf->send_timeout_ms)) {
 		NKV_WARN("tcp %s: qid %u: host not reading: nothing sent for %u ms", c->peer, c->qp.qid,
 			 cf->send_timeout_ms);
 		conn_close(c, "send timeout");
@@ -1312,14 +1318,14 @@ static bool conn_overdue(struct tcp_conn *c, uint64_t now)
 	}
 	if (c->terminating || c->draining)
 		return false;
-	if (c->r2t_head && now - c->r2t_head->r2t_ms > cf->r2t_timeout_ms) {
+	if (c->r2t_head && past(now, c->r2t_head->r2t_ms, cf->r2t_timeout_ms)) {
 		struct tcp_req *r = c->r2t_head;
 		NKV_WARN("tcp %s: qid %u cid %u: H2C data %u of %u bytes after %u ms", c->peer, c->qp.qid,
 			 nkv_get16(&r->req.cmd.cid), r->h2c_got, r->sgl_len, cf->r2t_timeout_ms);
 		send_term_hdr(c, NKV_TCP_FES_PDU_SEQUENCE, 0, r->tx_data.hdr, r->tx_data.hlen);
 		return true;
 	}
-	if (c->pdu_ms && now - c->pdu_ms > cf->pdu_timeout_ms) {
+	if (c->pdu_ms && past(now, c->pdu_ms, cf->pdu_timeout_ms)) {
 		NKV_WARN("tcp %s: qid %u: PDU incomplete after %u ms", c->peer, c->qp.qid, cf->pdu_timeout_ms);
 		send_term(c, NKV_TCP_FES_PDU_SEQUENCE, 0);
 		return true;
@@ -1327,7 +1333,7 @@ static bool conn_overdue(struct tcp_conn *c, uint64_t now)
 	/* KATO 0 means no keep-alive expiry, not a connection held forever for free: an admin queue
 	 * with no I/O queues and nothing to do goes after idle_admin_ms. */
 	if (ctrlr && c->qp.qid == 0 && !ctrlr->kato_ms && atomic_load(&ctrlr->refs) <= 1 &&
-	    c->outstanding <= ctrlr->naer && now - c->cmd_ms > cf->idle_admin_ms) {
+	    c->outstanding <= ctrlr->naer && past(now, c->cmd_ms, cf->idle_admin_ms)) {
 		conn_close(c, "idle admin queue without keep alive");
 		return true;
 	}
