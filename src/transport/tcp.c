@@ -166,8 +166,6 @@ struct nkv_tcp {
 	struct tcp_listener *listeners;
 	uint16_t next_portid;
 	struct tcp_limits lim;
-	uint64_t refused_ms;        /* last "connection refused" warning (reactor 0), for rate limiting */
-	unsigned refused;           /* connections refused since then */
 	atomic_int nconns;
 	atomic_bool draining, force;
 };
@@ -1148,52 +1146,14 @@ static void conn_attach(struct nkv_msg *m)
 	}
 }
 
-static void peer_name(int fd, char *buf, size_t len)
-{
-	struct sockaddr_storage ss;
-	socklen_t sl = sizeof(ss);
-	char host[INET6_ADDRSTRLEN] = "?", port[8] = "?";
-
-	if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0)
-		getnameinfo((struct sockaddr *)&ss, sl, host, sizeof(host), port, sizeof(port),
-			    NI_NUMERICHOST | NI_NUMERICSERV);
-	snprintf(buf, len, "%s:%s", host, port);
-}
-
 /* Accept failed for want of a file descriptor or memory. The listener is level-triggered: left
  * armed it would fire again at once and spin reactor 0, so it rests ACCEPT_PAUSE_MS (the tick
  * re-arms it) while closing connections frees descriptors. */
 static void listener_pause(struct tcp_listener *l, int err)
 {
-	struct nkv_tcp *t = l->t;
-	uint64_t now = nkv_now_ms();
-
-	if (now - t->refused_ms >= 10000) { /* say it, but not five times a second */
-		NKV_ERR("tcp: accept: %s with %u connections open: listener paused (raise the file limit or "
-			"lower max_conns)", strerror(err), t->lim.conns);
-		t->refused_ms = now;
-	}
-	nkv_reactor_mod(&t->rs[0].r, l->fd, 0, &l->ev);
-	l->paused_ms = now;
-}
-
-/* A connection past max_conns or max_host_conns: accepted and closed at once, so the host sees a
- * reset instead of a hang and the backlog keeps moving. Logged at most every 10 s. */
-static void refuse(struct nkv_tcp *t, int fd, int why)
-{
-	uint64_t now = nkv_now_ms();
-	char peer[64];
-
-	t->refused++;
-	if (now - t->refused_ms >= 10000) {
-		peer_name(fd, peer, sizeof(peer));
-		NKV_WARN("tcp: refused %u connection(s) over the %s limit (%u), the latest from %s", t->refused,
-			 why == -EUSERS ? "per-host connection" : "connection",
-			 why == -EUSERS ? t->conf.max_host_conns : t->conf.max_conns, peer);
-		t->refused = 0;
-		t->refused_ms = now;
-	}
-	close(fd);
+	nkv_tcp_accept_failed(&l->t->lim, err);
+	nkv_reactor_mod(&l->t->rs[0].r, l->fd, 0, &l->ev);
+	l->paused_ms = nkv_now_ms();
 }
 
 static void accept_ready(struct nkv_event *ev, uint32_t events)
@@ -1219,7 +1179,7 @@ static void accept_ready(struct nkv_event *ev, uint32_t events)
 			continue;
 		}
 		if ((rc = nkv_tcp_host_attach(&t->lim, &ss, &h)) == -EMLINK || rc == -EUSERS) {
-			refuse(t, fd, rc);
+			nkv_tcp_refuse(&t->lim, fd, rc);
 			continue;
 		}
 		if (rc < 0 || !(c = calloc(1, sizeof(*c)))) {
@@ -1242,7 +1202,7 @@ static void accept_ready(struct nkv_event *ev, uint32_t events)
 		c->qp.ops = &g_tcp_ops;
 		c->connect_req.conn = c;
 		c->connect_req.req.qp = &c->qp;
-		peer_name(fd, c->peer, sizeof(c->peer));
+		nkv_tcp_peer_name(fd, c->peer, sizeof(c->peer));
 		c->rx = &t->rs[atomic_fetch_add(&t->next_rx, 1) % t->nr];
 		atomic_fetch_add(&t->nconns, 1);
 		NKV_DEBUG("tcp: connection from %s on reactor %u", c->peer, c->rx->r.id);

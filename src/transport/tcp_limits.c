@@ -1,11 +1,20 @@
 /* tcp_limits.c - per-host and transport-wide limits of the NVMe/TCP transport (see tcp_limits.h). */
 #include "tcp_limits.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netdb.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+
+#define WARN_EVERY_MS 10000
 
 void nkv_tcp_limits_defaults(struct nkv_tcp_conf *cf)
 {
@@ -133,6 +142,51 @@ void nkv_tcp_host_put(struct tcp_limits *l, struct tcp_host *h)
 		free(h);
 	}
 	pthread_mutex_unlock(&l->lock);
+}
+
+void nkv_tcp_peer_name(int fd, char *buf, size_t len)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	char host[INET6_ADDRSTRLEN] = "?", port[8] = "?";
+
+	if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0)
+		getnameinfo((struct sockaddr *)&ss, sl, host, sizeof(host), port, sizeof(port),
+			    NI_NUMERICHOST | NI_NUMERICSERV);
+	snprintf(buf, len, "%s:%s", host, port);
+}
+
+/* Accepted and closed at once, so the host sees a reset instead of a hang and the backlog keeps
+ * moving; said, but not once per connection of a flood. */
+void nkv_tcp_refuse(struct tcp_limits *l, int fd, int why)
+{
+	uint64_t now = nkv_now_ms();
+	char peer[64];
+
+	l->refused++;
+	if (now - l->warned_ms >= WARN_EVERY_MS) {
+		nkv_tcp_peer_name(fd, peer, sizeof(peer));
+		NKV_WARN("tcp: refused %u connection(s) over the %s limit (%u), the latest from %s", l->refused,
+			 why == -EUSERS ? "per-host connection" : "connection",
+			 why == -EUSERS ? l->conf->max_host_conns : l->conf->max_conns, peer);
+		l->refused = 0;
+		l->warned_ms = now;
+	}
+	close(fd);
+}
+
+void nkv_tcp_accept_failed(struct tcp_limits *l, int err)
+{
+	uint64_t now = nkv_now_ms();
+
+	if (now - l->warned_ms >= WARN_EVERY_MS) {
+		pthread_mutex_lock(&l->lock);
+		unsigned conns = l->conns;
+		pthread_mutex_unlock(&l->lock);
+		NKV_ERR("tcp: accept: %s with %u connections open: listener paused (raise the file limit or "
+			"lower max_conns)", strerror(err), conns);
+		l->warned_ms = now;
+	}
 }
 
 int nkv_tcp_ctrlr_claim(struct tcp_limits *l, struct tcp_host *h)

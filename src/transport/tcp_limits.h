@@ -37,6 +37,8 @@ struct tcp_limits {
 	struct tcp_host *hosts[TCP_HOST_BUCKETS];
 	unsigned conns, ctrlrs;           /* totals (lock) */
 	atomic_uint_fast64_t buffered;    /* bytes charged by every connection */
+	uint64_t warned_ms;               /* last accept-side warning (acceptor thread), rate limiting */
+	unsigned refused;                 /* connections refused since then */
 };
 
 /** Fill the limit and deadline fields of @conf left at 0 (see struct nkv_tcp_conf). */
@@ -57,6 +59,14 @@ int nkv_tcp_host_attach(struct tcp_limits *l, const struct sockaddr_storage *pee
 void nkv_tcp_host_closed(struct tcp_limits *l, struct tcp_host *h);
 /** Drop the connection's reference (after its last buffer was uncharged). Thread-safe. */
 void nkv_tcp_host_put(struct tcp_limits *l, struct tcp_host *h);
+
+/** "ADDR:PORT" of the peer of @fd into @buf. */
+void nkv_tcp_peer_name(int fd, char *buf, size_t len);
+/** Close @fd, a connection refused with @why (-EMLINK or -EUSERS from nkv_tcp_host_attach), and
+ * log it at most every 10 s with a count. Acceptor thread only. */
+void nkv_tcp_refuse(struct tcp_limits *l, int fd, int why);
+/** Log (at most every 10 s) that accept failed with @err (EMFILE...). Acceptor thread only. */
+void nkv_tcp_accept_failed(struct tcp_limits *l, int err);
 
 /** Count a new controller of @h against max_ctrlrs and max_host_ctrlrs. @return 0 or -EBUSY. */
 int nkv_tcp_ctrlr_claim(struct tcp_limits *l, struct tcp_host *h);
