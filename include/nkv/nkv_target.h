@@ -90,6 +90,24 @@ struct nkv_tcp_conf {
 	uint16_t max_io_queues;  /* I/O queues per controller; 0: 64 */
 	uint64_t buffer_budget;  /* bytes of command data buffered at once, all connections; 0: 2 GiB.
 				  * Past it, connections stop reading until buffers are released */
+	/* Limits and deadlines, so that no single host takes the gateway from the others. A "host"
+	 * is a peer IP address. */
+	uint64_t conn_buffer;    /* buffer bytes one connection may hold; 0: buffer_budget / 8 */
+	uint64_t host_buffer;    /* buffer bytes one host may hold; 0: buffer_budget / 4 */
+	uint32_t r2t_timeout_ms; /* all data of an R2T must arrive within this, else C2HTermReq
+				  * (FES 02h) and close; 0: 30000 */
+	uint32_t pdu_timeout_ms; /* a PDU must arrive whole within this of its first byte, else
+				  * C2HTermReq (FES 02h) and close; 0: 10000 */
+	uint32_t send_timeout_ms;/* a PDU at the head of the send queue must be sent within this,
+				  * else the connection closes; 0: 30000 */
+	uint32_t icreq_timeout_ms;   /* ICReq within this of accept; 0: 10000 */
+	uint32_t connect_timeout_ms; /* fabrics Connect within this of accept; 0: 30000 */
+	uint32_t idle_admin_ms;  /* an admin queue with KATO 0 and no I/O queues closes after this
+				  * long without a command; 0: 60000 */
+	unsigned max_conns;      /* connections at once; 0: 4096, at most RLIMIT_NOFILE - 64 */
+	unsigned max_host_conns; /* connections at once from one host; 0: 256 */
+	unsigned max_ctrlrs;     /* controllers (admin queues) at once; 0: 1024 */
+	unsigned max_host_ctrlrs;/* controllers at once from one host; 0: 32 */
 };
 
 /**

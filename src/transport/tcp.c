@@ -5,8 +5,10 @@
  * its requests and their completions live on one reactor (backend completions hop back through the
  * reactor's message queue). Per connection: a receive state machine that parses PDUs straight into
  * request buffers, a send queue of PDUs written with sendmsg (value buffers are never copied), and
- * preallocated requests (one per SQ entry). Command data is bounded by a transport-wide buffer
- * budget: past it a connection stops reading until buffers come back (backpressure).
+ * requests allocated on first use (up to one per SQ entry). Command data is bounded by a
+ * transport-wide buffer budget and by per-connection and per-host caps (tcp_limits.c); every phase
+ * a host controls has a deadline (ICReq, Connect, each PDU, each R2T's data, each PDU we send, an
+ * idle admin queue), so no single host can hold the gateway's memory or connections.
  */
 #include <errno.h>
 #include <netdb.h>
@@ -25,13 +27,14 @@
 #include "common/log.h"
 #include "core/core.h"
 #include "reactor/reactor.h"
+#include "transport/tcp_limits.h"
 
 #define RBUF_SIZE (64 * 1024)
 #define RX_BUDGET (1024 * 1024)     /* bytes read per readiness event, for fairness */
 #define DIRECT_READ_MIN (16 * 1024) /* read data this large straight into the request buffer */
-#define KEEP_BUF_MAX (64 * 1024)    /* request buffers up to this size stay allocated */
-#define IC_TIMEOUT_MS 10000         /* ICReq must arrive within this */
-#define CONNECT_TIMEOUT_MS 30000    /* and Connect within this */
+#define KEEP_BUF_MAX (64 * 1024)    /* request buffers up to this size stay allocated... */
+#define KEEP_CONN_MAX (512 * 1024)  /* ...while the connection's buffers stay under this */
+#define ACCEPT_PAUSE_MS 200         /* a listener out of file descriptors rests this long */
 #define TERM_LINGER_MS 1000         /* after a termination PDU, close even if unsent */
 #define MAX_IOV 64
 #define HDR_MAX 192                 /* largest PDU header we send: term (24 + 128 copy) or 24 + digest + pad */
@@ -66,7 +69,7 @@ struct tcp_req {
 	uint16_t ttag;
 	uint8_t *buf;
 	uint32_t cap;             /* allocated size of buf */
-	uint32_t charged;         /* bytes charged to the buffer budget */
+	uint32_t charged;         /* bytes charged to the buffer budget and caps */
 	uint32_t need;            /* bytes the command needs in buf */
 	uint32_t sgl_len;
 	uint32_t h2c_got;         /* H2C bytes received (R2T path) */
@@ -75,6 +78,8 @@ struct tcp_req {
 	bool connect;             /* a Connect on an unconnected queue */
 	nkv_status pending;       /* fail with this once the command's data is consumed */
 	struct tcp_req *next_free;  /* free list, or the reactor's buffer wait list */
+	uint64_t r2t_ms;          /* when its R2T was queued (deadline: r2t_timeout_ms) */
+	struct tcp_req *r2t_next, **r2t_pprev; /* the connection's R2Ts awaiting data, oldest first */
 	struct tcp_tx tx_data, tx_resp;
 };
 
@@ -104,8 +109,17 @@ struct tcp_conn {
 	uint16_t sqhd;
 	unsigned outstanding;       /* requests not free */
 	struct tcp_req connect_req; /* serves every command before Connect */
-	struct tcp_req *reqs;       /* qp.size of them after Connect */
+	struct tcp_req **reqs;      /* qp.size slots after Connect (index = TTAG - 1), filled on use */
+	unsigned nreqs;             /* slots filled */
 	struct tcp_req *free_reqs;
+	struct tcp_host *host;      /* its peer address's share (tcp_limits.c) */
+	uint64_t charged;           /* buffer bytes its requests hold */
+	uint64_t bufmem;            /* bytes of request buffers allocated */
+	bool ctrlr_claimed;         /* counted as a controller of its host */
+	struct tcp_req *r2t_head, **r2t_tail;
+	uint64_t pdu_ms;            /* first byte of the PDU being received; 0 between PDUs */
+	uint64_t tx_head_ms;        /* when the PDU at the head of the send queue got there */
+	uint64_t cmd_ms;            /* last command received (idle admin queues) */
 	/* receive */
 	enum rx_state rs;
 	_Alignas(8) uint8_t hdr[HDR_MAX];
@@ -140,6 +154,7 @@ struct tcp_listener {
 	struct nkv_tcp *t;
 	struct tcp_listener *next;
 	int fd;
+	uint64_t paused_ms;         /* out of file descriptors since then; 0: armed */
 };
 
 struct nkv_tcp {
@@ -150,7 +165,7 @@ struct nkv_tcp {
 	atomic_uint next_rx;
 	struct tcp_listener *listeners;
 	uint16_t next_portid;
-	atomic_uint_fast64_t buffered;
+	struct tcp_limits lim;
 	atomic_int nconns;
 	atomic_bool draining, force;
 };
@@ -161,40 +176,44 @@ static void tx_queue(struct tcp_conn *c, struct tcp_tx *tx);
 
 /* ---- buffers and budget ------------------------------------------------------------------------ */
 
-/* Give @r a buffer of r->need bytes within the budget (or regardless, with @force).
- * @return 0, -EAGAIN (over budget), -ENOMEM. */
-static int buf_get(struct tcp_req *r, bool force)
+/* Give @r a buffer of r->need bytes within the budget and caps (see nkv_tcp_charge for @mode).
+ * @return 0, -EAGAIN (over the budget), -EBUSY (over its connection's or host's cap), -ENOMEM. */
+static int buf_get(struct tcp_req *r, enum tcp_charge mode)
 {
-	struct nkv_tcp *t = r->conn->t;
-	uint64_t cur = atomic_load(&t->buffered);
+	struct tcp_conn *c = r->conn;
+	int rc = nkv_tcp_charge(&c->t->lim, c->host, &c->charged, r->need, mode);
 
-	/* Over budget waits, unless nothing is buffered: one huge command must still make progress. */
-	do {
-		if (!force && cur > 0 && cur + r->need > t->conf.buffer_budget)
-			return -EAGAIN;
-	} while (!atomic_compare_exchange_weak(&t->buffered, &cur, cur + r->need));
+	if (rc < 0)
+		return rc;
 	r->charged = r->need;
 	if (r->cap < r->need || !r->buf) {
 		free(r->buf);
+		c->bufmem -= r->cap;
 		r->cap = 0;
 		if (!(r->buf = malloc(r->need ? r->need : 1))) {
-			atomic_fetch_sub(&t->buffered, r->charged);
+			nkv_tcp_uncharge(&c->t->lim, c->host, &c->charged, r->charged);
 			r->charged = 0;
 			return -ENOMEM;
 		}
 		r->cap = r->need;
+		c->bufmem += r->cap;
 	}
 	return 0;
 }
 
+/* Uncharge @r's buffer; keep it for the next command only while small, and while the connection's
+ * kept buffers stay small (a burst of commands must not leave an idle connection holding memory). */
 static void buf_put(struct tcp_req *r)
 {
+	struct tcp_conn *c = r->conn;
+
 	if (r->charged) {
-		atomic_fetch_sub(&r->conn->t->buffered, r->charged);
+		nkv_tcp_uncharge(&c->t->lim, c->host, &c->charged, r->charged);
 		r->charged = 0;
 	}
-	if (r->cap > KEEP_BUF_MAX) {
+	if (r->cap > KEEP_BUF_MAX || c->bufmem > KEEP_CONN_MAX) {
 		free(r->buf);
+		c->bufmem -= r->cap;
 		r->buf = NULL;
 		r->cap = 0;
 	}
@@ -205,12 +224,16 @@ static void buf_put(struct tcp_req *r)
 /* Free a closed connection whose requests have all come back (from the reactor's sweep). */
 static void conn_free(struct tcp_conn *c)
 {
-	if (c->reqs)
-		for (unsigned i = 0; i < c->qp.size; i++)
-			free(c->reqs[i].buf);
+	for (unsigned i = 0; i < c->nreqs; i++) {
+		free(c->reqs[i]->buf);
+		free(c->reqs[i]);
+	}
 	free(c->connect_req.buf);
 	free(c->reqs);
 	free(c->rbuf);
+	if (c->ctrlr_claimed)
+		nkv_tcp_ctrlr_release(&c->t->lim, c->host);
+	nkv_tcp_host_put(&c->t->lim, c->host);
 	if (c->qp.ctrlr) {
 		if (c->qp.qid != 0)
 			nkv_ctrlr_release_qid(c->qp.ctrlr, c->qp.qid);
@@ -220,12 +243,27 @@ static void conn_free(struct tcp_conn *c)
 	free(c);
 }
 
+/* Take @r off its connection's list of R2Ts awaiting data (no-op when not on it). */
+static void r2t_unlink(struct tcp_conn *c, struct tcp_req *r)
+{
+	if (!r->r2t_pprev)
+		return;
+	if (r->r2t_next)
+		r->r2t_next->r2t_pprev = r->r2t_pprev;
+	else
+		c->r2t_tail = r->r2t_pprev;
+	*r->r2t_pprev = r->r2t_next;
+	r->r2t_next = NULL;
+	r->r2t_pprev = NULL;
+}
+
 static void req_release(struct tcp_req *r)
 {
 	struct tcp_conn *c = r->conn;
 
 	if (r->state == REQ_WAIT_BUF)
 		unlink_waiter(c->rx, r);
+	r2t_unlink(c, r);
 	buf_put(r);
 	c->rx->kick = c->rx->wait_head != NULL; /* budget came back: idle starts waiters */
 	r->state = REQ_FREE;
@@ -236,14 +274,23 @@ static void req_release(struct tcp_req *r)
 	c->outstanding--; /* a closed connection is freed by the sweep once this reaches 0 */
 }
 
+/* A request for a new command. Requests are allocated on first use, not per SQ entry at Connect: an
+ * idle queue of 1024 entries then costs a slot array, not 1024 requests. @return NULL when the SQ
+ * is full (or out of memory). */
 static struct tcp_req *req_alloc(struct tcp_conn *c)
 {
-	struct tcp_req *r;
+	struct tcp_req *r = NULL;
 
-	if (!c->qp.ctrlr)
+	if (!c->qp.ctrlr) {
 		r = c->connect_req.state == REQ_FREE ? &c->connect_req : NULL;
-	else if ((r = c->free_reqs))
+	} else if ((r = c->free_reqs)) {
 		c->free_reqs = r->next_free;
+	} else if (c->nreqs < c->qp.size && (r = calloc(1, sizeof(*r)))) {
+		r->req.qp = &c->qp;
+		r->conn = c;
+		r->ttag = (uint16_t)(c->nreqs + 1);
+		c->reqs[c->nreqs++] = r;
+	}
 	if (r) {
 		c->outstanding++;
 		r->pending = 0;
@@ -269,6 +316,8 @@ static void tx_queue(struct tcp_conn *c, struct tcp_tx *tx)
 {
 	tx->next = NULL;
 	tx->sent = 0;
+	if (!c->txq)
+		c->tx_head_ms = nkv_now_ms(); /* the send deadline runs for the PDU at the head */
 	*c->txq_tail = tx;
 	c->txq_tail = &tx->next;
 	mark_dirty(c);
@@ -326,6 +375,8 @@ static int tx_flush(struct tcp_conn *c)
 			c->txq = tx->next;
 			if (!c->txq)
 				c->txq_tail = &c->txq;
+			else
+				c->tx_head_ms = nkv_now_ms();
 			if (tx->done)
 				tx->done(c, tx);
 			if (c->closed)
@@ -372,19 +423,19 @@ static void conn_flush(struct tcp_conn *c)
 	set_events(c);
 }
 
-/* Send a C2HTermReq with the offending header, then close (wire doc C.3). */
-static void send_term(struct tcp_conn *c, uint16_t fes, uint32_t fei)
+/* Send a C2HTermReq carrying @len bytes of @hdr (the PDU at fault), then close (wire doc C.3). */
+static void send_term_hdr(struct tcp_conn *c, uint16_t fes, uint32_t fei, const uint8_t *hdr, uint32_t len)
 {
 	struct tcp_tx *tx = &c->term;
 
 	if (c->terminating)
 		return; /* one termination per connection; the first reason is the one reported */
 	struct nkv_tcp_term *tr = (struct nkv_tcp_term *)tx->hdr;
-	uint32_t copy = c->hgot < NKV_TCP_TERM_MAX_PLEN - 24 ? c->hgot : NKV_TCP_TERM_MAX_PLEN - 24;
+	uint32_t copy = len < NKV_TCP_TERM_MAX_PLEN - 24 ? len : NKV_TCP_TERM_MAX_PLEN - 24;
 
 	NKV_WARN("tcp %s: protocol error, FES %02x FEI %u: terminating", c->peer, fes, fei);
 	memset(tx, 0, sizeof(*tx));
-	memcpy(tx->hdr + 24, c->hdr, copy);
+	memcpy(tx->hdr + 24, hdr, copy);
 	tr->ch.type = NKV_TCP_PDU_C2H_TERM;
 	tr->ch.hlen = 24;
 	nkv_put32(&tr->ch.plen, 24 + copy);
@@ -394,6 +445,12 @@ static void send_term(struct tcp_conn *c, uint16_t fes, uint32_t fei)
 	c->terminating = true;
 	c->term_ms = nkv_now_ms();
 	tx_queue(c, tx);
+}
+
+/* The usual case: the offending header is the one being received. */
+static void send_term(struct tcp_conn *c, uint16_t fes, uint32_t fei)
+{
+	send_term_hdr(c, fes, fei, c->hdr, c->hgot);
 }
 
 /* ---- completion -------------------------------------------------------------------------------- */
@@ -489,6 +546,16 @@ static void do_connect(struct tcp_conn *c, struct tcp_req *r)
 	uint16_t qid = nkv_get16(sqe + 42), size = (uint16_t)(nkv_get16(sqe + 44) + 1);
 	nkv_status st;
 
+	/* An admin Connect creates a controller: counted per host and in total, so that one host
+	 * cannot fill the CNTLID space or the transport with associations (Controller Busy). */
+	if (qid == 0 && nkv_tcp_ctrlr_claim(&c->t->lim, c->host) < 0) {
+		NKV_WARN("tcp %s: controller limit reached (%u per host, %u in all): Connect refused", c->peer,
+			 c->t->conf.max_host_ctrlrs, c->t->conf.max_ctrlrs);
+		memset(&r->req.cpl, 0, sizeof(r->req.cpl));
+		nkv_req_complete(&r->req, nkv_status_make(NKV_SCT_CMD, NKV_SC_CONTROLLER_BUSY, 0));
+		return;
+	}
+	c->ctrlr_claimed = qid == 0;
 	st = nkv_fabrics_connect(c->t->tgt, &r->req.cmd, r->buf, r->sgl_len, &opts, &ctrlr, &r->req.cpl);
 	if (st == 0 && !(c->reqs = calloc(size, sizeof(*c->reqs)))) {
 		if (qid)
@@ -504,15 +571,11 @@ static void do_connect(struct tcp_conn *c, struct tcp_req *r)
 		c->qp.size = size;
 		c->sqhd = 1; /* the Connect itself took the first entry */
 		c->sqfc_off = (sqe[46] & NKV_CONNECT_CATTR_DISABLE_SQFC) != 0;
-		for (unsigned i = size; i-- > 0;) {
-			c->reqs[i].req.qp = &c->qp;
-			c->reqs[i].conn = c;
-			c->reqs[i].ttag = (uint16_t)(i + 1);
-			c->reqs[i].next_free = c->free_reqs;
-			c->free_reqs = &c->reqs[i];
-		}
 		NKV_INFO("tcp %s: %s qid %u, %u entries, controller %u", c->peer, ctrlr->ss->nqn, qid, size,
 			 ctrlr->cntlid);
+	} else if (c->ctrlr_claimed) {
+		nkv_tcp_ctrlr_release(&c->t->lim, c->host);
+		c->ctrlr_claimed = false;
 	}
 	nkv_req_complete(&r->req, st);
 }
@@ -550,6 +613,11 @@ static void send_r2t(struct tcp_conn *c, struct tcp_req *r)
 	tx->dlen = tx->dglen = 0;
 	tx->done = NULL;
 	r->state = REQ_RX;
+	r->r2t_ms = nkv_now_ms(); /* its data is due within r2t_timeout_ms: track it, oldest first */
+	r->r2t_next = NULL;
+	r->r2t_pprev = c->r2t_tail;
+	*c->r2t_tail = r;
+	c->r2t_tail = &r->r2t_next;
 	tx_queue(c, tx);
 }
 
@@ -571,20 +639,26 @@ static void req_start_data(struct tcp_conn *c, struct tcp_req *r)
 	}
 }
 
-/* Try to get the buffer for the command being received; pause the connection if over budget. */
 /*
  * Get the buffer for a command and move it on. In-capsule data is already in the stream, so it is
- * always taken (bounded by queue depth x in-capsule size). Anything else over budget waits in the
- * reactor's FIFO without its R2T or its execution, while the connection keeps reading: the data
- * of commands that already hold buffers may be behind this capsule in the stream.
+ * taken past the transport budget (bounded by queue depth x in-capsule size) but not past its
+ * host's share: there the command fails with 82h, DNR clear, and the host retries once its other
+ * commands are done. Anything else over the budget or a cap waits in the reactor's list without
+ * its R2T or its execution, while the connection keeps reading: the data of commands that already
+ * hold buffers may be behind this capsule in the stream.
  */
 static void req_try_buffer(struct tcp_conn *c, struct tcp_req *r)
 {
 	int rc = 0;
 
 	if (!r->pending && r->need) {
-		rc = buf_get(r, r->icd_len != 0);
-		if (rc == -EAGAIN) {
+		enum tcp_charge mode = r->icd_len ? TCP_CHARGE_STREAM : TCP_CHARGE_WAIT;
+		if (c->qp.qid == 0 && r->need <= KEEP_BUF_MAX)
+			mode = TCP_CHARGE_ADMIN; /* Identify after Connect never waits behind I/O */
+		rc = buf_get(r, mode);
+		if (rc == -EBUSY && r->icd_len) {
+			r->pending = nkv_status_make(NKV_SCT_GENERIC, NKV_SC_KV_NS_NOT_READY, 0);
+		} else if (rc == -EAGAIN || rc == -EBUSY) {
 			r->state = REQ_WAIT_BUF;
 			r->next_free = NULL;
 			*c->rx->wait_tail = r;
@@ -597,14 +671,24 @@ static void req_try_buffer(struct tcp_conn *c, struct tcp_req *r)
 	req_start_data(c, r);
 }
 
-/* Start waiting commands, oldest first, while the budget allows. */
+/* Start waiting commands, oldest first, while the transport budget allows. A command held back by
+ * its own connection's or host's cap is passed over: one host's backlog never blocks the others. */
 static void run_waiters(struct tcp_reactor *rx)
 {
-	struct tcp_req *r;
+	struct tcp_req **p = &rx->wait_head, *r;
 
-	while ((r = rx->wait_head) && buf_get(r, false) == 0) {
-		if (!(rx->wait_head = r->next_free))
-			rx->wait_tail = &rx->wait_head;
+	while ((r = *p)) {
+		int rc = buf_get(r, TCP_CHARGE_WAIT);
+		if (rc == -EAGAIN)
+			break;
+		if (rc == -EBUSY) {
+			p = &r->next_free;
+			continue;
+		}
+		if (!(*p = r->next_free))
+			rx->wait_tail = p;
+		if (rc == -ENOMEM)
+			r->pending = nkv_status_make(NKV_SCT_GENERIC, NKV_SC_INTERNAL, 0);
 		req_start_data(r->conn, r); /* no in-capsule data waits, so this sends an R2T or executes */
 		mark_dirty(r->conn);
 	}
@@ -643,6 +727,7 @@ static void rx_cmd(struct tcp_conn *c, uint32_t icd)
 		send_term(c, NKV_TCP_FES_PDU_SEQUENCE, 0);
 		return;
 	}
+	c->cmd_ms = nkv_now_ms();
 	r->req.cmd = pdu->sqe;
 	/* One line per command at debug level: what the host sent, in order (fabrics: FCTYPE, and
 	 * CDW10/CDW11 are ATTRIB/OFST for Property Get/Set). */
@@ -754,8 +839,8 @@ static void rx_h2c(struct tcp_conn *c, uint32_t dlen)
 
 	if (ttag == 0) /* the Connect's own data, when a host sends it through R2T */
 		r = &c->connect_req;
-	else if (c->reqs && ttag <= c->qp.size)
-		r = &c->reqs[ttag - 1];
+	else if (ttag <= c->nreqs)
+		r = c->reqs[ttag - 1];
 	if (!r || r->state != REQ_RX || !r->h2c || r->icd_len) {
 		send_term(c, NKV_TCP_FES_INVALID_HEADER, 10);
 		return;
@@ -881,6 +966,7 @@ static void rx_data_done(struct tcp_conn *c)
 	uint32_t dlen = c->rx_dlen;
 
 	c->rs = RX_CH;
+	c->pdu_ms = 0;
 	if (c->ddgst && c->rx_dst && nkv_get32(c->rx_dg) != nkv_crc32c_final(c->rx_crc)) {
 		NKV_WARN("tcp %s: data digest error on cid %u", c->peer, r->req.cmd.cid);
 		if (!r->pending)
@@ -891,8 +977,10 @@ static void rx_data_done(struct tcp_conn *c)
 		return;
 	}
 	r->h2c_got += dlen;
-	if (r->h2c_got == r->sgl_len)
+	if (r->h2c_got == r->sgl_len) {
+		r2t_unlink(c, r);
 		req_execute(c, r);
+	}
 }
 
 /* Move bytes from the socket (through rbuf, or directly for large data) into the state machine. */
@@ -900,6 +988,10 @@ static void conn_read(struct tcp_conn *c)
 {
 	uint32_t budget = RX_BUDGET;
 
+	if (!c->rbuf && !(c->rbuf = malloc(RBUF_SIZE))) { /* on first data: silent peers cost less */
+		conn_close(c, "out of memory");
+		return;
+	}
 	while (!c->closed && !c->terminating && budget > 0) {
 		if (c->rpos == c->rlen) {
 			uint8_t *dst = c->rbuf;
@@ -945,6 +1037,8 @@ static void conn_read(struct tcp_conn *c)
 			uint32_t goal = c->rs == RX_CH ? 8 : c->hneed;
 			if (c->rs == RX_CH && c->hgot >= 8)
 				c->hgot = 0;
+			if (!c->pdu_ms) /* a PDU begins: it has pdu_timeout_ms to arrive whole (slowloris) */
+				c->pdu_ms = nkv_now_ms();
 			take = goal - c->hgot < avail ? goal - c->hgot : avail;
 			memcpy(c->hdr + c->hgot, p, take);
 			c->hgot += take;
@@ -954,8 +1048,10 @@ static void conn_read(struct tcp_conn *c)
 					rx_common(c);
 				else {
 					rx_header(c);
-					if (c->rs == RX_CH)
+					if (c->rs == RX_CH) {
 						c->hgot = 0;
+						c->pdu_ms = 0;
+					}
 				}
 			}
 			break;
@@ -966,6 +1062,8 @@ static void conn_read(struct tcp_conn *c)
 			c->rx_pad -= take;
 			if (c->rx_pad == 0)
 				c->rs = c->rx_left ? RX_DATA : RX_CH;
+			if (c->rs == RX_CH)
+				c->pdu_ms = 0;
 			break;
 		case RX_DATA:
 			take = c->rx_left < avail ? c->rx_left : avail;
@@ -1016,17 +1114,15 @@ static void conn_close(struct tcp_conn *c, const char *why)
 	c->closed = true;
 	nkv_reactor_del(&c->rx->r, c->fd);
 	close(c->fd);
+	nkv_tcp_host_closed(&c->t->lim, c->host);
 	c->txq = NULL;
 	c->txq_tail = &c->txq;
 	/* Requests not in the core or backend end here; the others become tombstones. */
-	struct tcp_req *all[2] = {&c->connect_req, c->reqs};
-	unsigned counts[2] = {1, c->reqs ? c->qp.size : 0};
-	for (unsigned k = 0; k < 2; k++)
-		for (unsigned i = 0; i < counts[k]; i++) {
-			struct tcp_req *r = &all[k][i];
-			if (r->state == REQ_WAIT_BUF || r->state == REQ_RX || r->state == REQ_TX)
-				req_release(r);
-		}
+	for (unsigned i = 0; i <= c->nreqs; i++) {
+		struct tcp_req *r = i ? c->reqs[i - 1] : &c->connect_req;
+		if (r->state == REQ_WAIT_BUF || r->state == REQ_RX || r->state == REQ_TX)
+			req_release(r);
+	}
 	/* The admin queue carries the association: its loss ends it (AERs complete into tombstones). */
 	if (c->qp.ctrlr && c->qp.qid == 0)
 		nkv_ctrlr_kill(c->qp.ctrlr);
@@ -1045,20 +1141,19 @@ static void conn_attach(struct nkv_msg *m)
 		NKV_ERR("tcp %s: epoll: %s", c->peer, strerror(-rc));
 		c->closed = true;
 		close(c->fd);
+		nkv_tcp_host_closed(&c->t->lim, c->host);
 		c->rx->zombies++;
 	}
 }
 
-static void peer_name(int fd, char *buf, size_t len)
+/* Accept failed for want of a file descriptor or memory. The listener is level-triggered: left
+ * armed it would fire again at once and spin reactor 0, so it rests ACCEPT_PAUSE_MS (the tick
+ * re-arms it) while closing connections frees descriptors. */
+static void listener_pause(struct tcp_listener *l, int err)
 {
-	struct sockaddr_storage ss;
-	socklen_t sl = sizeof(ss);
-	char host[INET6_ADDRSTRLEN] = "?", port[8] = "?";
-
-	if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0)
-		getnameinfo((struct sockaddr *)&ss, sl, host, sizeof(host), port, sizeof(port),
-			    NI_NUMERICHOST | NI_NUMERICSERV);
-	snprintf(buf, len, "%s:%s", host, port);
+	nkv_tcp_accept_failed(&l->t->lim, err);
+	nkv_reactor_mod(&l->t->rs[0].r, l->fd, 0, &l->ev);
+	l->paused_ms = nkv_now_ms();
 }
 
 static void accept_ready(struct nkv_event *ev, uint32_t events)
@@ -1068,28 +1163,46 @@ static void accept_ready(struct nkv_event *ev, uint32_t events)
 	(void)events;
 
 	for (;;) {
-		int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC), one = 1;
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+		int fd = accept4(l->fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC), one = 1, rc;
+		struct tcp_host *h = NULL;
 		struct tcp_conn *c = NULL;
 
-		if (fd < 0)
+		if (fd < 0) {
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+				listener_pause(l, errno);
 			return;
-		if (atomic_load(&t->draining) || !(c = calloc(1, sizeof(*c))) || !(c->rbuf = malloc(RBUF_SIZE))) {
-			if (!atomic_load(&t->draining))
-				NKV_ERR("tcp: out of memory accepting a connection");
-			free(c);
+		}
+		if (atomic_load(&t->draining)) {
+			close(fd);
+			continue;
+		}
+		if ((rc = nkv_tcp_host_attach(&t->lim, &ss, &h)) == -EMLINK || rc == -EUSERS) {
+			nkv_tcp_refuse(&t->lim, fd, rc);
+			continue;
+		}
+		if (rc < 0 || !(c = calloc(1, sizeof(*c)))) {
+			NKV_ERR("tcp: out of memory accepting a connection");
+			if (h) {
+				nkv_tcp_host_closed(&t->lim, h);
+				nkv_tcp_host_put(&t->lim, h);
+			}
 			close(fd);
 			continue;
 		}
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		c->fd = fd;
 		c->t = t;
+		c->host = h;
 		c->ev.fn = conn_event;
 		c->born_ms = nkv_now_ms();
 		c->txq_tail = &c->txq;
+		c->r2t_tail = &c->r2t_head;
 		c->qp.ops = &g_tcp_ops;
 		c->connect_req.conn = c;
 		c->connect_req.req.qp = &c->qp;
-		peer_name(fd, c->peer, sizeof(c->peer));
+		nkv_tcp_peer_name(fd, c->peer, sizeof(c->peer));
 		c->rx = &t->rs[atomic_fetch_add(&t->next_rx, 1) % t->nr];
 		atomic_fetch_add(&t->nconns, 1);
 		NKV_DEBUG("tcp: connection from %s on reactor %u", c->peer, c->rx->r.id);
@@ -1133,9 +1246,58 @@ static unsigned running(const struct tcp_conn *c)
 {
 	unsigned n = c->connect_req.state == REQ_EXEC || c->connect_req.state == REQ_TX;
 
-	for (unsigned i = 0; c->reqs && i < c->qp.size; i++)
-		n += c->reqs[i].state == REQ_EXEC || c->reqs[i].state == REQ_TX;
+	for (unsigned i = 0; i < c->nreqs; i++)
+		n += c->reqs[i]->state == REQ_EXEC || c->reqs[i]->state == REQ_TX;
 	return n;
+}
+
+/*
+ * The deadlines of a live connection (issue 18): the PDU at the head of the send queue, the data of
+ * the oldest R2T, the PDU being received, an idle admin queue without keep alive. A missed R2T or
+ * PDU deadline is a fatal transport error: C2HTermReq FES 02h (the spec has no timeout code; the
+ * PDU the host owed never came in sequence) carrying the R2T or partial header, then close; its
+ * command ends with the connection. A host that stops reading cannot even take a termination PDU:
+ * it is simply closed. @return true when the connection was closed or terminated.
+ */
+/* More than @ms since @since? (@since may be after @now: stamped by run_waiters in this tick.) */
+static bool past(uint64_t now, uint64_t since, uint32_t ms)
+{
+	return now > since && now - since > ms;
+}
+
+static bool conn_overdue(struct tcp_conn *c, uint64_t now)
+{
+	const struct nkv_tcp_conf *cf = &c->t->conf;
+	struct nkv_ctrlr *ctrlr = c->qp.ctrlr;
+
+	if (c->txq && past(now, c->tx_head_ms, cf->send_timeout_ms)) {
+		NKV_WARN("tcp %s: qid %u: host not reading: nothing sent for %u ms", c->peer, c->qp.qid,
+			 cf->send_timeout_ms);
+		conn_close(c, "send timeout");
+		return true;
+	}
+	if (c->terminating || c->draining)
+		return false;
+	if (c->r2t_head && past(now, c->r2t_head->r2t_ms, cf->r2t_timeout_ms)) {
+		struct tcp_req *r = c->r2t_head;
+		NKV_WARN("tcp %s: qid %u cid %u: H2C data %u of %u bytes after %u ms", c->peer, c->qp.qid,
+			 nkv_get16(&r->req.cmd.cid), r->h2c_got, r->sgl_len, cf->r2t_timeout_ms);
+		send_term_hdr(c, NKV_TCP_FES_PDU_SEQUENCE, 0, r->tx_data.hdr, r->tx_data.hlen);
+		return true;
+	}
+	if (c->pdu_ms && past(now, c->pdu_ms, cf->pdu_timeout_ms)) {
+		NKV_WARN("tcp %s: qid %u: PDU incomplete after %u ms", c->peer, c->qp.qid, cf->pdu_timeout_ms);
+		send_term(c, NKV_TCP_FES_PDU_SEQUENCE, 0);
+		return true;
+	}
+	/* KATO 0 means no keep-alive expiry, not a connection held forever for free: an admin queue
+	 * with no I/O queues and nothing to do goes after idle_admin_ms. */
+	if (ctrlr && c->qp.qid == 0 && !ctrlr->kato_ms && atomic_load(&ctrlr->refs) <= 1 &&
+	    c->outstanding <= ctrlr->naer && past(now, c->cmd_ms, cf->idle_admin_ms)) {
+		conn_close(c, "idle admin queue without keep alive");
+		return true;
+	}
+	return false;
 }
 
 static void reactor_tick(struct nkv_reactor *r)
@@ -1154,6 +1316,12 @@ static void reactor_tick(struct nkv_reactor *r)
 			free(l);
 		}
 	}
+	if (r->id == 0) /* listeners that ran out of file descriptors try again */
+		for (struct tcp_listener *l = t->listeners; l; l = l->next)
+			if (l->paused_ms && now - l->paused_ms >= ACCEPT_PAUSE_MS) {
+				l->paused_ms = 0;
+				nkv_reactor_mod(r, l->fd, EPOLLIN, &l->ev);
+			}
 	run_waiters(rx); /* budget released by other reactors */
 	for (struct tcp_conn *c = rx->conns, *next; c; c = next) {
 		struct nkv_ctrlr *ctrlr = c->qp.ctrlr;
@@ -1164,10 +1332,12 @@ static void reactor_tick(struct nkv_reactor *r)
 			conn_close(c, "shutdown");
 		else if (c->terminating && now - c->term_ms > TERM_LINGER_MS)
 			conn_close(c, "termination not acknowledged");
-		else if (!c->ic_done && now - c->born_ms > IC_TIMEOUT_MS)
+		else if (!c->ic_done && now - c->born_ms > t->conf.icreq_timeout_ms)
 			conn_close(c, "no ICReq");
-		else if (!ctrlr && now - c->born_ms > CONNECT_TIMEOUT_MS)
+		else if (!ctrlr && now - c->born_ms > t->conf.connect_timeout_ms)
 			conn_close(c, "no Connect");
+		else if (conn_overdue(c, now))
+			continue;
 		else if (ctrlr && atomic_load(&ctrlr->dead))
 			conn_close(c, "association ended");
 		else if (ctrlr && c->qp.qid == 0 && ctrlr->kato_ms && now - ctrlr->last_keepalive_ms > ctrlr->kato_ms) {
@@ -1218,6 +1388,7 @@ int nkv_tcp_create(struct nkv_target *tgt, const struct nkv_tcp_conf *conf, stru
 		t->conf.max_io_queues = 64;
 	if (!t->conf.buffer_budget)
 		t->conf.buffer_budget = 2ull << 30;
+	nkv_tcp_limits_defaults(&t->conf);
 	/* MAXH2CDATA: a multiple of 4, at least 4096 (Linux checks both); MQES >= 31 for the admin queue;
 	 * IOCCSZ counts 16-byte units after the 64-byte SQE; the I/O Connect's 1024 bytes fit in it. */
 	if ((t->conf.maxh2cdata & 3) || t->conf.maxh2cdata < NKV_TCP_MIN_MAXH2CDATA || t->conf.max_queue_depth < 32 ||
@@ -1226,7 +1397,12 @@ int nkv_tcp_create(struct nkv_target *tgt, const struct nkv_tcp_conf *conf, stru
 		free(t);
 		return -EINVAL;
 	}
+	if ((rc = nkv_tcp_limits_init(&t->lim, &t->conf)) < 0) {
+		free(t);
+		return rc;
+	}
 	if ((rc = nkv_target_enable_discovery(tgt)) < 0 || !(t->rs = calloc(t->conf.reactors, sizeof(*t->rs)))) {
+		nkv_tcp_limits_fini(&t->lim);
 		free(t);
 		return rc < 0 ? rc : -ENOMEM;
 	}
@@ -1325,6 +1501,7 @@ void nkv_tcp_destroy(struct nkv_tcp *t, int grace_ms)
 		close(l->fd);
 		free(l);
 	}
+	nkv_tcp_limits_fini(&t->lim);
 	free(t->rs);
 	free(t);
 }

@@ -40,6 +40,18 @@ static void usage(FILE *f)
 		"      --queue-depth N       largest I/O queue (CAP.MQES + 1; default 1024)\n"
 		"      --in-capsule BYTES    in-capsule data size on I/O queues (default 8192)\n"
 		"      --buffer-budget MB    command data buffered at once before backpressure (default 2048)\n"
+		"      --conn-buffer MB      buffer bytes one connection may hold (default budget / 8)\n"
+		"      --host-buffer MB      buffer bytes one host (peer address) may hold (default budget / 4)\n"
+		"      --r2t-timeout-ms MS   an R2T's data must arrive within this (default 30000)\n"
+		"      --pdu-timeout-ms MS   a PDU must arrive whole within this of its first byte (default 10000)\n"
+		"      --send-timeout-ms MS  a PDU we send must leave within this; else close (default 30000)\n"
+		"      --icreq-timeout-ms MS ICReq within this of accept (default 10000)\n"
+		"      --tcp-connect-timeout-ms MS  fabrics Connect within this of accept (default 30000)\n"
+		"      --idle-admin-ms MS    close an idle admin queue with KATO 0 and no I/O queues (default 60000)\n"
+		"      --max-conns N         NVMe/TCP connections at once (default 4096, at most the fd limit - 64)\n"
+		"      --max-host-conns N    connections at once from one host (default 256)\n"
+		"      --max-ctrlrs N        controllers at once (default 1024)\n"
+		"      --max-host-ctrlrs N   controllers at once from one host (default 32)\n"
 		"      --shm-pollers N       shared-memory poller threads (default 1)\n"
 		"      --shm-poll-us US      an idle poller sleeps this long between scans (default 50)\n"
 		"      --shm-mqes N          shared-memory CAP.MQES, 0's based (default 4095)\n"
@@ -352,7 +364,10 @@ int conf_load_file(struct daemon_conf *c, const char *path)
 	static const char *const backend_keys[] = {"type", "ceph_conf", "keyring", "client_id", "op_timeout_s",
 						   "connect_timeout_s", "list_workers", "mem_max_object", NULL};
 	static const char *const tcp_keys[] = {"reactors", "in_capsule", "maxh2cdata", "max_queue_depth",
-					       "max_io_queues", "buffer_budget_mb", NULL};
+					       "max_io_queues", "buffer_budget_mb", "conn_buffer_mb", "host_buffer_mb",
+					       "r2t_timeout_ms", "pdu_timeout_ms", "send_timeout_ms", "icreq_timeout_ms",
+					       "connect_timeout_ms", "idle_admin_ms", "max_conns", "max_host_conns",
+					       "max_ctrlrs", "max_host_ctrlrs", NULL};
 	static const char *const shm_keys[] = {"pollers", "poll_idle_us", "mqes", "max_io_queues", "max_regions",
 					       "max_reg_mb", "bounce_budget_mb", NULL};
 	struct jctx j = {.path = path};
@@ -425,6 +440,20 @@ int conf_load_file(struct daemon_conf *c, const char *path)
 		c->tcp.max_io_queues = (uint16_t)v;
 		v = (int64_t)(c->tcp.buffer_budget >> 20), jnum(&j, o, "tcp", "buffer_budget_mb", 1, 1 << 20, &v);
 		c->tcp.buffer_budget = (uint64_t)v << 20;
+		v = (int64_t)(c->tcp.conn_buffer >> 20), jnum(&j, o, "tcp", "conn_buffer_mb", 1, 1 << 20, &v);
+		c->tcp.conn_buffer = (uint64_t)v << 20;
+		v = (int64_t)(c->tcp.host_buffer >> 20), jnum(&j, o, "tcp", "host_buffer_mb", 1, 1 << 20, &v);
+		c->tcp.host_buffer = (uint64_t)v << 20;
+		static const char *const ms_keys[] = {"r2t_timeout_ms", "pdu_timeout_ms", "send_timeout_ms",
+						      "icreq_timeout_ms", "connect_timeout_ms", "idle_admin_ms"};
+		uint32_t *ms[] = {&c->tcp.r2t_timeout_ms, &c->tcp.pdu_timeout_ms, &c->tcp.send_timeout_ms,
+				  &c->tcp.icreq_timeout_ms, &c->tcp.connect_timeout_ms, &c->tcp.idle_admin_ms};
+		for (size_t i = 0; i < sizeof(ms) / sizeof(ms[0]); i++)
+			v = *ms[i], jnum(&j, o, "tcp", ms_keys[i], 1, 86400000, &v), *ms[i] = (uint32_t)v;
+		static const char *const n_keys[] = {"max_conns", "max_host_conns", "max_ctrlrs", "max_host_ctrlrs"};
+		unsigned *n[] = {&c->tcp.max_conns, &c->tcp.max_host_conns, &c->tcp.max_ctrlrs, &c->tcp.max_host_ctrlrs};
+		for (size_t i = 0; i < sizeof(n) / sizeof(n[0]); i++)
+			v = *n[i], jnum(&j, o, "tcp", n_keys[i], 1, 1 << 20, &v), *n[i] = (unsigned)v;
 	}
 	if ((o = jget(&j, root, "", "shm", json_type_object))) {
 		jkeys(&j, o, "shm", shm_keys);
@@ -451,7 +480,9 @@ int conf_load_file(struct daemon_conf *c, const char *path)
 
 enum { OPT_CEPH_CONF = 256, OPT_KEYRING, OPT_CLIENT_ID, OPT_OP_TIMEOUT, OPT_CONNECT_TIMEOUT, OPT_QD,
        OPT_ICD, OPT_BUDGET, OPT_GRACE, OPT_LOG, OPT_PID, OPT_SHM_POLLERS, OPT_SHM_POLL_US, OPT_SHM_MQES,
-       OPT_LIST_WORKERS };
+       OPT_LIST_WORKERS, OPT_CONN_BUF, OPT_HOST_BUF, OPT_R2T_MS, OPT_PDU_MS, OPT_SEND_MS, OPT_ICREQ_MS,
+       OPT_TCP_CONNECT_MS, OPT_IDLE_ADMIN_MS, OPT_MAX_CONNS, OPT_MAX_HOST_CONNS, OPT_MAX_CTRLRS,
+       OPT_MAX_HOST_CTRLRS };
 
 int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 {
@@ -469,7 +500,16 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 		{"grace-ms", required_argument, 0, OPT_GRACE}, {"log-level", required_argument, 0, OPT_LOG},
 		{"pid-file", required_argument, 0, OPT_PID}, {"shm", required_argument, 0, 'S'},
 		{"shm-pollers", required_argument, 0, OPT_SHM_POLLERS}, {"shm-poll-us", required_argument, 0, OPT_SHM_POLL_US},
-		{"shm-mqes", required_argument, 0, OPT_SHM_MQES}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
+		{"shm-mqes", required_argument, 0, OPT_SHM_MQES}, {"help", no_argument, 0, 'h'},
+		{"conn-buffer", required_argument, 0, OPT_CONN_BUF}, {"host-buffer", required_argument, 0, OPT_HOST_BUF},
+		{"r2t-timeout-ms", required_argument, 0, OPT_R2T_MS}, {"pdu-timeout-ms", required_argument, 0, OPT_PDU_MS},
+		{"send-timeout-ms", required_argument, 0, OPT_SEND_MS},
+		{"icreq-timeout-ms", required_argument, 0, OPT_ICREQ_MS},
+		{"tcp-connect-timeout-ms", required_argument, 0, OPT_TCP_CONNECT_MS},
+		{"idle-admin-ms", required_argument, 0, OPT_IDLE_ADMIN_MS},
+		{"max-conns", required_argument, 0, OPT_MAX_CONNS}, {"max-host-conns", required_argument, 0, OPT_MAX_HOST_CONNS},
+		{"max-ctrlrs", required_argument, 0, OPT_MAX_CTRLRS},
+		{"max-host-ctrlrs", required_argument, 0, OPT_MAX_HOST_CTRLRS}, {0, 0, 0, 0},
 	};
 	bool cli_listeners = false;
 	unsigned u;
@@ -562,6 +602,36 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 			if (parse_uint(optarg, 3600000, &c->grace_ms) < 0)
 				goto bad;
 			break;
+		case OPT_CONN_BUF:
+		case OPT_HOST_BUF:
+			if (parse_uint(optarg, 1u << 20, &u) < 0 || u == 0)
+				goto bad;
+			*(o == OPT_CONN_BUF ? &c->tcp.conn_buffer : &c->tcp.host_buffer) = (uint64_t)u << 20;
+			break;
+		case OPT_R2T_MS:
+		case OPT_PDU_MS:
+		case OPT_SEND_MS:
+		case OPT_ICREQ_MS:
+		case OPT_TCP_CONNECT_MS:
+		case OPT_IDLE_ADMIN_MS: {
+			uint32_t *ms[] = {&c->tcp.r2t_timeout_ms, &c->tcp.pdu_timeout_ms, &c->tcp.send_timeout_ms,
+					  &c->tcp.icreq_timeout_ms, &c->tcp.connect_timeout_ms, &c->tcp.idle_admin_ms};
+			if (parse_uint(optarg, 86400000, &u) < 0 || u == 0)
+				goto bad;
+			*ms[o - OPT_R2T_MS] = u;
+			break;
+		}
+		case OPT_MAX_CONNS:
+		case OPT_MAX_HOST_CONNS:
+		case OPT_MAX_CTRLRS:
+		case OPT_MAX_HOST_CTRLRS: {
+			unsigned *n[] = {&c->tcp.max_conns, &c->tcp.max_host_conns, &c->tcp.max_ctrlrs,
+					 &c->tcp.max_host_ctrlrs};
+			if (parse_uint(optarg, 1u << 20, &u) < 0 || u == 0)
+				goto bad;
+			*n[o - OPT_MAX_CONNS] = u;
+			break;
+		}
 		case OPT_LOG:
 			if (set_log_level(c, optarg) < 0)
 				goto bad;
