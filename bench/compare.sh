@@ -20,7 +20,8 @@
 #             verified its data (exit 1 if not); writes nothing into bench/results.
 # A full run first runs scripts/deps.sh and scripts/bench-deps.sh (idempotent apt installs). Environment: NKV_BENCH_CEPH_DIR (/tmp/nkv-ceph-bench), BUILD (build/bench).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+SELF=$(realpath "$0")   # before the cd: --help works from any directory, with any relative path
+cd "$(dirname "$SELF")/.."
 ROOT=$PWD
 CMDLINE="bench/compare.sh${*:+ $*}"
 
@@ -39,7 +40,7 @@ while [ $# -gt 0 ]; do
 	--no-build) BUILD_IT=0; shift ;;
 	--keep) KEEP=1; shift ;;
 	--memstore) STORE=memstore; shift ;;
-	-h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '2,/^set -euo/p' "$SELF" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	*) echo "compare.sh: unknown argument '$1' (--help)" >&2; exit 64 ;;
 	esac
 done

@@ -45,7 +45,7 @@ while [ $# -gt 0 ]; do
     --pool) POOL="${2:?--pool needs a value}"; POOL_SET=1; shift 2 ;;
     --durable) DURABLE=1; shift ;;
     -h|--help) usage; exit 0 ;;
-    *) echo "ceph-dev: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
+    *) echo "ceph-dev: unknown argument '$1'" >&2; usage >&2; exit 64 ;;
   esac
 done
 DIR="$(realpath -m "$DIR")"   # absolute: the paths end up in ceph.conf
@@ -262,5 +262,5 @@ case "$CMD" in
     start_daemon "$NAME"; log "started $NAME (pid $(live_pid "$NAME"))"
     ;;
   -h|--help|help) usage ;;
-  *) usage >&2; exit 2 ;;
+  *) usage >&2; echo "ceph-dev: unknown command '$CMD'" >&2; exit 64 ;;
 esac

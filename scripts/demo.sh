@@ -23,6 +23,17 @@ fi
 
 step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@"; }
 
+# The demo must talk to its own daemon: a port someone else serves would make it "pass" against
+# their target. Refuse taken ports up front, and call the daemon ready only once it wrote its own
+# pid into the pid file (it does so after every listener is bound).
+for p in "$PORT" "$DPORT"; do
+	if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+		echo "demo: 127.0.0.1:$p is already in use by another process; free it or pick other ports" \
+		     "(NKV_PORT=... NKV_DISC_PORT=...)" >&2
+		exit 1
+	fi
+done
+rm -f "$PIDF"
 echo "starting: $BUILD/rados-nkv ${args[*]}   (log: $LOG)"
 "$BUILD/rados-nkv" "${args[@]}" 2>"$LOG" &
 daemon=$!
@@ -31,11 +42,15 @@ stop() {
 	wait "$daemon" && echo "rados-nkv stopped cleanly" || echo "rados-nkv exited with status $?"
 }
 [ "${KEEP:-0}" = 1 ] || trap stop EXIT
-for _ in $(seq 100); do # ready within 10 s, or show why not
-	"$NKV" -s "$PORT" --timeout 500 identify >/dev/null 2>&1 && break
-	kill -0 "$daemon" 2>/dev/null || { cat "$LOG"; exit 1; }
+ready=0
+for _ in $(seq 300); do # ready within 30 s (a rados backend connects first), or show why not
+	if ! kill -0 "$daemon" 2>/dev/null; then
+		cat "$LOG" >&2; echo "demo: rados-nkv did not start (log above)" >&2; exit 1
+	fi
+	[ "$(cat "$PIDF" 2>/dev/null)" = "$daemon" ] && { ready=1; break; }
 	sleep 0.1
 done
+[ "$ready" = 1 ] || { cat "$LOG" >&2; echo "demo: rados-nkv not ready after 30 s" >&2; exit 1; }
 
 step "$NKV" -s "$DPORT" discover
 step "$NKV" -s "$PORT" list-ns

@@ -65,8 +65,9 @@ void nkv_target_destroy(struct nkv_target *tgt);
 int nkv_subsys_add(struct nkv_target *tgt, const char *nqn, const char *pool, struct nkv_subsys **out);
 
 /**
- * Add a KV namespace. The effective max value size is min(conf->max_value, backend object limit).
- * @return 0, -EEXIST (NSID in use), -EINVAL (NSID out of range), -ENOMEM, or a backend error.
+ * Add a KV namespace. conf->max_value 0 takes min(64 MiB, the backend's object limit).
+ * @return 0, -EEXIST (NSID in use), -EINVAL (NSID out of range), -EFBIG (conf->max_value above the
+ * backend's object limit or 4 GiB - 1; logged with the limit), -ENOMEM, or a backend error.
  */
 int nkv_ns_add(struct nkv_subsys *ss, const struct nkv_ns_conf *conf);
 

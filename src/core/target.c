@@ -178,11 +178,19 @@ int nkv_ns_add(struct nkv_subsys *ss, const struct nkv_ns_conf *conf)
 	}
 	atomic_init(&ns->used, ns->info.used);
 	atomic_init(&ns->capacity, ns->info.capacity);
+	/* An explicit size the cluster cannot hold is refused (naming the limit), never cut silently:
+	 * the operator would see Stores of the promised size fail. The default follows the cluster. */
+	uint64_t limit = ns->info.max_object < UINT32_MAX ? ns->info.max_object : UINT32_MAX; /* KVVML: 32 bits */
+	if (conf->max_value > limit) {
+		NKV_ERR("%s: nsid %u: max value %" PRIu64 " is above the largest the backend stores, %" PRIu64
+			" (osd max object size; KVVML is 32 bits)", ss->nqn, conf->nsid, conf->max_value, limit);
+		t->be->ns_close(ns->kvns);
+		free(ns);
+		return -EFBIG;
+	}
 	ns->max_value = conf->max_value ? conf->max_value : NKV_DEFAULT_MAX_VALUE;
-	if (ns->max_value > ns->info.max_object)
-		ns->max_value = ns->info.max_object;
-	if (ns->max_value > UINT32_MAX) /* KVVML is 32 bits */
-		ns->max_value = UINT32_MAX;
+	if (ns->max_value > limit)
+		ns->max_value = limit;
 	if (ns->max_value > atomic_load(&ss->max_value)) /* MDTS first, so no namespace outgrows it */
 		atomic_store(&ss->max_value, ns->max_value);
 	/* Pairs with the acquire load in nkv_subsys_ns(). */

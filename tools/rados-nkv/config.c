@@ -1,6 +1,7 @@
 /* config.c - JSON configuration file and command-line flags of the rados-nkv daemon (see config.h). */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <json-c/json.h>
@@ -24,18 +25,23 @@ static void usage(FILE *f)
 		"      --op-timeout SEC      per-operation RADOS timeout; expiry answers 82h (default 30)\n"
 		"      --connect-timeout SEC cluster connect timeout at startup (default 15)\n"
 		"      --list-workers N      threads scanning namespaces for List, 1..64 (default 4)\n"
-		"  -l, --listen ADDR:PORT    NVMe/TCP listener, repeatable (default 0.0.0.0:4420; IPv6 as [::1]:4420)\n"
+		"  -l, --listen ADDR:PORT    NVMe/TCP listener, repeatable (default 127.0.0.1:4420; IPv6 as [::1]:4420)\n"
 		"  -d, --discovery ADDR:PORT discovery listener (default: the first listener's address, port 8009);\n"
 		"                            'none' serves discovery only on the I/O listeners\n"
-		"  -s, --subsys NQN          start a subsystem; the --pool/--ns/--allow-host after it apply to it\n"
+		"  -s, --subsys NQN          start a subsystem; the --pool/--ns/--allow-host/--allow-any-host/--shm\n"
+		"                            after it apply to it (before the first -s they are an error)\n"
 		"                            (default NQN: nqn.2026-11.io.rados-nkv:<pool>)\n"
 		"  -p, --pool NAME           RADOS pool of the current subsystem (default nkv)\n"
 		"  -n, --ns NSID[:RADOS_NS[:MAX_VALUE[:ro]]]\n"
 		"                            KV namespace of the current subsystem (default: NSID 1 on the pool's\n"
 		"                            default RADOS namespace). MAX_VALUE takes K/M/G suffixes (default 64M)\n"
 		"  -a, --allow-host NQN      allow only these hosts on the current subsystem (repeatable)\n"
+		"      --allow-any-host      let any host use the current subsystem; required for a subsystem\n"
+		"                            without --allow-host when a listener is not on loopback\n"
 		"  -S, --shm PATH            also serve the current subsystem over the shared-memory transport\n"
 		"                            on this Unix socket (PCIe-style queues in registered host memory)\n"
+		"      --shm-mode MODE       permissions of the shared-memory sockets, octal (default 0660)\n"
+		"      --shm-group GROUP     group of the shared-memory sockets (default: the daemon's)\n"
 		"  -r, --reactors N          reactor threads (default 2)\n"
 		"      --queue-depth N       largest I/O queue (CAP.MQES + 1; default 1024)\n"
 		"      --in-capsule BYTES    in-capsule data size on I/O queues (default 8192)\n"
@@ -57,7 +63,9 @@ static void usage(FILE *f)
 		"      --shm-mqes N          shared-memory CAP.MQES, 0's based (default 4095)\n"
 		"      --grace-ms MS         on SIGINT/SIGTERM, time given to commands in flight (default 10000)\n"
 		"      --log-level LEVEL     error|warn|info|debug (default info)\n"
-		"      --pid-file PATH       write the process ID here once listening\n"
+		"      --pid-file PATH       write the process ID here once listening (refused if a live daemon\n"
+		"                            owns it; removed on exit)\n"
+		"      --check               validate the configuration, print what would be served, and exit\n"
 		"  -h, --help                this text\n");
 }
 
@@ -145,6 +153,43 @@ static struct conf_subsys *new_subsys(struct daemon_conf *c, const char *nqn)
 static struct conf_subsys *cur_subsys(struct daemon_conf *c)
 {
 	return c->nsubsys ? &c->subsys[c->nsubsys - 1] : new_subsys(c, NULL);
+}
+
+/*
+ * The subsystem a per-subsystem flag (--pool, --ns, --allow-host, --allow-any-host, --shm) applies
+ * to: the last -s before it. Before any -s it applies to the only subsystem there is (the file's, or
+ * the default one), and is remembered in *loose: a -s after it would otherwise leave the flag on a
+ * subsystem the user did not mean (an allowlist on the default subsystem and the named one open to
+ * everyone), so that is a usage error, as is a loose flag when the file defines several subsystems.
+ */
+static struct conf_subsys *flag_subsys(struct daemon_conf *c, const char *flag, bool cli_subsys,
+				       const char **loose)
+{
+	if (!cli_subsys) {
+		if (c->nsubsys > 1) {
+			fprintf(stderr, "rados-nkv: %s before any --subsys is ambiguous: the configuration file "
+					"defines %u subsystems; put it after -s NQN\n", flag, c->nsubsys);
+			exit(EX_USAGE);
+		}
+		if (!*loose)
+			*loose = flag;
+	}
+	return cur_subsys(c);
+}
+
+bool conf_addr_is_loopback(const char *addr)
+{
+	struct in_addr a4;
+	struct in6_addr a6;
+
+	if (strcmp(addr, "localhost") == 0)
+		return true;
+	if (inet_pton(AF_INET, addr, &a4) == 1)
+		return (ntohl(a4.s_addr) >> 24) == 127;
+	if (inet_pton(AF_INET6, addr, &a6) == 1)
+		return IN6_IS_ADDR_LOOPBACK(&a6) ||
+		       (IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127);
+	return false; /* "" (every address), a wildcard or a name that may resolve anywhere */
 }
 
 static int add_ns(struct conf_subsys *s, uint32_t nsid, const char *rados_ns, uint64_t max_value, bool ro)
@@ -323,7 +368,8 @@ static void load_ns(struct jctx *j, struct conf_subsys *s, json_object *jn, size
 
 static void load_subsys(struct jctx *j, struct daemon_conf *c, json_object *js, size_t idx)
 {
-	static const char *const known[] = {"nqn", "pool", "allowed_hosts", "namespaces", "shm_socket", NULL};
+	static const char *const known[] = {"nqn", "pool", "allowed_hosts", "allow_any_host", "namespaces",
+					    "shm_socket", NULL};
 	char where[64];
 	json_object *arr;
 
@@ -339,6 +385,7 @@ static void load_subsys(struct jctx *j, struct daemon_conf *c, json_object *js, 
 		return;
 	}
 	copy(s->pool, sizeof(s->pool), jstr(j, js, where, "pool"));
+	s->allow_any_host = jbool(j, js, where, "allow_any_host");
 	const char *shm = jstr(j, js, where, "shm_socket");
 	if (shm && strlen(shm) >= sizeof(s->shm_path))
 		jfail(j, where, "shm_socket", "is longer than a Unix socket path may be");
@@ -357,6 +404,57 @@ static void load_subsys(struct jctx *j, struct daemon_conf *c, json_object *js, 
 			load_ns(j, s, json_object_array_get_idx(arr, i), i);
 }
 
+/* Read and parse @path; a syntax error names its line and column. @return the root or NULL (said why). */
+static json_object *load_json(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+	json_object *root = NULL;
+
+	if (!f) {
+		fprintf(stderr, "rados-nkv: cannot read configuration %s: %s\n", path, strerror(errno));
+		return NULL;
+	}
+	for (size_t n;; len += n) {
+		if (len == cap) {
+			char *nb = cap < (16u << 20) ? realloc(buf, cap = cap ? cap * 2 : 65536) : NULL;
+			if (!nb) {
+				fprintf(stderr, "rados-nkv: %s: larger than 16 MiB or out of memory\n", path);
+				goto out;
+			}
+			buf = nb;
+		}
+		if ((n = fread(buf + len, 1, cap - len, f)) == 0)
+			break;
+	}
+	json_tokener *tok = json_tokener_new();
+	if (!tok)
+		goto out;
+	root = json_tokener_parse_ex(tok, buf, (int)len);
+	enum json_tokener_error err = json_tokener_get_error(tok);
+	size_t end = json_tokener_get_parse_end(tok);
+	while (root && end < len && strchr(" \t\r\n", buf[end]))
+		end++;
+	if (!root || end < len) {
+		unsigned line = 1, col = 1;
+		for (size_t i = 0; i < end && i < len; i++, col++)
+			if (buf[i] == '\n')
+				line++, col = 0;
+		fprintf(stderr, "rados-nkv: %s:%u:%u: invalid JSON: %s\n", path, line, col,
+			root ? "text after the configuration object"
+			: err == json_tokener_continue ? "unexpected end of file (a bracket or quote is not closed)"
+						       : json_tokener_error_desc(err));
+		json_object_put(root);
+		root = NULL;
+	}
+	json_tokener_free(tok);
+out:
+	free(buf);
+	fclose(f);
+	return root;
+}
+
 int conf_load_file(struct daemon_conf *c, const char *path)
 {
 	static const char *const top[] = {"backend", "listeners", "discovery", "subsystems", "tcp", "shm",
@@ -369,17 +467,13 @@ int conf_load_file(struct daemon_conf *c, const char *path)
 					       "connect_timeout_ms", "idle_admin_ms", "max_conns", "max_host_conns",
 					       "max_ctrlrs", "max_host_ctrlrs", NULL};
 	static const char *const shm_keys[] = {"pollers", "poll_idle_us", "mqes", "max_io_queues", "max_regions",
-					       "max_reg_mb", "bounce_budget_mb", NULL};
+					       "max_reg_mb", "bounce_budget_mb", "socket_mode", "socket_group", NULL};
 	struct jctx j = {.path = path};
-	json_object *root = json_object_from_file(path), *o, *arr;
+	json_object *root = load_json(path), *o, *arr;
 	int64_t v;
 
-	if (!root) {
-		const char *why = json_util_get_last_err();
-		fprintf(stderr, "rados-nkv: cannot load configuration %s: %s", path,
-			access(path, R_OK) == 0 ? "not valid JSON (check brackets, commas and quotes)\n" : why ? why : "\n");
+	if (!root)
 		return -1;
-	}
 	if (!json_object_is_type(root, json_type_object)) {
 		fprintf(stderr, "rados-nkv: %s: the configuration must be a JSON object\n", path);
 		json_object_put(root);
@@ -433,6 +527,8 @@ int conf_load_file(struct daemon_conf *c, const char *path)
 		jkeys(&j, o, "tcp", tcp_keys);
 		v = c->tcp.reactors, jnum(&j, o, "tcp", "reactors", 1, 256, &v), c->tcp.reactors = (unsigned)v;
 		v = c->tcp.in_capsule, jnum(&j, o, "tcp", "in_capsule", 1024, 1 << 20, &v), c->tcp.in_capsule = (uint32_t)v;
+		if (v % 16)
+			jfail(&j, "tcp", "in_capsule", "must be a multiple of 16 (IOCCSZ counts 16-byte units)");
 		v = c->tcp.maxh2cdata, jnum(&j, o, "tcp", "maxh2cdata", 4096, 1 << 30, &v), c->tcp.maxh2cdata = (uint32_t)v;
 		v = c->tcp.max_queue_depth, jnum(&j, o, "tcp", "max_queue_depth", 32, 65535, &v);
 		c->tcp.max_queue_depth = (uint16_t)v;
@@ -467,6 +563,15 @@ int conf_load_file(struct daemon_conf *c, const char *path)
 		c->shm.max_reg_bytes = (uint64_t)v << 20;
 		v = (int64_t)(c->shm.bounce_budget >> 20), jnum(&j, o, "shm", "bounce_budget_mb", 1, 1 << 20, &v);
 		c->shm.bounce_budget = (uint64_t)v << 20;
+		const char *mode = jstr(&j, o, "shm", "socket_mode"), *grp = jstr(&j, o, "shm", "socket_group");
+		char *end = NULL;
+		unsigned long m = mode ? strtoul(mode, &end, 8) : 0;
+		if (mode && (end == mode || *end || m > 0777))
+			jfail(&j, "shm", "socket_mode", "must be an octal mode string such as \"0660\"");
+		c->shm_mode = (unsigned)m;
+		if (grp && strlen(grp) >= sizeof(c->shm_group))
+			jfail(&j, "shm", "socket_group", "is too long");
+		copy(c->shm_group, sizeof(c->shm_group), grp);
 	}
 	const char *lvl = jstr(&j, root, "", "log_level");
 	if (lvl && set_log_level(c, lvl) < 0)
@@ -482,7 +587,7 @@ enum { OPT_CEPH_CONF = 256, OPT_KEYRING, OPT_CLIENT_ID, OPT_OP_TIMEOUT, OPT_CONN
        OPT_ICD, OPT_BUDGET, OPT_GRACE, OPT_LOG, OPT_PID, OPT_SHM_POLLERS, OPT_SHM_POLL_US, OPT_SHM_MQES,
        OPT_LIST_WORKERS, OPT_CONN_BUF, OPT_HOST_BUF, OPT_R2T_MS, OPT_PDU_MS, OPT_SEND_MS, OPT_ICREQ_MS,
        OPT_TCP_CONNECT_MS, OPT_IDLE_ADMIN_MS, OPT_MAX_CONNS, OPT_MAX_HOST_CONNS, OPT_MAX_CTRLRS,
-       OPT_MAX_HOST_CTRLRS };
+       OPT_MAX_HOST_CTRLRS, OPT_ALLOW_ANY, OPT_SHM_MODE, OPT_SHM_GROUP, OPT_CHECK };
 
 int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 {
@@ -492,6 +597,8 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 		{"client-id", required_argument, 0, OPT_CLIENT_ID}, {"op-timeout", required_argument, 0, OPT_OP_TIMEOUT},
 		{"connect-timeout", required_argument, 0, OPT_CONNECT_TIMEOUT},
 		{"list-workers", required_argument, 0, OPT_LIST_WORKERS},
+		{"allow-any-host", no_argument, 0, OPT_ALLOW_ANY}, {"shm-mode", required_argument, 0, OPT_SHM_MODE},
+		{"shm-group", required_argument, 0, OPT_SHM_GROUP}, {"check", no_argument, 0, OPT_CHECK},
 		{"listen", required_argument, 0, 'l'}, {"discovery", required_argument, 0, 'd'},
 		{"subsys", required_argument, 0, 's'}, {"pool", required_argument, 0, 'p'},
 		{"ns", required_argument, 0, 'n'}, {"allow-host", required_argument, 0, 'a'},
@@ -511,7 +618,8 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 		{"max-ctrlrs", required_argument, 0, OPT_MAX_CTRLRS},
 		{"max-host-ctrlrs", required_argument, 0, OPT_MAX_HOST_CTRLRS}, {0, 0, 0, 0},
 	};
-	bool cli_listeners = false;
+	bool cli_listeners = false, cli_subsys = false;
+	const char *loose = NULL; /* the first per-subsystem flag seen before any -s */
 	unsigned u;
 	uint64_t sz;
 	int o;
@@ -561,22 +669,50 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 			}
 			break;
 		case 's':
+			if (loose) {
+				fprintf(stderr, "rados-nkv: %s comes before the first --subsys: per-subsystem flags apply "
+						"to the -s before them; move it after -s %s\n", loose, optarg);
+				exit(EX_USAGE);
+			}
+			cli_subsys = true;
 			if (!new_subsys(c, optarg))
 				return -1;
 			break;
 		case 'p':
-			if (!(s = cur_subsys(c)))
+			if (!(s = flag_subsys(c, "--pool", cli_subsys, &loose)))
 				return -1;
 			copy(s->pool, sizeof(s->pool), optarg);
 			break;
 		case 'n':
-			if (!(s = cur_subsys(c)) || parse_ns(s, optarg) < 0)
+			if (!(s = flag_subsys(c, "--ns", cli_subsys, &loose)) || parse_ns(s, optarg) < 0)
 				goto bad;
 			break;
 		case 'a':
-			if (!(s = cur_subsys(c)) || s->nhosts == CONF_MAX_HOSTS || strlen(optarg) >= sizeof(s->hosts[0]))
+			if (!(s = flag_subsys(c, "--allow-host", cli_subsys, &loose)) || s->nhosts == CONF_MAX_HOSTS ||
+			    strlen(optarg) >= sizeof(s->hosts[0]))
 				goto bad;
 			copy(s->hosts[s->nhosts++], sizeof(s->hosts[0]), optarg);
+			break;
+		case OPT_ALLOW_ANY:
+			if (!(s = flag_subsys(c, "--allow-any-host", cli_subsys, &loose)))
+				return -1;
+			s->allow_any_host = true;
+			break;
+		case OPT_SHM_MODE: {
+			char *end;
+			unsigned long m = strtoul(optarg, &end, 8);
+			if (end == optarg || *end || m > 0777)
+				goto bad;
+			c->shm_mode = (unsigned)m;
+			break;
+		}
+		case OPT_SHM_GROUP:
+			if (strlen(optarg) >= sizeof(c->shm_group))
+				goto bad;
+			copy(c->shm_group, sizeof(c->shm_group), optarg);
+			break;
+		case OPT_CHECK:
+			c->check = true;
 			break;
 		case 'r':
 			if (parse_uint(optarg, 256, &u) < 0 || u == 0)
@@ -589,7 +725,8 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 			c->tcp.max_queue_depth = (uint16_t)(u > 65535 ? 65535 : u);
 			break;
 		case OPT_ICD:
-			if (parse_size(optarg, &sz) < 0 || sz > (1u << 20))
+			/* IOCCSZ = (64 + in-capsule) / 16: a multiple of 16, at least 1 KiB (wire doc) */
+			if (parse_size(optarg, &sz) < 0 || sz > (1u << 20) || sz < 1024 || sz % 16)
 				goto bad;
 			c->tcp.in_capsule = (uint32_t)sz;
 			break;
@@ -638,7 +775,7 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 			break;
 		case OPT_PID: copy(c->pid_file, sizeof(c->pid_file), optarg); break;
 		case 'S':
-			if (!(s = cur_subsys(c)) || strlen(optarg) >= sizeof(s->shm_path))
+			if (!(s = flag_subsys(c, "--shm", cli_subsys, &loose)) || strlen(optarg) >= sizeof(s->shm_path))
 				goto bad;
 			copy(s->shm_path, sizeof(s->shm_path), optarg);
 			break;
@@ -682,7 +819,8 @@ int conf_finish(struct daemon_conf *c)
 {
 	if (c->nlisteners == 0) {
 		c->nlisteners = 1;
-		snprintf(c->listeners[0].addr, sizeof(c->listeners[0].addr), "0.0.0.0");
+		/* Loopback unless told: exposing a cluster's data to a network is an explicit decision. */
+		snprintf(c->listeners[0].addr, sizeof(c->listeners[0].addr), "127.0.0.1");
 		snprintf(c->listeners[0].port, sizeof(c->listeners[0].port), "%d", NKV_TCP_PORT);
 	}
 	if (!c->no_discovery && !c->discovery_set) {
@@ -700,7 +838,22 @@ int conf_finish(struct daemon_conf *c)
 		}
 		if (s->nns == 0)
 			add_ns(s, 1, "", 0, false);
+		if (s->nhosts && s->allow_any_host) {
+			fprintf(stderr, "rados-nkv: subsystem %s has both an allowlist and allow-any-host; pick one\n",
+				s->nqn);
+			return -1;
+		}
+		for (unsigned l = 0; !s->nhosts && !s->allow_any_host && l < c->nlisteners; l++)
+			if (!conf_addr_is_loopback(c->listeners[l].addr)) {
+				fprintf(stderr, "rados-nkv: subsystem %s would be open to any host on %s:%s: name the hosts "
+						"(--allow-host NQN after -s, or \"allowed_hosts\") or say --allow-any-host "
+						"(\"allow_any_host\": true)\n", s->nqn,
+					*c->listeners[l].addr ? c->listeners[l].addr : "*", c->listeners[l].port);
+				return -1;
+			}
 	}
+	if (!c->shm_mode)
+		c->shm_mode = 0660;
 	c->backend.name = c->backend_name;
 	c->backend.ceph_conf = *c->ceph_conf ? c->ceph_conf : NULL;
 	c->backend.keyring = *c->keyring ? c->keyring : NULL;

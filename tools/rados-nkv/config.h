@@ -28,6 +28,7 @@ struct conf_subsys {
 	unsigned nns;
 	char hosts[CONF_MAX_HOSTS][224];
 	unsigned nhosts;
+	bool allow_any_host; /* explicit: no allowlist, any host (required off loopback) */
 	char shm_path[108];  /* Unix socket of the shared-memory transport; "" = not served over shm */
 };
 
@@ -45,9 +46,12 @@ struct daemon_conf {
 	int log_level;       /* -1: unset */
 	unsigned grace_ms;   /* shutdown: time given to commands in flight */
 	char pid_file[4096];
+	unsigned shm_mode;   /* permissions of the shm sockets; 0: 0660 */
+	char shm_group[64];  /* group of the shm sockets; "": the daemon's */
+	bool check;          /* --check: validate, print the plan, exit */
 };
 
-/** Defaults: mem-less rados backend, 0.0.0.0:4420, discovery on :8009, log level warn. */
+/** Defaults: rados backend, 127.0.0.1:4420, discovery on 127.0.0.1:8009, log level info. */
 void conf_defaults(struct daemon_conf *c);
 
 /** Load a JSON configuration file into @c. @return 0, or -1 with a message on stderr. */
@@ -56,8 +60,15 @@ int conf_load_file(struct daemon_conf *c, const char *path);
 /** Apply command-line flags (after the file). Exits 0 for --help, 64 for usage errors. */
 int conf_parse_args(struct daemon_conf *c, int argc, char **argv);
 
-/** Fill what the user left out (a default subsystem and namespace). @return 0 or -1 with a message. */
+/**
+ * Fill what the user left out (listeners on loopback, a default subsystem and namespace) and refuse
+ * an unsafe plan: a subsystem open to any host on a listener off loopback needs --allow-any-host.
+ * @return 0 or -1 with a message.
+ */
 int conf_finish(struct daemon_conf *c);
+
+/** Is @addr (a listener address; "" = every address) reachable only from this machine? */
+bool conf_addr_is_loopback(const char *addr);
 
 /** Parse "ADDR:PORT", "[V6]:PORT" or "PORT". @return 0 or -1. */
 int conf_parse_hostport(const char *s, struct conf_listener *l);

@@ -1,13 +1,16 @@
 /*
  * rados-nkv - the target daemon: exports RADOS pools as NVMe Key-Value subsystems over NVMe/TCP.
  * Startup fails fast with a message naming the cause (cluster unreachable, pool missing, port in
- * use); SIGINT/SIGTERM stop accepting, let commands in flight finish (--grace-ms) and exit 0.
+ * use); SIGINT/SIGTERM stop accepting, let commands in flight finish (--grace-ms) and exit 0;
+ * SIGHUP re-reads the configuration file's log level (everything else needs a restart).
  */
 #include <errno.h>
+#include <grp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -31,8 +34,49 @@ static const char *backend_hint(const struct daemon_conf *c, int rc)
 	return "";
 }
 
+/* Who may connect to @s, in one line (startup log and --check). */
+static void describe_access(const struct conf_subsys *s, char *out, size_t n)
+{
+	size_t off;
+
+	if (!s->nhosts) {
+		snprintf(out, n, "any host%s", s->allow_any_host ? " (allow-any-host)" : " (listeners on loopback only)");
+		return;
+	}
+	off = (size_t)snprintf(out, n, "only %u host(s):", s->nhosts);
+	for (unsigned i = 0; i < s->nhosts && off < n; i++)
+		off += (size_t)snprintf(out + off, n - off, " %s", s->hosts[i]);
+}
+
+/* --check: what would be served, on stdout; nothing is opened. */
+static void print_plan(const struct daemon_conf *c)
+{
+	char who[4096];
+
+	printf("backend: %s\n", c->backend_name);
+	for (unsigned i = 0; i < c->nlisteners; i++)
+		printf("NVMe/TCP listener: %s:%s\n", *c->listeners[i].addr ? c->listeners[i].addr : "*",
+		       c->listeners[i].port);
+	if (c->no_discovery)
+		printf("discovery: on the NVMe/TCP listeners only\n");
+	else
+		printf("discovery: %s:%s\n", c->discovery.addr, c->discovery.port);
+	for (unsigned i = 0; i < c->nsubsys; i++) {
+		const struct conf_subsys *s = &c->subsys[i];
+		describe_access(s, who, sizeof(who));
+		printf("subsystem %s: pool %s; may connect: %s\n", s->nqn, s->pool, who);
+		for (unsigned j = 0; j < s->nns; j++)
+			printf("  nsid %u: RADOS namespace '%s'%s\n", s->ns[j].nsid, s->rados_ns[j],
+			       s->ns[j].read_only ? ", read-only" : "");
+		if (*s->shm_path)
+			printf("  shared memory: %s (mode %04o%s%s)\n", s->shm_path, c->shm_mode,
+			       *c->shm_group ? ", group " : "", c->shm_group);
+	}
+}
+
 static int build(struct daemon_conf *c, struct nkv_target **tgt)
 {
+	char who[4096];
 	int rc;
 
 	if ((rc = nkv_target_create(&c->backend, tgt)) < 0) {
@@ -53,11 +97,15 @@ static int build(struct daemon_conf *c, struct nkv_target **tgt)
 				fprintf(stderr, "rados-nkv: bad host NQN '%s': %s\n", s->hosts[j], strerror(-rc));
 				return rc;
 			}
+		describe_access(s, who, sizeof(who));
+		NKV_INFO("subsystem %s may be used by %s", s->nqn, who);
 		for (unsigned j = 0; j < s->nns; j++) {
 			s->ns[j].rados_ns = s->rados_ns[j];
 			if ((rc = nkv_ns_add(ss, &s->ns[j])) < 0) {
-				fprintf(stderr, "rados-nkv: %s: cannot add namespace %u (RADOS namespace '%s'): %s\n", s->nqn,
-					s->ns[j].nsid, s->rados_ns[j], strerror(-rc));
+				fprintf(stderr, "rados-nkv: %s: cannot add namespace %u (RADOS namespace '%s'): %s%s\n",
+					s->nqn, s->ns[j].nsid, s->rados_ns[j], strerror(-rc),
+					rc == -EFBIG ? " (its max value is above what the cluster stores; see the log line above)"
+						     : "");
 				return rc;
 			}
 		}
@@ -88,10 +136,22 @@ static int listen_all(struct daemon_conf *c, struct nkv_tcp *tcp)
 	return 0;
 }
 
-/* The shared-memory transport starts only when a subsystem names a socket for it. */
+/* The shared-memory transport starts only when a subsystem names a socket for it. The socket is
+ * created owner-only (umask) and then opened to --shm-mode / --shm-group, so it is never briefly
+ * open to everyone; GPU processes usually run as a non-root user in that group. */
 static int listen_shm(struct daemon_conf *c, struct nkv_target *tgt, struct nkv_shm **shm)
 {
+	gid_t gid = (gid_t)-1;
 	int rc;
+
+	if (*c->shm_group) {
+		struct group *g = getgrnam(c->shm_group);
+		if (!g) {
+			fprintf(stderr, "rados-nkv: --shm-group: no group named '%s'\n", c->shm_group);
+			return -ENOENT;
+		}
+		gid = g->gr_gid;
+	}
 
 	for (unsigned i = 0; i < c->nsubsys; i++) {
 		struct conf_subsys *s = &c->subsys[i];
@@ -101,25 +161,110 @@ static int listen_shm(struct daemon_conf *c, struct nkv_target *tgt, struct nkv_
 			fprintf(stderr, "rados-nkv: cannot start the shared-memory transport: %s\n", strerror(-rc));
 			return rc;
 		}
-		if ((rc = nkv_shm_listen(*shm, s->nqn, s->shm_path)) < 0) {
+		mode_t old = umask(0177);
+		rc = nkv_shm_listen(*shm, s->nqn, s->shm_path);
+		umask(old);
+		if (rc < 0) {
 			fprintf(stderr, "rados-nkv: cannot serve %s on %s: %s\n", s->nqn, s->shm_path, strerror(-rc));
 			return rc;
 		}
-		fprintf(stderr, "rados-nkv: shared memory for %s on %s\n", s->nqn, s->shm_path);
+		if ((gid != (gid_t)-1 && chown(s->shm_path, (uid_t)-1, gid) < 0) || chmod(s->shm_path, c->shm_mode) < 0) {
+			rc = -errno;
+			fprintf(stderr, "rados-nkv: cannot set the owner or mode of %s: %s\n", s->shm_path, strerror(-rc));
+			return rc;
+		}
+		fprintf(stderr, "rados-nkv: shared memory for %s on %s (mode %04o%s%s)\n", s->nqn, s->shm_path,
+			c->shm_mode, *c->shm_group ? ", group " : "", c->shm_group);
 	}
 	return 0;
 }
 
-/* The -c/--config file is loaded before the other flags so that they override it. */
+/* The -c/--config file is loaded before the other flags so that they override it. One only: a
+ * second would silently win or lose. */
 static const char *config_arg(int argc, char **argv)
 {
+	const char *file = NULL;
+
 	for (int i = 1; i < argc; i++) {
+		const char *f = NULL;
 		if ((strcmp(argv[i], "-c") == 0 || strcmp(argv[i], "--config") == 0) && i + 1 < argc)
-			return argv[i + 1];
-		if (strncmp(argv[i], "--config=", 9) == 0)
-			return argv[i] + 9;
+			f = argv[++i];
+		else if (strncmp(argv[i], "--config=", 9) == 0)
+			f = argv[i] + 9;
+		else if (strncmp(argv[i], "-c", 2) == 0 && argv[i][2])
+			f = argv[i] + 2;
+		if (f && file) {
+			fprintf(stderr, "rados-nkv: -c/--config given twice ('%s' and '%s'): one file, flags override it\n",
+				file, f);
+			exit(64);
+		}
+		file = f ? f : file;
 	}
-	return NULL;
+	return file;
+}
+
+/* A pid file naming a live rados-nkv belongs to another daemon. @return its pid, or 0. */
+static long pid_file_owner(const char *path)
+{
+	char comm[32] = "", proc[64];
+	long pid = 0;
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return 0;
+	if (fscanf(f, "%ld", &pid) != 1 || pid <= 0 || pid == (long)getpid())
+		pid = 0;
+	fclose(f);
+	if (!pid || (kill((pid_t)pid, 0) < 0 && errno != EPERM))
+		return 0;
+	snprintf(proc, sizeof(proc), "/proc/%ld/comm", pid);
+	if ((f = fopen(proc, "r"))) {
+		if (!fgets(comm, sizeof(comm), f))
+			comm[0] = '\0';
+		fclose(f);
+	}
+	return strncmp(comm, "rados-nkv", 9) == 0 ? pid : 0;
+}
+
+/* Write the pid file whole or not at all (a reader never sees a partial one). @return 0 or -errno. */
+static int pid_file_write(const char *path)
+{
+	char tmp[4200];
+	FILE *f;
+
+	snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid());
+	if (!(f = fopen(tmp, "w")))
+		return -errno;
+	int ok = fprintf(f, "%ld\n", (long)getpid()) > 0;
+	ok = fclose(f) == 0 && ok;
+	if (!ok || rename(tmp, path) < 0) {
+		int rc = -errno;
+		unlink(tmp);
+		return rc ? rc : -EIO;
+	}
+	return 0;
+}
+
+/* SIGHUP: the log level is the one setting applied live (from the file, unless a flag set it). */
+static void reload(const char *cfile, int argc, char **argv)
+{
+	static struct daemon_conf fresh;
+
+	conf_defaults(&fresh);
+	if (!cfile) {
+		NKV_INFO("SIGHUP: no configuration file to re-read");
+		return;
+	}
+	if (conf_load_file(&fresh, cfile) < 0) {
+		NKV_ERR("SIGHUP: %s is not valid; the running configuration stays", cfile);
+		return;
+	}
+	conf_parse_args(&fresh, argc, argv); /* flags still override the file (validated at startup) */
+	if (fresh.log_level < 0)
+		fresh.log_level = 2;
+	nkv_log_set_level((enum nkv_log_level)fresh.log_level);
+	NKV_INFO("SIGHUP: re-read %s: log level %d applied; listeners, subsystems, namespaces and limits "
+		 "need a restart", cfile, fresh.log_level);
 }
 
 int main(int argc, char **argv)
@@ -131,6 +276,7 @@ int main(int argc, char **argv)
 	const char *cfile = config_arg(argc, argv);
 	sigset_t sigs;
 	int sig = 0, rc = 1;
+	bool pid_written = false;
 
 	conf_defaults(&conf);
 	if (cfile && conf_load_file(&conf, cfile) < 0)
@@ -138,13 +284,27 @@ int main(int argc, char **argv)
 	conf_parse_args(&conf, argc, argv);
 	if (conf_finish(&conf) < 0)
 		return 1;
+	if (conf.check) {
+		print_plan(&conf);
+		return 0;
+	}
 	nkv_log_set_level((enum nkv_log_level)conf.log_level);
-	/* Block the stop signals before any thread starts, so only sigwait() below sees them. */
+	long owner = *conf.pid_file ? pid_file_owner(conf.pid_file) : 0;
+	if (owner) {
+		fprintf(stderr, "rados-nkv: %s belongs to a running rados-nkv (pid %ld); stop it or use another "
+				"--pid-file\n", conf.pid_file, owner);
+		return 1;
+	}
+	if (strcmp(conf.backend_name, "rados") == 0 && (!*conf.client_id || strcmp(conf.client_id, "admin") == 0))
+		NKV_WARN("running as client.admin: a cephx user limited to the exported pools is safer (README: "
+			 "\"A dedicated cephx user\")");
+	/* Block the signals handled below before any thread starts, so only sigwait() sees them. */
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGINT);
 	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	signal(SIGPIPE, SIG_IGN); /* a host that vanished mid-send is an EPIPE, not a dead daemon */
 
 	if (build(&conf, &tgt) < 0)
 		goto out;
@@ -157,16 +317,15 @@ int main(int argc, char **argv)
 		rc = 1;
 		goto out;
 	}
-	if (*conf.pid_file) {
-		FILE *f = fopen(conf.pid_file, "w");
-		if (!f || fprintf(f, "%ld\n", (long)getpid()) < 0 || fclose(f) != 0) {
-			fprintf(stderr, "rados-nkv: cannot write %s: %s\n", conf.pid_file, strerror(errno));
-			rc = 1;
-			goto out;
-		}
+	if (*conf.pid_file && (rc = pid_file_write(conf.pid_file)) < 0) {
+		fprintf(stderr, "rados-nkv: cannot write %s: %s\n", conf.pid_file, strerror(-rc));
+		rc = 1;
+		goto out;
 	}
+	pid_written = *conf.pid_file != '\0';
 	fprintf(stderr, "rados-nkv: ready: %u subsystem(s) on the %s backend\n", conf.nsubsys, conf.backend_name);
-	sigwait(&sigs, &sig);
+	while (sigwait(&sigs, &sig) == 0 && sig == SIGHUP)
+		reload(cfile, argc, argv);
 	fprintf(stderr, "rados-nkv: %s: shutting down (up to %u ms for commands in flight)\n", strsignal(sig),
 		conf.grace_ms);
 	rc = 0;
@@ -174,7 +333,7 @@ out:
 	nkv_shm_destroy(shm, (int)conf.grace_ms);
 	nkv_tcp_destroy(tcp, (int)conf.grace_ms);
 	nkv_target_destroy(tgt);
-	if (*conf.pid_file && rc == 0)
+	if (pid_written) /* every exit after it was written: never a stale pid file */
 		unlink(conf.pid_file);
 	if (rc == 0)
 		fprintf(stderr, "rados-nkv: stopped\n");

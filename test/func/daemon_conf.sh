@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# daemon_conf.sh - the daemon is hard to deploy wrongly (issue 17: flag order, secure defaults,
+# signals and the pid file, config errors, the demo's own daemon), mem backend, no cluster.
+#
+#   bash test/func/daemon_conf.sh BUILD_DIR      # BUILD_DIR holds rados-nkv and nkv
+#
+# Every check prints "ok - ..." or "FAIL - ..."; the last line is "N passed, N failed"; exit 1 on
+# any failure. Every command runs under timeout; the EXIT trap kills the daemons it started.
+set -u
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=$(realpath "${1:?usage: $0 BUILD_DIR}")
+D="$BUILD/rados-nkv"
+T=$(mktemp -d "${TMPDIR:-/tmp}/nkv-dconf.XXXXXX")
+PASS=0 FAILN=0 PIDS=()
+NQN=nqn.2026-11.io.rados-nkv:conf-test
+HOST=nqn.2014-08.org.nvmexpress:uuid:11111111-2222-3333-4444-555555555555
+
+ok() { PASS=$((PASS + 1)); echo "ok - $*"; }
+fail() { FAILN=$((FAILN + 1)); echo "FAIL - $*"; }
+cleanup() {
+	for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
+	rm -rf "$T"
+}
+trap cleanup EXIT
+
+# run SECS CMD...: output (stdout+stderr) in $OUT, status in $RC
+run() { local s=$1; shift; OUT=$(timeout "$s" "$@" 2>&1); RC=$?; }
+# check NAME RC REGEX: the last run() exited RC and its output matches REGEX
+check() {
+	if [ "$RC" = "$2" ] && grep -qE -- "$3" <<<"$OUT"; then ok "$1"; else fail "$1 (exit $RC, output: $(head -c 400 <<<"$OUT"))"; fi
+}
+free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# start_daemon LOG ARGS...: start in the background and wait (10 s) for its pid file ($T/pid)
+start_daemon() {
+	local log=$1; shift
+	rm -f "$T/pid"
+	"$D" "$@" --pid-file "$T/pid" 2>"$log" &
+	DPID=$!; PIDS+=("$DPID")
+	for _ in $(seq 100); do
+		[ "$(cat "$T/pid" 2>/dev/null)" = "$DPID" ] && return 0
+		kill -0 "$DPID" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
+P=$(free_port)
+
+echo "# finding 1: per-subsystem flags before the first -s"
+run 10 "$D" -b mem -a "$HOST" -s "$NQN" -p nkv --check
+check "-a before -s is a usage error naming the flag" 64 "--allow-host comes before the first --subsys"
+run 10 "$D" -b mem --ns 1:x -s "$NQN" --check
+check "--ns before -s is a usage error" 64 "--ns comes before the first --subsys"
+run 10 "$D" -b mem -s "$NQN" -a "$HOST" --check
+check "-s then -a: the allowlist is on the named subsystem" 0 "subsystem $NQN: pool nkv; may connect: only 1 host\(s\): $HOST"
+[ "$(grep -c '^subsystem ' <<<"$OUT")" = 1 ] && ok "no implicit default subsystem beside it" || fail "implicit subsystem: $OUT"
+cat >"$T/two.json" <<EOF
+{"backend": {"type": "mem"}, "subsystems": [{"nqn": "$NQN:a"}, {"nqn": "$NQN:b"}]}
+EOF
+run 10 "$D" -c "$T/two.json" -a "$HOST" --check
+check "a loose -a with two subsystems in the file is ambiguous" 64 "ambiguous: the configuration file defines 2 subsystems"
+cat >"$T/one.json" <<EOF
+{"backend": {"type": "mem"}, "subsystems": [{"nqn": "$NQN:one"}]}
+EOF
+run 10 "$D" -c "$T/one.json" -a "$HOST" --check
+check "a loose -a with one subsystem in the file applies to it" 0 "subsystem $NQN:one: .*only 1 host"
+
+echo "# finding 2: secure defaults"
+run 10 "$D" -b mem --check
+check "default listener is loopback" 0 "NVMe/TCP listener: 127.0.0.1:4420"
+check "default discovery is loopback" 0 "discovery: 127.0.0.1:8009"
+run 10 "$D" -b mem -l "0.0.0.0:$P" -d none
+check "any-host subsystem on 0.0.0.0 is refused, naming the way out" 1 "would be open to any host on 0.0.0.0:$P.*--allow-any-host"
+run 10 "$D" -b mem -l "[::]:$P" -d none
+check "the same on [::]" 1 "would be open to any host on ::"
+run 10 "$D" -b mem -l "0.0.0.0:$P" -s "$NQN" --allow-any-host --check
+check "--allow-any-host makes it explicit" 0 "may connect: any host \(allow-any-host\)"
+run 10 "$D" -b mem -l "0.0.0.0:$P" -s "$NQN" -a "$HOST" --check
+check "an allowlist needs no --allow-any-host" 0 "may connect: only 1 host"
+run 10 "$D" -b mem -s "$NQN" -a "$HOST" --allow-any-host --check
+check "allowlist and allow-any-host together are refused" 1 "both an allowlist and allow-any-host"
+cat >"$T/open.json" <<EOF
+{"backend": {"type": "mem"}, "listeners": [{"address": "0.0.0.0", "port": $P}], "discovery": false,
+ "subsystems": [{"nqn": "$NQN", "allow_any_host": true}]}
+EOF
+run 10 "$D" -c "$T/open.json" --check
+check "JSON allow_any_host" 0 "may connect: any host \(allow-any-host\)"
+if start_daemon "$T/d1.log" -b mem -l "127.0.0.1:$P" -d none -s "$NQN" -S "$T/a.sock" -s "$NQN:2" -a "$HOST"; then
+	ok "daemon with two subsystems started"
+	grep -q "subsystem $NQN may be used by any host (listeners on loopback only)" "$T/d1.log" &&
+		ok "startup log says who may connect (open subsystem)" || fail "no access line: $(cat "$T/d1.log")"
+	grep -q "subsystem $NQN:2 may be used by only 1 host(s): $HOST" "$T/d1.log" &&
+		ok "startup log says who may connect (allowlist)" || fail "no allowlist line: $(cat "$T/d1.log")"
+	[ "$(stat -c %a "$T/a.sock")" = 660 ] && ok "shm socket mode 0660 by default" || fail "shm socket mode $(stat -c %a "$T/a.sock")"
+	kill -TERM "$DPID"; wait "$DPID"
+else
+	fail "daemon did not start: $(cat "$T/d1.log")"
+fi
+if getent group nogroup >/dev/null && start_daemon "$T/d2.log" -b mem -l "127.0.0.1:$P" -d none -s "$NQN" \
+	-S "$T/b.sock" --shm-mode 0600 --shm-group nogroup; then
+	[ "$(stat -c '%a %G' "$T/b.sock")" = "600 nogroup" ] && ok "--shm-mode 0600 --shm-group nogroup" ||
+		fail "shm socket is $(stat -c '%a %G' "$T/b.sock")"
+	kill -TERM "$DPID"; wait "$DPID"
+else
+	fail "daemon with --shm-group did not start: $(cat "$T/d2.log" 2>/dev/null)"
+fi
+run 10 "$D" -b mem -l "127.0.0.1:$P" -s "$NQN" -S "$T/c.sock" --shm-group no-such-group-xyz
+check "an unknown --shm-group is an error naming it" 1 "no group named 'no-such-group-xyz'"
+
+echo "# finding 4: signals and the pid file"
+cat >"$T/hup.json" <<EOF
+{"backend": {"type": "mem"}, "listeners": [{"address": "127.0.0.1", "port": $P}], "discovery": false,
+ "log_level": "info"}
+EOF
+if start_daemon "$T/d3.log" -c "$T/hup.json"; then
+	kill -HUP "$DPID"; sleep 1
+	kill -0 "$DPID" 2>/dev/null && ok "SIGHUP does not kill the daemon" || fail "SIGHUP killed it"
+	grep -q "SIGHUP: re-read $T/hup.json" "$T/d3.log" && ok "SIGHUP re-reads the file and says what applies" ||
+		fail "no SIGHUP line: $(cat "$T/d3.log")"
+	echo '{"backend": {"type": "mem"}, broken' >"$T/hup.json"
+	kill -HUP "$DPID"; sleep 1
+	kill -0 "$DPID" 2>/dev/null && grep -q "is not valid; the running configuration stays" "$T/d3.log" &&
+		ok "SIGHUP with a broken file keeps running and says so" || fail "broken-file SIGHUP: $(tail -3 "$T/d3.log")"
+	run 10 "$D" -b mem -l "127.0.0.1:$(free_port)" -d none --pid-file "$T/pid"
+	check "a second daemon refuses a pid file a live daemon owns" 1 "belongs to a running rados-nkv \(pid $DPID\)"
+	kill -PIPE "$DPID"; sleep 0.3
+	kill -0 "$DPID" 2>/dev/null && ok "SIGPIPE does not kill the daemon" || fail "SIGPIPE killed it"
+	kill -TERM "$DPID"; wait "$DPID"; rc=$?
+	[ "$rc" = 0 ] && [ ! -e "$T/pid" ] && ok "SIGTERM: exit 0 and the pid file is removed" ||
+		fail "SIGTERM: exit $rc, pid file $(ls "$T/pid" 2>&1)"
+else
+	fail "daemon did not start: $(cat "$T/d3.log")"
+fi
+echo 999999 >"$T/pid"
+if start_daemon "$T/d4.log" -b mem -l "127.0.0.1:$P" -d none; then
+	ok "a stale pid file (dead pid) is taken over"
+	kill -TERM "$DPID"; wait "$DPID"
+else
+	fail "stale pid file: $(cat "$T/d4.log")"
+fi
+
+echo "# finding 13: smaller ones"
+run 10 "$D" -b mem --in-capsule 1000 --check
+check "--in-capsule below 1 KiB is a usage error" 64 "invalid value for --in-capsule"
+run 10 "$D" -b mem --in-capsule 8200 --check
+check "--in-capsule not a multiple of 16 is a usage error" 64 "invalid value for --in-capsule"
+run 20 "$D" -b mem -l "127.0.0.1:$P" -d none --ns 1::1G
+check "a max value above the backend's largest is refused naming it" 1 "above the largest the backend stores, 134217728"
+run 10 "$D" -c "$T/one.json" -c "$T/two.json" --check
+check "-c twice is a usage error" 64 "given twice"
+printf '{\n  "backend": {"type": "mem"},\n  "listeners": [\n    {"address": "127.0.0.1" "port": 1}\n  ]\n}\n' >"$T/syntax.json"
+run 10 "$D" -c "$T/syntax.json" --check
+check "a JSON syntax error names line and column" 1 "syntax.json:4:29: invalid JSON"
+printf '{"backend": {"type": "mem"}' >"$T/trunc.json"
+run 10 "$D" -c "$T/trunc.json" --check
+check "a truncated JSON file says so, with the position" 1 "trunc.json:1:28: invalid JSON: unexpected end of file"
+run 10 bash "$ROOT/scripts/ceph-dev.sh" no-such-command
+check "ceph-dev.sh exits 64 on an unknown command" 64 "unknown command 'no-such-command'"
+run 10 bash "$ROOT/scripts/ceph-dev.sh" start --bogus
+check "ceph-dev.sh exits 64 on an unknown argument" 64 "unknown argument '--bogus'"
+OUT=$(cd "$T" && timeout 10 bash "$(realpath --relative-to="$T" "$ROOT/bench/compare.sh")" --help 2>&1); RC=$?
+check "bench/compare.sh --help by a relative path from another directory" 0 "^compare.sh - rados-nkv side by side"
+grep -q "set -euo" <<<"$OUT" && fail "compare.sh --help prints script lines" || ok "compare.sh --help is only the help"
+
+echo "# finding 8: the demo talks to its own daemon or fails"
+/usr/bin/python3 -c 'import socket,sys,time; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(); time.sleep(60)' "$P" &
+SQUAT=$!; PIDS+=("$SQUAT"); sleep 0.5
+DP=$(free_port)
+OUT=$(cd "$ROOT" && BACKEND=mem BUILD="$BUILD" NKV_PORT=$P NKV_DISC_PORT=$DP timeout 60 bash scripts/demo.sh 2>&1); RC=$?
+check "demo fails when its port is taken, and says why" 1 "127.0.0.1:$P is already in use"
+kill "$SQUAT" 2>/dev/null; wait "$SQUAT" 2>/dev/null
+OUT=$(cd "$ROOT" && BACKEND=mem BUILD="$BUILD" NKV_PORT=$(free_port) NKV_DISC_PORT=$DP timeout 60 bash scripts/demo.sh 2>&1); RC=$?
+check "demo passes with free ports" 0 "1 MiB value identical"
+
+echo "$PASS passed, $FAILN failed"
+[ "$FAILN" = 0 ]
