@@ -161,6 +161,9 @@ OUT=$(cd "$T" && timeout 10 bash "$(realpath --relative-to="$T" "$ROOT/bench/com
 check "bench/compare.sh --help by a relative path from another directory" 0 "^compare.sh - rados-nkv side by side"
 grep -q "set -euo" <<<"$OUT" && fail "compare.sh --help prints script lines" || ok "compare.sh --help is only the help"
 
+run 10 "$D" -c "$ROOT/conf/rados-nkv.json" --check
+check "the shipped example configuration is valid and names its hosts" 0 "may connect: only 2 host"
+
 echo "# finding 8: the demo talks to its own daemon or fails"
 /usr/bin/python3 -c 'import socket,sys,time; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(); time.sleep(60)' "$P" &
 SQUAT=$!; PIDS+=("$SQUAT"); sleep 0.5
