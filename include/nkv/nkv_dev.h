@@ -4,7 +4,7 @@
  * kernels (nvcc): every helper is NKV_HD (__host__ __device__ under nvcc, nothing in plain C), uses
  * no libc beyond memcpy, and every wait is bounded by a caller-given poll budget.
  *
- * Memory ordering, the rules that matter (wire doc B, DESIGN section 3):
+ * Memory ordering, the rules that matter (docs/nvme-kv-wire.md B, docs/design.md section 3):
  *  - Submit: write the SQE(s), then a release fence (system scope on a GPU: the controller is
  *    another agent), then the tail doorbell store. The controller reads the doorbell, then the SQEs.
  *  - Complete: the controller writes the CQE with the phase bit in its last dword last. A host that
@@ -165,7 +165,7 @@ static inline NKV_HD int nkv_cq_wait(struct nkv_dev_cq *cq, struct nkv_dev_sq *s
 	return 0;
 }
 
-/** PRP entries for a buffer at IOVA @iova of @len bytes with 4 KiB pages (wire doc B.5). */
+/** PRP entries for a buffer at IOVA @iova of @len bytes with 4 KiB pages (docs/nvme-kv-wire.md B.5). */
 static inline NKV_HD uint32_t nkv_prp_pages(uint64_t iova, uint32_t len)
 {
 	if (len == 0)

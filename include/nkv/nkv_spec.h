@@ -68,7 +68,7 @@ static inline NKV_HD void nkv_put64(void *p, uint64_t v)
 	nkv_put32((uint8_t *)p + 4, (uint32_t)(v >> 32));
 }
 
-/* ---- Submission and completion queue entries (wire doc B.1, B.2) ---------------------------------- */
+/* ---- Submission and completion queue entries (docs/nvme-kv-wire.md B.1, B.2) ---------------------- */
 
 /** 64-byte submission queue entry. Fields are raw little-endian; use the nkv_sqe_* helpers. */
 struct nkv_sqe {
@@ -162,7 +162,7 @@ static inline NKV_HD unsigned nkv_status_code(nkv_status s) { return s & 0x7ffu;
 #define NKV_SC_HOSTID_INCONSISTENT 0x18
 #define NKV_SC_KATO_EXPIRED 0x19
 #define NKV_SC_NS_WRITE_PROTECTED 0x20
-/* Key Value command set specific codes (SCT 0, range 80h-BFh; wire doc A.6) */
+/* Key Value command set specific codes (SCT 0, range 80h-BFh; docs/nvme-kv-wire.md A.6) */
 #define NKV_SC_KV_CAPACITY_EXCEEDED 0x81
 #define NKV_SC_KV_NS_NOT_READY 0x82
 #define NKV_SC_KV_RESERVATION_CONFLICT 0x83
@@ -204,7 +204,7 @@ static inline NKV_HD unsigned nkv_status_code(nkv_status s) { return s & 0x7ffu;
 #define NKV_ADM_KEEP_ALIVE 0x18
 #define NKV_ADM_FABRICS 0x7f
 
-/* ---- Key Value command set (CSI 01h; wire doc A.1-A.4) ------------------------------------------ */
+/* ---- Key Value command set (CSI 01h; docs/nvme-kv-wire.md A.1-A.4) ------------------------------ */
 #define NKV_CSI_NVM 0x00
 #define NKV_CSI_KV 0x01
 #define NKV_CSI_ZNS 0x02
@@ -264,14 +264,14 @@ static inline NKV_HD void nkv_sqe_kv(struct nkv_sqe *sqe, uint8_t opc, uint32_t 
 	nkv_sqe_set_key(sqe, key, klen);
 }
 
-/** List data: 4-byte NRK, then entries {u16 KL, key, pad to 4 bytes} (wire doc A.4). */
+/** List data: 4-byte NRK, then entries {u16 KL, key, pad to 4 bytes} (docs/nvme-kv-wire.md A.4). */
 #define NKV_LIST_HDR 4u
 static inline NKV_HD uint32_t nkv_list_entry_size(unsigned klen)
 {
 	return (2u + klen + 3u) & ~3u;
 }
 
-/* ---- Identify (CNS values, wire doc A.8) -------------------------------------------------------- */
+/* ---- Identify (CNS values, docs/nvme-kv-wire.md A.8) -------------------------------------------- */
 #define NKV_CNS_NS 0x00
 #define NKV_CNS_CTRLR 0x01
 #define NKV_CNS_ACTIVE_NS 0x02
@@ -546,7 +546,7 @@ NKV_SIZE(struct nkv_ns_desc, 4);
 /** I/O-command-set-specific Identify Controller for KV (CNS 06h, CSI 01h): VER at bytes 3:0. */
 #define NKV_KV_SPEC_VER 0x00010300u  /* KV command set spec 1.3 */
 
-/* ---- Controller properties / registers (wire doc B.3) ------------------------------------------- */
+/* ---- Controller properties / registers (docs/nvme-kv-wire.md B.3) ------------------------------- */
 #define NKV_REG_CAP 0x00
 #define NKV_REG_VS 0x08
 #define NKV_REG_INTMS 0x0c
@@ -682,7 +682,7 @@ NKV_OFF(struct nkv_log_effects, iocs, 1024);
 #define NKV_KV_CONFIG_EDNEK 0x1u
 
 
-/* ---- NVMe over Fabrics (wire doc C.1, C.2, C.10) ------------------------------------------------ */
+/* ---- NVMe over Fabrics (docs/nvme-kv-wire.md C.1, C.2, C.10) ------------------------------------ */
 #define NKV_FCTYPE_PROP_SET 0x00
 #define NKV_FCTYPE_CONNECT 0x01
 #define NKV_FCTYPE_PROP_GET 0x04
@@ -780,7 +780,7 @@ NKV_OFF(struct nkv_disc_log_entry, tsas, 768);
 #define NKV_EFLAGS_DUPRETINFO 0x1u
 #define NKV_EFLAGS_EPCSD 0x2u
 
-/* ---- NVMe/TCP PDUs (wire doc C.3-C.9) ------------------------------------------------------------ */
+/* ---- NVMe/TCP PDUs (docs/nvme-kv-wire.md C.3-C.9) ------------------------------------------------ */
 #define NKV_TCP_PDU_ICREQ 0x00
 #define NKV_TCP_PDU_ICRESP 0x01
 #define NKV_TCP_PDU_H2C_TERM 0x02
@@ -873,7 +873,7 @@ NKV_SIZE(struct nkv_tcp_data, 24);
 NKV_OFF(struct nkv_tcp_data, datao, 12);
 NKV_OFF(struct nkv_tcp_data, datal, 16);
 
-/* SGL descriptor type byte (byte 15) values used over TCP (wire doc C.5) */
+/* SGL descriptor type byte (byte 15) values used over TCP (docs/nvme-kv-wire.md C.5) */
 #define NKV_SGL_DATA_BLOCK_OFFSET 0x01      /* in-capsule data: type 0, subtype 1 */
 #define NKV_SGL_TRANSPORT_DATA_BLOCK 0x5a  /* type 5, subtype Ah */
 

@@ -1,6 +1,6 @@
 /*
  * rados.c - kvdev over librados: one RADOS object per key-value pair, named by the lowercase hex of
- * the key, in the pool's RADOS namespace. Each command is one compound op (DESIGN.md section 2).
+ * the key, in the pool's RADOS namespace. Each command is one compound op (docs/design.md section 2.3).
  * Completions fire on librados threads: the callback reads the result, releases the completion and
  * the op, then hands the I/O back to its owner thread through io->msgq (as SPDK's bdev_rbd does).
  *
@@ -591,7 +591,7 @@ fail_op:
 }
 
 /*
- * Scan the namespace keeping the K smallest keys >= @start (DESIGN.md "List order") into @heap.
+ * Scan the namespace keeping the K smallest keys >= @start (docs/design.md section 2.5) into @heap.
  * @return 0, -ETIMEDOUT past @deadline_ms or when a page request timed out, or -errno.
  */
 static int scan(struct nkv_kvns *h, const struct nkv_key *start, uint32_t cap, uint64_t deadline_ms,

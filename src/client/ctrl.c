@@ -1,7 +1,7 @@
 /*
  * ctrl.c - controller association for libnkv: Fabrics Connect, Property Get/Set, CC.EN/CSTS.RDY,
  * Identify, Number of Queues, I/O queue pairs, the admin queue lock and the keep-alive thread
- * (wire doc C.1, C.2, C.11, D.3/D.4).
+ * (docs/nvme-kv-wire.md C.1, C.2, C.11, D.3/D.4).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -152,7 +152,7 @@ static int prop_set(struct nkv_ctrl *ctrl, uint32_t ofst, uint32_t val)
 	return nkv_admin(ctrl, &sqe, NULL, 0, NULL);
 }
 
-/** Errno of a failed Connect: SCT 1 82h/84h mean something else there than for I/O (wire doc C.1). */
+/** Errno of a failed Connect: SCT 1 82h/84h mean other things there than for I/O (docs/nvme-kv-wire.md C.1). */
 static int connect_errno(const struct nkv_cpl *cpl)
 {
 	unsigned ipo = cpl->dw0 & 0xffff, iattr = (cpl->dw0 >> 16) & 0xff;
@@ -242,7 +242,7 @@ static int wait_rdy(struct nkv_ctrl *ctrl, bool rdy)
 	}
 }
 
-/** CC.EN = 1 and wait for CSTS.RDY (wire doc D.3 step 3). */
+/** CC.EN = 1 and wait for CSTS.RDY (docs/nvme-kv-wire.md D.3 step 3). */
 static int enable(struct nkv_ctrl *ctrl)
 {
 	uint64_t cc;

@@ -1,7 +1,7 @@
 /*
  * disc.c - discovery for libnkv: connect to the discovery controller, read log page 70h the way
  * libnvme does (header, then entries at LPO 1024 in chunks of <= 4096 bytes, then the header again
- * to catch a change of GENCTR), decode the entries (wire doc C.10).
+ * to catch a change of GENCTR), decode the entries (docs/nvme-kv-wire.md C.10).
  */
 #include <errno.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /*
  * kv.c - the KV command helpers of libnkv (Store, Retrieve, Delete, Exist, List), the List data
- * walker, and the NVMe status -> errno/name tables (wire doc A.2-A.6).
+ * walker, and the NVMe status -> errno/name tables (docs/nvme-kv-wire.md A.2-A.6).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -151,7 +151,7 @@ struct status_info {
 
 /*
  * KV codes appear with SCT 0 (the spec, SPDK, libnvme; this project's target) and, from some
- * emulators, with SCT 1 (wire doc A.6): both map the same. SCT 1 80h-85h are also the Fabrics
+ * emulators, with SCT 1 (docs/nvme-kv-wire.md A.6): both map the same. SCT 1 80h-85h are also the Fabrics
  * Connect codes; nkv_connect() decodes those itself (ctrl.c connect_errno), so here they keep
  * their KV meaning except 84h, which only Connect uses in practice.
  */

@@ -1,4 +1,4 @@
-/* prp.c - PRP1/PRP2/PRP list construction (wire doc B.5); see prp.h. */
+/* prp.c - PRP1/PRP2/PRP list construction (docs/nvme-kv-wire.md B.5); see prp.h. */
 #include "client/prp.h"
 
 #include <errno.h>

@@ -1,6 +1,6 @@
 /*
  * shm.c - queue pairs of libnkv's shared-memory (PCIe-style) transport: rings and PRP lists in
- * registered memory, Create/Delete I/O CQ/SQ (wire doc B.4), PRP data pointers (B.5), a bounce area
+ * registered memory, Create/Delete I/O CQ/SQ (docs/nvme-kv-wire.md B.4), PRP data pointers (B.5), a bounce area
  * for buffers the controller cannot see, and submit / flush / poll on nkv_dev.h's SQ/CQ helpers
  * (SQEs put, one doorbell per batch; CQEs read torn-read safe, then the CQ head doorbell).
  */
@@ -505,7 +505,7 @@ static int shm_qp_create(struct nkv_ctrl *ctrl, uint16_t qid, uint16_t depth, st
 	if (rc)
 		return rc;
 	struct nkv_shm_qp *s = qp->shm;
-	/* Create I/O CQ first (PC = 1, interrupts off), then its SQ (PC = 1, CQID = QID): wire doc B.4. */
+	/* Create I/O CQ first (PC = 1, interrupts off), then its SQ (PC = 1, CQID = QID): docs/nvme-kv-wire.md B.4. */
 	rc = queue_cmd(ctrl, NKV_ADM_CREATE_CQ, qid, s->entries, 1u, s->cq_iova);
 	if (rc == 0) {
 		rc = queue_cmd(ctrl, NKV_ADM_CREATE_SQ, qid, s->entries, 1u | (uint32_t)qid << 16, s->sq_iova);
@@ -527,7 +527,7 @@ static void shm_qp_destroy(struct nkv_qpair *qp)
 		return;
 	struct nkv_shm_qp *s = qp->shm;
 	if (s->created && qp->qid != 0) {
-		/* Delete the SQ before its CQ (wire doc B.4); the controller aborts what is still queued. */
+		/* Delete the SQ before its CQ (docs/nvme-kv-wire.md B.4); the controller aborts what is still queued. */
 		int rc = queue_cmd(qp->ctrl, NKV_ADM_DELETE_SQ, qp->qid, 0, 0, 0);
 		if (rc == 0)
 			rc = queue_cmd(qp->ctrl, NKV_ADM_DELETE_CQ, qp->qid, 0, 0, 0);

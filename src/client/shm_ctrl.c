@@ -1,7 +1,7 @@
 /*
  * shm_ctrl.c - the controller side of libnkv's shared-memory (PCIe-style) transport: the Unix
  * socket protocol of nkv_shm.h (HELLO and the register memfd, REG/DEREG of memory regions), the
- * register page, bring-up as a PCIe driver does it (wire doc B.3), shutdown, and the registered
+ * register page, bring-up as a PCIe driver does it (docs/nvme-kv-wire.md B.3), shutdown, and the registered
  * buffers of nkv_buf_alloc().
  */
 #include <errno.h>
@@ -311,7 +311,7 @@ static int hello(struct nkv_ctrl *ctrl)
 	return 0;
 }
 
-/** Disable if needed, program the admin queue, CC.EN = 1, wait for CSTS.RDY (wire doc B.3). */
+/** Disable if needed, program the admin queue, CC.EN = 1, wait for CSTS.RDY (docs/nvme-kv-wire.md B.3). */
 static int enable(struct nkv_ctrl *ctrl)
 {
 	struct nkv_shm_ctrl *s = ctrl->shm;

@@ -1,6 +1,6 @@
 /*
  * tcp.c - the NVMe/TCP initiator engine of libnkv: socket setup, ICReq/ICResp, command capsules,
- * R2T/H2CData, C2HData, CapsuleResp, digests, and the submit/poll API (wire doc C.3-C.9).
+ * R2T/H2CData, C2HData, CapsuleResp, digests, and the submit/poll API (docs/nvme-kv-wire.md C.3-C.9).
  *
  * One queue pair = one nonblocking TCP socket. Commands live in preallocated slots (CID = slot
  * index). Sending batches the queued PDUs of many commands into one sendmsg() and points the iovecs
@@ -135,7 +135,7 @@ static int recv_all(int fd, void *buf, size_t len, int64_t deadline)
 	return 0;
 }
 
-/** ICReq/ICResp exchange and the checks a Linux host applies (wire doc C.4). */
+/** ICReq/ICResp exchange and the checks a Linux host applies (docs/nvme-kv-wire.md C.4). */
 static int ic_exchange(struct nkv_qpair *qp, int64_t deadline)
 {
 	struct nkv_tcp_ic ic;
@@ -237,7 +237,7 @@ static void req_complete(struct nkv_qpair *qp, struct nkv_req *r, const struct n
 	struct nkv_cpl c = *cpl;
 
 	if (r->data_err && c.status == 0)
-		c.status = NKV_SC_DATA_TRANSFER_ERROR; /* data digest mismatch (wire doc C.9) */
+		c.status = NKV_SC_DATA_TRANSFER_ERROR; /* data digest mismatch (docs/nvme-kv-wire.md C.9) */
 	if (r->dir == DIR_C2H)
 		c.xfer = r->c2h_next;
 	r->state = REQ_FREE;
@@ -645,7 +645,7 @@ static void c2h_done(struct nkv_qpair *qp)
 	r->c2h_next += datal;
 	qp->rx_req = NULL;
 	if (qp->rx_flags & NKV_TCP_F_SUCCESS) {
-		struct nkv_cpl cpl = {0}; /* synthesized CQE: DW0 = DW1 = 0 (wire doc C.8) */
+		struct nkv_cpl cpl = {0}; /* synthesized CQE: DW0 = DW1 = 0 (docs/nvme-kv-wire.md C.8) */
 		req_complete(qp, r, &cpl);
 	}
 }
@@ -916,7 +916,7 @@ static int tcp_poll(struct nkv_qpair *qp, int timeout_ms)
 
 /* ---- transport ops ----------------------------------------------------------------------------- */
 
-/** I/O queue pair: a new connection with its own Connect (wire doc C.2). */
+/** I/O queue pair: a new connection with its own Connect (docs/nvme-kv-wire.md C.2). */
 static int tcp_qp_create(struct nkv_ctrl *ctrl, uint16_t qid, uint16_t depth, struct nkv_qpair **out)
 {
 	struct nkv_qpair *qp;

@@ -1,4 +1,4 @@
-/* status.c - the single errno -> NVMe status table (DESIGN.md section 2, wire doc A.9). */
+/* status.c - the single errno -> NVMe status table (docs/design.md section 2.4). */
 #include "status.h"
 
 #include <errno.h>

@@ -1,5 +1,5 @@
 /*
- * admin.c - admin command set (wire doc D.1): Identify, Get Log Page, Get/Set Features, Keep Alive,
+ * admin.c - admin command set (docs/nvme-kv-wire.md D.1): Identify, Get Log Page, Get/Set Features, Keep Alive,
  * Asynchronous Event Request, Abort. Parse validates the SQE and picks the execute function from an
  * opcode table; execute builds the data and completes.
  */
@@ -83,7 +83,7 @@ static void id_ns_kv(const struct nkv_ns *ns, uint8_t *buf)
 
 /*
  * CNS 00h for a KV namespace: SPDK's host drops a namespace whose NCAP is 0, and computes its size
- * as NSZE * 2^LBADS; so NSZE/NCAP/NUSE carry bytes with LBADS 0 (wire doc D.5).
+ * as NSZE * 2^LBADS; so NSZE/NCAP/NUSE carry bytes with LBADS 0 (docs/nvme-kv-wire.md A.8).
  */
 static void id_ns_nvm(const struct nkv_ns *ns, uint8_t *buf)
 {
@@ -506,7 +506,7 @@ static const struct admin_op g_admin_ops[256] = {
 	[NKV_ADM_KEEP_ALIVE] = {exec_keep_alive, NULL},
 };
 
-/* A discovery controller serves only these (wire doc C.10). */
+/* A discovery controller serves only these (docs/nvme-kv-wire.md C.10). */
 static bool discovery_allows(const struct nkv_req *req)
 {
 	unsigned fid = cdw(req, 10) & 0xff;

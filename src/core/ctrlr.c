@@ -149,7 +149,7 @@ void nkv_ctrlr_destroy(struct nkv_ctrlr *c)
 	nkv_ctrlr_put(c);
 }
 
-/* CC values this controller accepts on enable (wire doc B.3, D.2). */
+/* CC values this controller accepts on enable (docs/nvme-kv-wire.md B.3, D.2). */
 static bool cc_valid(uint32_t cc)
 {
 	unsigned css = NKV_CC_CSS(cc);

@@ -1,7 +1,7 @@
 /*
  * fabrics.c - NVMe over Fabrics commands (opcode 7Fh): Connect, which binds a transport queue to a
  * controller; Property Get/Set; Disconnect. Also the discovery subsystem's log page (70h). Wire
- * rules: wire doc C.1, C.2, C.10.
+ * rules: docs/nvme-kv-wire.md C.1, C.2, C.10.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -57,7 +57,7 @@ static nkv_status connect_io(struct nkv_subsys *ss, const struct nkv_connect_dat
 		return invalid_param(cpl, 0, CONNECT_QID);
 	if (!(c = nkv_ctrlr_lookup(ss, nkv_get16(&d->cntlid))))
 		return invalid_param(cpl, 1, DATA_CNTLID);
-	/* Every queue of an association comes from the same host (wire doc C.2). */
+	/* Every queue of an association comes from the same host (docs/nvme-kv-wire.md C.2). */
 	if (strcmp(c->hostnqn, d->hostnqn) != 0) {
 		nkv_ctrlr_put(c);
 		return invalid_param(cpl, 1, DATA_HOSTNQN);

@@ -1,7 +1,7 @@
 /*
  * shm.c - the shared-memory (PCIe-style) transport: an NVMe controller whose BAR0 registers and
  * doorbells live in a page shared with the host, and whose queues and data buffers are host memory
- * registered over a Unix socket (protocol: include/nkv/nkv_shm.h; design: DESIGN.md section 3).
+ * registered over a Unix socket (protocol: include/nkv/nkv_shm.h; design: docs/design.md section 3).
  *
  * Threads: one socket thread accepts hosts and serves HELLO/REG/DEREG; poller threads own
  * controllers: they watch CC, read SQ tail doorbells, fetch SQEs, run them through the core, and
@@ -235,7 +235,7 @@ static int read_prp_entry(struct shm_ctrl *c, uint64_t iova, uint64_t *out)
 	return 0;
 }
 
-/* Walks a command's PRPs (wire doc B.5) page by page, reading list entries as it goes. */
+/* Walks a command's PRPs (docs/nvme-kv-wire.md B.5) page by page, reading list entries as it goes. */
 struct prp_iter {
 	struct shm_ctrl *c;
 	uint64_t prp1, prp2, at; /* at: IOVA of the next list entry */
@@ -627,7 +627,7 @@ static void cq_delete(struct shm_ctrl *c, uint16_t qid)
 	unpin(c, &cq->reg);
 }
 
-/* ---- queue management admin commands (PCIe only; wire doc B.4) ---------------------------------- */
+/* ---- queue management admin commands (PCIe only; docs/nvme-kv-wire.md B.4) ---------------------- */
 
 static nkv_status admin_queue_cmd(struct shm_ctrl *c, const struct nkv_sqe *cmd)
 {

@@ -1,5 +1,5 @@
 /*
- * tcp.c - the NVMe/TCP transport (wire doc C and D).
+ * tcp.c - the NVMe/TCP transport (docs/nvme-kv-wire.md C and D).
  *
  * Each TCP connection is one NVMe queue. Connections are spread over reactor threads; a connection,
  * its requests and their completions live on one reactor (backend completions hop back through the
@@ -423,7 +423,7 @@ static void conn_flush(struct tcp_conn *c)
 	set_events(c);
 }
 
-/* Send a C2HTermReq carrying @len bytes of @hdr (the PDU at fault), then close (wire doc C.3). */
+/* Send a C2HTermReq carrying @len bytes of @hdr (the PDU at fault), then close (docs/nvme-kv-wire.md C.3). */
 static void send_term_hdr(struct tcp_conn *c, uint16_t fes, uint32_t fei, const uint8_t *hdr, uint32_t len)
 {
 	struct tcp_tx *tx = &c->term;
@@ -463,7 +463,7 @@ static void resp_sent(struct tcp_conn *c, struct tcp_tx *tx)
 }
 
 /* The core's completion: C2HData when data goes back, then always a CapsuleResp (never the SUCCESS
- * shortcut, which would lose DW0 = value size; wire doc C.8). */
+ * shortcut, which would lose DW0 = value size; docs/nvme-kv-wire.md C.8). */
 static void tcp_complete(struct nkv_req *req)
 {
 	struct tcp_req *r = (struct tcp_req *)req;
@@ -508,7 +508,7 @@ static void tcp_complete(struct nkv_req *req)
 	p->ch.hlen = 24;
 	nkv_put32(&p->ch.plen, 24 + hd);
 	p->cqe = req->cpl;
-	/* SQ head: FFFFh once the host disabled SQ flow control (wire doc C.7). */
+	/* SQ head: FFFFh once the host disabled SQ flow control (docs/nvme-kv-wire.md C.7). */
 	nkv_put16(&p->cqe.sqhd, c->sqfc_off ? 0xffff : c->sqhd);
 	tx_seal(tx, 24, c->hdgst, 0);
 	tx->data = NULL;
@@ -744,7 +744,7 @@ static void rx_cmd(struct tcp_conn *c, uint32_t icd)
 	r->h2c = dir == 1;
 	c->sqhd = c->qp.size ? (uint16_t)((c->sqhd + 1) % c->qp.size) : 0;
 #define FAIL(sc) nkv_status_make(NKV_SCT_GENERIC, NKV_SC_##sc, 1)
-	/* The data pointer (wire doc C.5): in-capsule Data Block/Offset, or Transport Data Block. */
+	/* The data pointer (docs/nvme-kv-wire.md C.5): in-capsule Data Block/Offset, or Transport Data Block. */
 	if (icd) {
 		if (sgl[15] != NKV_SGL_DATA_BLOCK_OFFSET)
 			st = FAIL(SGL_DESC_TYPE_INVALID);
@@ -829,7 +829,7 @@ static void send_icresp(struct tcp_conn *c)
 	NKV_DEBUG("tcp %s: ICReq hpda %u digests %s%s", c->peer, c->hpda, c->hdgst ? "H" : "-", c->ddgst ? "D" : "-");
 }
 
-/* H2CData header (wire doc C.6): find the request by TTAG and check the range. */
+/* H2CData header (docs/nvme-kv-wire.md C.6): find the request by TTAG and check the range. */
 static void rx_h2c(struct tcp_conn *c, uint32_t dlen)
 {
 	const struct nkv_tcp_data *d = (const struct nkv_tcp_data *)c->hdr;
@@ -913,7 +913,7 @@ static void rx_header(struct tcp_conn *c)
 	}
 }
 
-/* The common header is in: check it (wire doc C.3) and size the rest of the header. */
+/* The common header is in: check it (docs/nvme-kv-wire.md C.3) and size the rest of the header. */
 static void rx_common(struct tcp_conn *c)
 {
 	const struct nkv_tcp_ch *ch = (const struct nkv_tcp_ch *)c->hdr;

@@ -128,7 +128,7 @@ static void test_identify(struct h_qp *a)
 		CHECK(nkv_get32(&id->sgls) == 0 && nkv_get32(&id->ioccsz) == 0 && nkv_get32(&id->iorcsz) == 0 &&
 			      nkv_get16(&id->icdoff) == 0 && id->msdbd == 0, "shm: SGLS %x IOCCSZ %u IORCSZ %u MSDBD %u",
 		      nkv_get32(&id->sgls), nkv_get32(&id->ioccsz), nkv_get32(&id->iorcsz), id->msdbd);
-	if (h_is_tcp()) /* fabrics: SGLs with in-capsule data, IOCCSZ/IORCSZ (wire doc C.5, D.2) */
+	if (h_is_tcp()) /* fabrics: SGLs with in-capsule data, IOCCSZ/IORCSZ (docs/nvme-kv-wire.md C.5, D.2) */
 		CHECK((nkv_get32(&id->sgls) & 1) && nkv_get32(&id->ioccsz) == (64 + 8192) / 16 &&
 			      nkv_get32(&id->iorcsz) == 1 && nkv_get16(&id->icdoff) == 0 && id->msdbd == 1 &&
 			      nkv_get16(&id->kas) != 0, "SGLS %x IOCCSZ %u IORCSZ %u", nkv_get32(&id->sgls),

@@ -593,7 +593,7 @@ static long dbuf_check(struct host *h, const struct dbuf *d, uint32_t seed, uint
 	return -1;
 }
 
-/** PRP1/PRP2 for @d (wire doc B.5): a second page, or a PRP list chained across list pages. */
+/** PRP1/PRP2 for @d (docs/nvme-kv-wire.md B.5): a second page, or a PRP list chained across list pages. */
 static void dbuf_prps(struct host *h, const struct dbuf *d, struct nkv_sqe *s)
 {
 	uint64_t prp2 = 0;

@@ -4,8 +4,8 @@
  * Usage: tcp_proto PATH/TO/rados-nkv
  *
  * Starts the daemon (mem backend) on free loopback ports with two subsystems, then opens one
- * connection per case, sends exactly crafted PDUs and checks the answer the wire doc (sections C
- * and D of docs/nvme-kv-wire.md) requires: C2HTermReq FES/FEI, Connect status and DW0, R2T and
+ * connection per case, sends exactly crafted PDUs and checks the answer docs/nvme-kv-wire.md (sections C
+ * and D) requires: C2HTermReq FES/FEI, Connect status and DW0, R2T and
  * C2HData layout. After each group a normal connection must still work. Where the spec allows two
  * answers the test accepts both and prints a "note:" line saying which one the target chose.
  * Set TCP_PROTO_VERBOSE=1 to hex-dump every PDU sent and received.
@@ -1174,19 +1174,19 @@ static void group_io(void)
 	st = cmd_exec(&s.adm, &q, NULL, 0, &id, sizeof(id), NULL, NULL);
 	CHECK(st == SC(0, NKV_SC_INVALID_FIELD), "Identify with PSDT 00b: status %#x, want 0x002", st);
 
-	/* FUSE != 0: Invalid Field (wire doc B.1, C.1) */
+	/* FUSE != 0: Invalid Field (docs/nvme-kv-wire.md B.1, C.1) */
 	sqe_kv(&q, NKV_KV_STORE, 1, "fuse", 16, NKV_SGL_DATA_BLOCK_OFFSET, 16);
 	q.flags |= 1;
 	st = cmd_exec(&s.io, &q, v, 16, NULL, 0, NULL, NULL);
 	CHECK(st == SC(0, NKV_SC_INVALID_FIELD), "Store with FUSE 01b: status %#x, want 0x002", st);
 
-	/* Value Size (CDW10) different from the SGL length (wire doc A.3: Invalid Field or 0Fh) */
+	/* Value Size (CDW10) different from the SGL length (docs/nvme-kv-wire.md A.3: Invalid Field or 0Fh) */
 	sqe_kv(&q, NKV_KV_STORE, 1, "vs-mismatch", 100, NKV_SGL_DATA_BLOCK_OFFSET, 16);
 	st = cmd_exec(&s.io, &q, v, 16, NULL, 0, NULL, NULL);
 	CHECK(st == SC(0, NKV_SC_INVALID_FIELD) || st == SC(0, NKV_SC_DATA_SGL_LENGTH_INVALID),
 	      "Store with Value Size 100 and 16 bytes of SGL: status %#x, want 0x002 or 0x00f", st);
 
-	/* Queue management opcodes on a fabrics admin queue: Invalid Opcode (wire doc B.4) */
+	/* Queue management opcodes on a fabrics admin queue: Invalid Opcode (docs/nvme-kv-wire.md B.4) */
 	static const uint8_t qm_ops[] = {NKV_ADM_CREATE_SQ, NKV_ADM_CREATE_CQ, NKV_ADM_DELETE_SQ, NKV_ADM_DELETE_CQ};
 	for (size_t i = 0; i < sizeof(qm_ops); i++) {
 		memset(&q, 0, sizeof(q));
@@ -1372,7 +1372,7 @@ static void r2t_good(uint8_t dgst, uint32_t len, uint32_t chunk)
 	free(r);
 }
 
-/** C2HData PDO must honour the host's HPDA (wire doc C.4). */
+/** C2HData PDO must honour the host's HPDA (docs/nvme-kv-wire.md C.4). */
 static void hpda_case(uint8_t hpda)
 {
 	struct conn c;
@@ -1535,7 +1535,7 @@ static void huge_capsule(uint32_t len)
 	sess_close(&s);
 }
 
-/** CC with IOSQES 5: the controller must not become ready (wire doc B.3: validate CC). */
+/** CC with IOSQES 5: the controller must not become ready (docs/nvme-kv-wire.md B.3: validate CC). */
 static void bad_cc_case(void)
 {
 	struct conn c;
@@ -1573,7 +1573,7 @@ static void io_before_enable_case(void)
 	tcp_close(&c);
 }
 
-/** KATO 1000 ms: Keep Alive keeps the association; silence ends it (wire doc C.11). */
+/** KATO 1000 ms: Keep Alive keeps the association; silence ends it (docs/nvme-kv-wire.md C.11). */
 static void kato_case(void)
 {
 	struct conn c;

@@ -3,7 +3,7 @@
 # /interop/env (written by run.sh): HOST (10.0.2.2 = the host's 127.0.0.1), PORT, DPORT, NQN.
 # Each check prints "ok - ..." or "FAIL - ..." (then its output, indented); exit 1 if any failed.
 # KV commands go through `nvme io-passthru` on the generic char device /dev/ngXnY, with the SQE
-# fields of wire doc A.2: key bytes 0-7 in CDW2/CDW3 and 8-15 in CDW14/CDW15 (byte 0 = CDW2 bits
+# fields of docs/nvme-kv-wire.md A.2: key bytes 0-7 in CDW2/CDW3 and 8-15 in CDW14/CDW15 (byte 0 = CDW2 bits
 # 7:0), CDW10 = value size / host buffer size, CDW11 = KL (7:0) | options (15:8).
 . /interop/env
 NSID=1
@@ -51,10 +51,10 @@ store() { kv 0x01 "$1" ${#1} ${3:-0} $(wc -c <"$2") $(wc -c <"$2") --write --inp
 retrieve() { rm -f "$3"; kv 0x02 "$1" ${#1} 0 "$2" "$2" --read --input-file="$3"; } # KEY HBS OUTFILE
 exist() { kv 0x14 "$1" ${2:-${#1}} 0 0 0; }
 delete() { kv 0x10 "$1" ${#1} 0 0 0; }
-# The status is SC (with SCT 0 = generic / I/O command set specific, wire doc A.6), DNR allowed.
+# The status is SC (with SCT 0 = generic / I/O command set specific, docs/nvme-kv-wire.md A.6), DNR allowed.
 is_status() { [ -n "$STATUS" ] && [ $((STATUS & 0x7ff)) -eq $(($1)) ]; }
 is_result() { [ -n "$RESULT" ] && [ $((RESULT)) -eq $(($1)) ]; }
-# List data (wire doc A.4) -> one key per line: "count N" first, then the keys as text.
+# List data (docs/nvme-kv-wire.md A.4) -> one key per line: "count N" first, then the keys as text.
 parse_list() {
 	od -An -v -tu1 "$1" | awk '
 	{ for (i = 1; i <= NF; i++) b[n++] = $i }

@@ -88,7 +88,7 @@ static void list_entry_sizes(void **state)
 static void identify_layouts(void **state)
 {
 	(void)state;
-	/* The offsets hosts read, restated against the wire doc (the header asserts them at compile time). */
+	/* Offsets hosts read, restated from docs/nvme-kv-wire.md A.7, B.9 (the header asserts them at compile time). */
 	assert_int_equal(offsetof(struct nkv_id_ctrlr, kas), 320);
 	assert_int_equal(offsetof(struct nkv_id_ctrlr, ioccsz), 1792);
 	assert_int_equal(offsetof(struct nkv_id_ns_kv, kvf) + offsetof(struct nkv_kv_format, kvvml), 76);

@@ -725,7 +725,7 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 			c->tcp.max_queue_depth = (uint16_t)(u > 65535 ? 65535 : u);
 			break;
 		case OPT_ICD:
-			/* IOCCSZ = (64 + in-capsule) / 16: a multiple of 16, at least 1 KiB (wire doc) */
+			/* IOCCSZ = (64 + in-capsule) / 16: a multiple of 16, at least 1 KiB (docs/nvme-kv-wire.md) */
 			if (parse_size(optarg, &sz) < 0 || sz > (1u << 20) || sz < 1024 || sz % 16)
 				goto bad;
 			c->tcp.in_capsule = (uint32_t)sz;
