@@ -44,6 +44,8 @@ FAILN=0
 PIDS=()      # daemons started by this script
 LOADPIDS=()  # background load loops
 T0=$(date +%s%N)
+# The host identity files: none unless a check writes them, so no result depends on /etc/nvme here.
+export NKV_HOSTNQN_FILE="$T/no-hostnqn" NKV_HOSTID_FILE="$T/no-hostid"
 
 # ---- bookkeeping ---------------------------------------------------------------------------------
 
@@ -457,9 +459,43 @@ check "store on the read-only namespace fails mentioning write protect" 1 "write
 na --nsid 2 delete edge
 check "delete on the read-only namespace fails mentioning write protect" 1 "write protect"
 nk -n "$NQN_ALLOW" -q "$HOST_BAD" exist edge
-check "the allowlisted subsystem refuses another host NQN, naming the host" 1 "host"
+check "the allowlisted subsystem refuses another host NQN, naming the NQN sent and its source" 1 \
+	"refused host NQN $HOST_BAD \(from --hostnqn\)"
 nk -n "$NQN_ALLOW" exist edge
-check "the allowlisted subsystem refuses the default (uuid) host NQN" 1 "host"
+check "the allowlisted subsystem refuses the default (uuid) host NQN, naming it" 1 \
+	"refused host NQN nqn\.2014-08\.org\.nvmexpress:uuid:[0-9a-f-]{36} \(from generated for this run\)"
+
+# Host identity as nvme-cli finds it: the host NQN and ID files (whitespace trimmed), options over them.
+printf '  %s\n\n' "$HOST_OK" >"$T/hostnqn"
+HID=0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f0
+printf '%s\n' "${HID^^}" >"$T/hostid"
+NKV_HOSTNQN_FILE="$T/hostnqn" nk -n "$NQN_ALLOW" exist edge
+check "the host NQN file (an allowed NQN, padded with whitespace) gets through the allowlist without -q" 0 "edge: exists"
+NKV_HOSTNQN_FILE="$T/hostnqn" NKV_HOSTID_FILE="$T/hostid" run 10 "$CLI" -o json show-host
+[ "$(json_get 'j["hostnqn"], j["hostid"], j["hostnqn_source"], j["hostid_source"]')" = "$HOST_OK $HID file file" ] &&
+	ok "show-host -o json: NQN and ID from their files, trimmed, ID in lower case" || { fail "show-host from files"; show; }
+NKV_HOSTNQN_FILE="$T/hostnqn" NKV_HOSTID_FILE="$T/hostid" run 10 "$CLI" -q "$HOST_BAD" -I 11111111-2222-4333-8444-555555555555 show-host
+check "show-host: --hostnqn and --hostid override the files" 0 "hostid  : 11111111-2222-4333-8444-555555555555 \(--hostid\)"
+grep -q "hostnqn : $HOST_BAD (--hostnqn)" "$T/out" && ok "show-host names --hostnqn as the NQN's source" || { fail "show-host --hostnqn"; show; }
+printf 'nqn.2014-08.org.nvmexpress:uuid:%s\n' "$HID" >"$T/uuidnqn"
+NKV_HOSTNQN_FILE="$T/uuidnqn" run 10 "$CLI" -o json show-host
+[ "$(json_get 'j["hostid"], j["hostid_source"]')" = "$HID hostnqn" ] &&
+	ok "without a host ID file, a uuid host NQN's UUID is the host ID (nvme-cli)" || { fail "host ID from a uuid NQN"; show; }
+NKV_HOSTID_FILE="$T/hostid" run 10 "$CLI" -o json show-host
+[ "$(json_get 'j["hostnqn"], j["hostnqn_source"]')" = "nqn.2014-08.org.nvmexpress:uuid:$HID hostid" ] &&
+	ok "without a host NQN file, the NQN is the uuid NQN of the host ID file" || { fail "NQN from the host ID"; show; }
+echo not-a-uuid >"$T/badid"
+NKV_HOSTID_FILE="$T/badid" nk -n "$NQN_OPEN" exist edge
+check "a malformed host ID file exits 1 naming it" 1 "badid is malformed"
+NKV_HOSTID_FILE="$T/badid" nk -n "$NQN_OPEN" -I "$HID" exist edge
+check "--hostid replaces a malformed host ID file" 2 "does not exist"
+echo "bad nqn with spaces" >"$T/badnqn"
+NKV_HOSTNQN_FILE="$T/badnqn" nk -n "$NQN_OPEN" exist edge
+check "a malformed host NQN file exits 1 naming it" 1 "badnqn is malformed"
+nk -n "$NQN_OPEN" -I not-a-uuid exist edge
+check "a malformed --hostid exits 64" 64 "bad --hostid"
+nk -n "$NQN_OPEN" -q "no-nqn-prefix" exist edge
+check "a malformed --hostnqn exits 64" 64 "bad --hostnqn"
 nk -n "nqn.2026-11.io.rados-nkv:no-such-subsys" exist edge
 check "an unknown subsystem NQN exits 1 naming it" 1 "no-such-subsys"
 nk -o json -n "nqn.2026-11.io.rados-nkv:no-such-subsys" exist edge

@@ -29,6 +29,7 @@ struct cli {
 	uint64_t max_size;     /* retrieve --max-size (0: namespace KVVML) */
 	uint64_t max_keys;     /* list --max (0: all) */
 	struct nkv_conn_opts opts;
+	struct nkv_host_ident host; /* the host NQN and ID sent (opts points at them), and their sources */
 	const char *cmd;
 	char **args;           /* positional arguments after the command */
 	int nargs;
@@ -56,6 +57,7 @@ int cmd_retrieve(struct cli *c);
 int cmd_delete(struct cli *c);
 int cmd_exist(struct cli *c);
 int cmd_list(struct cli *c);
+int cmd_show_host(struct cli *c);
 int cmd_bench(struct cli *c); /* bench.c */
 
 /* util.c */

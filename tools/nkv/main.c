@@ -27,6 +27,8 @@ static const char g_usage[] =
 	"  delete KEY                    delete a key\n"
 	"  exist KEY                     exit 0 if KEY exists, 2 if not\n"
 	"  list [START_KEY] [--max N]    list keys >= START_KEY in order (all pages)\n"
+	"  show-host                     the host NQN and ID nkv sends, and where they come from\n"
+	"  bench [KEY=VALUE...]          load generator (nkv bench help)\n"
 	"\n"
 	"options:\n"
 	"  -t, --transport T     tcp (default) or shm:/path/to/socket (the target's --shm socket;\n"
@@ -37,7 +39,12 @@ static const char g_usage[] =
 	"  -n, --nqn SUBNQN      subsystem NQN (default: the first NVM subsystem in the\n"
 	"                        discovery log at ADDR, port -s or else 8009)\n"
 	"      --nsid N          namespace (default 1)\n"
-	"  -q, --hostnqn NQN     host NQN (default: a per-process uuid NQN)\n"
+	"  -q, --hostnqn NQN     host NQN (default: /etc/nvme/hostnqn, else\n"
+	"                        nqn.2014-08.org.nvmexpress:uuid:<host ID>)\n"
+	"  -I, --hostid UUID     host ID (default: /etc/nvme/hostid, else the UUID of a uuid\n"
+	"                        host NQN file, else /sys/class/dmi/id/product_uuid, else one\n"
+	"                        generated for this run); $NKV_HOSTNQN_FILE and\n"
+	"                        $NKV_HOSTID_FILE replace the two /etc/nvme paths\n"
 	"      --hdgst           enable the header digest (CRC32C)\n"
 	"      --ddgst           enable the data digest (CRC32C)\n"
 	"  -o, --output FMT      normal (default) or json: one JSON object per command\n"
@@ -79,6 +86,10 @@ static const struct cmd g_cmds[] = {
 	{"exist", cmd_exist, 1, 1, "nkv exist KEY\n  Exit 0 if KEY exists, 2 if not."},
 	{"list", cmd_list, 0, 1,
 	 "nkv list [START_KEY] [--max N]\n  Print the keys >= START_KEY (default: all) in ascending byte order."},
+	{"show-host", cmd_show_host, 0, 0,
+	 "nkv show-host\n  Print the host NQN and host ID nkv sends in Connect (and to --allow-host lists),\n"
+	 "  and where each comes from: option, file, hostnqn (the UUID of a uuid host NQN), hostid\n"
+	 "  (a uuid NQN of the host ID), dmi (product_uuid) or random (this run only)."},
 	{"bench", cmd_bench, 0, 64, "nkv bench [KEY=VALUE...]   (nkv bench help: every knob)\n  Asynchronous load generator (qd=, conns=, size=4K,256K, keys=, mix=r70w30, time=, bytes=...); every retrieved value is verified."},
 };
 
@@ -95,6 +106,8 @@ enum {
 	OPT_MAX,
 };
 
+static const char *const g_short = "t:a:s:n:q:I:o:vh";
+
 static const struct option g_opts[] = {
 	{"transport", required_argument, NULL, 't'},
 	{"traddr", required_argument, NULL, 'a'},
@@ -102,6 +115,7 @@ static const struct option g_opts[] = {
 	{"nqn", required_argument, NULL, 'n'},
 	{"nsid", required_argument, NULL, OPT_NSID},
 	{"hostnqn", required_argument, NULL, 'q'},
+	{"hostid", required_argument, NULL, 'I'},
 	{"hdgst", no_argument, NULL, OPT_HDGST},
 	{"ddgst", no_argument, NULL, OPT_DDGST},
 	{"output", required_argument, NULL, 'o'},
@@ -141,6 +155,79 @@ void cli_json_error(const struct cli *c, const char *reason, int rc, unsigned st
 	printf(",\"errno\":%d,\"status\":%u}\n", -rc, status);
 }
 
+/* Where the host NQN (@nqn) or host ID came from, for people. */
+static const char *host_src(const struct cli *c, bool nqn)
+{
+	static char buf[320];
+	enum nkv_host_src s = nqn ? c->host.hostnqn_src : c->host.hostid_src;
+	switch (s) {
+	case NKV_HOST_SRC_FILE:
+		snprintf(buf, sizeof(buf), "%s", nqn ? c->host.hostnqn_file : c->host.hostid_file);
+		return buf;
+	case NKV_HOST_SRC_NQN:
+		snprintf(buf, sizeof(buf), "the uuid NQN in %s", c->host.hostnqn_file);
+		return buf;
+	case NKV_HOST_SRC_HOSTID:
+		snprintf(buf, sizeof(buf), "the host ID in %s", c->host.hostid_file);
+		return buf;
+	case NKV_HOST_SRC_DMI:
+		return "/sys/class/dmi/id/product_uuid";
+	case NKV_HOST_SRC_RANDOM:
+		return "generated for this run";
+	default:
+		return nqn ? "--hostnqn" : "--hostid";
+	}
+}
+
+int cmd_show_host(struct cli *c)
+{
+	char u[37];
+	nkv_uuid_format(c->host.hostid, u);
+	if (c->json) {
+		printf("{\"command\":\"show-host\",\"hostnqn\":");
+		json_str(stdout, c->host.hostnqn, strlen(c->host.hostnqn));
+		printf(",\"hostid\":\"%s\",\"hostnqn_source\":\"%s\",\"hostid_source\":\"%s\",\"hostnqn_file\":", u,
+		       nkv_host_src_name(c->host.hostnqn_src), nkv_host_src_name(c->host.hostid_src));
+		json_str(stdout, c->host.hostnqn_file, strlen(c->host.hostnqn_file));
+		printf(",\"hostid_file\":");
+		json_str(stdout, c->host.hostid_file, strlen(c->host.hostid_file));
+		printf("}\n");
+	} else {
+		printf("hostnqn : %s (%s)\n", c->host.hostnqn, host_src(c, true));
+		printf("hostid  : %s (%s)\n", u, host_src(c, false));
+	}
+	return EXIT_OK;
+}
+
+/*
+ * Settle the host identity once, before any connection: --hostnqn/--hostid, else the files and
+ * fallbacks of nkv_host_ident_load(). A malformed file that an option does not replace is an error
+ * (exit 1): sending some other identity would only fail later, at an allowlist, less clearly.
+ */
+static int host_settle(struct cli *c, const char *hostnqn, const char *hostid)
+{
+	int rc = nkv_host_ident_load(&c->host);
+	if (rc < 0 && ((c->host.bad_hostnqn && !hostnqn) || (!c->host.bad_hostnqn && !hostid))) {
+		const char *f = c->host.bad_hostnqn ? c->host.hostnqn_file : c->host.hostid_file;
+		fprintf(stderr, "nkv: %s is malformed (%s); fix it or pass %s\n", f,
+			c->host.bad_hostnqn ? "want one NQN: nqn.<yyyy-mm>.<domain>:<name>, at most 223 bytes"
+					    : "want one UUID: xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx",
+			c->host.bad_hostnqn ? "--hostnqn" : "--hostid");
+		return EXIT_ERR;
+	}
+	if (hostnqn) {
+		snprintf(c->host.hostnqn, sizeof(c->host.hostnqn), "%s", hostnqn);
+		c->host.hostnqn_src = NKV_HOST_SRC_OPTION;
+	}
+	if (hostid) {
+		nkv_uuid_parse(hostid, c->host.hostid); /* checked when parsed */
+		c->host.hostid_src = NKV_HOST_SRC_OPTION;
+	}
+	c->opts.hostnqn = c->host.hostnqn;
+	memcpy(c->opts.hostid, c->host.hostid, 16);
+	return EXIT_OK;
+}
+
 static void shm_connect_error(const struct cli *c, int rc)
 {
 	switch (rc) {
@@ -150,8 +237,9 @@ static void shm_connect_error(const struct cli *c, int rc)
 			strerror(-rc));
 		break;
 	case -EACCES:
-		fprintf(stderr, "nkv: shm:%s refused this host (host NQN not allowed: see -q and the target's "
-				"--allow-host)\n", c->shm_path);
+		fprintf(stderr, "nkv: shm:%s refused host NQN %s (from %s): not on its --allow-host list; "
+				"pass -q NQN or set %s\n", c->shm_path, c->host.hostnqn, host_src(c, true),
+			c->host.hostnqn_file);
 		break;
 	case -ETIMEDOUT:
 		fprintf(stderr, "nkv: shm:%s: no answer or controller not ready in time (see --timeout)\n",
@@ -192,8 +280,8 @@ static void connect_error(const struct cli *c, const char *port, const char *nqn
 			nqn, c->traddr);
 		break;
 	case -EACCES:
-		fprintf(stderr, "nkv: subsystem %s refused this host (host NQN not allowed: see -q and the target's "
-				"--allow-host)\n", nqn);
+		fprintf(stderr, "nkv: subsystem %s refused host NQN %s (from %s): not on its --allow-host list; "
+				"pass -q NQN or set %s\n", nqn, c->host.hostnqn, host_src(c, true), c->host.hostnqn_file);
 		break;
 	case -EPROTO:
 		fprintf(stderr, "nkv: protocol error talking to %s:%s (run with -v for details)\n", c->traddr, port);
@@ -311,7 +399,7 @@ int cli_fail(struct cli *c, const char *what, int rc, const struct nkv_cpl *cpl,
 
 static void cmd_help(const struct cmd *k)
 {
-	printf("usage: %s\n\nGlobal options (-t, -a, -s, -n, --nsid, -q, --hdgst, --ddgst, -o, --hex, --timeout) "
+	printf("usage: %s\n\nGlobal options (-t, -a, -s, -n, --nsid, -q, -I, --hdgst, --ddgst, -o, --hex, --timeout) "
 	       "apply; see nkv --help.\n",
 	       k->usage);
 }
@@ -320,10 +408,12 @@ int main(int argc, char **argv)
 {
 	struct cli c = {.traddr = "127.0.0.1", .nsid = 1};
 	bool help = false;
+	const char *hostnqn = NULL, *hostid = NULL;
+	uint8_t uuid[16];
 	int o;
 	uint64_t v;
 
-	while ((o = getopt_long(argc, argv, "t:a:s:n:q:o:vh", g_opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, g_short, g_opts, NULL)) != -1) {
 		switch (o) {
 		case 't':
 			if (strncmp(optarg, "shm:", 4) == 0 && optarg[4])
@@ -343,7 +433,15 @@ int main(int argc, char **argv)
 			c.nqn = optarg;
 			break;
 		case 'q':
-			c.opts.hostnqn = optarg;
+			if (nkv_hostnqn_check(optarg))
+				return usage_err("bad --hostnqn '%s' (nqn.<yyyy-mm>.<domain>:<name>, at most 223 bytes, "
+						 "no spaces)", optarg);
+			hostnqn = optarg;
+			break;
+		case 'I':
+			if (nkv_uuid_parse(optarg, uuid))
+				return usage_err("bad --hostid '%s' (a UUID: xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)", optarg);
+			hostid = optarg;
 			break;
 		case 'o':
 			if (strcmp(optarg, "json") == 0)
@@ -433,7 +531,10 @@ int main(int argc, char **argv)
 		return usage_err("%s: no discovery over shm (the socket path names the subsystem)", c.cmd);
 	if (c.store_opts == (NKV_STORE_MUST_EXIST | NKV_STORE_MUST_NOT_EXIST))
 		return usage_err("%s: --must-exist and --must-not-exist exclude each other", c.cmd);
-	int ex = k->fn(&c);
+	int ex = host_settle(&c, hostnqn, hostid);
+	if (ex)
+		return ex;
+	ex = k->fn(&c);
 	if (c.qp)
 		nkv_qpair_destroy(c.qp);
 	nkv_disconnect(c.ctrl);
