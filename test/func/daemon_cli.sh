@@ -133,6 +133,33 @@ check_json_err() {
 	fi
 }
 
+# check_one_json DESC WANT_RC ok|err [COMMAND]: the last run exited WANT_RC and its stdout is exactly
+# one JSON object (nothing before or after it); err: with "command", a non-empty "error" and a
+# "status" string; ok: no "error". COMMAND: its "command" must be that ("null": none known).
+check_one_json() {
+	local desc=$1 want=$2 kind=$3 cmd=${4:-}
+	if [ "$RC" = "$want" ] && python3 -c '
+import json, sys
+kind, cmd = sys.argv[1], sys.argv[2]
+s = sys.stdin.read().lstrip()
+o, end = json.JSONDecoder().raw_decode(s)
+assert isinstance(o, dict), "not an object"
+assert not s[end:].strip(), "more after the object: %r" % s[end:end + 80]
+if kind == "err":
+    assert "command" in o and isinstance(o.get("error"), str) and o["error"], "no error text"
+    assert isinstance(o.get("status"), str) and o["status"], "no status string"
+else:
+    assert "error" not in o, "an error object: %r" % o
+if cmd:
+    assert o.get("command") == (None if cmd == "null" else cmd), "command %r" % o.get("command")
+' "$kind" "$cmd" <"$T/out" 2>"$T/jerr"; then
+		ok "$desc"
+	else
+		fail "$desc (exit $RC, want $want and one JSON $kind object; $(tail -c 200 "$T/jerr" 2>/dev/null))"
+		show
+	fi
+}
+
 # json_get EXPR: evaluate a Python expression on the last run's JSON (as j).
 json_get() { python3 -c "import json,sys; j=json.load(sys.stdin); print($1)" <"$T/out" 2>/dev/null; }
 
@@ -542,6 +569,61 @@ check_json "retrieve -o json to stdout is JSON"
 	ok "retrieve -o json value == stored bytes" || { fail "retrieve -o json value"; show; }
 no -o json delete jkey
 check_json "delete -o json is JSON"
+
+# -o json: every command, on success and on failure (usage, connection, target status), prints
+# exactly one JSON object on stdout, whatever it also says on stderr.
+printf 'v' >"$T/v1"
+no -o json discover; check_one_json "-o json discover (the -s port serves discovery)" 0 ok discover
+no -o json list-ns; check_one_json "-o json list-ns" 0 ok list-ns
+no -o json identify; check_one_json "-o json identify" 0 ok identify
+no -o json identify --ns; check_one_json "-o json identify --ns" 0 ok identify
+no -o json store jk "$T/v1"; check_one_json "-o json store" 0 ok store
+no -o json retrieve jk; check_one_json "-o json retrieve to stdout" 0 ok retrieve
+no -o json retrieve jk "$T/rj"; check_one_json "-o json retrieve to a file" 0 ok retrieve
+no -o json exist jk; check_one_json "-o json exist (present)" 0 ok exist
+no -o json list; check_one_json "-o json list" 0 ok list
+no -o json delete jk; check_one_json "-o json delete" 0 ok delete
+no -o json exist jk; check_one_json "-o json exist (absent): exit 2, a result, not an error" 2 ok exist
+run 10 "$CLI" -o json show-host; check_one_json "-o json show-host" 0 ok show-host
+run 10 "$CLI" -o json --help; check_one_json "-o json --help" 0 ok help
+run 10 "$CLI" -o json store --help; check_one_json "-o json store --help" 0 ok help
+run 10 "$CLI" -o json bench help; check_one_json "-o json bench help" 0 ok help
+no -o json bench ops=20 keys=20 size=1K; check_one_json "-o json bench (raw, 20 ops)" 0 ok bench
+no --output=json exist jk; check_one_json "--output=json" 2 ok exist
+no exist jk -o json; check_one_json "-o json after the command's arguments" 2 ok exist
+no -o json retrieve jk; check_one_json "-o json retrieve of an absent key: exit 2, error object" 2 err retrieve
+no -o json delete jk; check_one_json "-o json delete of an absent key" 2 err delete
+no -o json store big1 "$T/v1" --must-not-exist; check_one_json "-o json store --must-not-exist on a present key" 3 err store
+no -o json store jk "$T/no-such-file"; check_one_json "-o json store from a missing file" 1 err store
+na -o json --nsid 2 store ro "$T/v1"; check_one_json "-o json store on a read-only namespace" 1 err store
+no -o json --nsid 9 identify --ns; check_one_json "-o json identify --ns of an inactive NSID" 1 err identify
+nk -o json -n "$NQN_ALLOW" -q "$HOST_BAD" list; check_one_json "-o json list refused by an allowlist" 1 err list
+nk -o json -n "nqn.2026-11.io.rados-nkv:nope" list-ns; check_one_json "-o json list-ns on an unknown subsystem" 1 err list-ns
+run 10 "$CLI" --timeout 2000 -s "$PSPARE" -n "$NQN_OPEN" -o json identify
+check_one_json "-o json identify, connection refused" 1 err identify
+run 10 "$CLI" --timeout 2000 -s "$PSPARE" -o json discover; check_one_json "-o json discover, connection refused" 1 err discover
+run 10 "$CLI" --timeout 2000 -s "$PSPARE" -o json bench; check_one_json "-o json bench, connection refused" 1 err bench
+no -o json bench keys=1 conns=2; check_one_json "-o json bench refused before it runs (keys < conns)" 1 err bench
+no -o json bench qd=lots; check_one_json "-o json bench with a bad argument" 64 err bench
+run 10 "$CLI" -o json; check_one_json "-o json with no command" 64 err null
+run 10 "$CLI" -o json frobnicate; check_one_json "-o json unknown command" 64 err frobnicate
+run 10 "$CLI" -o json --frobnicate list; check_one_json "-o json unknown option" 64 err
+run 10 "$CLI" -o json list --nsid; check_one_json "-o json option without its argument" 64 err
+run 10 "$CLI" --nsid 0 -o json list; check_one_json "-o json bad --nsid (before -o)" 64 err
+run 10 "$CLI" -o json store 0123456789abcdefX; check_one_json "-o json a 17-byte key" 64 err store
+run 10 "$CLI" -o json --hex exist 0g; check_one_json "-o json a bad hex key" 64 err exist
+run 10 "$CLI" -o json store a b c; check_one_json "-o json wrong number of arguments" 64 err store
+run 10 "$CLI" -o json -I nope exist k; check_one_json "-o json bad --hostid" 64 err
+run 10 "$CLI" -o json -t shm:/nonexistent/sock discover; check_one_json "-o json discover over shm" 64 err discover
+NKV_HOSTID_FILE="$T/badid" run 10 "$CLI" -o json exist k; check_one_json "-o json malformed host ID file" 1 err exist
+no -o json retrieve jk
+[ "$(json_get 'j["status"], j["nvme_status"], j["errno"]')" = "Key Does Not Exist 135 2" ] &&
+	ok "-o json error fields: status names the NVMe status, nvme_status its code, errno ENOENT" ||
+	{ fail "-o json error fields of an absent key"; show; }
+run 10 "$CLI" --timeout 2000 -s "$PSPARE" -n "$NQN_OPEN" -o json identify
+[ "$(json_get 'j["status"], j["errno"], "nvme_status" in j')" = "ECONNREFUSED 111 False" ] &&
+	ok "-o json error fields: status names the errno when no NVMe status came back" ||
+	{ fail "-o json error fields of a refused connection"; show; }
 
 # Digests.
 head -c 1048576 /dev/urandom >"$T/vdg"

@@ -43,8 +43,26 @@ struct cli {
 /* main.c */
 /** Connect (discovering the NQN when -n is absent); @io: also create an I/O queue pair. @return exit code. */
 int cli_connect(struct cli *c, bool io);
-/** With -o json, print the command's error object {"command","error","errno","status"} on stdout. */
+/* json_out.c */
+#define CLI_STATUS_USAGE 0x10000u /* cli_json_error(): bad usage, not an NVMe status */
+/** Set c->json from argv (before any option is parsed, so even a bad option answers in JSON) and,
+ *  with it, hold stdout in memory until cli_json_end(). */
+void cli_json_begin(struct cli *c, int argc, char **argv);
+/** End the run: print what was held, or an error object if nothing was. @return @ex. */
+int cli_json_end(struct cli *c, int ex);
+/** Drop what the command printed so far (the object it started is replaced by an error). */
+void cli_json_discard(void);
+/**
+ * With -o json, print the command's error object: {"command": name or null, "error": text,
+ * "status": the NVMe status name when the target answered, "usage" for bad usage, else the
+ * errno's name ("ECONNREFUSED"), "errno": positive errno or 0, and "nvme_status": SCT << 8 | SC
+ * when the target answered}. It replaces anything the command printed before.
+ */
 void cli_json_error(const struct cli *c, const char *reason, int rc, unsigned status);
+/** Report bad usage: "nkv: MSG" on stderr, the JSON error with status "usage". @return EXIT_USAGE. */
+int cli_usage(const struct cli *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/** Print help @text (with -o json: {"command":"help","usage":text}). */
+void cli_help(const struct cli *c, const char *text);
 /** Print "nkv: WHAT failed: REASON" for a failed command. @return the exit code for @rc. */
 int cli_fail(struct cli *c, const char *what, int rc, const struct nkv_cpl *cpl, const char *detail);
 

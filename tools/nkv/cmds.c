@@ -438,10 +438,8 @@ int cmd_list(struct cli *c)
 		struct nkv_cpl cpl = {0};
 		int rc = nkv_list(c->qp, c->nsid, start, slen, buf, LIST_HBS, &cpl);
 		if (rc) {
-			if (c->json)
-				printf("]}\n");
 			free(buf);
-			return cli_fail(c, "list", rc, &cpl, NULL);
+			return cli_fail(c, "list", rc, &cpl, NULL); /* replaces the keys printed so far */
 		}
 		uint64_t pos = 0;
 		uint8_t k[16];
@@ -473,9 +471,8 @@ int cmd_list(struct cli *c)
 			}
 		}
 		if (rc < 0) {
-			if (c->json)
-				printf("]}\n");
 			free(buf);
+			cli_json_error(c, "malformed List data from the target", -EPROTO, 0);
 			fprintf(stderr, "nkv: list failed: malformed List data from the target\n");
 			return EXIT_ERR;
 		}

@@ -106,7 +106,9 @@ enum {
 	OPT_MAX,
 };
 
-static const char *const g_short = "t:a:s:n:q:I:o:vh";
+/* A leading ':' tells a missing argument (':') from an unknown option ('?'); opterr is 0, the
+ * messages are ours (so -o json reports them too). */
+static const char *const g_short = ":t:a:s:n:q:I:o:vh";
 
 static const struct option g_opts[] = {
 	{"transport", required_argument, NULL, 't'},
@@ -131,28 +133,10 @@ static const struct option g_opts[] = {
 	{NULL, 0, NULL, 0},
 };
 
-static int usage_err(const char *fmt, const char *arg)
-{
-	fputs("nkv: ", stderr);
-	fprintf(stderr, fmt, arg);
-	fputs("\n(nkv --help for usage)\n", stderr);
-	return EXIT_USAGE;
-}
 
 static const char *port_of(const struct cli *c)
 {
 	return c->trsvcid ? c->trsvcid : "4420";
-}
-
-void cli_json_error(const struct cli *c, const char *reason, int rc, unsigned status)
-{
-	if (!c->json)
-		return;
-	printf("{\"command\":");
-	json_str(stdout, c->cmd, strlen(c->cmd));
-	printf(",\"error\":");
-	json_str(stdout, reason, strlen(reason));
-	printf(",\"errno\":%d,\"status\":%u}\n", -rc, status);
 }
 
 /* Where the host NQN (@nqn) or host ID came from, for people. */
@@ -397,18 +381,23 @@ int cli_fail(struct cli *c, const char *what, int rc, const struct nkv_cpl *cpl,
 	return EXIT_ERR;
 }
 
-static void cmd_help(const struct cmd *k)
+static void cmd_help(const struct cli *c, const struct cmd *k)
 {
-	printf("usage: %s\n\nGlobal options (-t, -a, -s, -n, --nsid, -q, -I, --hdgst, --ddgst, -o, --hex, --timeout) "
-	       "apply; see nkv --help.\n",
-	       k->usage);
+	char text[1024];
+	snprintf(text, sizeof(text),
+		 "usage: %s\n\nGlobal options (-t, -a, -s, -n, --nsid, -q, -I, --hdgst, --ddgst, -o, --hex, --timeout) "
+		 "apply; see nkv --help.\n",
+		 k->usage);
+	cli_help(c, text);
 }
 
-int main(int argc, char **argv)
+/* Parse the options and run the command. @return the exit status. */
+static int run(struct cli *c, int argc, char **argv)
 {
-	struct cli c = {.traddr = "127.0.0.1", .nsid = 1};
 	bool help = false;
 	const char *hostnqn = NULL, *hostid = NULL;
+
+	opterr = 0;
 	uint8_t uuid[16];
 	int o;
 	uint64_t v;
@@ -417,37 +406,36 @@ int main(int argc, char **argv)
 		switch (o) {
 		case 't':
 			if (strncmp(optarg, "shm:", 4) == 0 && optarg[4])
-				c.shm_path = optarg + 4;
+				c->shm_path = optarg + 4;
 			else if (strcmp(optarg, "tcp") == 0)
-				c.shm_path = NULL;
+				c->shm_path = NULL;
 			else
-				return usage_err("unknown --transport '%s' (tcp or shm:/path/to/socket)", optarg);
+				return cli_usage(c, "unknown --transport '%s' (tcp or shm:/path/to/socket)", optarg);
 			break;
 		case 'a':
-			c.traddr = optarg;
+			c->traddr = optarg;
 			break;
 		case 's':
-			c.trsvcid = optarg;
+			c->trsvcid = optarg;
 			break;
 		case 'n':
-			c.nqn = optarg;
+			c->nqn = optarg;
 			break;
 		case 'q':
 			if (nkv_hostnqn_check(optarg))
-				return usage_err("bad --hostnqn '%s' (nqn.<yyyy-mm>.<domain>:<name>, at most 223 bytes, "
+				return cli_usage(c, "bad --hostnqn '%s' (nqn.<yyyy-mm>.<domain>:<name>, at most 223 bytes, "
 						 "no spaces)", optarg);
 			hostnqn = optarg;
 			break;
 		case 'I':
 			if (nkv_uuid_parse(optarg, uuid))
-				return usage_err("bad --hostid '%s' (a UUID: xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)", optarg);
+				return cli_usage(c, "bad --hostid '%s' (a UUID: xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)", optarg);
 			hostid = optarg;
 			break;
 		case 'o':
-			if (strcmp(optarg, "json") == 0)
-				c.json = true;
-			else if (strcmp(optarg, "normal") != 0)
-				return usage_err("unknown output format '%s' (normal or json)", optarg);
+			/* c->json is already set: cli_json_begin() read every -o before any option ran */
+			if (strcmp(optarg, "json") != 0 && strcmp(optarg, "normal") != 0)
+				return cli_usage(c, "unknown output format '%s' (normal or json)", optarg);
 			break;
 		case 'v':
 			nkv_log_set_level(NKV_LOG_DEBUG);
@@ -457,86 +445,95 @@ int main(int argc, char **argv)
 			break;
 		case OPT_NSID:
 			if (parse_size(optarg, &v) || v == 0 || v > 0xfffffffeull)
-				return usage_err("bad --nsid '%s'", optarg);
-			c.nsid = (uint32_t)v;
+				return cli_usage(c, "bad --nsid '%s'", optarg);
+			c->nsid = (uint32_t)v;
 			break;
 		case OPT_HDGST:
-			c.opts.hdgst = true;
+			c->opts.hdgst = true;
 			break;
 		case OPT_DDGST:
-			c.opts.ddgst = true;
+			c->opts.ddgst = true;
 			break;
 		case OPT_HEX:
-			c.hex = true;
+			c->hex = true;
 			break;
 		case OPT_TIMEOUT:
 			if (parse_size(optarg, &v) || v == 0 || v > 86400000)
-				return usage_err("bad --timeout '%s' (milliseconds)", optarg);
-			c.opts.timeout_ms = (int)v;
+				return cli_usage(c, "bad --timeout '%s' (milliseconds)", optarg);
+			c->opts.timeout_ms = (int)v;
 			break;
 		case OPT_NS:
-			c.ns = true;
+			c->ns = true;
 			break;
 		case OPT_MUST_EXIST:
-			c.store_opts |= NKV_STORE_MUST_EXIST;
+			c->store_opts |= NKV_STORE_MUST_EXIST;
 			break;
 		case OPT_MUST_NOT_EXIST:
-			c.store_opts |= NKV_STORE_MUST_NOT_EXIST;
+			c->store_opts |= NKV_STORE_MUST_NOT_EXIST;
 			break;
 		case OPT_MAX_SIZE:
 			if (parse_size(optarg, &v) || v == 0 || v > 0xffffffffull)
-				return usage_err("bad --max-size '%s' (1 byte to 4 GiB - 1)", optarg);
-			c.max_size = v;
+				return cli_usage(c, "bad --max-size '%s' (1 byte to 4 GiB - 1)", optarg);
+			c->max_size = v;
 			break;
 		case OPT_MAX:
 			if (parse_size(optarg, &v) || v == 0)
-				return usage_err("bad --max '%s'", optarg);
-			c.max_keys = v;
+				return cli_usage(c, "bad --max '%s'", optarg);
+			c->max_keys = v;
 			break;
-		default:
-			fputs("(nkv --help for usage)\n", stderr);
-			return EXIT_USAGE;
+		case ':':
+			return cli_usage(c, "option '%s' needs an argument", argv[optind - 1]);
+		default: /* '?' */
+			if (optopt)
+				return cli_usage(c, "unknown option '-%c'", optopt);
+			return cli_usage(c, "unknown option '%s'", argv[optind - 1]);
 		}
 	}
 	if (optind >= argc) {
 		if (help) {
-			fputs(g_usage, stdout);
+			cli_help(c, g_usage);
 			return EXIT_OK;
 		}
-		fputs(g_usage, stderr);
-		return EXIT_USAGE;
+		if (!c->json)
+			fputs(g_usage, stderr);
+		return cli_usage(c, "no command given");
 	}
-	c.cmd = argv[optind];
-	if (strcmp(c.cmd, "help") == 0) {
-		fputs(g_usage, stdout);
+	c->cmd = argv[optind];
+	if (strcmp(c->cmd, "help") == 0) {
+		cli_help(c, g_usage);
 		return EXIT_OK;
 	}
 	const struct cmd *k = NULL;
 	for (size_t i = 0; i < sizeof(g_cmds) / sizeof(g_cmds[0]); i++)
-		if (strcmp(g_cmds[i].name, c.cmd) == 0)
+		if (strcmp(g_cmds[i].name, c->cmd) == 0)
 			k = &g_cmds[i];
 	if (!k)
-		return usage_err("unknown command '%s'", c.cmd);
+		return cli_usage(c, "unknown command '%s'", c->cmd);
 	if (help) {
-		cmd_help(k);
+		cmd_help(c, k);
 		return EXIT_OK;
 	}
-	c.args = argv + optind + 1;
-	c.nargs = argc - optind - 1;
-	if (c.nargs < k->min_args || c.nargs > k->max_args) {
-		fprintf(stderr, "nkv: %s: wrong number of arguments\nusage: %s\n", c.cmd, k->usage);
-		return EXIT_USAGE;
+	c->args = argv + optind + 1;
+	c->nargs = argc - optind - 1;
+	if (c->nargs < k->min_args || c->nargs > k->max_args) {
+		fprintf(stderr, "usage: %s\n", k->usage);
+		return cli_usage(c, "%s: wrong number of arguments (%d)", c->cmd, c->nargs);
 	}
-	if (c.shm_path && k->fn == cmd_discover)
-		return usage_err("%s: no discovery over shm (the socket path names the subsystem)", c.cmd);
-	if (c.store_opts == (NKV_STORE_MUST_EXIST | NKV_STORE_MUST_NOT_EXIST))
-		return usage_err("%s: --must-exist and --must-not-exist exclude each other", c.cmd);
-	int ex = host_settle(&c, hostnqn, hostid);
-	if (ex)
-		return ex;
-	ex = k->fn(&c);
+	if (c->shm_path && k->fn == cmd_discover)
+		return cli_usage(c, "%s: no discovery over shm (the socket path names the subsystem)", c->cmd);
+	if (c->store_opts == (NKV_STORE_MUST_EXIST | NKV_STORE_MUST_NOT_EXIST))
+		return cli_usage(c, "%s: --must-exist and --must-not-exist exclude each other", c->cmd);
+	int ex = host_settle(c, hostnqn, hostid);
+	return ex ? ex : k->fn(c);
+}
+
+int main(int argc, char **argv)
+{
+	struct cli c = {.traddr = "127.0.0.1", .nsid = 1};
+	cli_json_begin(&c, argc, argv);
+	int ex = run(&c, argc, argv);
 	if (c.qp)
 		nkv_qpair_destroy(c.qp);
 	nkv_disconnect(c.ctrl);
-	return ex;
+	return cli_json_end(&c, ex);
 }
