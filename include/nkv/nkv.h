@@ -108,8 +108,12 @@ struct nkv_cpl {
  * Connect to subsystem @subnqn at @traddr:@trsvcid (numeric or names; IPv4 or IPv6) and bring the
  * controller up: ICReq, Connect (admin queue), CC.EN, CSTS.RDY, Identify Controller, Set Features
  * Number of Queues. @opts may be NULL.
- * @return 0, -ECONNREFUSED / -EHOSTUNREACH / -ETIMEDOUT (transport), -EPROTO (the target broke the
- * protocol), -EACCES (Connect Invalid Host), -ENOENT (no such subsystem), -EINVAL, -ENOMEM.
+ * @traddr may be bracketed ("[::1]", as rados-nkv --listen takes it); @trsvcid must be a port
+ * number (1..65535).
+ * @return 0, -ENXIO (@traddr does not resolve), -ECONNREFUSED (nothing listens there),
+ * -EHOSTUNREACH / -ENETUNREACH (no route), -ETIMEDOUT (no answer), -EPROTO (the target broke the
+ * protocol), -EACCES (Connect Invalid Host), -ENOENT (no such subsystem), -EINVAL (a bad argument,
+ * e.g. a non-numeric port), -ENOMEM.
  */
 int nkv_connect(const char *traddr, const char *trsvcid, const char *subnqn,
 		const struct nkv_conn_opts *opts, struct nkv_ctrl **out);

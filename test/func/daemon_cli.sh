@@ -570,6 +570,59 @@ check_json "retrieve -o json to stdout is JSON"
 no -o json delete jkey
 check_json "delete -o json is JSON"
 
+# Addresses and connection errors: each cause its own message; ports are numbers; "[::1]" and
+# "[::1]:PORT" as the daemon's --listen takes them.
+for p in abc 0 70000 4420x; do
+	nk -n "$NQN_OPEN" -s "$p" identify
+	check "-s $p is a usage error (exit 64)" 64 "bad port '$p'"
+done
+nk -n "$NQN_OPEN" -a "[::1]:http" identify
+check "a non-numeric port in -a [::1]:PORT is a usage error" 64 "bad port 'http'"
+nk -n "$NQN_OPEN" -a "127.0.0.1:$PSPARE" identify
+check "-a HOST:PORT and -s naming different ports is a usage error" 64 "different ports"
+run 20 "$CLI" --timeout 5000 -a no-such-host.invalid -n "$NQN_OPEN" identify
+check "a name that does not resolve: 'cannot resolve HOST'" 1 "^nkv: cannot resolve no-such-host\.invalid: "
+run 10 "$CLI" --timeout 5000 -s "$PSPARE" -n "$NQN_OPEN" identify
+check "nothing listening: 'connection refused by HOST:PORT'" 1 "^nkv: connection refused by 127\.0\.0\.1:$PSPARE "
+read -r PSILENT < <(free_ports 1)
+python3 -c '
+import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(8)
+conns = []
+while True:
+    c, _ = s.accept(); conns.append(c)  # never answers the ICReq
+' "$PSILENT" &
+PIDS+=($!)
+sleep 0.3
+run 10 "$CLI" --timeout 1500 -s "$PSILENT" -n "$NQN_OPEN" identify
+check "a listener that never answers: 'no answer from HOST:PORT within 1500 ms'" 1 \
+	"^nkv: no answer from 127\.0\.0\.1:$PSILENT within 1500 ms"
+# 2001:db8::/32 is never routed: no route (unreachable) or dropped (no answer), by the machine's
+# routes; either way its own message, never the generic one.
+run 10 "$CLI" --timeout 1500 -a "[2001:db8::1]" -n "$NQN_OPEN" identify
+check "an unroutable address names the cause (unreachable or no answer)" 1 \
+	"^nkv: (host \[2001:db8::1\] is unreachable|network unreachable for \[2001:db8::1\]|no answer from \[2001:db8::1\]:4420 within)"
+read -r PV6 < <(free_ports 1)
+NQN_V6="nqn.2026-11.io.rados-nkv:dcli-v6-$$"
+"$DAEMON" "${CEPH_FLAGS[@]}" -s "$NQN_V6" -p "$POOL" -l "[::1]:$PV6" -d none >"$T/daemon-v6.log" 2>&1 </dev/null &
+PIDS+=($!)
+V6PID=$!
+for _ in $(seq 100); do
+	timeout -k 1 3 "$CLI" --timeout 1000 -a "[::1]" -s "$PV6" -n "$NQN_V6" identify >/dev/null 2>&1 && break
+	sleep 0.1
+done
+nk -a "[::1]" -s "$PV6" -n "$NQN_V6" identify
+check "-a [::1] -s PORT reaches a daemon listening on [::1] (as its -l [::1]:PORT)" 0 "subnqn +: $NQN_V6\$"
+run 10 "$CLI" --timeout 5000 -a "[::1]:$PV6" -n "$NQN_V6" identify
+check "-a [::1]:PORT (the port in the address)" 0 "subnqn +: $NQN_V6\$"
+run 10 "$CLI" --timeout 5000 -a "[::1]:$PV6" identify
+check "-a [::1]:PORT without -n: discovery on that port finds the subsystem" 0 "subnqn +: $NQN_V6\$"
+run 10 "$CLI" --timeout 5000 -a "[::1]" -s "$PV6" discover
+check "discover -a [::1] -s PORT" 0 "subnqn: +$NQN_V6"
+kill -TERM "$V6PID" 2>/dev/null
+wait "$V6PID" 2>/dev/null
+
 # -o json: every command, on success and on failure (usage, connection, target status), prints
 # exactly one JSON object on stdout, whatever it also says on stderr.
 printf 'v' >"$T/v1"

@@ -112,6 +112,17 @@ static void status_string(void **state)
 	assert_non_null(strstr(nkv_status_string(NKV_STATUS_HOST_PATH), "Host Pathing Error"));
 }
 
+static void connect_args(void **state)
+{
+	(void)state;
+	struct nkv_ctrl *c = NULL;
+	/* A port is a number; a name that does not resolve is -ENXIO, not "unreachable". */
+	assert_int_equal(nkv_connect("127.0.0.1", "nvme", "nqn.x:y", NULL, &c), -EINVAL);
+	assert_int_equal(nkv_connect("127.0.0.1", "65536", "nqn.x:y", NULL, &c), -EINVAL);
+	assert_int_equal(nkv_connect("no-such-host.invalid", "4420", "nqn.x:y", NULL, &c), -ENXIO);
+	assert_null(c);
+}
+
 static void kv_args(void **state)
 {
 	(void)state;
@@ -213,6 +224,7 @@ int main(void)
 		cmocka_unit_test(status_errno),
 		cmocka_unit_test(status_string),
 		cmocka_unit_test(kv_args),
+		cmocka_unit_test(connect_args),
 		cmocka_unit_test(host_ident),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

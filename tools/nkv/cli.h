@@ -37,6 +37,7 @@ struct cli {
 	struct nkv_ctrl *ctrl;
 	struct nkv_qpair *qp;
 	char port_buf[33];
+	char addr_buf[257];    /* -a without its ":PORT" */
 	char nqn_buf[257];
 };
 
@@ -63,8 +64,19 @@ void cli_json_error(const struct cli *c, const char *reason, int rc, unsigned st
 int cli_usage(const struct cli *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /** Print help @text (with -o json: {"command":"help","usage":text}). */
 void cli_help(const struct cli *c, const char *text);
+/** Where the host NQN (@nqn) or the host ID came from, for people ("/etc/nvme/hostnqn", "--hostid"...). */
+const char *cli_host_src(const struct cli *c, bool nqn);
 /** Print "nkv: WHAT failed: REASON" for a failed command. @return the exit code for @rc. */
 int cli_fail(struct cli *c, const char *what, int rc, const struct nkv_cpl *cpl, const char *detail);
+
+/* conn.c */
+/**
+ * Check -a/-s: "[v6]", "[v6]:PORT" and "HOST:PORT" are split (a port in both places must agree);
+ * a port is a number, 1 to 65535. @return EXIT_OK or EXIT_USAGE (reported).
+ */
+int cli_addr_settle(struct cli *c);
+/** Report a failed connection to @port (@nqn: the subsystem), one message per cause (stderr, JSON). */
+void cli_connect_error(const struct cli *c, const char *port, const char *nqn, int rc);
 
 /* cmds.c */
 int cmd_discover(struct cli *c);

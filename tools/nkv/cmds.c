@@ -43,14 +43,7 @@ int cmd_discover(struct cli *c)
 	const char *port = c->trsvcid ? c->trsvcid : "8009";
 	int rc = nkv_discover(c->traddr, port, &c->opts, &e, &n);
 	if (rc) {
-		char reason[96];
-		snprintf(reason, sizeof(reason), "discover: %s", strerror(-rc));
-		cli_json_error(c, reason, rc, 0);
-		if (rc == -ECONNREFUSED)
-			fprintf(stderr, "nkv: cannot connect to %s:%s: %s (is rados-nkv running with --discovery?)\n",
-				c->traddr, port, strerror(-rc));
-		else
-			fprintf(stderr, "nkv: discover at %s:%s failed: %s\n", c->traddr, port, strerror(-rc));
+		cli_connect_error(c, port, NKV_DISCOVERY_NQN, rc);
 		return EXIT_ERR;
 	}
 	if (c->json) {

@@ -34,8 +34,9 @@ static const char g_usage[] =
 	"  -t, --transport T     tcp (default) or shm:/path/to/socket (the target's --shm socket;\n"
 	"                        it names the subsystem: -a, -s, -n, --hdgst, --ddgst unused;\n"
 	"                        not for discover)\n"
-	"  -a, --traddr ADDR     target address (default 127.0.0.1)\n"
-	"  -s, --trsvcid PORT    target port (default 4420; discover: 8009)\n"
+	"  -a, --traddr ADDR     target address (default 127.0.0.1); [::1] for IPv6;\n"
+	"                        [::1]:PORT and HOST:PORT also give the port\n"
+	"  -s, --trsvcid PORT    target port, 1 to 65535 (default 4420; discover: 8009)\n"
 	"  -n, --nqn SUBNQN      subsystem NQN (default: the first NVM subsystem in the\n"
 	"                        discovery log at ADDR, port -s or else 8009)\n"
 	"      --nsid N          namespace (default 1)\n"
@@ -139,8 +140,7 @@ static const char *port_of(const struct cli *c)
 	return c->trsvcid ? c->trsvcid : "4420";
 }
 
-/* Where the host NQN (@nqn) or host ID came from, for people. */
-static const char *host_src(const struct cli *c, bool nqn)
+const char *cli_host_src(const struct cli *c, bool nqn)
 {
 	static char buf[320];
 	enum nkv_host_src s = nqn ? c->host.hostnqn_src : c->host.hostid_src;
@@ -177,8 +177,8 @@ int cmd_show_host(struct cli *c)
 		json_str(stdout, c->host.hostid_file, strlen(c->host.hostid_file));
 		printf("}\n");
 	} else {
-		printf("hostnqn : %s (%s)\n", c->host.hostnqn, host_src(c, true));
-		printf("hostid  : %s (%s)\n", u, host_src(c, false));
+		printf("hostnqn : %s (%s)\n", c->host.hostnqn, cli_host_src(c, true));
+		printf("hostid  : %s (%s)\n", u, cli_host_src(c, false));
 	}
 	return EXIT_OK;
 }
@@ -212,69 +212,6 @@ static int host_settle(struct cli *c, const char *hostnqn, const char *hostid)
 	return EXIT_OK;
 }
 
-static void shm_connect_error(const struct cli *c, int rc)
-{
-	switch (rc) {
-	case -ENOENT:
-	case -ECONNREFUSED:
-		fprintf(stderr, "nkv: cannot connect to shm:%s: %s (is rados-nkv serving --shm there?)\n", c->shm_path,
-			strerror(-rc));
-		break;
-	case -EACCES:
-		fprintf(stderr, "nkv: shm:%s refused host NQN %s (from %s): not on its --allow-host list; "
-				"pass -q NQN or set %s\n", c->shm_path, c->host.hostnqn, host_src(c, true),
-			c->host.hostnqn_file);
-		break;
-	case -ETIMEDOUT:
-		fprintf(stderr, "nkv: shm:%s: no answer or controller not ready in time (see --timeout)\n",
-			c->shm_path);
-		break;
-	case -EPROTO:
-	case -EIO:
-		fprintf(stderr, "nkv: shm:%s: %s (run with -v for details)\n", c->shm_path,
-			rc == -EIO ? "controller fatal status" : "protocol error");
-		break;
-	default:
-		fprintf(stderr, "nkv: cannot connect to shm:%s: %s\n", c->shm_path, strerror(-rc));
-	}
-}
-
-static void connect_error(const struct cli *c, const char *port, const char *nqn, int rc)
-{
-	char reason[96];
-	snprintf(reason, sizeof(reason), "connect: %s", strerror(-rc));
-	cli_json_error(c, reason, rc, 0);
-	if (c->shm_path) {
-		shm_connect_error(c, rc);
-		return;
-	}
-	switch (rc) {
-	case -ECONNREFUSED:
-		fprintf(stderr, "nkv: cannot connect to %s:%s: %s (is rados-nkv running?)\n", c->traddr, port,
-			strerror(-rc));
-		break;
-	case -ETIMEDOUT:
-	case -EHOSTUNREACH:
-	case -ENETUNREACH:
-		fprintf(stderr, "nkv: cannot connect to %s:%s: %s (check the address and the --timeout)\n", c->traddr,
-			port, strerror(-rc));
-		break;
-	case -ENOENT:
-		fprintf(stderr, "nkv: %s:%s has no subsystem %s (nkv discover -a %s lists them)\n", c->traddr, port,
-			nqn, c->traddr);
-		break;
-	case -EACCES:
-		fprintf(stderr, "nkv: subsystem %s refused host NQN %s (from %s): not on its --allow-host list; "
-				"pass -q NQN or set %s\n", nqn, c->host.hostnqn, host_src(c, true), c->host.hostnqn_file);
-		break;
-	case -EPROTO:
-		fprintf(stderr, "nkv: protocol error talking to %s:%s (run with -v for details)\n", c->traddr, port);
-		break;
-	default:
-		fprintf(stderr, "nkv: cannot connect to %s at %s:%s: %s\n", nqn, c->traddr, port, strerror(-rc));
-	}
-}
-
 /**
  * Find the first NVM subsystem in the discovery log: at the -s port when given (rados-nkv serves its
  * discovery controller on every listener), else at port 8009.
@@ -287,11 +224,13 @@ static int discover_nqn(struct cli *c)
 	int rc = nkv_discover(c->traddr, dport, &c->opts, &e, &n);
 	if (rc) {
 		if (rc == -ECONNREFUSED) {
-			cli_json_error(c, "discovery: Connection refused", rc, 0);
-			fprintf(stderr, "nkv: no subsystem NQN given and no discovery controller at %s:%s (%s); "
-					"pass -n SUBNQN\n", c->traddr, dport, strerror(-rc));
+			char m[512];
+			snprintf(m, sizeof(m), "no subsystem NQN given and no discovery controller at %s:%s (connection "
+					       "refused); pass -n SUBNQN", c->traddr, dport);
+			cli_json_error(c, m, rc, 0);
+			fprintf(stderr, "nkv: %s\n", m);
 		} else
-			connect_error(c, dport, NKV_DISCOVERY_NQN, rc);
+			cli_connect_error(c, dport, NKV_DISCOVERY_NQN, rc);
 		return EXIT_ERR;
 	}
 	for (unsigned i = 0; i < n; i++) {
@@ -333,7 +272,7 @@ int cli_connect(struct cli *c, bool io)
 	if (c->shm_path && rc == 0 && !c->nqn)
 		c->nqn = nkv_ctrl_identify(c->ctrl)->subnqn;
 	if (rc) {
-		connect_error(c, port_of(c), c->nqn, rc);
+		cli_connect_error(c, port_of(c), c->nqn, rc);
 		return EXIT_ERR;
 	}
 	if (!io)
@@ -344,7 +283,7 @@ int cli_connect(struct cli *c, bool io)
 			cli_json_error(c, "connect: no I/O queue granted", rc, 0);
 			fprintf(stderr, "nkv: %s granted no I/O queue\n", c->nqn);
 		} else
-			connect_error(c, port_of(c), c->nqn, rc);
+			cli_connect_error(c, port_of(c), c->nqn, rc);
 		return EXIT_ERR;
 	}
 	return EXIT_OK;
@@ -523,7 +462,9 @@ static int run(struct cli *c, int argc, char **argv)
 		return cli_usage(c, "%s: no discovery over shm (the socket path names the subsystem)", c->cmd);
 	if (c->store_opts == (NKV_STORE_MUST_EXIST | NKV_STORE_MUST_NOT_EXIST))
 		return cli_usage(c, "%s: --must-exist and --must-not-exist exclude each other", c->cmd);
-	int ex = host_settle(c, hostnqn, hostid);
+	int ex = c->shm_path ? EXIT_OK : cli_addr_settle(c);
+	if (!ex)
+		ex = host_settle(c, hostnqn, hostid);
 	return ex ? ex : k->fn(c);
 }
 
