@@ -31,10 +31,59 @@ extern "C" {
 struct nkv_ctrl;  /* one controller association: admin queue + I/O queues */
 struct nkv_qpair; /* one I/O queue (one TCP connection, or one shm SQ/CQ pair) */
 
+#define NKV_HOSTNQN_MAX 224 /* a host NQN's bytes with its NUL (the Connect data field allows 223) */
+
+/** Where a host NQN or host ID came from (nkv_host_ident_load()). */
+enum nkv_host_src {
+	NKV_HOST_SRC_NONE,   /* not settled */
+	NKV_HOST_SRC_FILE,   /* its file (/etc/nvme/hostnqn or /etc/nvme/hostid, or the NKV_*_FILE override) */
+	NKV_HOST_SRC_NQN,    /* host ID: the UUID of a uuid-form host NQN read from its file */
+	NKV_HOST_SRC_HOSTID, /* host NQN: nqn.2014-08.org.nvmexpress:uuid:<the host ID from its file> */
+	NKV_HOST_SRC_DMI,    /* derived from /sys/class/dmi/id/product_uuid (stable per machine) */
+	NKV_HOST_SRC_RANDOM, /* generated once for this process: neither file nor a DMI UUID */
+	NKV_HOST_SRC_OPTION, /* given by the caller (nkv --hostnqn / --hostid) */
+};
+
+/** A host identity, as nkv_host_ident_load() finds it. */
+struct nkv_host_ident {
+	char hostnqn[NKV_HOSTNQN_MAX];
+	uint8_t hostid[16];
+	enum nkv_host_src hostnqn_src, hostid_src;
+	char hostnqn_file[256], hostid_file[256]; /* the files consulted */
+	bool bad_hostnqn; /* on -EINVAL: the host NQN file is malformed (else the host ID file) */
+};
+
+/**
+ * The host identity nvme-cli would present, for Connect and the target's allowlists:
+ * - host ID: the UUID in /etc/nvme/hostid; else, when the host NQN file holds a uuid-form NQN
+ *   (nqn.2014-08.org.nvmexpress:uuid:<UUID>), that UUID; else /sys/class/dmi/id/product_uuid; else
+ *   a UUID generated once for this process (the only case that differs between runs);
+ * - host NQN: /etc/nvme/hostnqn; else nqn.2014-08.org.nvmexpress:uuid:<host ID>.
+ * Files are read whole, surrounding whitespace trimmed; one that cannot be opened counts as absent.
+ * $NKV_HOSTNQN_FILE and $NKV_HOSTID_FILE replace the two paths (tests, containers).
+ * @return 0; -EINVAL when a file is present but malformed (host ID not a UUID, host NQN not
+ * "nqn." + 1..219 printable bytes without spaces): h->bad_hostnqn says which (the host NQN file
+ * when set, else the host ID file; with both bad, the NQN's), and *h still holds the identity
+ * settled as if that file were absent. Thread-safe.
+ */
+int nkv_host_ident_load(struct nkv_host_ident *h);
+
+/** Name of a source: "file", "hostnqn", "hostid", "dmi", "random", "option" or "none". */
+const char *nkv_host_src_name(enum nkv_host_src src);
+
+/** Is @nqn acceptable as a host NQN ("nqn.", at most 223 bytes, printable, no spaces)? @return 0 or -EINVAL. */
+int nkv_hostnqn_check(const char *nqn);
+
+/** Parse a UUID "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" (hex, any case). @return 0 or -EINVAL. */
+int nkv_uuid_parse(const char *s, uint8_t uuid[16]);
+
+/** Format @uuid as 36 lowercase characters plus a NUL. */
+void nkv_uuid_format(const uint8_t uuid[16], char out[37]);
+
 /** Connection options; zeroed fields take the defaults noted. */
 struct nkv_conn_opts {
-	const char *hostnqn;   /* NULL: nqn.2014-08.org.nvmexpress:uuid:<hostid> */
-	uint8_t hostid[16];    /* all zero: a random UUID per process */
+	const char *hostnqn;   /* NULL: nkv_host_ident_load()'s (/etc/nvme/hostnqn, ...) */
+	uint8_t hostid[16];    /* all zero: nkv_host_ident_load()'s (/etc/nvme/hostid, ...) */
 	bool hdgst;            /* header digest (CRC32C) */
 	bool ddgst;            /* data digest */
 	uint32_t kato_ms;      /* keep-alive timeout; 0: 10000. Keep Alive is sent every kato/2 */
@@ -59,8 +108,12 @@ struct nkv_cpl {
  * Connect to subsystem @subnqn at @traddr:@trsvcid (numeric or names; IPv4 or IPv6) and bring the
  * controller up: ICReq, Connect (admin queue), CC.EN, CSTS.RDY, Identify Controller, Set Features
  * Number of Queues. @opts may be NULL.
- * @return 0, -ECONNREFUSED / -EHOSTUNREACH / -ETIMEDOUT (transport), -EPROTO (the target broke the
- * protocol), -EACCES (Connect Invalid Host), -ENOENT (no such subsystem), -EINVAL, -ENOMEM.
+ * @traddr may be bracketed ("[::1]", as rados-nkv --listen takes it); @trsvcid must be a port
+ * number (1..65535).
+ * @return 0, -ENXIO (@traddr does not resolve), -ECONNREFUSED (nothing listens there),
+ * -EHOSTUNREACH / -ENETUNREACH (no route), -ETIMEDOUT (no answer), -EPROTO (the target broke the
+ * protocol), -EACCES (Connect Invalid Host), -ENOENT (no such subsystem), -EINVAL (a bad argument,
+ * e.g. a non-numeric port), -ENOMEM.
  */
 int nkv_connect(const char *traddr, const char *trsvcid, const char *subnqn,
 		const struct nkv_conn_opts *opts, struct nkv_ctrl **out);

@@ -506,6 +506,7 @@ NKV_SIZE(struct nkv_id_ns_nvm_head, 32);
 NKV_OFF(struct nkv_id_ns_nvm_head, nuse, 16);
 NKV_OFF(struct nkv_id_ns_nvm_head, nmic, 30);
 #define NKV_ID_NS_NVM_NGUID 104u  /* offset of NGUID in CNS 00h */
+#define NKV_ID_NS_NVM_EUI64 120u  /* offset of EUI64 in CNS 00h */
 
 /** I/O command set independent Identify Namespace (CNS 08h), 4096 bytes; leading fields only. */
 struct nkv_id_ns_indep_head {

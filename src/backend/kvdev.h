@@ -65,7 +65,7 @@ struct nkv_kvns_info {
 	uint64_t max_object; /* largest value the backend accepts (osd max object size) */
 	uint64_t capacity;   /* bytes; 0 = unknown */
 	uint64_t used;       /* bytes stored in the pool (RADOS) or namespace (mem) */
-	uint8_t id[16];      /* stable identity of (cluster, pool, namespace), for NGUID */
+	uint8_t id[16];      /* stable identity of (cluster, pool, namespace): the data; the core adds the subsystem and NSID for the namespace IDs */
 };
 
 struct nkv_kvdev_ops {

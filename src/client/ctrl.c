@@ -7,35 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "client/internal.h"
 #include "common/log.h"
-
-/* ---- host identity ----------------------------------------------------------------------------- */
-
-static pthread_once_t g_hostid_once = PTHREAD_ONCE_INIT;
-static uint8_t g_hostid[16];
-
-static void hostid_init(void)
-{
-	if (getrandom(g_hostid, sizeof(g_hostid), 0) != (ssize_t)sizeof(g_hostid)) {
-		/* No entropy source: still unique enough per process for a host identifier. */
-		uint64_t t = (uint64_t)nkv_client_now_ms() ^ ((uint64_t)getpid() << 32);
-		memcpy(g_hostid, &t, sizeof(t));
-		memcpy(g_hostid + 8, &g_hostid_once, sizeof(g_hostid_once) < 8 ? sizeof(g_hostid_once) : 8);
-	}
-	g_hostid[6] = (uint8_t)((g_hostid[6] & 0x0f) | 0x40); /* UUID version 4 */
-	g_hostid[8] = (uint8_t)((g_hostid[8] & 0x3f) | 0x80); /* RFC 4122 variant */
-}
-
-static void uuid_str(const uint8_t u[16], char out[37])
-{
-	snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2],
-		 u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
-}
 
 static bool all_zero(const uint8_t *p, size_t n)
 {
@@ -73,21 +49,20 @@ struct nkv_ctrl *nkv_ctrl_alloc(const char *traddr, const char *trsvcid, const c
 		c->opts.timeout_ms = NKV_DEFAULT_TIMEOUT_MS;
 	if (!c->opts.queue_depth)
 		c->opts.queue_depth = NKV_DEFAULT_DEPTH;
-	if (all_zero(c->opts.hostid, 16)) {
-		pthread_once(&g_hostid_once, hostid_init);
-		memcpy(c->hostid, g_hostid, 16);
-	} else {
-		memcpy(c->hostid, c->opts.hostid, 16);
-	}
+	/* What the caller left out comes from the machine's identity, as nvme-cli's does. */
+	struct nkv_host_ident hi;
+	bool need = all_zero(c->opts.hostid, 16) || !c->opts.hostnqn;
+	if (need && nkv_host_ident_load(&hi) < 0)
+		NKV_WARN("libnkv: %s is malformed; ignoring it (host NQN %s)",
+			 hi.bad_hostnqn ? hi.hostnqn_file : hi.hostid_file, hi.hostnqn);
+	memcpy(c->hostid, all_zero(c->opts.hostid, 16) ? hi.hostid : c->opts.hostid, 16);
 	if (c->opts.hostnqn) {
-		if (copy_str(c->hostnqn, 224, c->opts.hostnqn) || !*c->opts.hostnqn) {
+		if (copy_str(c->hostnqn, NKV_HOSTNQN_MAX, c->opts.hostnqn) || !*c->opts.hostnqn) {
 			free(c);
 			return NULL;
 		}
 	} else {
-		char u[37];
-		uuid_str(c->hostid, u);
-		snprintf(c->hostnqn, sizeof(c->hostnqn), "nqn.2014-08.org.nvmexpress:uuid:%s", u);
+		snprintf(c->hostnqn, sizeof(c->hostnqn), "%s", hi.hostnqn);
 	}
 	c->opts.hostnqn = NULL; /* not owned: never read again */
 	c->ops = &nkv_tcp_ops;

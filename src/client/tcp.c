@@ -79,11 +79,27 @@ static int connect_one(const struct addrinfo *ai, int64_t deadline)
 
 static int tcp_connect(const char *addr, const char *port, int64_t deadline)
 {
-	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
+	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV},
+			*res = NULL;
+	char host[257];
+	size_t n = strlen(addr);
+	char *end;
+	unsigned long pn = strtoul(port, &end, 10);
+
+	/* A port is a number: a name would be looked up as a service, and fail as if the host did. */
+	if (!*port || *end || *port == '-' || *port == '+' || pn == 0 || pn > 65535)
+		return -EINVAL;
+	/* "[::1]", as the daemon's --listen writes IPv6 addresses: getaddrinfo wants it bare. */
+	if (n >= 2 && addr[0] == '[' && addr[n - 1] == ']' && n - 2 < sizeof(host)) {
+		memcpy(host, addr + 1, n - 2);
+		host[n - 2] = '\0';
+		addr = host;
+	}
 	int g = getaddrinfo(addr, port, &hints, &res);
 	if (g != 0) {
 		NKV_DEBUG("libnkv: resolve %s:%s: %s", addr, port, gai_strerror(g));
-		return g == EAI_SYSTEM ? -errno : -EHOSTUNREACH;
+		/* -ENXIO: the name does not resolve, told apart from a host that does not answer. */
+		return g == EAI_SYSTEM ? -errno : -ENXIO;
 	}
 	int fd = -EHOSTUNREACH;
 	for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {

@@ -36,7 +36,7 @@ uint32_t nkv_list_pack(uint8_t *buf, uint32_t hbs, const struct nkv_key *keys, u
 /** Most entries a List buffer of @hbs bytes can hold (every entry takes at least 4 bytes). */
 uint32_t nkv_list_capacity(uint32_t hbs);
 
-/** A stable 128-bit identity of the strings @a and @b (FNV-1a over both, two lanes), for NGUIDs. */
+/** A stable 128-bit identity of the strings @a and @b (FNV-1a over both, two lanes), for namespace IDs. */
 void nkv_id128(const char *a, const char *b, uint8_t id[16]);
 
 /**

@@ -76,7 +76,8 @@ static void id_ns_kv(const struct nkv_ns *ns, uint8_t *buf)
 	id->nkvf = 0; /* one format */
 	id->nmic = 0x1;
 	id->nsattr = ns->read_only ? 1 : 0;
-	memcpy(id->nguid, ns->info.id, 16);
+	memcpy(id->nguid, ns->nguid, 16);
+	memcpy(id->eui64, ns->eui64, 8);
 	nkv_put16(&id->kvf[0].kvkml, NKV_KEY_MAX);
 	nkv_put32(&id->kvf[0].kvvml, (uint32_t)ns->max_value);
 }
@@ -96,7 +97,8 @@ static void id_ns_nvm(const struct nkv_ns *ns, uint8_t *buf)
 	nkv_put64(&id->ncap, cap);
 	nkv_put64(&id->nuse, used);
 	id->nmic = 0x1;
-	memcpy(buf + NKV_ID_NS_NVM_NGUID, ns->info.id, 16);
+	memcpy(buf + NKV_ID_NS_NVM_NGUID, ns->nguid, 16);
+	memcpy(buf + NKV_ID_NS_NVM_EUI64, ns->eui64, 8);
 }
 
 static void id_ns_indep(const struct nkv_ns *ns, uint8_t *buf)
@@ -108,17 +110,26 @@ static void id_ns_indep(const struct nkv_ns *ns, uint8_t *buf)
 	id->nstat = 0x1; /* ready: Linux skips a namespace without it */
 }
 
+static uint8_t *ns_desc(uint8_t *p, uint8_t nidt, const void *v, uint8_t nidl)
+{
+	struct nkv_ns_desc *d = (struct nkv_ns_desc *)p;
+
+	d->nidt = nidt;
+	d->nidl = nidl;
+	memcpy(p + sizeof(*d), v, nidl);
+	return p + sizeof(*d) + nidl;
+}
+
+/* The same IDs as CNS 00h and 05h report: hosts compare them (Linux: "IDs don't match"). */
 static void id_ns_desc(const struct nkv_ns *ns, uint8_t *buf)
 {
-	struct nkv_ns_desc *d = (struct nkv_ns_desc *)buf;
+	static const uint8_t csi = NKV_CSI_KV;
+	uint8_t *p = buf;
 
-	d->nidt = NKV_NIDT_NGUID;
-	d->nidl = 16;
-	memcpy(buf + 4, ns->info.id, 16);
-	d = (struct nkv_ns_desc *)(buf + 20);
-	d->nidt = NKV_NIDT_CSI;
-	d->nidl = 1;
-	buf[24] = NKV_CSI_KV;
+	p = ns_desc(p, NKV_NIDT_EUI64, ns->eui64, 8);
+	p = ns_desc(p, NKV_NIDT_NGUID, ns->nguid, 16);
+	p = ns_desc(p, NKV_NIDT_UUID, ns->uuid, 16);
+	ns_desc(p, NKV_NIDT_CSI, &csi, 1); /* then NIDT 0 (the buffer is zeroed): the end */
 }
 
 static void id_active_list(struct nkv_req *req, uint32_t after, uint8_t *buf)

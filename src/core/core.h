@@ -53,7 +53,10 @@ struct nkv_ns {
 	struct nkv_kvns *kvns;
 	uint64_t max_value;       /* KVVML actually enforced */
 	bool read_only;
-	struct nkv_kvns_info info; /* limits and identity read when the namespace was added */
+	struct nkv_kvns_info info; /* limits and backend identity read when the namespace was added */
+	uint8_t nguid[16];        /* namespace IDs (nkv_ns_ids): unique per NSID, the same on every gateway */
+	uint8_t uuid[16];
+	uint8_t eui64[8];
 	_Atomic uint64_t used, capacity; /* refreshed by the target's stats thread (NUSE, NSZE) */
 };
 

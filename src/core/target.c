@@ -155,6 +155,40 @@ int nkv_subsys_add(struct nkv_target *t, const char *nqn, const char *pool, stru
 	return 0;
 }
 
+static void hex16(char out[33], const uint8_t b[16])
+{
+	for (int i = 0; i < 16; i++)
+		snprintf(out + 2 * i, 3, "%02x", b[i]);
+}
+
+/*
+ * The IDs hosts key namespaces by: Linux refuses a namespace whose EUI64, NGUID or UUID equals
+ * another's in the subsystem ("duplicate IDs"), so the backend's identity of the data (cluster
+ * fsid, pool, RADOS namespace) is not enough when two NSIDs share a RADOS namespace. The subsystem
+ * NQN and the NSID name the view of that data. Nothing random or per process goes in, so a restart,
+ * or the same configuration on another gateway of the cluster (multipath), gives the same IDs.
+ */
+static void ns_ids(const struct nkv_subsys *ss, struct nkv_ns *ns)
+{
+	char data[33], view[NKV_NQN_MAX + 16], base[33];
+	uint8_t id[16];
+
+	hex16(data, ns->info.id);
+	/* The NSID is last and has no '/', so no two (NQN, NSID) pairs give the same string. */
+	snprintf(view, sizeof(view), "%s/%u", ss->nqn, ns->nsid);
+	nkv_id128(data, view, id);
+	hex16(base, id);
+	/* One label per ID, so the three are unrelated bit patterns rather than prefixes of each other. */
+	nkv_id128("nguid", base, ns->nguid);
+	nkv_id128("uuid", base, ns->uuid);
+	ns->uuid[6] = (uint8_t)((ns->uuid[6] & 0x0f) | 0x80); /* RFC 9562 version 8: custom (hash-based) */
+	ns->uuid[8] = (uint8_t)((ns->uuid[8] & 0x3f) | 0x80); /* variant 10 */
+	nkv_id128("eui64", base, id);
+	memcpy(ns->eui64, id, 8);
+	/* No IEEE OUI of our own: a unicast, locally administered EUI-64 (U/L bit set, I/G clear). */
+	ns->eui64[0] = (uint8_t)((ns->eui64[0] & ~1u) | 2u);
+}
+
 int nkv_ns_add(struct nkv_subsys *ss, const struct nkv_ns_conf *conf)
 {
 	struct nkv_target *t = ss->tgt;
@@ -176,6 +210,7 @@ int nkv_ns_add(struct nkv_subsys *ss, const struct nkv_ns_conf *conf)
 		free(ns);
 		return rc;
 	}
+	ns_ids(ss, ns);
 	atomic_init(&ns->used, ns->info.used);
 	atomic_init(&ns->capacity, ns->info.capacity);
 	/* An explicit size the cluster cannot hold is refused (naming the limit), never cut silently:

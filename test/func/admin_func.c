@@ -142,11 +142,12 @@ static void test_identify(struct h_qp *a)
 	CHECK(identify(a, 0, NKV_CNS_CSI_ACTIVE_NS, NKV_CSI_NVM) == G && nkv_get32(B) == 0, "NVM active list empty");
 	CHECK(identify(a, 0, NKV_CNS_CSI_ACTIVE_NS, NKV_CSI_ZNS) == SC(0, NKV_SC_INVALID_FIELD), "ZNS list");
 
-	CHECK(identify(a, 1, NKV_CNS_NS_DESC, 0) == G && B[0] == NKV_NIDT_NGUID && B[1] == 16 && B[20] == NKV_NIDT_CSI &&
-		      B[21] == 1 && B[24] == NKV_CSI_KV && B[25] == 0 && B[26] == 0, "descriptors: NGUID then CSI 01h");
+	CHECK(identify(a, 1, NKV_CNS_NS_DESC, 0) == G && B[0] == NKV_NIDT_EUI64 && B[1] == 8 && B[12] == NKV_NIDT_NGUID &&
+		      B[13] == 16 && B[32] == NKV_NIDT_UUID && B[33] == 16 && B[52] == NKV_NIDT_CSI && B[53] == 1 &&
+		      B[56] == NKV_CSI_KV && B[57] == 0 && B[58] == 0, "descriptors: EUI64, NGUID, UUID, then CSI 01h");
 	uint8_t nguid1[16];
-	memcpy(nguid1, B + 4, 16);
-	CHECK(identify(a, 7, NKV_CNS_NS_DESC, 0) == G && memcmp(nguid1, B + 4, 16) != 0, "NGUIDs differ");
+	memcpy(nguid1, B + 16, 16);
+	CHECK(identify(a, 7, NKV_CNS_NS_DESC, 0) == G && memcmp(nguid1, B + 16, 16) != 0, "NGUIDs differ");
 	CHECK(identify(a, 3, NKV_CNS_NS_DESC, 0) == SC(0, NKV_SC_INVALID_NS), "descriptors of an inactive NSID");
 
 	struct nkv_id_ns_kv *kv = (struct nkv_id_ns_kv *)B;
@@ -199,6 +200,122 @@ static void test_identify(struct h_qp *a)
 		st = h_admin(a, &s, B, 4095, NULL);
 		CHECK(st == SC(0, NKV_SC_DATA_SGL_LENGTH_INVALID), "identify into 4095 bytes: %03x", st);
 	}
+}
+
+/* The IDs of one namespace, from the descriptor list (CNS 03h). */
+struct ns_ids {
+	uint8_t eui64[8], nguid[16], uuid[16];
+};
+
+/* Run an admin command on a loop queue with 4096 bytes of data into B. */
+static unsigned loop_identify(struct nkv_loop_qp *a, uint32_t nsid, unsigned cns, unsigned csi)
+{
+	struct nkv_sqe s = cmd(NKV_ADM_IDENTIFY, nsid, cns, (uint32_t)csi << 24);
+	struct nkv_cqe c;
+	memset(B, 0xa5, sizeof(B));
+	if (nkv_loop_qp_exec(a, &s, B, 4096, &c, NULL) < 0)
+		return 0xffff;
+	return h_status(&c);
+}
+
+/*
+ * Read @nsid's IDs through @id (an identify function on some admin queue: the harness's or a loop
+ * queue of another target), and check that CNS 00h and 05h report the same ones as 03h.
+ */
+#define READ_IDS(id, q, nsid, o)                                                                                   \
+	do {                                                                                                       \
+		memset((o), 0, sizeof(*(o)));                                                                      \
+		CHECK(id(q, nsid, NKV_CNS_NS_DESC, 0) == G, "nsid %u: descriptors", nsid);                        \
+		for (unsigned off = 0; off + 4 <= 4096 && B[off]; off += 4u + B[off + 1]) {                       \
+			if (B[off] == NKV_NIDT_EUI64 && B[off + 1] == 8)                                           \
+				memcpy((o)->eui64, B + off + 4, 8);                                                \
+			else if (B[off] == NKV_NIDT_NGUID && B[off + 1] == 16)                                     \
+				memcpy((o)->nguid, B + off + 4, 16);                                               \
+			else if (B[off] == NKV_NIDT_UUID && B[off + 1] == 16)                                      \
+				memcpy((o)->uuid, B + off + 4, 16);                                                \
+		}                                                                                                  \
+		CHECK(id(q, nsid, NKV_CNS_NS, 0) == G && memcmp(B + NKV_ID_NS_NVM_NGUID, (o)->nguid, 16) == 0 &&  \
+			      memcmp(B + NKV_ID_NS_NVM_EUI64, (o)->eui64, 8) == 0,                                 \
+		      "nsid %u: CNS 00h NGUID/EUI64 == the descriptors'", nsid);                                   \
+		struct nkv_id_ns_kv *kv_ = (struct nkv_id_ns_kv *)B;                                               \
+		CHECK(id(q, nsid, NKV_CNS_CSI_NS, NKV_CSI_KV) == G && memcmp(kv_->nguid, (o)->nguid, 16) == 0 &&  \
+			      memcmp(kv_->eui64, (o)->eui64, 8) == 0,                                              \
+		      "nsid %u: CNS 05h NGUID/EUI64 == the descriptors'", nsid);                                   \
+	} while (0)
+
+static bool zero(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i])
+			return false;
+	return true;
+}
+
+/* No ID of @x equals any of @y's (Linux compares each kind: "duplicate IDs"). */
+static bool ids_disjoint(const struct ns_ids *x, const struct ns_ids *y)
+{
+	return memcmp(x->eui64, y->eui64, 8) && memcmp(x->nguid, y->nguid, 16) && memcmp(x->uuid, y->uuid, 16);
+}
+
+/* A restart, or another gateway with the same configuration: a second target, reached by loop. */
+static void test_ids_restart(const struct ns_ids *want1, const struct ns_ids *want2)
+{
+	struct nkv_backend_conf bc = {.name = H.backend, .ceph_conf = H.ceph_conf, .keyring = H.keyring,
+				      .client_id = H.user};
+	struct nkv_target *t;
+	struct nkv_subsys *ss, *other;
+	struct nkv_loop_ctrlr *c;
+	struct ns_ids got1, got2, oth;
+	char ns[128];
+
+	if (nkv_target_create(&bc, &t) < 0) {
+		CHECK(0, "second target");
+		return;
+	}
+	snprintf(ns, sizeof(ns), "%s-a", H.rados_ns);
+	struct nkv_ns_conf n1 = {.nsid = 1, .rados_ns = ns}, n2 = {.nsid = 2, .rados_ns = ns, .read_only = true};
+	/* Added in the other order, and with other limits: neither is part of a namespace's identity. */
+	CHECK(nkv_subsys_add(t, SUBNQN, H.pool, &ss) == 0 && nkv_ns_add(ss, &n2) == 0 && nkv_ns_add(ss, &n1) == 0,
+	      "second target: same subsystem, NSIDs 2 and 1 on one RADOS namespace");
+	CHECK(nkv_subsys_add(t, SUBNQN "-other", H.pool, &other) == 0 && nkv_ns_add(other, &n1) == 0,
+	      "second target: another subsystem, NSID 1 on the same RADOS namespace");
+	if (nkv_loop_connect(t, SUBNQN, HOSTNQN, &c) == 0 && nkv_loop_enable(c) == 0) {
+		READ_IDS(loop_identify, nkv_loop_admin_qp(c), 1, &got1);
+		READ_IDS(loop_identify, nkv_loop_admin_qp(c), 2, &got2);
+		CHECK(memcmp(&got1, want1, sizeof(got1)) == 0 && memcmp(&got2, want2, sizeof(got2)) == 0,
+		      "after a restart (a new target, same configuration) NSIDs 1 and 2 keep their IDs");
+		nkv_loop_disconnect(c);
+	} else {
+		CHECK(0, "loop connect to the second target");
+	}
+	if (nkv_loop_connect(t, SUBNQN "-other", HOSTNQN, &c) == 0 && nkv_loop_enable(c) == 0) {
+		READ_IDS(loop_identify, nkv_loop_admin_qp(c), 1, &oth);
+		CHECK(ids_disjoint(&oth, want1), "another subsystem's NSID 1 on the same RADOS namespace: other IDs");
+		nkv_loop_disconnect(c);
+	} else {
+		CHECK(0, "loop connect to the other subsystem");
+	}
+	nkv_target_destroy(t);
+}
+
+/*
+ * Every NSID needs its own EUI64, NGUID and UUID, even two NSIDs on one RADOS namespace (NSIDs 1
+ * and 2 here, as in the README's `--ns 1:tenant-a:64M --ns 2:tenant-a::ro`); and they must not
+ * change across restarts or between gateways with the same configuration.
+ */
+static void test_ns_ids(struct h_qp *a)
+{
+	struct ns_ids i1, i2, i7;
+
+	READ_IDS(identify, a, 1, &i1);
+	READ_IDS(identify, a, 2, &i2);
+	READ_IDS(identify, a, 7, &i7);
+	CHECK(!zero(i1.eui64, 8) && !zero(i1.nguid, 16) && !zero(i1.uuid, 16), "nsid 1 has EUI64, NGUID and UUID");
+	CHECK(ids_disjoint(&i1, &i2), "NSIDs 1 and 2 (one RADOS namespace) share no EUI64, NGUID or UUID");
+	CHECK(ids_disjoint(&i1, &i7) && ids_disjoint(&i2, &i7), "NSID 7 shares no ID with 1 or 2");
+	CHECK((i1.uuid[6] >> 4) == 8 && (i1.uuid[8] >> 6) == 2, "UUID version 8, variant 10");
+	CHECK((i1.eui64[0] & 3) == 2, "EUI64 unicast and locally administered");
+	test_ids_restart(&i1, &i2);
 }
 
 static void test_logs(struct h_qp *a)
@@ -335,6 +452,7 @@ int main(int argc, char **argv)
 	CHECK(q != NULL, "I/O queue");
 	CHECK(q && h_kv(q, NKV_KV_STORE, 1, "k", 1, 3, 0, "abc", 3, NULL, NULL) == G, "one store for SMART");
 	test_identify(h_admin_qp(c));
+	test_ns_ids(h_admin_qp(c));
 	test_logs(h_admin_qp(c));
 	test_features(h_admin_qp(c));
 	h_qp_destroy(q);

@@ -44,6 +44,8 @@ FAILN=0
 PIDS=()      # daemons started by this script
 LOADPIDS=()  # background load loops
 T0=$(date +%s%N)
+# The host identity files: none unless a check writes them, so no result depends on /etc/nvme here.
+export NKV_HOSTNQN_FILE="$T/no-hostnqn" NKV_HOSTID_FILE="$T/no-hostid"
 
 # ---- bookkeeping ---------------------------------------------------------------------------------
 
@@ -127,6 +129,33 @@ check_json_err() {
 		ok "$1"
 	else
 		fail "$1 (exit $RC, want $2 and a JSON object with \"error\" on stdout)"
+		show
+	fi
+}
+
+# check_one_json DESC WANT_RC ok|err [COMMAND]: the last run exited WANT_RC and its stdout is exactly
+# one JSON object (nothing before or after it); err: with "command", a non-empty "error" and a
+# "status" string; ok: no "error". COMMAND: its "command" must be that ("null": none known).
+check_one_json() {
+	local desc=$1 want=$2 kind=$3 cmd=${4:-}
+	if [ "$RC" = "$want" ] && python3 -c '
+import json, sys
+kind, cmd = sys.argv[1], sys.argv[2]
+s = sys.stdin.read().lstrip()
+o, end = json.JSONDecoder().raw_decode(s)
+assert isinstance(o, dict), "not an object"
+assert not s[end:].strip(), "more after the object: %r" % s[end:end + 80]
+if kind == "err":
+    assert "command" in o and isinstance(o.get("error"), str) and o["error"], "no error text"
+    assert isinstance(o.get("status"), str) and o["status"], "no status string"
+else:
+    assert "error" not in o, "an error object: %r" % o
+if cmd:
+    assert o.get("command") == (None if cmd == "null" else cmd), "command %r" % o.get("command")
+' "$kind" "$cmd" <"$T/out" 2>"$T/jerr"; then
+		ok "$desc"
+	else
+		fail "$desc (exit $RC, want $want and one JSON $kind object; $(tail -c 200 "$T/jerr" 2>/dev/null))"
 		show
 	fi
 }
@@ -457,9 +486,43 @@ check "store on the read-only namespace fails mentioning write protect" 1 "write
 na --nsid 2 delete edge
 check "delete on the read-only namespace fails mentioning write protect" 1 "write protect"
 nk -n "$NQN_ALLOW" -q "$HOST_BAD" exist edge
-check "the allowlisted subsystem refuses another host NQN, naming the host" 1 "host"
+check "the allowlisted subsystem refuses another host NQN, naming the NQN sent and its source" 1 \
+	"refused host NQN $HOST_BAD \(from --hostnqn\)"
 nk -n "$NQN_ALLOW" exist edge
-check "the allowlisted subsystem refuses the default (uuid) host NQN" 1 "host"
+check "the allowlisted subsystem refuses the default (uuid) host NQN, naming it" 1 \
+	"refused host NQN nqn\.2014-08\.org\.nvmexpress:uuid:[0-9a-f-]{36} \(from generated for this run\)"
+
+# Host identity as nvme-cli finds it: the host NQN and ID files (whitespace trimmed), options over them.
+printf '  %s\n\n' "$HOST_OK" >"$T/hostnqn"
+HID=0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f0
+printf '%s\n' "${HID^^}" >"$T/hostid"
+NKV_HOSTNQN_FILE="$T/hostnqn" nk -n "$NQN_ALLOW" exist edge
+check "the host NQN file (an allowed NQN, padded with whitespace) gets through the allowlist without -q" 0 "edge: exists"
+NKV_HOSTNQN_FILE="$T/hostnqn" NKV_HOSTID_FILE="$T/hostid" run 10 "$CLI" -o json show-host
+[ "$(json_get 'j["hostnqn"], j["hostid"], j["hostnqn_source"], j["hostid_source"]')" = "$HOST_OK $HID file file" ] &&
+	ok "show-host -o json: NQN and ID from their files, trimmed, ID in lower case" || { fail "show-host from files"; show; }
+NKV_HOSTNQN_FILE="$T/hostnqn" NKV_HOSTID_FILE="$T/hostid" run 10 "$CLI" -q "$HOST_BAD" -I 11111111-2222-4333-8444-555555555555 show-host
+check "show-host: --hostnqn and --hostid override the files" 0 "hostid  : 11111111-2222-4333-8444-555555555555 \(--hostid\)"
+grep -q "hostnqn : $HOST_BAD (--hostnqn)" "$T/out" && ok "show-host names --hostnqn as the NQN's source" || { fail "show-host --hostnqn"; show; }
+printf 'nqn.2014-08.org.nvmexpress:uuid:%s\n' "$HID" >"$T/uuidnqn"
+NKV_HOSTNQN_FILE="$T/uuidnqn" run 10 "$CLI" -o json show-host
+[ "$(json_get 'j["hostid"], j["hostid_source"]')" = "$HID hostnqn" ] &&
+	ok "without a host ID file, a uuid host NQN's UUID is the host ID (nvme-cli)" || { fail "host ID from a uuid NQN"; show; }
+NKV_HOSTID_FILE="$T/hostid" run 10 "$CLI" -o json show-host
+[ "$(json_get 'j["hostnqn"], j["hostnqn_source"]')" = "nqn.2014-08.org.nvmexpress:uuid:$HID hostid" ] &&
+	ok "without a host NQN file, the NQN is the uuid NQN of the host ID file" || { fail "NQN from the host ID"; show; }
+echo not-a-uuid >"$T/badid"
+NKV_HOSTID_FILE="$T/badid" nk -n "$NQN_OPEN" exist edge
+check "a malformed host ID file exits 1 naming it" 1 "badid is malformed"
+NKV_HOSTID_FILE="$T/badid" nk -n "$NQN_OPEN" -I "$HID" exist edge
+check "--hostid replaces a malformed host ID file" 2 "does not exist"
+echo "bad nqn with spaces" >"$T/badnqn"
+NKV_HOSTNQN_FILE="$T/badnqn" nk -n "$NQN_OPEN" exist edge
+check "a malformed host NQN file exits 1 naming it" 1 "badnqn is malformed"
+nk -n "$NQN_OPEN" -I not-a-uuid exist edge
+check "a malformed --hostid exits 64" 64 "bad --hostid"
+nk -n "$NQN_OPEN" -q "no-nqn-prefix" exist edge
+check "a malformed --hostnqn exits 64" 64 "bad --hostnqn"
 nk -n "nqn.2026-11.io.rados-nkv:no-such-subsys" exist edge
 check "an unknown subsystem NQN exits 1 naming it" 1 "no-such-subsys"
 nk -o json -n "nqn.2026-11.io.rados-nkv:no-such-subsys" exist edge
@@ -506,6 +569,114 @@ check_json "retrieve -o json to stdout is JSON"
 	ok "retrieve -o json value == stored bytes" || { fail "retrieve -o json value"; show; }
 no -o json delete jkey
 check_json "delete -o json is JSON"
+
+# Addresses and connection errors: each cause its own message; ports are numbers; "[::1]" and
+# "[::1]:PORT" as the daemon's --listen takes them.
+for p in abc 0 70000 4420x; do
+	nk -n "$NQN_OPEN" -s "$p" identify
+	check "-s $p is a usage error (exit 64)" 64 "bad port '$p'"
+done
+nk -n "$NQN_OPEN" -a "[::1]:http" identify
+check "a non-numeric port in -a [::1]:PORT is a usage error" 64 "bad port 'http'"
+nk -n "$NQN_OPEN" -a "127.0.0.1:$PSPARE" identify
+check "-a HOST:PORT and -s naming different ports is a usage error" 64 "different ports"
+run 20 "$CLI" --timeout 5000 -a no-such-host.invalid -n "$NQN_OPEN" identify
+check "a name that does not resolve: 'cannot resolve HOST'" 1 "^nkv: cannot resolve no-such-host\.invalid: "
+run 10 "$CLI" --timeout 5000 -s "$PSPARE" -n "$NQN_OPEN" identify
+check "nothing listening: 'connection refused by HOST:PORT'" 1 "^nkv: connection refused by 127\.0\.0\.1:$PSPARE "
+read -r PSILENT < <(free_ports 1)
+python3 -c '
+import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(8)
+conns = []
+while True:
+    c, _ = s.accept(); conns.append(c)  # never answers the ICReq
+' "$PSILENT" &
+PIDS+=($!)
+sleep 0.3
+run 10 "$CLI" --timeout 1500 -s "$PSILENT" -n "$NQN_OPEN" identify
+check "a listener that never answers: 'no answer from HOST:PORT within 1500 ms'" 1 \
+	"^nkv: no answer from 127\.0\.0\.1:$PSILENT within 1500 ms"
+# 2001:db8::/32 is never routed: no route (unreachable) or dropped (no answer), by the machine's
+# routes; either way its own message, never the generic one.
+run 10 "$CLI" --timeout 1500 -a "[2001:db8::1]" -n "$NQN_OPEN" identify
+check "an unroutable address names the cause (unreachable or no answer)" 1 \
+	"^nkv: (host \[2001:db8::1\] is unreachable|network unreachable for \[2001:db8::1\]|no answer from \[2001:db8::1\]:4420 within)"
+read -r PV6 < <(free_ports 1)
+NQN_V6="nqn.2026-11.io.rados-nkv:dcli-v6-$$"
+"$DAEMON" "${CEPH_FLAGS[@]}" -s "$NQN_V6" -p "$POOL" -l "[::1]:$PV6" -d none >"$T/daemon-v6.log" 2>&1 </dev/null &
+PIDS+=($!)
+V6PID=$!
+for _ in $(seq 100); do
+	timeout -k 1 3 "$CLI" --timeout 1000 -a "[::1]" -s "$PV6" -n "$NQN_V6" identify >/dev/null 2>&1 && break
+	sleep 0.1
+done
+nk -a "[::1]" -s "$PV6" -n "$NQN_V6" identify
+check "-a [::1] -s PORT reaches a daemon listening on [::1] (as its -l [::1]:PORT)" 0 "subnqn +: $NQN_V6\$"
+run 10 "$CLI" --timeout 5000 -a "[::1]:$PV6" -n "$NQN_V6" identify
+check "-a [::1]:PORT (the port in the address)" 0 "subnqn +: $NQN_V6\$"
+run 10 "$CLI" --timeout 5000 -a "[::1]:$PV6" identify
+check "-a [::1]:PORT without -n: discovery on that port finds the subsystem" 0 "subnqn +: $NQN_V6\$"
+run 10 "$CLI" --timeout 5000 -a "[::1]" -s "$PV6" discover
+check "discover -a [::1] -s PORT" 0 "subnqn: +$NQN_V6"
+kill -TERM "$V6PID" 2>/dev/null
+wait "$V6PID" 2>/dev/null
+
+# -o json: every command, on success and on failure (usage, connection, target status), prints
+# exactly one JSON object on stdout, whatever it also says on stderr.
+printf 'v' >"$T/v1"
+no -o json discover; check_one_json "-o json discover (the -s port serves discovery)" 0 ok discover
+no -o json list-ns; check_one_json "-o json list-ns" 0 ok list-ns
+no -o json identify; check_one_json "-o json identify" 0 ok identify
+no -o json identify --ns; check_one_json "-o json identify --ns" 0 ok identify
+no -o json store jk "$T/v1"; check_one_json "-o json store" 0 ok store
+no -o json retrieve jk; check_one_json "-o json retrieve to stdout" 0 ok retrieve
+no -o json retrieve jk "$T/rj"; check_one_json "-o json retrieve to a file" 0 ok retrieve
+no -o json exist jk; check_one_json "-o json exist (present)" 0 ok exist
+no -o json list; check_one_json "-o json list" 0 ok list
+no -o json delete jk; check_one_json "-o json delete" 0 ok delete
+no -o json exist jk; check_one_json "-o json exist (absent): exit 2, a result, not an error" 2 ok exist
+run 10 "$CLI" -o json show-host; check_one_json "-o json show-host" 0 ok show-host
+run 10 "$CLI" -o json --help; check_one_json "-o json --help" 0 ok help
+run 10 "$CLI" -o json store --help; check_one_json "-o json store --help" 0 ok help
+run 10 "$CLI" -o json bench help; check_one_json "-o json bench help" 0 ok help
+no -o json bench ops=20 keys=20 size=1K; check_one_json "-o json bench (raw, 20 ops)" 0 ok bench
+no --output=json exist jk; check_one_json "--output=json" 2 ok exist
+no exist jk -o json; check_one_json "-o json after the command's arguments" 2 ok exist
+no -o json retrieve jk; check_one_json "-o json retrieve of an absent key: exit 2, error object" 2 err retrieve
+no -o json delete jk; check_one_json "-o json delete of an absent key" 2 err delete
+no -o json store big1 "$T/v1" --must-not-exist; check_one_json "-o json store --must-not-exist on a present key" 3 err store
+no -o json store jk "$T/no-such-file"; check_one_json "-o json store from a missing file" 1 err store
+na -o json --nsid 2 store ro "$T/v1"; check_one_json "-o json store on a read-only namespace" 1 err store
+no -o json --nsid 9 identify --ns; check_one_json "-o json identify --ns of an inactive NSID" 1 err identify
+nk -o json -n "$NQN_ALLOW" -q "$HOST_BAD" list; check_one_json "-o json list refused by an allowlist" 1 err list
+nk -o json -n "nqn.2026-11.io.rados-nkv:nope" list-ns; check_one_json "-o json list-ns on an unknown subsystem" 1 err list-ns
+run 10 "$CLI" --timeout 2000 -s "$PSPARE" -n "$NQN_OPEN" -o json identify
+check_one_json "-o json identify, connection refused" 1 err identify
+run 10 "$CLI" --timeout 2000 -s "$PSPARE" -o json discover; check_one_json "-o json discover, connection refused" 1 err discover
+run 10 "$CLI" --timeout 2000 -s "$PSPARE" -o json bench; check_one_json "-o json bench, connection refused" 1 err bench
+no -o json bench keys=1 conns=2; check_one_json "-o json bench refused before it runs (keys < conns)" 1 err bench
+no -o json bench qd=lots; check_one_json "-o json bench with a bad argument" 64 err bench
+run 10 "$CLI" -o json; check_one_json "-o json with no command" 64 err null
+run 10 "$CLI" -o json frobnicate; check_one_json "-o json unknown command" 64 err frobnicate
+run 10 "$CLI" -o json --frobnicate list; check_one_json "-o json unknown option" 64 err
+run 10 "$CLI" -o json list --nsid; check_one_json "-o json option without its argument" 64 err
+run 10 "$CLI" --nsid 0 -o json list; check_one_json "-o json bad --nsid (before -o)" 64 err
+run 10 "$CLI" -o json store 0123456789abcdefX; check_one_json "-o json a 17-byte key" 64 err store
+run 10 "$CLI" -o json --hex exist 0g; check_one_json "-o json a bad hex key" 64 err exist
+run 10 "$CLI" -o json store a b c; check_one_json "-o json wrong number of arguments" 64 err store
+run 10 "$CLI" -o json -I nope exist k; check_one_json "-o json bad --hostid" 64 err
+run 10 "$CLI" -o json -t shm:/nonexistent/sock discover; check_one_json "-o json discover over shm" 64 err discover
+NKV_HOSTID_FILE="$T/badid" run 10 "$CLI" -o json exist k; check_one_json "-o json malformed host ID file" 1 err exist
+no -o json retrieve jk
+[ "$(json_get 'j["status"], j["nvme_status"], j["errno"]')" = "Key Does Not Exist 135 2" ] &&
+	ok "-o json error fields: status names the NVMe status, nvme_status its code, errno ENOENT" ||
+	{ fail "-o json error fields of an absent key"; show; }
+run 10 "$CLI" --timeout 2000 -s "$PSPARE" -n "$NQN_OPEN" -o json identify
+[ "$(json_get 'j["status"], j["errno"], "nvme_status" in j')" = "ECONNREFUSED 111 False" ] &&
+	ok "-o json error fields: status names the errno when no NVMe status came back" ||
+	{ fail "-o json error fields of a refused connection"; show; }
 
 # Digests.
 head -c 1048576 /dev/urandom >"$T/vdg"

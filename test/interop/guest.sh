@@ -68,21 +68,32 @@ parse_list() {
 	}'
 }
 
-# The controller and generic namespace device of the current connection.
+# The generic device (/dev/ngXnY) of NSID $1, or nothing. Y is the kernel's namespace instance,
+# not the NSID (namespaces are scanned concurrently), so ask each device for its NSID.
+ng_of() {
+	for d in /dev/ng*n*; do
+		[ -c "$d" ] || continue
+		[ "$(nvme get-ns-id $d 2>/dev/null | sed -n 's/.*namespace-id: *\([0-9]*\).*/\1/p')" = "$1" ] && { echo $d; return 0; }
+	done
+	return 1
+}
+
+# The controller and generic namespace devices of the current connection: NG for NSID 1, NG2 for
+# NSID 2 (a second view of the same RADOS namespace, run.sh).
 find_dev() {
-	CTRL="" NG=""
+	CTRL="" NG="" NG2=""
 	for i in $(seq 50); do
 		for c in /sys/class/nvme/nvme*; do
 			[ -e "$c/subsysnqn" ] || continue
 			[ "$(cat $c/subsysnqn)" = "$NQN" ] && [ "$(cat $c/state)" = live ] && CTRL=$(basename $c)
 		done
 		if [ -n "$CTRL" ]; then
-			NG=$(ls /dev/ng*n$NSID 2>/dev/null | head -n 1)
-			[ -n "$NG" ] && return 0
+			NG=$(ng_of $NSID) NG2=$(ng_of 2)
+			[ -n "$NG" ] && [ -n "$NG2" ] && return 0
 		fi
 		sleep 0.1
 	done
-	return 1
+	[ -n "$NG" ] # NSID 2 missing is t_two_ns's failure, not the connection's
 }
 
 # ---- checks against one connected controller ----
@@ -152,6 +163,29 @@ t_keepalive() { # idle longer than KATO, then the controller is still live and a
 	[ "$(cat /sys/class/nvme/$CTRL/state)" = live ] && exist ka-key
 }
 
+# Two NSIDs on one RADOS namespace: the kernel attaches a namespace only if its IDs (EUI64, NGUID,
+# UUID) differ from every other namespace's ("duplicate IDs"), so both must show up.
+t_two_ns() {
+	ls -l /dev/ng*
+	dmesg | grep -i 'duplicate' && return 1
+	[ -c "$NG" ] && [ -c "$NG2" ] && [ "$NG" != "$NG2" ]
+}
+t_ids_differ() { # ns-descs of NSIDs 1 and 2: each has an NGUID and a UUID, and no ID is shared
+	nvme ns-descs /dev/$CTRL -n 1 >$T/d1 2>&1 || return 1
+	nvme ns-descs /dev/$CTRL -n 2 >$T/d2 2>&1 || return 1
+	cat $T/d1 $T/d2 >$T/out
+	grep -E '^(eui64|nguid|uuid)' $T/d1 | sed 's/^/ns1 /'
+	grep -E '^(eui64|nguid|uuid)' $T/d2 | sed 's/^/ns2 /'
+	for f in nguid uuid; do grep -q "^$f" $T/d1 && grep -q "^$f" $T/d2 || return 1; done
+	for v in $(sed -n 's/^\(eui64\|nguid\|uuid\) *: *//p' $T/d1); do grep -q "$v" $T/d2 && return 1; done
+	return 0
+}
+t_same_rados_ns() { # a key stored through NSID 1 exists through NSID 2, which is read-only (20h)
+	store shared $T/v100 || return 1
+	(NSID=2 NG=$NG2; exist shared && ! store shared2 $T/v100 && is_status 0x20) || return 1
+	delete shared
+}
+
 suite() { # TAG: the KV checks on the current connection
 	tag=$1
 	check "[$tag] id-ctrl: CNTLID matches the connection, SUBNQN, KAS, IOCCSZ, IORCSZ" t_idctrl
@@ -203,7 +237,10 @@ t_discover() {
 check "nvme discover -t tcp -a $HOST -s $DPORT: log lists $NQN on port $PORT" t_discover
 
 check "nvme connect -t tcp -a $HOST -s $PORT -n $NQN; /dev/ngXnY appears" connect
-echo "# controller $CTRL, namespace $NG"
+echo "# controller $CTRL, namespace $NG, NSID 2 $NG2"
+check "both NSIDs on one RADOS namespace attach (/dev/ngXnY each, no duplicate-ID error)" t_two_ns
+[ -n "$NG2" ] && check "NSIDs 1 and 2 report different EUI64/NGUID/UUID (ns-descs)" t_ids_differ
+[ -n "$NG2" ] && check "NSID 2 sees NSID 1's keys (same RADOS namespace) and is read-only" t_same_rados_ns
 [ -n "$NG" ] && suite plain
 check "nvme disconnect -n $NQN; the namespace device goes away" disconnect
 

@@ -62,6 +62,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
+# NSID 2 is a second, read-only view of NSID 1's RADOS namespace (the README's `--ns 1:tenant-a:64M
+# --ns 2:tenant-a::ro`): the kernel must accept both, which needs distinct namespace IDs.
 # Free ports: ask the kernel for two ephemeral ports, then let the daemon bind them (retried if
 # somebody else took one in between).
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -70,10 +72,10 @@ RADOS_NS="interop-$$-$(date +%s)"
 args=(--backend "$BACKEND" -s "$NQN" --log-level debug --grace-ms 2000)
 if [ "$BACKEND" = rados ]; then
   args+=(--ceph-conf "$NKV_CEPH_CONF" --client-id "${NKV_CEPH_USER:-admin}" --pool "${NKV_CEPH_POOL:-nkv}"
-         --ns "1:$RADOS_NS:4M" --op-timeout 20)
+         --ns "1:$RADOS_NS:4M" --ns "2:$RADOS_NS:4M:ro" --op-timeout 20)
   [ -n "${NKV_CEPH_KEYRING:-}" ] && args+=(--keyring "$NKV_CEPH_KEYRING")
 else
-  args+=(--ns 1::4M)
+  args+=(--ns 1::4M --ns 2::4M:ro)
 fi
 for _ in 1 2 3 4 5; do
   PORT=$(free_port); DPORT=$(free_port)

@@ -4,9 +4,13 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
+#include "client/internal.h"
 #include "nkv/nkv.h"
 
 /* Build List data: NRK, then {KL, key, pad to 4}. @return bytes used. */
@@ -108,6 +112,17 @@ static void status_string(void **state)
 	assert_non_null(strstr(nkv_status_string(NKV_STATUS_HOST_PATH), "Host Pathing Error"));
 }
 
+static void connect_args(void **state)
+{
+	(void)state;
+	struct nkv_ctrl *c = NULL;
+	/* A port is a number; a name that does not resolve is -ENXIO, not "unreachable". */
+	assert_int_equal(nkv_connect("127.0.0.1", "nvme", "nqn.x:y", NULL, &c), -EINVAL);
+	assert_int_equal(nkv_connect("127.0.0.1", "65536", "nqn.x:y", NULL, &c), -EINVAL);
+	assert_int_equal(nkv_connect("no-such-host.invalid", "4420", "nqn.x:y", NULL, &c), -ENXIO);
+	assert_null(c);
+}
+
 static void kv_args(void **state)
 {
 	(void)state;
@@ -118,6 +133,89 @@ static void kv_args(void **state)
 	assert_int_equal(nkv_submit(NULL, NULL, NULL, 0, NULL, NULL), -EINVAL);
 }
 
+/* Write @text to a fresh temporary file; @return its path (static per @slot). */
+static const char *tmpfile_with(int slot, const char *text)
+{
+	static char paths[4][64];
+	snprintf(paths[slot], sizeof(paths[slot]), "/tmp/nkv-host-%ld-%d", (long)getpid(), slot);
+	FILE *f = fopen(paths[slot], "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+	return paths[slot];
+}
+
+static void host_ident(void **state)
+{
+	(void)state;
+	struct nkv_host_ident h, h2;
+	uint8_t u[16];
+	char s[37];
+
+	assert_int_equal(nkv_uuid_parse("0F1E2D3C-4B5A-4978-8695-A4B3C2D1E0F0", u), 0);
+	nkv_uuid_format(u, s);
+	assert_string_equal(s, "0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f0");
+	assert_int_equal(nkv_uuid_parse("0f1e2d3c4b5a-4978-8695-a4b3c2d1e0f0-", u), -EINVAL);
+	assert_int_equal(nkv_uuid_parse("0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0fg", u), -EINVAL);
+	assert_int_equal(nkv_hostnqn_check("nqn.2014-08.org.example:host"), 0);
+	assert_int_equal(nkv_hostnqn_check("iqn.2014-08.org.example:host"), -EINVAL);
+	assert_int_equal(nkv_hostnqn_check("nqn.a b"), -EINVAL);
+
+	/* Both files, padded: trimmed, and each the source of its part. */
+	setenv("NKV_HOSTNQN_FILE", tmpfile_with(0, "\n  nqn.2014-08.org.example:host-a \t\n"), 1);
+	setenv("NKV_HOSTID_FILE", tmpfile_with(1, "0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f0\n"), 1);
+	assert_int_equal(nkv_host_ident_load(&h), 0);
+	assert_string_equal(h.hostnqn, "nqn.2014-08.org.example:host-a");
+	nkv_uuid_format(h.hostid, s);
+	assert_string_equal(s, "0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f0");
+	assert_int_equal(h.hostnqn_src, NKV_HOST_SRC_FILE);
+	assert_int_equal(h.hostid_src, NKV_HOST_SRC_FILE);
+
+	/* libnkv's default (no hostnqn, zero hostid in the options) is that identity. */
+	int err;
+	struct nkv_ctrl *c = nkv_ctrl_alloc("127.0.0.1", "4420", "nqn.x:y", NULL, false, &err);
+	assert_non_null(c);
+	assert_string_equal(c->hostnqn, "nqn.2014-08.org.example:host-a");
+	assert_memory_equal(c->hostid, h.hostid, 16);
+	nkv_ctrl_free_mem(c);
+
+	/* No host ID file: a uuid NQN's UUID is the host ID (nvme-cli). */
+	setenv("NKV_HOSTNQN_FILE", tmpfile_with(2, "nqn.2014-08.org.nvmexpress:uuid:11111111-2222-4333-8444-555555555555"), 1);
+	setenv("NKV_HOSTID_FILE", "/nonexistent/hostid", 1);
+	assert_int_equal(nkv_host_ident_load(&h), 0);
+	nkv_uuid_format(h.hostid, s);
+	assert_string_equal(s, "11111111-2222-4333-8444-555555555555");
+	assert_int_equal(h.hostid_src, NKV_HOST_SRC_NQN);
+
+	/* No files (and, here, no readable DMI UUID, or a DMI one): the same identity all process long. */
+	setenv("NKV_HOSTNQN_FILE", "/nonexistent/hostnqn", 1);
+	assert_int_equal(nkv_host_ident_load(&h), 0);
+	assert_int_equal(nkv_host_ident_load(&h2), 0);
+	assert_string_equal(h.hostnqn, h2.hostnqn);
+	assert_memory_equal(h.hostid, h2.hostid, 16);
+	assert_true(h.hostid_src == NKV_HOST_SRC_DMI || h.hostid_src == NKV_HOST_SRC_RANDOM);
+	nkv_uuid_format(h.hostid, s);
+	assert_non_null(strstr(h.hostnqn, s));
+
+	/* A malformed file: -EINVAL, which one, and an identity that ignores it. */
+	setenv("NKV_HOSTID_FILE", tmpfile_with(3, "not-a-uuid\n"), 1);
+	assert_int_equal(nkv_host_ident_load(&h), -EINVAL);
+	assert_false(h.bad_hostnqn);
+	assert_memory_equal(h.hostid, h2.hostid, 16);
+	setenv("NKV_HOSTNQN_FILE", tmpfile_with(3, "host a\n"), 1);
+	setenv("NKV_HOSTID_FILE", "/nonexistent/hostid", 1);
+	assert_int_equal(nkv_host_ident_load(&h), -EINVAL);
+	assert_true(h.bad_hostnqn);
+	assert_string_equal(h.hostnqn, h2.hostnqn);
+	for (int i = 0; i < 4; i++) {
+		char p[64];
+		snprintf(p, sizeof(p), "/tmp/nkv-host-%ld-%d", (long)getpid(), i);
+		unlink(p);
+	}
+	unsetenv("NKV_HOSTNQN_FILE");
+	unsetenv("NKV_HOSTID_FILE");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -126,6 +224,8 @@ int main(void)
 		cmocka_unit_test(status_errno),
 		cmocka_unit_test(status_string),
 		cmocka_unit_test(kv_args),
+		cmocka_unit_test(connect_args),
+		cmocka_unit_test(host_ident),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -93,18 +93,27 @@ int cmd_bench(struct cli *c)
 	bh_conf_init(&conf, true);
 	for (int i = 0; i < c->nargs; i++) {
 		if (strcmp(c->args[i], "help") == 0) {
-			printf("usage: nkv [-t tcp|shm:PATH] [-a ADDR] [-s PORT] [-n NQN] [--nsid N] [-o json] bench "
-			       "[KEY=VALUE...]\n\n%s\n"
-			       "Every retrieved value is checked (header with key, version and length; pattern from key\n"
-			       "and version); any mismatch or error makes the exit status 1.\n",
-			       bh_conf_help);
+			char *text = NULL;
+			size_t len = 0;
+			FILE *f = open_memstream(&text, &len);
+			if (!f)
+				return cli_fail(c, "bench help", -ENOMEM, NULL, NULL);
+			fprintf(f, "usage: nkv [-t tcp|shm:PATH] [-a ADDR] [-s PORT] [-n NQN] [--nsid N] [-o json] bench "
+				   "[KEY=VALUE...]\n\n%s\n"
+				   "Every retrieved value is checked (header with key, version and length; pattern from key\n"
+				   "and version); any mismatch or error makes the exit status 1.\n",
+				bh_conf_help);
+			fclose(f);
+			cli_help(c, text);
+			free(text);
 			return EXIT_OK;
 		}
 		if (bh_conf_arg(&conf, c->args[i]))
-			return EXIT_USAGE;
+			return cli_usage(c, "bench: bad argument '%s' (nkv bench help lists them)", c->args[i]);
 	}
 	conf.json = c->json;
 	conf.tool = "nkv-bench";
+	conf.command = "bench"; /* the JSON report is this run's one object: it names the command */
 	if (!c->opts.queue_depth)
 		c->opts.queue_depth = (uint16_t)(conf.qd > 65535 ? 65535 : conf.qd);
 	int ex = cli_connect(c, false);
@@ -129,5 +138,7 @@ int cmd_bench(struct cli *c)
 		.poll = nb_poll,
 	};
 	int rc = bh_run(&conf, &b);
+	if (rc == 2) /* refused before running (reason on stderr): nothing printed */
+		cli_json_error(c, "bench: could not start (the reason is on stderr)", -EINVAL, 0);
 	return rc == 0 ? EXIT_OK : EXIT_ERR;
 }

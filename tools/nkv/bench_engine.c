@@ -737,10 +737,12 @@ static void report(struct run *r, const unsigned *phases, unsigned nph)
 	for (unsigned i = 0; i < c->nsizes; i++)
 		snprintf(sz + strlen(sz), sizeof(sz) - strlen(sz), "%s%zu", i ? "," : "", c->sizes[i]);
 	if (c->json) {
-		printf("{\"tool\":\"%s\",\"target\":\"%s\",\"mode\":\"%s\",\"qd\":%u,\"conns\":%u,\"sizes\":[%s],"
+		if (c->command)
+			printf("{\"command\":\"%s\",", c->command);
+		printf("%s\"tool\":\"%s\",\"target\":\"%s\",\"mode\":\"%s\",\"qd\":%u,\"conns\":%u,\"sizes\":[%s],"
 		       "\"keys\":%" PRIu64 ",\"time_limit_s\":%g,\"bytes_limit\":%" PRIu64 ",\"ops_limit\":%" PRIu64
 		       ",\"results\":[",
-		       c->tool, c->target ? c->target : "", c->raw ? "raw" : "mix", c->qd, c->conns, sz,
+		       c->command ? "" : "{", c->tool, c->target ? c->target : "", c->raw ? "raw" : "mix", c->qd, c->conns, sz,
 		       c->raw ? r->written : c->keys, c->time, c->bytes, c->ops);
 		bool first = true;
 		for (unsigned i = 0; i < nph; i++)

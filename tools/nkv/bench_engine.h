@@ -91,6 +91,7 @@ struct bh_conf {
 	int progress;                  /* -1 auto (stderr is a TTY), 0 off, 1 on */
 	bool json;
 	const char *tool;              /* "nkv-bench", "rados-bench"... */
+	const char *command;           /* JSON report's "command" (nkv: "bench"); NULL: none */
 	const char *target;            /* printed in the report */
 };
 

@@ -29,6 +29,7 @@ struct cli {
 	uint64_t max_size;     /* retrieve --max-size (0: namespace KVVML) */
 	uint64_t max_keys;     /* list --max (0: all) */
 	struct nkv_conn_opts opts;
+	struct nkv_host_ident host; /* the host NQN and ID sent (opts points at them), and their sources */
 	const char *cmd;
 	char **args;           /* positional arguments after the command */
 	int nargs;
@@ -36,16 +37,46 @@ struct cli {
 	struct nkv_ctrl *ctrl;
 	struct nkv_qpair *qp;
 	char port_buf[33];
+	char addr_buf[257];    /* -a without its ":PORT" */
 	char nqn_buf[257];
 };
 
 /* main.c */
 /** Connect (discovering the NQN when -n is absent); @io: also create an I/O queue pair. @return exit code. */
 int cli_connect(struct cli *c, bool io);
-/** With -o json, print the command's error object {"command","error","errno","status"} on stdout. */
+/* json_out.c */
+#define CLI_STATUS_USAGE 0x10000u /* cli_json_error(): bad usage, not an NVMe status */
+/** Set c->json from argv (before any option is parsed, so even a bad option answers in JSON) and,
+ *  with it, hold stdout in memory until cli_json_end(). */
+void cli_json_begin(struct cli *c, int argc, char **argv);
+/** End the run: print what was held, or an error object if nothing was. @return @ex. */
+int cli_json_end(struct cli *c, int ex);
+/** Drop what the command printed so far (the object it started is replaced by an error). */
+void cli_json_discard(void);
+/**
+ * With -o json, print the command's error object: {"command": name or null, "error": text,
+ * "status": the NVMe status name when the target answered, "usage" for bad usage, else the
+ * errno's name ("ECONNREFUSED"), "errno": positive errno or 0, and "nvme_status": SCT << 8 | SC
+ * when the target answered}. It replaces anything the command printed before.
+ */
 void cli_json_error(const struct cli *c, const char *reason, int rc, unsigned status);
+/** Report bad usage: "nkv: MSG" on stderr, the JSON error with status "usage". @return EXIT_USAGE. */
+int cli_usage(const struct cli *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/** Print help @text (with -o json: {"command":"help","usage":text}). */
+void cli_help(const struct cli *c, const char *text);
+/** Where the host NQN (@nqn) or the host ID came from, for people ("/etc/nvme/hostnqn", "--hostid"...). */
+const char *cli_host_src(const struct cli *c, bool nqn);
 /** Print "nkv: WHAT failed: REASON" for a failed command. @return the exit code for @rc. */
 int cli_fail(struct cli *c, const char *what, int rc, const struct nkv_cpl *cpl, const char *detail);
+
+/* conn.c */
+/**
+ * Check -a/-s: "[v6]", "[v6]:PORT" and "HOST:PORT" are split (a port in both places must agree);
+ * a port is a number, 1 to 65535. @return EXIT_OK or EXIT_USAGE (reported).
+ */
+int cli_addr_settle(struct cli *c);
+/** Report a failed connection to @port (@nqn: the subsystem), one message per cause (stderr, JSON). */
+void cli_connect_error(const struct cli *c, const char *port, const char *nqn, int rc);
 
 /* cmds.c */
 int cmd_discover(struct cli *c);
@@ -56,6 +87,7 @@ int cmd_retrieve(struct cli *c);
 int cmd_delete(struct cli *c);
 int cmd_exist(struct cli *c);
 int cmd_list(struct cli *c);
+int cmd_show_host(struct cli *c);
 int cmd_bench(struct cli *c); /* bench.c */
 
 /* util.c */

@@ -43,14 +43,7 @@ int cmd_discover(struct cli *c)
 	const char *port = c->trsvcid ? c->trsvcid : "8009";
 	int rc = nkv_discover(c->traddr, port, &c->opts, &e, &n);
 	if (rc) {
-		char reason[96];
-		snprintf(reason, sizeof(reason), "discover: %s", strerror(-rc));
-		cli_json_error(c, reason, rc, 0);
-		if (rc == -ECONNREFUSED)
-			fprintf(stderr, "nkv: cannot connect to %s:%s: %s (is rados-nkv running with --discovery?)\n",
-				c->traddr, port, strerror(-rc));
-		else
-			fprintf(stderr, "nkv: discover at %s:%s failed: %s\n", c->traddr, port, strerror(-rc));
+		cli_connect_error(c, port, NKV_DISCOVERY_NQN, rc);
 		return EXIT_ERR;
 	}
 	if (c->json) {
@@ -438,10 +431,8 @@ int cmd_list(struct cli *c)
 		struct nkv_cpl cpl = {0};
 		int rc = nkv_list(c->qp, c->nsid, start, slen, buf, LIST_HBS, &cpl);
 		if (rc) {
-			if (c->json)
-				printf("]}\n");
 			free(buf);
-			return cli_fail(c, "list", rc, &cpl, NULL);
+			return cli_fail(c, "list", rc, &cpl, NULL); /* replaces the keys printed so far */
 		}
 		uint64_t pos = 0;
 		uint8_t k[16];
@@ -473,9 +464,8 @@ int cmd_list(struct cli *c)
 			}
 		}
 		if (rc < 0) {
-			if (c->json)
-				printf("]}\n");
 			free(buf);
+			cli_json_error(c, "malformed List data from the target", -EPROTO, 0);
 			fprintf(stderr, "nkv: list failed: malformed List data from the target\n");
 			return EXIT_ERR;
 		}

@@ -27,17 +27,25 @@ static const char g_usage[] =
 	"  delete KEY                    delete a key\n"
 	"  exist KEY                     exit 0 if KEY exists, 2 if not\n"
 	"  list [START_KEY] [--max N]    list keys >= START_KEY in order (all pages)\n"
+	"  show-host                     the host NQN and ID nkv sends, and where they come from\n"
+	"  bench [KEY=VALUE...]          load generator (nkv bench help)\n"
 	"\n"
 	"options:\n"
 	"  -t, --transport T     tcp (default) or shm:/path/to/socket (the target's --shm socket;\n"
 	"                        it names the subsystem: -a, -s, -n, --hdgst, --ddgst unused;\n"
 	"                        not for discover)\n"
-	"  -a, --traddr ADDR     target address (default 127.0.0.1)\n"
-	"  -s, --trsvcid PORT    target port (default 4420; discover: 8009)\n"
+	"  -a, --traddr ADDR     target address (default 127.0.0.1); [::1] for IPv6;\n"
+	"                        [::1]:PORT and HOST:PORT also give the port\n"
+	"  -s, --trsvcid PORT    target port, 1 to 65535 (default 4420; discover: 8009)\n"
 	"  -n, --nqn SUBNQN      subsystem NQN (default: the first NVM subsystem in the\n"
 	"                        discovery log at ADDR, port -s or else 8009)\n"
 	"      --nsid N          namespace (default 1)\n"
-	"  -q, --hostnqn NQN     host NQN (default: a per-process uuid NQN)\n"
+	"  -q, --hostnqn NQN     host NQN (default: /etc/nvme/hostnqn, else\n"
+	"                        nqn.2014-08.org.nvmexpress:uuid:<host ID>)\n"
+	"  -I, --hostid UUID     host ID (default: /etc/nvme/hostid, else the UUID of a uuid\n"
+	"                        host NQN file, else /sys/class/dmi/id/product_uuid, else one\n"
+	"                        generated for this run); $NKV_HOSTNQN_FILE and\n"
+	"                        $NKV_HOSTID_FILE replace the two /etc/nvme paths\n"
 	"      --hdgst           enable the header digest (CRC32C)\n"
 	"      --ddgst           enable the data digest (CRC32C)\n"
 	"  -o, --output FMT      normal (default) or json: one JSON object per command\n"
@@ -79,6 +87,10 @@ static const struct cmd g_cmds[] = {
 	{"exist", cmd_exist, 1, 1, "nkv exist KEY\n  Exit 0 if KEY exists, 2 if not."},
 	{"list", cmd_list, 0, 1,
 	 "nkv list [START_KEY] [--max N]\n  Print the keys >= START_KEY (default: all) in ascending byte order."},
+	{"show-host", cmd_show_host, 0, 0,
+	 "nkv show-host\n  Print the host NQN and host ID nkv sends in Connect (and to --allow-host lists),\n"
+	 "  and where each comes from: option, file, hostnqn (the UUID of a uuid host NQN), hostid\n"
+	 "  (a uuid NQN of the host ID), dmi (product_uuid) or random (this run only)."},
 	{"bench", cmd_bench, 0, 64, "nkv bench [KEY=VALUE...]   (nkv bench help: every knob)\n  Asynchronous load generator (qd=, conns=, size=4K,256K, keys=, mix=r70w30, time=, bytes=...); every retrieved value is verified."},
 };
 
@@ -95,6 +107,10 @@ enum {
 	OPT_MAX,
 };
 
+/* A leading ':' tells a missing argument (':') from an unknown option ('?'); opterr is 0, the
+ * messages are ours (so -o json reports them too). */
+static const char *const g_short = ":t:a:s:n:q:I:o:vh";
+
 static const struct option g_opts[] = {
 	{"transport", required_argument, NULL, 't'},
 	{"traddr", required_argument, NULL, 'a'},
@@ -102,6 +118,7 @@ static const struct option g_opts[] = {
 	{"nqn", required_argument, NULL, 'n'},
 	{"nsid", required_argument, NULL, OPT_NSID},
 	{"hostnqn", required_argument, NULL, 'q'},
+	{"hostid", required_argument, NULL, 'I'},
 	{"hdgst", no_argument, NULL, OPT_HDGST},
 	{"ddgst", no_argument, NULL, OPT_DDGST},
 	{"output", required_argument, NULL, 'o'},
@@ -117,90 +134,82 @@ static const struct option g_opts[] = {
 	{NULL, 0, NULL, 0},
 };
 
-static int usage_err(const char *fmt, const char *arg)
-{
-	fputs("nkv: ", stderr);
-	fprintf(stderr, fmt, arg);
-	fputs("\n(nkv --help for usage)\n", stderr);
-	return EXIT_USAGE;
-}
 
 static const char *port_of(const struct cli *c)
 {
 	return c->trsvcid ? c->trsvcid : "4420";
 }
 
-void cli_json_error(const struct cli *c, const char *reason, int rc, unsigned status)
+const char *cli_host_src(const struct cli *c, bool nqn)
 {
-	if (!c->json)
-		return;
-	printf("{\"command\":");
-	json_str(stdout, c->cmd, strlen(c->cmd));
-	printf(",\"error\":");
-	json_str(stdout, reason, strlen(reason));
-	printf(",\"errno\":%d,\"status\":%u}\n", -rc, status);
-}
-
-static void shm_connect_error(const struct cli *c, int rc)
-{
-	switch (rc) {
-	case -ENOENT:
-	case -ECONNREFUSED:
-		fprintf(stderr, "nkv: cannot connect to shm:%s: %s (is rados-nkv serving --shm there?)\n", c->shm_path,
-			strerror(-rc));
-		break;
-	case -EACCES:
-		fprintf(stderr, "nkv: shm:%s refused this host (host NQN not allowed: see -q and the target's "
-				"--allow-host)\n", c->shm_path);
-		break;
-	case -ETIMEDOUT:
-		fprintf(stderr, "nkv: shm:%s: no answer or controller not ready in time (see --timeout)\n",
-			c->shm_path);
-		break;
-	case -EPROTO:
-	case -EIO:
-		fprintf(stderr, "nkv: shm:%s: %s (run with -v for details)\n", c->shm_path,
-			rc == -EIO ? "controller fatal status" : "protocol error");
-		break;
+	static char buf[320];
+	enum nkv_host_src s = nqn ? c->host.hostnqn_src : c->host.hostid_src;
+	switch (s) {
+	case NKV_HOST_SRC_FILE:
+		snprintf(buf, sizeof(buf), "%s", nqn ? c->host.hostnqn_file : c->host.hostid_file);
+		return buf;
+	case NKV_HOST_SRC_NQN:
+		snprintf(buf, sizeof(buf), "the uuid NQN in %s", c->host.hostnqn_file);
+		return buf;
+	case NKV_HOST_SRC_HOSTID:
+		snprintf(buf, sizeof(buf), "the host ID in %s", c->host.hostid_file);
+		return buf;
+	case NKV_HOST_SRC_DMI:
+		return "/sys/class/dmi/id/product_uuid";
+	case NKV_HOST_SRC_RANDOM:
+		return "generated for this run";
 	default:
-		fprintf(stderr, "nkv: cannot connect to shm:%s: %s\n", c->shm_path, strerror(-rc));
+		return nqn ? "--hostnqn" : "--hostid";
 	}
 }
 
-static void connect_error(const struct cli *c, const char *port, const char *nqn, int rc)
+int cmd_show_host(struct cli *c)
 {
-	char reason[96];
-	snprintf(reason, sizeof(reason), "connect: %s", strerror(-rc));
-	cli_json_error(c, reason, rc, 0);
-	if (c->shm_path) {
-		shm_connect_error(c, rc);
-		return;
+	char u[37];
+	nkv_uuid_format(c->host.hostid, u);
+	if (c->json) {
+		printf("{\"command\":\"show-host\",\"hostnqn\":");
+		json_str(stdout, c->host.hostnqn, strlen(c->host.hostnqn));
+		printf(",\"hostid\":\"%s\",\"hostnqn_source\":\"%s\",\"hostid_source\":\"%s\",\"hostnqn_file\":", u,
+		       nkv_host_src_name(c->host.hostnqn_src), nkv_host_src_name(c->host.hostid_src));
+		json_str(stdout, c->host.hostnqn_file, strlen(c->host.hostnqn_file));
+		printf(",\"hostid_file\":");
+		json_str(stdout, c->host.hostid_file, strlen(c->host.hostid_file));
+		printf("}\n");
+	} else {
+		printf("hostnqn : %s (%s)\n", c->host.hostnqn, cli_host_src(c, true));
+		printf("hostid  : %s (%s)\n", u, cli_host_src(c, false));
 	}
-	switch (rc) {
-	case -ECONNREFUSED:
-		fprintf(stderr, "nkv: cannot connect to %s:%s: %s (is rados-nkv running?)\n", c->traddr, port,
-			strerror(-rc));
-		break;
-	case -ETIMEDOUT:
-	case -EHOSTUNREACH:
-	case -ENETUNREACH:
-		fprintf(stderr, "nkv: cannot connect to %s:%s: %s (check the address and the --timeout)\n", c->traddr,
-			port, strerror(-rc));
-		break;
-	case -ENOENT:
-		fprintf(stderr, "nkv: %s:%s has no subsystem %s (nkv discover -a %s lists them)\n", c->traddr, port,
-			nqn, c->traddr);
-		break;
-	case -EACCES:
-		fprintf(stderr, "nkv: subsystem %s refused this host (host NQN not allowed: see -q and the target's "
-				"--allow-host)\n", nqn);
-		break;
-	case -EPROTO:
-		fprintf(stderr, "nkv: protocol error talking to %s:%s (run with -v for details)\n", c->traddr, port);
-		break;
-	default:
-		fprintf(stderr, "nkv: cannot connect to %s at %s:%s: %s\n", nqn, c->traddr, port, strerror(-rc));
+	return EXIT_OK;
+}
+
+/*
+ * Settle the host identity once, before any connection: --hostnqn/--hostid, else the files and
+ * fallbacks of nkv_host_ident_load(). A malformed file that an option does not replace is an error
+ * (exit 1): sending some other identity would only fail later, at an allowlist, less clearly.
+ */
+static int host_settle(struct cli *c, const char *hostnqn, const char *hostid)
+{
+	int rc = nkv_host_ident_load(&c->host);
+	if (rc < 0 && ((c->host.bad_hostnqn && !hostnqn) || (!c->host.bad_hostnqn && !hostid))) {
+		const char *f = c->host.bad_hostnqn ? c->host.hostnqn_file : c->host.hostid_file;
+		fprintf(stderr, "nkv: %s is malformed (%s); fix it or pass %s\n", f,
+			c->host.bad_hostnqn ? "want one NQN: nqn.<yyyy-mm>.<domain>:<name>, at most 223 bytes"
+					    : "want one UUID: xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx",
+			c->host.bad_hostnqn ? "--hostnqn" : "--hostid");
+		return EXIT_ERR;
 	}
+	if (hostnqn) {
+		snprintf(c->host.hostnqn, sizeof(c->host.hostnqn), "%s", hostnqn);
+		c->host.hostnqn_src = NKV_HOST_SRC_OPTION;
+	}
+	if (hostid) {
+		nkv_uuid_parse(hostid, c->host.hostid); /* checked when parsed */
+		c->host.hostid_src = NKV_HOST_SRC_OPTION;
+	}
+	c->opts.hostnqn = c->host.hostnqn;
+	memcpy(c->opts.hostid, c->host.hostid, 16);
+	return EXIT_OK;
 }
 
 /**
@@ -215,11 +224,13 @@ static int discover_nqn(struct cli *c)
 	int rc = nkv_discover(c->traddr, dport, &c->opts, &e, &n);
 	if (rc) {
 		if (rc == -ECONNREFUSED) {
-			cli_json_error(c, "discovery: Connection refused", rc, 0);
-			fprintf(stderr, "nkv: no subsystem NQN given and no discovery controller at %s:%s (%s); "
-					"pass -n SUBNQN\n", c->traddr, dport, strerror(-rc));
+			char m[512];
+			snprintf(m, sizeof(m), "no subsystem NQN given and no discovery controller at %s:%s (connection "
+					       "refused); pass -n SUBNQN", c->traddr, dport);
+			cli_json_error(c, m, rc, 0);
+			fprintf(stderr, "nkv: %s\n", m);
 		} else
-			connect_error(c, dport, NKV_DISCOVERY_NQN, rc);
+			cli_connect_error(c, dport, NKV_DISCOVERY_NQN, rc);
 		return EXIT_ERR;
 	}
 	for (unsigned i = 0; i < n; i++) {
@@ -261,7 +272,7 @@ int cli_connect(struct cli *c, bool io)
 	if (c->shm_path && rc == 0 && !c->nqn)
 		c->nqn = nkv_ctrl_identify(c->ctrl)->subnqn;
 	if (rc) {
-		connect_error(c, port_of(c), c->nqn, rc);
+		cli_connect_error(c, port_of(c), c->nqn, rc);
 		return EXIT_ERR;
 	}
 	if (!io)
@@ -272,7 +283,7 @@ int cli_connect(struct cli *c, bool io)
 			cli_json_error(c, "connect: no I/O queue granted", rc, 0);
 			fprintf(stderr, "nkv: %s granted no I/O queue\n", c->nqn);
 		} else
-			connect_error(c, port_of(c), c->nqn, rc);
+			cli_connect_error(c, port_of(c), c->nqn, rc);
 		return EXIT_ERR;
 	}
 	return EXIT_OK;
@@ -309,47 +320,61 @@ int cli_fail(struct cli *c, const char *what, int rc, const struct nkv_cpl *cpl,
 	return EXIT_ERR;
 }
 
-static void cmd_help(const struct cmd *k)
+static void cmd_help(const struct cli *c, const struct cmd *k)
 {
-	printf("usage: %s\n\nGlobal options (-t, -a, -s, -n, --nsid, -q, --hdgst, --ddgst, -o, --hex, --timeout) "
-	       "apply; see nkv --help.\n",
-	       k->usage);
+	char text[1024];
+	snprintf(text, sizeof(text),
+		 "usage: %s\n\nGlobal options (-t, -a, -s, -n, --nsid, -q, -I, --hdgst, --ddgst, -o, --hex, --timeout) "
+		 "apply; see nkv --help.\n",
+		 k->usage);
+	cli_help(c, text);
 }
 
-int main(int argc, char **argv)
+/* Parse the options and run the command. @return the exit status. */
+static int run(struct cli *c, int argc, char **argv)
 {
-	struct cli c = {.traddr = "127.0.0.1", .nsid = 1};
 	bool help = false;
+	const char *hostnqn = NULL, *hostid = NULL;
+
+	opterr = 0;
+	uint8_t uuid[16];
 	int o;
 	uint64_t v;
 
-	while ((o = getopt_long(argc, argv, "t:a:s:n:q:o:vh", g_opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, g_short, g_opts, NULL)) != -1) {
 		switch (o) {
 		case 't':
 			if (strncmp(optarg, "shm:", 4) == 0 && optarg[4])
-				c.shm_path = optarg + 4;
+				c->shm_path = optarg + 4;
 			else if (strcmp(optarg, "tcp") == 0)
-				c.shm_path = NULL;
+				c->shm_path = NULL;
 			else
-				return usage_err("unknown --transport '%s' (tcp or shm:/path/to/socket)", optarg);
+				return cli_usage(c, "unknown --transport '%s' (tcp or shm:/path/to/socket)", optarg);
 			break;
 		case 'a':
-			c.traddr = optarg;
+			c->traddr = optarg;
 			break;
 		case 's':
-			c.trsvcid = optarg;
+			c->trsvcid = optarg;
 			break;
 		case 'n':
-			c.nqn = optarg;
+			c->nqn = optarg;
 			break;
 		case 'q':
-			c.opts.hostnqn = optarg;
+			if (nkv_hostnqn_check(optarg))
+				return cli_usage(c, "bad --hostnqn '%s' (nqn.<yyyy-mm>.<domain>:<name>, at most 223 bytes, "
+						 "no spaces)", optarg);
+			hostnqn = optarg;
+			break;
+		case 'I':
+			if (nkv_uuid_parse(optarg, uuid))
+				return cli_usage(c, "bad --hostid '%s' (a UUID: xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)", optarg);
+			hostid = optarg;
 			break;
 		case 'o':
-			if (strcmp(optarg, "json") == 0)
-				c.json = true;
-			else if (strcmp(optarg, "normal") != 0)
-				return usage_err("unknown output format '%s' (normal or json)", optarg);
+			/* c->json is already set: cli_json_begin() read every -o before any option ran */
+			if (strcmp(optarg, "json") != 0 && strcmp(optarg, "normal") != 0)
+				return cli_usage(c, "unknown output format '%s' (normal or json)", optarg);
 			break;
 		case 'v':
 			nkv_log_set_level(NKV_LOG_DEBUG);
@@ -359,83 +384,97 @@ int main(int argc, char **argv)
 			break;
 		case OPT_NSID:
 			if (parse_size(optarg, &v) || v == 0 || v > 0xfffffffeull)
-				return usage_err("bad --nsid '%s'", optarg);
-			c.nsid = (uint32_t)v;
+				return cli_usage(c, "bad --nsid '%s'", optarg);
+			c->nsid = (uint32_t)v;
 			break;
 		case OPT_HDGST:
-			c.opts.hdgst = true;
+			c->opts.hdgst = true;
 			break;
 		case OPT_DDGST:
-			c.opts.ddgst = true;
+			c->opts.ddgst = true;
 			break;
 		case OPT_HEX:
-			c.hex = true;
+			c->hex = true;
 			break;
 		case OPT_TIMEOUT:
 			if (parse_size(optarg, &v) || v == 0 || v > 86400000)
-				return usage_err("bad --timeout '%s' (milliseconds)", optarg);
-			c.opts.timeout_ms = (int)v;
+				return cli_usage(c, "bad --timeout '%s' (milliseconds)", optarg);
+			c->opts.timeout_ms = (int)v;
 			break;
 		case OPT_NS:
-			c.ns = true;
+			c->ns = true;
 			break;
 		case OPT_MUST_EXIST:
-			c.store_opts |= NKV_STORE_MUST_EXIST;
+			c->store_opts |= NKV_STORE_MUST_EXIST;
 			break;
 		case OPT_MUST_NOT_EXIST:
-			c.store_opts |= NKV_STORE_MUST_NOT_EXIST;
+			c->store_opts |= NKV_STORE_MUST_NOT_EXIST;
 			break;
 		case OPT_MAX_SIZE:
 			if (parse_size(optarg, &v) || v == 0 || v > 0xffffffffull)
-				return usage_err("bad --max-size '%s' (1 byte to 4 GiB - 1)", optarg);
-			c.max_size = v;
+				return cli_usage(c, "bad --max-size '%s' (1 byte to 4 GiB - 1)", optarg);
+			c->max_size = v;
 			break;
 		case OPT_MAX:
 			if (parse_size(optarg, &v) || v == 0)
-				return usage_err("bad --max '%s'", optarg);
-			c.max_keys = v;
+				return cli_usage(c, "bad --max '%s'", optarg);
+			c->max_keys = v;
 			break;
-		default:
-			fputs("(nkv --help for usage)\n", stderr);
-			return EXIT_USAGE;
+		case ':':
+			return cli_usage(c, "option '%s' needs an argument", argv[optind - 1]);
+		default: /* '?' */
+			if (optopt)
+				return cli_usage(c, "unknown option '-%c'", optopt);
+			return cli_usage(c, "unknown option '%s'", argv[optind - 1]);
 		}
 	}
 	if (optind >= argc) {
 		if (help) {
-			fputs(g_usage, stdout);
+			cli_help(c, g_usage);
 			return EXIT_OK;
 		}
-		fputs(g_usage, stderr);
-		return EXIT_USAGE;
+		if (!c->json)
+			fputs(g_usage, stderr);
+		return cli_usage(c, "no command given");
 	}
-	c.cmd = argv[optind];
-	if (strcmp(c.cmd, "help") == 0) {
-		fputs(g_usage, stdout);
+	c->cmd = argv[optind];
+	if (strcmp(c->cmd, "help") == 0) {
+		cli_help(c, g_usage);
 		return EXIT_OK;
 	}
 	const struct cmd *k = NULL;
 	for (size_t i = 0; i < sizeof(g_cmds) / sizeof(g_cmds[0]); i++)
-		if (strcmp(g_cmds[i].name, c.cmd) == 0)
+		if (strcmp(g_cmds[i].name, c->cmd) == 0)
 			k = &g_cmds[i];
 	if (!k)
-		return usage_err("unknown command '%s'", c.cmd);
+		return cli_usage(c, "unknown command '%s'", c->cmd);
 	if (help) {
-		cmd_help(k);
+		cmd_help(c, k);
 		return EXIT_OK;
 	}
-	c.args = argv + optind + 1;
-	c.nargs = argc - optind - 1;
-	if (c.nargs < k->min_args || c.nargs > k->max_args) {
-		fprintf(stderr, "nkv: %s: wrong number of arguments\nusage: %s\n", c.cmd, k->usage);
-		return EXIT_USAGE;
+	c->args = argv + optind + 1;
+	c->nargs = argc - optind - 1;
+	if (c->nargs < k->min_args || c->nargs > k->max_args) {
+		fprintf(stderr, "usage: %s\n", k->usage);
+		return cli_usage(c, "%s: wrong number of arguments (%d)", c->cmd, c->nargs);
 	}
-	if (c.shm_path && k->fn == cmd_discover)
-		return usage_err("%s: no discovery over shm (the socket path names the subsystem)", c.cmd);
-	if (c.store_opts == (NKV_STORE_MUST_EXIST | NKV_STORE_MUST_NOT_EXIST))
-		return usage_err("%s: --must-exist and --must-not-exist exclude each other", c.cmd);
-	int ex = k->fn(&c);
+	if (c->shm_path && k->fn == cmd_discover)
+		return cli_usage(c, "%s: no discovery over shm (the socket path names the subsystem)", c->cmd);
+	if (c->store_opts == (NKV_STORE_MUST_EXIST | NKV_STORE_MUST_NOT_EXIST))
+		return cli_usage(c, "%s: --must-exist and --must-not-exist exclude each other", c->cmd);
+	int ex = c->shm_path ? EXIT_OK : cli_addr_settle(c);
+	if (!ex)
+		ex = host_settle(c, hostnqn, hostid);
+	return ex ? ex : k->fn(c);
+}
+
+int main(int argc, char **argv)
+{
+	struct cli c = {.traddr = "127.0.0.1", .nsid = 1};
+	cli_json_begin(&c, argc, argv);
+	int ex = run(&c, argc, argv);
 	if (c.qp)
 		nkv_qpair_destroy(c.qp);
 	nkv_disconnect(c.ctrl);
-	return ex;
+	return cli_json_end(&c, ex);
 }

@@ -23,8 +23,7 @@ int key_parse(const struct cli *c, const char *s, uint8_t key[16], unsigned *kle
 	size_t n = strlen(s);
 	if (!c->hex) {
 		if (n < 1 || n > NKV_KEY_MAX) {
-			fprintf(stderr, "nkv: key '%s' is %zu bytes; keys are 1 to 16 bytes (use --hex for binary keys)\n",
-				s, n);
+			cli_usage(c, "key '%s' is %zu bytes; keys are 1 to 16 bytes (use --hex for binary keys)", s, n);
 			return -EINVAL;
 		}
 		memcpy(key, s, n);
@@ -36,13 +35,13 @@ int key_parse(const struct cli *c, const char *s, uint8_t key[16], unsigned *kle
 		n -= 2;
 	}
 	if (n < 2 || n > 2 * NKV_KEY_MAX || (n & 1)) {
-		fprintf(stderr, "nkv: hex key '%s' must have 2 to 32 hex digits, an even number\n", s);
+		cli_usage(c, "hex key '%s' must have 2 to 32 hex digits, an even number", s);
 		return -EINVAL;
 	}
 	for (size_t i = 0; i < n / 2; i++) {
 		int hi = hexval(s[2 * i]), lo = hexval(s[2 * i + 1]);
 		if (hi < 0 || lo < 0) {
-			fprintf(stderr, "nkv: '%s' is not a hex key\n", s);
+			cli_usage(c, "'%s' is not a hex key", s);
 			return -EINVAL;
 		}
 		key[i] = (uint8_t)(hi << 4 | lo);

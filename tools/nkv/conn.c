@@ -1,0 +1,152 @@
+/*
+ * conn.c - nkv's target address (-a/-s, with the daemon's "[::1]:4420" forms) and the messages for
+ * a connection that failed: each cause (name does not resolve, nothing listening, no route, no
+ * answer, host not allowed...) gets its own, naming the address and what to check.
+ */
+#include <errno.h>
+#include <netdb.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static bool port_ok(const char *s)
+{
+	char *end;
+	if (!*s || *s == '-' || *s == '+' || strspn(s, "0123456789") != strlen(s))
+		return false;
+	unsigned long v = strtoul(s, &end, 10);
+	return v >= 1 && v <= 65535;
+}
+
+int cli_addr_settle(struct cli *c)
+{
+	const char *a = c->traddr, *port = NULL;
+	size_t n = strlen(a);
+
+	if (n >= sizeof(c->addr_buf))
+		return cli_usage(c, "--traddr '%s' is too long", a);
+	if (a[0] == '[') {
+		/* "[v6]" or "[v6]:PORT", as rados-nkv --listen takes them */
+		const char *rb = strchr(a, ']');
+		if (!rb || rb == a + 1 || (rb[1] && rb[1] != ':'))
+			return cli_usage(c, "bad --traddr '%s' (an IPv6 address: [::1] or [::1]:4420)", a);
+		memcpy(c->addr_buf, a, (size_t)(rb - a + 1));
+		c->addr_buf[rb - a + 1] = '\0';
+		if (rb[1] == ':')
+			port = rb + 2;
+	} else if (strchr(a, ':') && strchr(a, ':') == strrchr(a, ':')) {
+		/* "HOST:PORT" (one colon: a bare IPv6 address has several) */
+		const char *colon = strchr(a, ':');
+		memcpy(c->addr_buf, a, (size_t)(colon - a));
+		c->addr_buf[colon - a] = '\0';
+		port = colon + 1;
+	} else {
+		return c->trsvcid && !port_ok(c->trsvcid)
+			       ? cli_usage(c, "bad port '%s' (--trsvcid: a number, 1 to 65535)", c->trsvcid)
+			       : EXIT_OK;
+	}
+	if (!c->addr_buf[0] || (c->addr_buf[0] == '[' && c->addr_buf[1] == ']'))
+		return cli_usage(c, "bad --traddr '%s' (no host)", a);
+	c->traddr = c->addr_buf;
+	if (port && !port_ok(port))
+		return cli_usage(c, "bad port '%s' in --traddr '%s' (a number, 1 to 65535)", port, a);
+	if (c->trsvcid && !port_ok(c->trsvcid))
+		return cli_usage(c, "bad port '%s' (--trsvcid: a number, 1 to 65535)", c->trsvcid);
+	if (port && c->trsvcid && strtoul(port, NULL, 10) != strtoul(c->trsvcid, NULL, 10))
+		return cli_usage(c, "--traddr '%s' and --trsvcid %s name different ports", a, c->trsvcid);
+	if (port && !c->trsvcid) {
+		snprintf(c->port_buf, sizeof(c->port_buf), "%s", port);
+		c->trsvcid = c->port_buf;
+	}
+	return EXIT_OK;
+}
+
+static void shm_reason(const struct cli *c, int rc, char *m, size_t cap)
+{
+	switch (rc) {
+	case -ENOENT:
+	case -ECONNREFUSED:
+		snprintf(m, cap, "cannot connect to shm:%s: %s (is rados-nkv serving --shm there?)", c->shm_path,
+			 strerror(-rc));
+		break;
+	case -EACCES:
+		snprintf(m, cap, "shm:%s refused host NQN %s (from %s): not on its --allow-host list; pass -q NQN or set %s",
+			 c->shm_path, c->host.hostnqn, cli_host_src(c, true), c->host.hostnqn_file);
+		break;
+	case -ETIMEDOUT:
+		snprintf(m, cap, "shm:%s: no answer or controller not ready in time (see --timeout)", c->shm_path);
+		break;
+	case -EPROTO:
+	case -EIO:
+		snprintf(m, cap, "shm:%s: %s (run with -v for details)", c->shm_path,
+			 rc == -EIO ? "controller fatal status" : "protocol error");
+		break;
+	default:
+		snprintf(m, cap, "cannot connect to shm:%s: %s", c->shm_path, strerror(-rc));
+	}
+}
+
+/* Why @host does not resolve, asked again (libnkv returns only -ENXIO). */
+static const char *resolve_why(const char *host)
+{
+	char h[257];
+	size_t n = strlen(host);
+	if (n >= 2 && host[0] == '[' && host[n - 1] == ']' && n - 2 < sizeof(h)) {
+		memcpy(h, host + 1, n - 2);
+		h[n - 2] = '\0';
+		host = h;
+	}
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
+	int g = getaddrinfo(host, NULL, &hints, &res);
+	if (g == 0) {
+		freeaddrinfo(res);
+		return "the name did not resolve a moment ago";
+	}
+	return gai_strerror(g);
+}
+
+void cli_connect_error(const struct cli *c, const char *port, const char *nqn, int rc)
+{
+	char m[640];
+	const char *h = c->traddr;
+	if (c->shm_path) {
+		shm_reason(c, rc, m, sizeof(m));
+	} else {
+		switch (rc) {
+		case -ENXIO:
+			snprintf(m, sizeof(m), "cannot resolve %s: %s", h, resolve_why(h));
+			break;
+		case -ECONNREFUSED:
+			snprintf(m, sizeof(m), "connection refused by %s:%s (is rados-nkv running and listening there?)", h,
+				 port);
+			break;
+		case -EHOSTUNREACH:
+			snprintf(m, sizeof(m), "host %s is unreachable (no route to it; check the address)", h);
+			break;
+		case -ENETUNREACH:
+			snprintf(m, sizeof(m), "network unreachable for %s (no route to its network; check the address)", h);
+			break;
+		case -ETIMEDOUT:
+			snprintf(m, sizeof(m), "no answer from %s:%s within %d ms (a firewall dropping packets, or not an "
+					       "NVMe/TCP target? see --timeout)",
+				 h, port, c->opts.timeout_ms ? c->opts.timeout_ms : 30000);
+			break;
+		case -ENOENT:
+			snprintf(m, sizeof(m), "%s:%s has no subsystem %s (nkv discover -a %s lists them)", h, port, nqn, h);
+			break;
+		case -EACCES:
+			snprintf(m, sizeof(m), "subsystem %s refused host NQN %s (from %s): not on its --allow-host list; "
+					       "pass -q NQN or set %s",
+				 nqn, c->host.hostnqn, cli_host_src(c, true), c->host.hostnqn_file);
+			break;
+		case -EPROTO:
+			snprintf(m, sizeof(m), "protocol error talking to %s:%s (run with -v for details)", h, port);
+			break;
+		default:
+			snprintf(m, sizeof(m), "cannot connect to %s at %s:%s: %s", nqn, h, port, strerror(-rc));
+		}
+	}
+	cli_json_error(c, m, rc, 0);
+	fprintf(stderr, "nkv: %s\n", m);
+}
