@@ -137,7 +137,8 @@ struct nkv_shm {
 	struct shm_listener *listeners;
 	struct shm_conn *conns;  /* socket thread only */
 	enum ep_kind stop_kind;  /* epoll tag of stop_efd */
-	atomic_bool stop, draining;
+	atomic_bool stop, draining; /* stop: the socket thread ends (closing every host connection) */
+	atomic_bool pollers_stop;  /* set once the socket thread is joined: pollers reap and end */
 	atomic_int nctrls;
 	atomic_uint_fast64_t bounced; /* bounce bytes in use, all controllers (conf.bounce_budget) */
 };
@@ -882,12 +883,16 @@ static void *poller_main(void *arg)
 	struct nkv_shm *s = p->s;
 	unsigned idle = 0;
 
-	while (!atomic_load(&s->stop) || p->ctrls) {
+	for (;;) {
+		/* Read before the message queue: every controller handed over before pollers_stop was
+		 * set is attached below, so none is left behind in the queue. */
+		bool last = atomic_load(&s->pollers_stop);
 		unsigned work = (unsigned)nkv_msgq_poll(&p->msgq, 0);
 		for (struct shm_ctrl **pc = &p->ctrls; *pc;) {
 			struct shm_ctrl *c = *pc;
-			if (atomic_load(&c->gone) || atomic_load(&s->stop)) {
-				atomic_store(&c->gone, true);
+			/* Only the socket thread marks a controller gone, and it never touches one after
+			 * that: freeing any other would race with its REG/DEREG handling and conn_close. */
+			if (atomic_load(&c->gone)) {
 				if (ctrl_reap(c)) {
 					*pc = c->next;
 					ctrl_free(c);
@@ -898,6 +903,8 @@ static void *poller_main(void *arg)
 			}
 			pc = &c->next;
 		}
+		if (last && !p->ctrls)
+			break;
 		if (work) {
 			idle = 0;
 		} else if (++idle >= IDLE_SCANS) {
@@ -1255,14 +1262,14 @@ int nkv_shm_create(struct nkv_target *tgt, const struct nkv_shm_conf *conf, stru
 		p->s = s;
 		p->id = i;
 		if ((rc = nkv_msgq_init(&p->msgq)) < 0 || (rc = -pthread_create(&p->thread, NULL, poller_main, p)) < 0) {
-			atomic_store(&s->stop, true);
+			atomic_store(&s->pollers_stop, true);
 			for (unsigned j = 0; j < i; j++)
 				pthread_join(s->pollers[j].thread, NULL);
 			goto fail;
 		}
 	}
 	if ((rc = -pthread_create(&s->sock_thread, NULL, sock_main, s)) < 0) {
-		atomic_store(&s->stop, true);
+		atomic_store(&s->pollers_stop, true);
 		for (unsigned j = 0; j < s->conf.pollers; j++)
 			pthread_join(s->pollers[j].thread, NULL);
 		goto fail;
@@ -1327,7 +1334,10 @@ void nkv_shm_destroy(struct nkv_shm *s, int grace_ms)
 	atomic_store(&s->stop, true);
 	uint64_t one = 1;
 	(void)!write(s->stop_efd, &one, sizeof(one));
-	pthread_join(s->sock_thread, NULL); /* closes host sockets: their controllers are gone */
+	/* The socket thread first: it closes every host connection and marks each controller gone,
+	 * and only then may the pollers free them (it reads them until it is done). */
+	pthread_join(s->sock_thread, NULL);
+	atomic_store(&s->pollers_stop, true);
 	for (unsigned i = 0; i < s->conf.pollers; i++) {
 		pthread_join(s->pollers[i].thread, NULL); /* each reaps its controllers first */
 		nkv_msgq_fini(&s->pollers[i].msgq);
