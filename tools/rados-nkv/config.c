@@ -42,6 +42,9 @@ static void usage(FILE *f)
 		"      --shm-pollers N       shared-memory poller threads (default 1)\n"
 		"      --shm-poll-us US      an idle poller sleeps this long between scans (default 50)\n"
 		"      --shm-mqes N          shared-memory CAP.MQES, 0's based (default 4095)\n"
+		"      --shm-max-ctrls N     shared-memory controllers live at once, all hosts (default 256)\n"
+		"      --shm-max-ctrls-per-host N\n"
+		"                            shared-memory controllers live at once per host NQN (default 16)\n"
 		"      --grace-ms MS         on SIGINT/SIGTERM, time given to commands in flight (default 10000)\n"
 		"      --log-level LEVEL     error|warn|info|debug (default info)\n"
 		"      --pid-file PATH       write the process ID here once listening\n"
@@ -353,7 +356,8 @@ int conf_load_file(struct daemon_conf *c, const char *path)
 	static const char *const tcp_keys[] = {"reactors", "in_capsule", "maxh2cdata", "max_queue_depth",
 					       "max_io_queues", "buffer_budget_mb", NULL};
 	static const char *const shm_keys[] = {"pollers", "poll_idle_us", "mqes", "max_io_queues", "max_regions",
-					       "max_reg_mb", "bounce_budget_mb", NULL};
+					       "max_reg_mb", "bounce_budget_mb", "bounce_ctrl_mb", "max_cmds",
+					       "max_ctrls", "max_ctrls_per_host", "hello_timeout_ms", NULL};
 	struct jctx j = {.path = path};
 	json_object *root = json_object_from_file(path), *o, *arr;
 	int64_t v;
@@ -434,6 +438,14 @@ int conf_load_file(struct daemon_conf *c, const char *path)
 		c->shm.max_reg_bytes = (uint64_t)v << 20;
 		v = (int64_t)(c->shm.bounce_budget >> 20), jnum(&j, o, "shm", "bounce_budget_mb", 1, 1 << 20, &v);
 		c->shm.bounce_budget = (uint64_t)v << 20;
+		v = (int64_t)(c->shm.bounce_ctrl_budget >> 20), jnum(&j, o, "shm", "bounce_ctrl_mb", 1, 1 << 20, &v);
+		c->shm.bounce_ctrl_budget = (uint64_t)v << 20;
+		v = c->shm.max_cmds, jnum(&j, o, "shm", "max_cmds", 1, 1 << 20, &v), c->shm.max_cmds = (unsigned)v;
+		v = c->shm.max_ctrls, jnum(&j, o, "shm", "max_ctrls", 1, 65536, &v), c->shm.max_ctrls = (unsigned)v;
+		v = c->shm.max_ctrls_per_host, jnum(&j, o, "shm", "max_ctrls_per_host", 1, 65536, &v);
+		c->shm.max_ctrls_per_host = (unsigned)v;
+		v = c->shm.hello_timeout_ms, jnum(&j, o, "shm", "hello_timeout_ms", 1, 3600000, &v);
+		c->shm.hello_timeout_ms = (unsigned)v;
 	}
 	const char *lvl = jstr(&j, root, "", "log_level");
 	if (lvl && set_log_level(c, lvl) < 0)
@@ -446,7 +458,8 @@ int conf_load_file(struct daemon_conf *c, const char *path)
 /* ---- flags --------------------------------------------------------------------------------------- */
 
 enum { OPT_CEPH_CONF = 256, OPT_KEYRING, OPT_CLIENT_ID, OPT_OP_TIMEOUT, OPT_CONNECT_TIMEOUT, OPT_QD,
-       OPT_ICD, OPT_BUDGET, OPT_GRACE, OPT_LOG, OPT_PID, OPT_SHM_POLLERS, OPT_SHM_POLL_US, OPT_SHM_MQES };
+       OPT_ICD, OPT_BUDGET, OPT_GRACE, OPT_LOG, OPT_PID, OPT_SHM_POLLERS, OPT_SHM_POLL_US, OPT_SHM_MQES,
+       OPT_SHM_MAX_CTRLS, OPT_SHM_MAX_CTRLS_HOST };
 
 int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 {
@@ -463,7 +476,9 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 		{"grace-ms", required_argument, 0, OPT_GRACE}, {"log-level", required_argument, 0, OPT_LOG},
 		{"pid-file", required_argument, 0, OPT_PID}, {"shm", required_argument, 0, 'S'},
 		{"shm-pollers", required_argument, 0, OPT_SHM_POLLERS}, {"shm-poll-us", required_argument, 0, OPT_SHM_POLL_US},
-		{"shm-mqes", required_argument, 0, OPT_SHM_MQES}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
+		{"shm-mqes", required_argument, 0, OPT_SHM_MQES}, {"shm-max-ctrls", required_argument, 0, OPT_SHM_MAX_CTRLS},
+		{"shm-max-ctrls-per-host", required_argument, 0, OPT_SHM_MAX_CTRLS_HOST}, {"help", no_argument, 0, 'h'},
+		{0, 0, 0, 0},
 	};
 	bool cli_listeners = false;
 	unsigned u;
@@ -575,6 +590,16 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 			if (parse_uint(optarg, 65535, &u) < 0 || u == 0)
 				goto bad;
 			c->shm.mqes = (uint16_t)u;
+			break;
+		case OPT_SHM_MAX_CTRLS:
+			if (parse_uint(optarg, 65536, &u) < 0 || u == 0)
+				goto bad;
+			c->shm.max_ctrls = u;
+			break;
+		case OPT_SHM_MAX_CTRLS_HOST:
+			if (parse_uint(optarg, 65536, &u) < 0 || u == 0)
+				goto bad;
+			c->shm.max_ctrls_per_host = u;
 			break;
 		case 'h':
 			usage(stdout);
