@@ -7,7 +7,8 @@
  * registered over this socket at IOVAs of its choosing, doorbells in the register page, CQEs with
  * phase bits. Closing the socket ends the controller.
  *
- * Messages are little-endian structs; every request gets exactly one reply, in order.
+ * Messages are little-endian structs; every request gets exactly one reply, in order. HELLO must
+ * come within the target's HELLO timeout (default 5 s) of connecting, or the socket is closed.
  *
  * The controller watches CC by polling: after clearing CC.EN, a host waits for CSTS.RDY = 0 (and
  * CSTS.CFS = 0) before setting EN again, as the NVMe base spec requires; a quick 1-0-1 may be
@@ -87,7 +88,8 @@ struct nkv_shm_reply {
 	int32_t status;      /* 0 or -errno: -EACCES (host not allowed), -EINVAL (bad alignment or length),
 			      * -EEXIST (overlaps a region), -ENOSPC (region count or total size limit),
 			      * -EBUSY (deregistering a region in use), -ENOENT (no such region),
-			      * -EPERM (the fd is not sealed against shrinking) */
+			      * -EPERM (the fd is not sealed against shrinking),
+			      * -EUSERS (HELLO: the controller limit, in all or for this host NQN) */
 	uint32_t reg_size;   /* HELLO: bytes of the register memfd sent with the reply */
 	uint16_t cntlid;     /* HELLO: the controller's ID */
 	uint16_t max_queues; /* HELLO: I/O queue pairs the controller may create */

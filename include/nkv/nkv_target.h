@@ -149,6 +149,12 @@ struct nkv_shm_conf {
 	uint64_t max_reg_bytes;   /* registered bytes per controller; 0: 64 GiB */
 	uint64_t bounce_budget;   /* staging memory for scattered buffers, all controllers; 0: 1 GiB.
 				   * Past it, commands wait in their SQ */
+	uint64_t bounce_ctrl_budget; /* the part of it one controller may hold; 0: bounce_budget / 4 */
+	unsigned max_cmds;        /* commands in flight per controller (its request table grows on
+				   * demand up to this; more SQEs wait in their SQ); 0: 1024 */
+	unsigned max_ctrls;       /* live controllers, all hosts (HELLO past it: -EUSERS); 0: 256 */
+	unsigned max_ctrls_per_host; /* live controllers per host NQN (HELLO past it: -EUSERS); 0: 16 */
+	unsigned hello_timeout_ms; /* a connection that has not said HELLO by then is closed; 0: 5000 */
 };
 
 /** Start the shared-memory transport of @tgt (poller threads). @return 0, -EINVAL, -ENOMEM, -errno. */

@@ -31,92 +31,16 @@
 #include "common/fdpass.h"
 #include "common/log.h"
 #include "transport/shm_cuda.h"
+#include "transport/shm_int.h"
 #include "core/core.h"
 #include "nkv/nkv_dev.h"
 #include "nkv/nkv_shm.h"
 
-#define PAGE 4096u
 #define IDLE_SCANS 64          /* empty scans before a poller sleeps poll_idle_us */
 #define FETCH_BUDGET 64        /* SQEs taken from one SQ per scan, for fairness */
+#define WALK_BUDGET 16384      /* PRP entries one controller may have walked per scan (64 MiB) */
 #define ADMIN_MAX 4096u        /* AQA: up to 4096 entries per admin queue */
-
-struct shm_ctrl;
-
-struct shm_region {
-	uint64_t iova, len;
-	uint8_t *va;             /* host regions: our mapping */
-	bool ro;
-	bool gpu;                /* GPU memory (REG_CUDA): reached only through nkv_cuda_copy */
-	int device;              /* gpu: CUDA device */
-	void *gpu_base;          /* gpu: what cudaIpcOpenMemHandle returned (closed on release) */
-	uint8_t *gpu_va;         /* gpu: device address of the region's first byte */
-	int refs;                /* queues and commands using it (ctrl->mu) */
-};
-
-struct shm_req {
-	struct nkv_req req;      /* first: the core's view */
-	struct shm_sq *sq;
-	uint8_t *bounce;         /* data staged here when the host buffer is not contiguous */
-	uint32_t bounce_cap;
-	struct shm_region *pinned; /* the region a direct buffer lives in, pinned until completion */
-	bool direct;             /* req.data points into host memory */
-	uint32_t charged;        /* bounce bytes counted against the transport's budget */
-	bool busy;
-	struct shm_req *next_post; /* waiting for room in its CQ */
-};
-
-struct shm_cq {
-	uint16_t qid, size, tail, sqs;
-	uint8_t phase;
-	bool live;
-	struct nkv_cqe *ring;
-	struct shm_region *reg;
-	struct shm_req *post_head, **post_tail; /* completions waiting for CQ room */
-};
-
-struct shm_sq {
-	struct nkv_qpair qp;     /* first: qp.qid, qp.size; the core's queue */
-	struct shm_ctrl *c;
-	uint16_t head, cqid;
-	bool live;
-	struct nkv_sqe *ring;
-	struct shm_region *reg;
-	struct shm_req *reqs;    /* one per entry */
-	unsigned outstanding;
-	struct shm_sq *next_zombie; /* deleted while commands still run */
-};
-
-struct shm_ctrl {
-	struct nkv_msg msg;      /* hand-off to the poller */
-	struct nkv_shm *s;
-	struct shm_poller *p;
-	struct shm_ctrl *next;   /* in the poller's list */
-	struct nkv_ctrlr *ctrlr;
-	int sock;
-	uint8_t *regs;           /* the shared register page */
-	uint32_t reg_size;
-	uint32_t last_cc;
-	bool enabled, failed;
-	atomic_bool gone;        /* the host closed its socket */
-	pthread_mutex_t mu;      /* regions: the socket thread adds/removes, pollers translate */
-	struct shm_region **regions; /* each allocated on its own: pins point at them */
-	unsigned nregions;
-	uint64_t reg_bytes;
-	struct shm_sq **sqs;     /* by QID, max_io_queues + 1 */
-	struct shm_cq *cqs;
-	struct shm_sq *zombies;
-	unsigned outstanding;    /* commands in the core or backend, all queues */
-};
-
-struct shm_poller {
-	struct nkv_shm *s;
-	pthread_t thread;
-	struct nkv_msgq msgq;
-	struct shm_ctrl *ctrls;
-	unsigned id;
-};
-
-enum ep_kind { EP_STOP, EP_LISTENER, EP_CONN }; /* what an epoll event of the socket thread is for */
+#define MAX_PENDING 64         /* connections that have not said HELLO yet; past it the oldest goes */
 
 struct shm_listener {
 	enum ep_kind kind;       /* first: EP_LISTENER */
@@ -125,27 +49,6 @@ struct shm_listener {
 	int fd;
 	char path[108];
 };
-
-struct nkv_shm {
-	struct nkv_target *tgt;
-	struct nkv_shm_conf conf;
-	struct shm_poller *pollers;
-	unsigned next_poller;
-	pthread_t sock_thread;
-	int epfd, stop_efd;
-	pthread_mutex_t mu;      /* listeners */
-	struct shm_listener *listeners;
-	struct shm_conn *conns;  /* socket thread only */
-	enum ep_kind stop_kind;  /* epoll tag of stop_efd */
-	atomic_bool stop, draining;
-	atomic_int nctrls;
-	atomic_uint_fast64_t bounced; /* bounce bytes in use, all controllers (conf.bounce_budget) */
-};
-
-/* map_data's answer when the bounce budget is spent: leave the SQE in the SQ and retry later. */
-#define WAIT_BUDGET 0xffffu
-
-#define ST(sct, sc) nkv_status_make(NKV_SCT_##sct, NKV_SC_##sc, 1)
 
 /* ---- registers --------------------------------------------------------------------------------- */
 
@@ -171,278 +74,54 @@ static void publish_regs(struct shm_ctrl *c)
 	reg_wr32(c, NKV_REG_CSTS, c->ctrlr->csts);
 }
 
-/* ---- IOVA translation -------------------------------------------------------------------------- */
-
-/* The region holding [iova, iova + len), or NULL. Caller holds c->mu. */
-static struct shm_region *find_region(struct shm_ctrl *c, uint64_t iova, uint64_t len)
-{
-	for (unsigned i = 0; i < c->nregions; i++) {
-		struct shm_region *r = c->regions[i];
-		if (iova >= r->iova && len <= r->len && iova - r->iova <= r->len - len)
-			return r;
-	}
-	return NULL;
-}
-
-static void unpin(struct shm_ctrl *c, struct shm_region **pin)
-{
-	if (!*pin)
-		return;
-	pthread_mutex_lock(&c->mu);
-	(*pin)->refs--;
-	pthread_mutex_unlock(&c->mu);
-	*pin = NULL;
-}
-
-/* Pin the region holding a range the controller will read (or write, with @write). NULL if invalid. */
-static struct shm_region *pin_range(struct shm_ctrl *c, uint64_t iova, uint64_t len, bool write)
-{
-	pthread_mutex_lock(&c->mu);
-	struct shm_region *r = find_region(c, iova, len ? len : 1);
-	if (r && write && r->ro)
-		r = NULL;
-	if (r)
-		r->refs++;
-	pthread_mutex_unlock(&c->mu);
-	return r;
-}
-
-/* Translate and pin a range in HOST memory (queues, PRP lists, direct data). NULL if invalid or if
- * it is GPU memory, which the controller's CPU cannot touch. */
-static uint8_t *map_range(struct shm_ctrl *c, uint64_t iova, uint64_t len, bool write, struct shm_region **pin)
-{
-	struct shm_region *r = pin_range(c, iova, len, write);
-
-	if (r && r->gpu) {
-		unpin(c, &r);
-		return NULL;
-	}
-	*pin = r;
-	return r ? r->va + (iova - r->iova) : NULL;
-}
-
-
-/* Read one 8-byte PRP list entry at @iova (bounds checked, copied: the host may change it). */
-static int read_prp_entry(struct shm_ctrl *c, uint64_t iova, uint64_t *out)
-{
-	struct shm_region *pin = NULL;
-	uint8_t *va = map_range(c, iova, 8, false, &pin);
-
-	if (!va)
-		return -EFAULT;
-	*out = nkv_get64(va);
-	unpin(c, &pin);
-	return 0;
-}
-
-/* Walks a command's PRPs (docs/nvme-kv-wire.md B.5) page by page, reading list entries as it goes. */
-struct prp_iter {
-	struct shm_ctrl *c;
-	uint64_t prp1, prp2, at; /* at: IOVA of the next list entry */
-	uint32_t len, pages, page;
-};
-
-static nkv_status prp_begin(struct prp_iter *it, struct shm_ctrl *c, const struct nkv_sqe *cmd, uint32_t len)
-{
-	*it = (struct prp_iter){.c = c, .prp1 = nkv_get64(&cmd->dptr), .prp2 = nkv_get64((const uint8_t *)&cmd->dptr + 8),
-				.len = len};
-	it->pages = nkv_prp_pages(it->prp1, len);
-	it->at = it->prp2;
-	if (it->prp1 & 3) /* PRP1 is dword aligned */
-		return ST(GENERIC, INVALID_PRP_OFFSET);
-	if (it->pages == 2 && (it->prp2 & (PAGE - 1)))
-		return ST(GENERIC, INVALID_PRP_OFFSET);
-	if (it->pages > 2 && (it->prp2 & 7)) /* a list pointer may have an offset, dword-pair aligned */
-		return ST(GENERIC, INVALID_PRP_OFFSET);
-	return 0;
-}
-
-/* Next page: its IOVA and byte count. @return 1, 0 at the end, or a negative-free status via *st. */
-static int prp_next(struct prp_iter *it, uint64_t *iova, uint32_t *n, nkv_status *st)
-{
-	uint32_t i = it->page;
-	uint32_t first = PAGE - (uint32_t)(it->prp1 & (PAGE - 1));
-
-	if (i >= it->pages)
-		return 0;
-	if (i == 0) {
-		*iova = it->prp1;
-		*n = first < it->len ? first : it->len;
-	} else {
-		uint32_t done = first + (i - 1) * PAGE;
-		*n = it->len - done < PAGE ? it->len - done : PAGE;
-		if (it->pages == 2) {
-			*iova = it->prp2;
-		} else {
-			uint64_t e;
-			/* The last slot of a list page chains to the next list page, unless it is the last entry. */
-			if (((it->at + 8) & (PAGE - 1)) == 0 && i < it->pages - 1) {
-				if (read_prp_entry(it->c, it->at, &e) < 0) {
-					*st = ST(GENERIC, DATA_TRANSFER_ERROR);
-					return -1;
-				}
-				if (e & 7) {
-					*st = ST(GENERIC, INVALID_PRP_OFFSET);
-					return -1;
-				}
-				it->at = e;
-			}
-			if (read_prp_entry(it->c, it->at, &e) < 0) {
-				*st = ST(GENERIC, DATA_TRANSFER_ERROR);
-				return -1;
-			}
-			if (e & (PAGE - 1)) {
-				*st = ST(GENERIC, INVALID_PRP_OFFSET);
-				return -1;
-			}
-			*iova = e;
-			it->at += 8;
-		}
-	}
-	it->page++;
-	return 1;
-}
-
-/*
- * Give the command a data buffer of @len bytes: the host's memory itself when its pages are one
- * contiguous run in one region (zero copy), otherwise a bounce buffer, after checking every page.
- * H2C data is copied in by the caller; C2H data is copied out at completion. A list that loops
- * ends by length: it is read at most once per page. @return 0 or a status.
- */
-static nkv_status map_data(struct shm_ctrl *c, struct shm_req *r, uint32_t len, bool h2c)
-{
-	struct prp_iter it;
-	nkv_status st;
-	uint64_t iova, expect = 0;
-	uint32_t n;
-	bool contiguous = true;
-	int more;
-
-	r->direct = false;
-	if ((r->req.cmd.flags & NKV_SQE_PSDT_MASK) != 0) /* PCIe transport: PRPs only */
-		return ST(GENERIC, INVALID_FIELD);
-	if (len == 0)
-		return 0;
-	if ((st = prp_begin(&it, c, &r->req.cmd, len)) != 0)
-		return st;
-	while ((more = prp_next(&it, &iova, &n, &st)) == 1) {
-		struct shm_region *pin = pin_range(c, iova, n, !h2c);
-		if (it.page > 1 && iova != expect)
-			contiguous = false;
-		expect = (iova & ~(uint64_t)(PAGE - 1)) + PAGE;
-		if (!pin)
-			return ST(GENERIC, DATA_TRANSFER_ERROR);
-		if (pin->gpu) /* GPU memory moves through the bounce buffer with the copy engine */
-			contiguous = false;
-		unpin(c, &pin);
-	}
-	if (more < 0)
-		return st;
-	if (contiguous) {
-		/* Every page checked out; a run across two adjacent regions is valid too, but not one
-		 * mapping here: that one takes the bounce buffer. */
-		uint8_t *va = map_range(c, it.prp1, len, !h2c, &r->pinned);
-		if (va) {
-			r->req.data = va;
-			r->direct = true;
-			return 0;
-		}
-	}
-	/* Bounce memory is bounded across hosts: past the budget the command stays in its SQ (the
-	 * host sees backpressure as an SQ that drains slower), unless nothing else is bounced. */
-	struct nkv_shm *s = c->s;
-	uint64_t cur = atomic_load(&s->bounced);
-	do {
-		if (cur > 0 && cur + len > s->conf.bounce_budget)
-			return WAIT_BUDGET;
-	} while (!atomic_compare_exchange_weak(&s->bounced, &cur, cur + len));
-	r->charged = len;
-	if (r->bounce_cap < len) {
-		free(r->bounce);
-		r->bounce_cap = 0;
-		if (!(r->bounce = malloc(len)))
-			return nkv_status_make(NKV_SCT_GENERIC, NKV_SC_INTERNAL, 0);
-		r->bounce_cap = len;
-	}
-	r->req.data = r->bounce;
-	return 0;
-}
-
-/* Move one run of consecutive IOVAs within one region to or from the bounce buffer. */
-static bool copy_run(struct shm_ctrl *c, uint64_t iova, uint32_t n, uint8_t *bounce, bool to_host)
-{
-	struct shm_region *r = pin_range(c, iova, n, to_host);
-	bool ok = r != NULL;
-
-	if (r && r->gpu) {
-		uint8_t *dev = r->gpu_va + (iova - r->iova);
-		ok = nkv_cuda_copy(r->device, to_host ? dev : bounce, to_host ? bounce : dev, n, to_host) == 0;
-	} else if (r) {
-		uint8_t *va = r->va + (iova - r->iova);
-		memcpy(to_host ? va : bounce, to_host ? bounce : va, n);
-	}
-	unpin(c, &r);
-	return ok;
-}
-
-/* Does one region hold all of [iova, iova + len)? */
-static bool one_region(struct shm_ctrl *c, uint64_t iova, uint64_t len)
-{
-	pthread_mutex_lock(&c->mu);
-	bool yes = find_region(c, iova, len) != NULL;
-	pthread_mutex_unlock(&c->mu);
-	return yes;
-}
-
-/* Copy between the bounce buffer and the host's pages, a run of contiguous pages at a time (one
- * copy-engine transfer per run for GPU memory). @return false if a page became invalid. */
-static bool bounce_copy(struct shm_ctrl *c, struct shm_req *r, uint32_t len, bool to_host)
-{
-	struct prp_iter it;
-	nkv_status st;
-	uint64_t iova, run = 0;
-	uint32_t n, done = 0, run_len = 0;
-
-	if (prp_begin(&it, c, &r->req.cmd, len) != 0)
-		return false;
-	while (prp_next(&it, &iova, &n, &st) == 1) {
-		if (run_len && iova == run + run_len && one_region(c, run, (uint64_t)run_len + n)) {
-			run_len += n;
-			continue;
-		}
-		if (run_len && !copy_run(c, run, run_len, r->bounce + done, to_host))
-			return false;
-		done += run_len;
-		run = iova;
-		run_len = n;
-	}
-	if (run_len && !copy_run(c, run, run_len, r->bounce + done, to_host))
-		return false;
-	return done + run_len == len;
-}
-
 /* ---- completion -------------------------------------------------------------------------------- */
 
 static void sq_maybe_free(struct shm_sq *sq);
 static void region_release(struct shm_region *r);
 
+/* Take a request from the controller's table, growing it up to conf.max_cmds. NULL at the limit:
+ * the SQE stays in its SQ until a command completes (a table sized by every SQ's entries would let
+ * a host make the target allocate for 65 x 65,536 commands it never sends). */
+static struct shm_req *req_get(struct shm_ctrl *c)
+{
+	struct shm_req *r = c->free_reqs;
+
+	if (r) {
+		c->free_reqs = r->next;
+		return r;
+	}
+	if (c->nreqs >= c->s->conf.max_cmds || !(r = calloc(1, sizeof(*r))))
+		return NULL;
+	c->nreqs++;
+	return r;
+}
+
+static bool slot_busy(const struct shm_sq *sq, uint16_t slot)
+{
+	return sq->busy[slot / 64] >> (slot % 64) & 1;
+}
+
+static void slot_mark(struct shm_sq *sq, uint16_t slot, bool busy)
+{
+	if (busy)
+		sq->busy[slot / 64] |= 1ull << (slot % 64);
+	else
+		sq->busy[slot / 64] &= ~(1ull << (slot % 64));
+}
+
+/* The command is over (CQE posted or dropped): give back its memory, pins, slot and request. */
 static void req_release(struct shm_req *r)
 {
 	struct shm_sq *sq = r->sq;
+	struct shm_ctrl *c = sq->c;
 
-	unpin(sq->c, &r->pinned);
-	if (r->charged) {
-		atomic_fetch_sub(&sq->c->s->bounced, r->charged);
-		r->charged = 0;
-	}
-	if (r->bounce_cap > 65536) {
-		free(r->bounce);
-		r->bounce = NULL;
-		r->bounce_cap = 0;
-	}
-	r->busy = false;
+	nkv_shm_unpin(c, &r->pinned);
+	nkv_shm_bounce_release(r);
+	slot_mark(sq, r->slot, false);
+	r->next = c->free_reqs;
+	c->free_reqs = r;
 	sq->outstanding--;
-	sq->c->outstanding--;
+	c->outstanding--;
 	sq_maybe_free(sq);
 }
 
@@ -486,7 +165,22 @@ static bool cq_post(struct shm_ctrl *c, struct shm_cq *cq, struct shm_req *r)
 	return true;
 }
 
-/* Copy out a bounced read, then post (or queue for CQ room). */
+/* Post now, or queue for CQ room (the request holds no bounce memory by then). */
+static void cqe_post(struct shm_ctrl *c, struct shm_req *r)
+{
+	struct shm_cq *cq = &c->cqs[r->sq->cqid];
+
+	if (!cq->post_head && cq_post(c, cq, r)) {
+		req_release(r);
+		return;
+	}
+	r->next = NULL;
+	*cq->post_tail = r;
+	cq->post_tail = &r->next;
+}
+
+/* The core is done with a command: queue the copy-out of a bounced read, else give the bounce
+ * memory back now (a Store's data is in the backend) and post. */
 static void shm_complete(struct nkv_req *req)
 {
 	struct shm_req *r = (struct shm_req *)req;
@@ -497,17 +191,32 @@ static void shm_complete(struct nkv_req *req)
 		req_release(r);
 		return;
 	}
-	if (!r->direct && r->req.xfer && !(r->req.cmd.opc & 1) && (nkv_get16(&req->cpl.status) >> 1) == 0 &&
-	    !bounce_copy(c, r, r->req.xfer, true))
-		nkv_put16(&req->cpl.status, (uint16_t)(ST(GENERIC, DATA_TRANSFER_ERROR) << 1));
-	struct shm_cq *cq = &c->cqs[sq->cqid];
-	if (!cq->post_head && cq_post(c, cq, r)) {
-		req_release(r);
+	if (!r->direct && r->bounce && r->req.xfer && !(r->req.cmd.opc & 1) &&
+	    (nkv_get16(&req->cpl.status) >> 1) == 0) {
+		nkv_status st = nkv_shm_copy_start(c, r, r->req.xfer, true);
+		if (st == 0)
+			return; /* nkv_shm_copied posts it */
+		nkv_put16(&req->cpl.status, (uint16_t)(st << 1));
+	}
+	nkv_shm_bounce_release(r);
+	cqe_post(c, r);
+}
+
+void nkv_shm_copied(struct shm_ctrl *c, struct shm_req *r, bool ok)
+{
+	if (!r->to_host) { /* a Store's data is staged: run it, or fail it */
+		if (ok) {
+			r->req.execute(&r->req);
+		} else {
+			r->req.xfer = 0;
+			nkv_req_complete(&r->req, ST(GENERIC, DATA_TRANSFER_ERROR));
+		}
 		return;
 	}
-	r->next_post = NULL;
-	*cq->post_tail = r;
-	cq->post_tail = &r->next_post;
+	if (!ok)
+		nkv_put16(&r->req.cpl.status, (uint16_t)(ST(GENERIC, DATA_TRANSFER_ERROR) << 1));
+	nkv_shm_bounce_release(r);
+	cqe_post(c, r);
 }
 
 static bool cq_drain(struct shm_ctrl *c, struct shm_cq *cq)
@@ -516,7 +225,7 @@ static bool cq_drain(struct shm_ctrl *c, struct shm_cq *cq)
 
 	while (cq->post_head && cq_post(c, cq, cq->post_head)) {
 		struct shm_req *r = cq->post_head;
-		if (!(cq->post_head = r->next_post))
+		if (!(cq->post_head = r->next))
 			cq->post_tail = &cq->post_head;
 		req_release(r);
 		any = true;
@@ -538,36 +247,49 @@ static void sq_maybe_free(struct shm_sq *sq)
 			*p = sq->next_zombie;
 			break;
 		}
-	for (unsigned i = 0; i < sq->qp.size; i++)
-		free(sq->reqs[i].bounce);
-	free(sq->reqs);
+	free(sq->busy);
 	free(sq);
+}
+
+/* Does [base, base + bytes) overlap a live queue of @c? Two queues on one ring would let a host make
+ * the target keep request state for the same memory many times over (and are never meaningful). */
+static bool queue_overlaps(struct shm_ctrl *c, uint64_t base, uint64_t bytes)
+{
+	uint16_t maxq = c->ctrlr->opts.max_io_queues;
+
+	for (uint16_t q = 0; q <= maxq; q++) {
+		const struct shm_sq *sq = c->sqs[q];
+		const struct shm_cq *cq = &c->cqs[q];
+		if (sq && base < sq->base + (uint64_t)sq->qp.size * 64 && sq->base < base + bytes)
+			return true;
+		if (cq->live && base < cq->base + (uint64_t)cq->size * 16 && cq->base < base + bytes)
+			return true;
+	}
+	return false;
 }
 
 static nkv_status sq_create(struct shm_ctrl *c, uint16_t qid, uint16_t size, uint16_t cqid, uint64_t base)
 {
 	struct shm_region *reg = NULL;
-	struct nkv_sqe *ring = (struct nkv_sqe *)map_range(c, base, (uint64_t)size * 64, false, &reg);
+	struct nkv_sqe *ring;
 	struct shm_sq *sq;
 
-	if (!ring)
+	if (queue_overlaps(c, base, (uint64_t)size * 64) ||
+	    !(ring = (struct nkv_sqe *)nkv_shm_map_range(c, base, (uint64_t)size * 64, false, &reg)))
 		return ST(GENERIC, INVALID_FIELD);
-	if (!(sq = calloc(1, sizeof(*sq))) || !(sq->reqs = calloc(size, sizeof(*sq->reqs)))) {
+	if (!(sq = calloc(1, sizeof(*sq))) || !(sq->busy = calloc((size + 63u) / 64, sizeof(*sq->busy)))) {
 		free(sq);
-		unpin(c, &reg);
+		nkv_shm_unpin(c, &reg);
 		return nkv_status_make(NKV_SCT_GENERIC, NKV_SC_INTERNAL, 0);
 	}
 	sq->c = c;
 	sq->qp = (struct nkv_qpair){.ctrlr = c->ctrlr, .qid = qid, .size = size, .ops = &g_shm_ops,
 				    .msgq = &c->p->msgq};
 	sq->cqid = cqid;
+	sq->base = base;
 	sq->ring = ring;
 	sq->reg = reg;
 	sq->live = true;
-	for (unsigned i = 0; i < size; i++) {
-		sq->reqs[i].sq = sq;
-		sq->reqs[i].req.qp = &sq->qp;
-	}
 	c->sqs[qid] = sq;
 	c->cqs[cqid].sqs++;
 	reg_wr32(c, nkv_db_sq_tail(qid), 0);
@@ -581,22 +303,24 @@ static void sq_delete(struct shm_ctrl *c, uint16_t qid)
 
 	c->sqs[qid] = NULL;
 	c->cqs[sq->cqid].sqs--;
-	unpin(c, &sq->reg);
-	/* Completions waiting for CQ room belong to this SQ's requests: drop them. The SQ stays live
-	 * until they are gone, or releasing the last one would free it under this loop. */
+	nkv_shm_unpin(c, &sq->reg);
+	/* Copies not yet done and completions waiting for CQ room belong to this SQ's requests: drop
+	 * them. The SQ stays live until they are gone, or releasing the last one would free it under
+	 * these loops. */
+	nkv_shm_copy_drop(c, sq, req_release);
 	struct shm_cq *cq = &c->cqs[sq->cqid];
 	for (struct shm_req **p = &cq->post_head; *p;) {
 		struct shm_req *r = *p;
 		if (r->sq == sq) {
-			*p = r->next_post;
+			*p = r->next;
 			req_release(r);
 		} else {
-			p = &r->next_post;
+			p = &r->next;
 		}
 	}
 	cq->post_tail = &cq->post_head;
 	while (*cq->post_tail)
-		cq->post_tail = &(*cq->post_tail)->next_post;
+		cq->post_tail = &(*cq->post_tail)->next;
 	sq->live = false;
 	if (sq->outstanding) {
 		sq->next_zombie = c->zombies;
@@ -609,11 +333,13 @@ static nkv_status cq_create(struct shm_ctrl *c, uint16_t qid, uint16_t size, uin
 {
 	struct shm_cq *cq = &c->cqs[qid];
 	struct shm_region *reg = NULL;
-	struct nkv_cqe *ring = (struct nkv_cqe *)map_range(c, base, (uint64_t)size * 16, true, &reg);
+	struct nkv_cqe *ring;
 
-	if (!ring)
+	if (queue_overlaps(c, base, (uint64_t)size * 16) ||
+	    !(ring = (struct nkv_cqe *)nkv_shm_map_range(c, base, (uint64_t)size * 16, true, &reg)))
 		return ST(GENERIC, INVALID_FIELD);
-	*cq = (struct shm_cq){.qid = qid, .size = size, .phase = 1, .live = true, .ring = ring, .reg = reg};
+	*cq = (struct shm_cq){.qid = qid, .size = size, .phase = 1, .live = true, .base = base, .ring = ring,
+			      .reg = reg};
 	cq->post_tail = &cq->post_head;
 	reg_wr32(c, nkv_db_cq_head(qid), 0);
 	return 0;
@@ -624,7 +350,7 @@ static void cq_delete(struct shm_ctrl *c, uint16_t qid)
 	struct shm_cq *cq = &c->cqs[qid];
 
 	cq->live = false;
-	unpin(c, &cq->reg);
+	nkv_shm_unpin(c, &cq->reg);
 }
 
 /* ---- queue management admin commands (PCIe only; docs/nvme-kv-wire.md B.4) ---------------------- */
@@ -693,10 +419,12 @@ static bool is_queue_cmd(uint8_t opc)
 static bool run_cmd(struct shm_ctrl *c, struct shm_sq *sq, struct shm_req *r)
 {
 	nkv_status st;
+	bool h2c = (r->req.cmd.opc & 3) == 1;
 
-	r->busy = true;
+	slot_mark(sq, r->slot, true);
 	r->charged = 0;
 	r->pinned = NULL;
+	r->bounce = NULL;
 	r->direct = false;
 	sq->outstanding++;
 	c->outstanding++;
@@ -709,16 +437,16 @@ static bool run_cmd(struct shm_ctrl *c, struct shm_sq *sq, struct shm_req *r)
 	r->req.data = NULL;
 	r->req.data_len = UINT32_MAX; /* PRPs carry no length: the command's own fields do */
 	if ((st = nkv_req_parse(&r->req)) == 0)
-		st = map_data(c, r, r->req.length, (r->req.cmd.opc & 3) == 1);
-	if (st == WAIT_BUDGET) {
-		unpin(c, &r->pinned);
-		r->busy = false;
+		st = nkv_shm_map_data(c, r, r->req.length, h2c);
+	if (st == WAIT_BUDGET) { /* nothing is held: undo the start */
+		slot_mark(sq, r->slot, false);
 		sq->outstanding--;
 		c->outstanding--;
 		return false;
 	}
-	if (st == 0 && !r->direct && (r->req.cmd.opc & 3) == 1 && !bounce_copy(c, r, r->req.length, false))
-		st = ST(GENERIC, DATA_TRANSFER_ERROR);
+	/* A bounced Store runs once its data is staged, a slice per scan (nkv_shm_copied). */
+	if (st == 0 && r->bounce && h2c && (st = nkv_shm_copy_start(c, r, r->req.length, false)) == 0)
+		return true;
 	if (st) {
 		r->req.xfer = 0;
 		nkv_req_complete(&r->req, st);
@@ -728,7 +456,11 @@ static bool run_cmd(struct shm_ctrl *c, struct shm_sq *sq, struct shm_req *r)
 	return true;
 }
 
-/* Take new SQEs up to the tail doorbell. @return SQEs fetched. */
+/*
+ * Take new SQEs up to the tail doorbell, within this scan's budgets: FETCH_BUDGET commands, the
+ * controller's PRP walk budget, its request table, and the bounce budgets (a head SQE that waits
+ * for bounce memory is not walked again until the budgets could take it). @return SQEs fetched.
+ */
 static unsigned sq_fetch(struct shm_ctrl *c, struct shm_sq *sq)
 {
 	uint32_t tail = reg_rd32(c, nkv_db_sq_tail(sq->qp.qid));
@@ -740,16 +472,24 @@ static unsigned sq_fetch(struct shm_ctrl *c, struct shm_sq *sq)
 		ctrl_fatal(c);
 		return 0;
 	}
-	while (sq->head != tail && n < FETCH_BUDGET && sq->live && !c->failed) {
-		struct shm_req *r = &sq->reqs[sq->head];
-		if (r->busy)
+	if (sq->wait_len && !nkv_shm_bounce_room(c, sq->wait_len))
+		return 0;
+	while (sq->head != tail && n < FETCH_BUDGET && c->walked < WALK_BUDGET && sq->live && !c->failed) {
+		if (slot_busy(sq, sq->head))
 			break; /* the host reused a slot whose command has not completed: wait */
+		struct shm_req *r = req_get(c);
+		if (!r)
+			break; /* conf.max_cmds in flight: the rest waits in the SQ */
 		__atomic_thread_fence(__ATOMIC_ACQUIRE); /* the doorbell read before the SQE read */
 		memcpy(&r->req.cmd, &sq->ring[sq->head], sizeof(r->req.cmd)); /* a private copy */
-		uint16_t head = sq->head;
+		r->sq = sq;
+		r->slot = sq->head;
+		r->req.qp = &sq->qp;
 		sq->head = (uint16_t)((sq->head + 1) % sq->qp.size);
 		if (!run_cmd(c, sq, r)) {
-			sq->head = head; /* over the bounce budget: fetch it again once memory comes back */
+			sq->head = r->slot; /* over a bounce budget: fetch it again once memory comes back */
+			r->next = c->free_reqs;
+			c->free_reqs = r;
 			break;
 		}
 		n++;
@@ -827,6 +567,8 @@ static unsigned ctrl_scan(struct shm_ctrl *c)
 	check_cc(c);
 	if (!c->enabled || c->failed)
 		return 0;
+	c->walked = 0;
+	work += nkv_shm_copy_poll(c);
 	for (uint16_t q = 0; q <= c->ctrlr->opts.max_io_queues; q++) {
 		struct shm_sq *sq = c->sqs[q];
 		if (sq) {
@@ -853,6 +595,11 @@ static void ctrl_free(struct shm_ctrl *c)
 		munmap(c->regs, c->reg_size);
 	free(c->sqs);
 	free(c->cqs);
+	while (c->free_reqs) { /* every request is back here: nothing is outstanding */
+		struct shm_req *r = c->free_reqs;
+		c->free_reqs = r->next;
+		free(r);
+	}
 	pthread_mutex_destroy(&c->mu);
 	atomic_fetch_sub(&c->s->nctrls, 1);
 	free(c);
@@ -882,12 +629,16 @@ static void *poller_main(void *arg)
 	struct nkv_shm *s = p->s;
 	unsigned idle = 0;
 
-	while (!atomic_load(&s->stop) || p->ctrls) {
+	for (;;) {
+		/* Read before the message queue: every controller handed over before pollers_stop was
+		 * set is attached below, so none is left behind in the queue. */
+		bool last = atomic_load(&s->pollers_stop);
 		unsigned work = (unsigned)nkv_msgq_poll(&p->msgq, 0);
 		for (struct shm_ctrl **pc = &p->ctrls; *pc;) {
 			struct shm_ctrl *c = *pc;
-			if (atomic_load(&c->gone) || atomic_load(&s->stop)) {
-				atomic_store(&c->gone, true);
+			/* Only the socket thread marks a controller gone, and it never touches one after
+			 * that: freeing any other would race with its REG/DEREG handling and conn_close. */
+			if (atomic_load(&c->gone)) {
 				if (ctrl_reap(c)) {
 					*pc = c->next;
 					ctrl_free(c);
@@ -898,6 +649,8 @@ static void *poller_main(void *arg)
 			}
 			pc = &c->next;
 		}
+		if (last && !p->ctrls)
+			break;
 		if (work) {
 			idle = 0;
 		} else if (++idle >= IDLE_SCANS) {
@@ -1050,9 +803,30 @@ static int make_regs(struct shm_ctrl *c)
 	return fd;
 }
 
+/* A connected host socket: its state for the socket thread. */
+struct shm_conn {
+	enum ep_kind kind;  /* first: EP_CONN */
+	struct shm_conn *next;
+	int fd;
+	struct shm_listener *l;
+	struct shm_ctrl *c; /* after HELLO */
+	uint64_t since;     /* accepted at (ms): HELLO is due by since + conf.hello_timeout_ms */
+	char hostnqn[NKV_NQN_MAX]; /* after HELLO */
+};
+
+/* Live controllers of @hostnqn among the connected hosts. */
+static unsigned host_ctrls(struct nkv_shm *s, const char *hostnqn)
+{
+	unsigned n = 0;
+
+	for (struct shm_conn *k = s->conns; k; k = k->next)
+		n += k->c && strcmp(k->hostnqn, hostnqn) == 0;
+	return n;
+}
+
 /* HELLO: check the host, create the controller and its register page, hand it to a poller. */
 static int do_hello(struct nkv_shm *s, struct shm_listener *l, int sock, const struct nkv_shm_hello *h,
-		    struct shm_ctrl **out)
+		    struct shm_ctrl **out, char *nqn_out)
 {
 	struct nkv_shm_reply rep = {.hdr = {NKV_SHM_MAGIC, NKV_SHM_VERSION, NKV_SHM_HELLO}};
 	struct nkv_ctrlr_opts opts = {.mqes = s->conf.mqes, .max_io_queues = s->conf.max_io_queues};
@@ -1067,10 +841,22 @@ static int do_hello(struct nkv_shm *s, struct shm_listener *l, int sock, const s
 		send_reply(sock, &rep, -1);
 		return -EACCES;
 	}
+	/* Each controller costs the target memory and poller time: bounded per host and in all, so
+	 * one host NQN cannot take every controller. Controllers of departed hosts still count in the
+	 * total until their poller has reaped them. */
+	if ((unsigned)atomic_load(&s->nctrls) >= s->conf.max_ctrls ||
+	    host_ctrls(s, hostnqn) >= s->conf.max_ctrls_per_host) {
+		NKV_WARN("shm %s: host '%s': controller limit reached (%u in all, %u per host)", l->path, hostnqn,
+			 s->conf.max_ctrls, s->conf.max_ctrls_per_host);
+		rep.status = -EUSERS;
+		send_reply(sock, &rep, -1);
+		return -EUSERS;
+	}
 	if (!(c = calloc(1, sizeof(*c))))
 		return -ENOMEM;
 	c->s = s;
 	c->sock = sock;
+	c->copy_tail = &c->copy_head;
 	pthread_mutex_init(&c->mu, NULL);
 	atomic_fetch_add(&s->nctrls, 1);
 	c->sqs = calloc((size_t)s->conf.max_io_queues + 1, sizeof(*c->sqs));
@@ -1098,18 +884,11 @@ static int do_hello(struct nkv_shm *s, struct shm_listener *l, int sock, const s
 	}
 	c->p = &s->pollers[s->next_poller++ % s->conf.pollers];
 	*out = c;
+	memcpy(nqn_out, hostnqn, sizeof(hostnqn));
 	nkv_msgq_send(&c->p->msgq, &c->msg, ctrl_attach);
 	return 0;
 }
 
-/* A connected host socket: its state for the socket thread. */
-struct shm_conn {
-	enum ep_kind kind;  /* first: EP_CONN */
-	struct shm_conn *next;
-	int fd;
-	struct shm_listener *l;
-	struct shm_ctrl *c; /* after HELLO */
-};
 
 static void conn_close(struct nkv_shm *s, struct shm_conn *k)
 {
@@ -1120,6 +899,8 @@ static void conn_close(struct nkv_shm *s, struct shm_conn *k)
 			*p = k->next;
 			break;
 		}
+	if (!k->c)
+		s->pending--;
 	if (k->c) {
 		NKV_INFO("shm %s: controller %u: host disconnected", k->l->path, k->c->ctrlr->cntlid);
 		atomic_store(&k->c->gone, true); /* its poller reaps it; nothing here touches it again */
@@ -1147,9 +928,11 @@ static bool conn_message(struct nkv_shm *s, struct shm_conn *k)
 	bool keep = true;
 	if ((size_t)n < sizeof(m.hdr) || m.hdr.magic != NKV_SHM_MAGIC || m.hdr.version != NKV_SHM_VERSION)
 		keep = false; /* not our protocol */
-	else if (m.hdr.op == NKV_SHM_HELLO)
-		keep = !k->c && (size_t)n == sizeof(m.hello) && do_hello(s, k->l, k->fd, &m.hello, &k->c) == 0;
-	else if ((m.hdr.op == NKV_SHM_REG || m.hdr.op == NKV_SHM_DEREG) && k->c && (size_t)n == sizeof(m.reg)) {
+	else if (m.hdr.op == NKV_SHM_HELLO) {
+		keep = !k->c && (size_t)n == sizeof(m.hello) && do_hello(s, k->l, k->fd, &m.hello, &k->c, k->hostnqn) == 0;
+		if (keep)
+			s->pending--; /* it has a controller now, limited as such */
+	} else if ((m.hdr.op == NKV_SHM_REG || m.hdr.op == NKV_SHM_DEREG) && k->c && (size_t)n == sizeof(m.reg)) {
 		if (m.hdr.op == NKV_SHM_REG)
 			rep.status = fd < 0 ? -EBADF : do_register(k->c, &m.reg, fd);
 		else
@@ -1166,6 +949,31 @@ static bool conn_message(struct nkv_shm *s, struct shm_conn *k)
 	return keep;
 }
 
+/* The connection that has waited longest without saying HELLO (the list is newest first). */
+static struct shm_conn *oldest_pending(struct nkv_shm *s)
+{
+	struct shm_conn *old = NULL;
+
+	for (struct shm_conn *k = s->conns; k; k = k->next)
+		if (!k->c)
+			old = k;
+	return old;
+}
+
+/* Close connections whose HELLO is overdue: a silent socket holds an fd and a slot forever. */
+static void hello_sweep(struct nkv_shm *s)
+{
+	uint64_t now = nkv_now_ms();
+
+	for (struct shm_conn *k = s->conns, *next; k; k = next) {
+		next = k->next;
+		if (!k->c && now - k->since >= s->conf.hello_timeout_ms) {
+			NKV_WARN("shm %s: no HELLO within %u ms: closed", k->l->path, s->conf.hello_timeout_ms);
+			conn_close(s, k);
+		}
+	}
+}
+
 static void accept_host(struct nkv_shm *s, struct shm_listener *l)
 {
 	int fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
@@ -1180,8 +988,10 @@ static void accept_host(struct nkv_shm *s, struct shm_listener *l)
 	k->kind = EP_CONN;
 	k->fd = fd;
 	k->l = l;
+	k->since = nkv_now_ms();
 	k->next = s->conns;
 	s->conns = k;
+	s->pending++;
 	struct epoll_event e = {.events = EPOLLIN, .data.ptr = k};
 	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &e) < 0)
 		conn_close(s, k);
@@ -1193,7 +1003,9 @@ static void *sock_main(void *arg)
 	struct epoll_event evs[32];
 
 	while (!atomic_load(&s->stop)) {
-		int n = epoll_wait(s->epfd, evs, 32, -1);
+		/* Wake for HELLO deadlines only while some connection has one. */
+		int tmo = s->pending ? (int)(s->conf.hello_timeout_ms < 400 ? s->conf.hello_timeout_ms / 4 + 1 : 100) : -1;
+		int n = epoll_wait(s->epfd, evs, 32, tmo);
 		for (int i = 0; i < n; i++) {
 			enum ep_kind *kind = evs[i].data.ptr;
 			if (*kind == EP_LISTENER)
@@ -1204,6 +1016,12 @@ static void *sock_main(void *arg)
 					conn_close(s, k);
 			}
 		}
+		/* After the batch (its events may name any connection): past MAX_PENDING the oldest
+		 * silent connections go, so a newcomer always gets its turn to say HELLO. */
+		while (s->pending > MAX_PENDING)
+			conn_close(s, oldest_pending(s));
+		if (s->pending)
+			hello_sweep(s);
 	}
 	while (s->conns) /* hosts still connected at shutdown */
 		conn_close(s, s->conns);
@@ -1236,6 +1054,16 @@ int nkv_shm_create(struct nkv_target *tgt, const struct nkv_shm_conf *conf, stru
 		s->conf.max_reg_bytes = 64ull << 30;
 	if (!s->conf.bounce_budget)
 		s->conf.bounce_budget = 1ull << 30;
+	if (!s->conf.bounce_ctrl_budget)
+		s->conf.bounce_ctrl_budget = s->conf.bounce_budget / 4;
+	if (!s->conf.max_cmds)
+		s->conf.max_cmds = 1024;
+	if (!s->conf.max_ctrls)
+		s->conf.max_ctrls = 256;
+	if (!s->conf.max_ctrls_per_host)
+		s->conf.max_ctrls_per_host = 16;
+	if (!s->conf.hello_timeout_ms)
+		s->conf.hello_timeout_ms = 5000;
 	if (s->conf.pollers > 64 || s->conf.mqes < 1 || s->conf.max_io_queues > 1024) {
 		free(s);
 		return -EINVAL;
@@ -1255,14 +1083,14 @@ int nkv_shm_create(struct nkv_target *tgt, const struct nkv_shm_conf *conf, stru
 		p->s = s;
 		p->id = i;
 		if ((rc = nkv_msgq_init(&p->msgq)) < 0 || (rc = -pthread_create(&p->thread, NULL, poller_main, p)) < 0) {
-			atomic_store(&s->stop, true);
+			atomic_store(&s->pollers_stop, true);
 			for (unsigned j = 0; j < i; j++)
 				pthread_join(s->pollers[j].thread, NULL);
 			goto fail;
 		}
 	}
 	if ((rc = -pthread_create(&s->sock_thread, NULL, sock_main, s)) < 0) {
-		atomic_store(&s->stop, true);
+		atomic_store(&s->pollers_stop, true);
 		for (unsigned j = 0; j < s->conf.pollers; j++)
 			pthread_join(s->pollers[j].thread, NULL);
 		goto fail;
@@ -1327,7 +1155,10 @@ void nkv_shm_destroy(struct nkv_shm *s, int grace_ms)
 	atomic_store(&s->stop, true);
 	uint64_t one = 1;
 	(void)!write(s->stop_efd, &one, sizeof(one));
-	pthread_join(s->sock_thread, NULL); /* closes host sockets: their controllers are gone */
+	/* The socket thread first: it closes every host connection and marks each controller gone,
+	 * and only then may the pollers free them (it reads them until it is done). */
+	pthread_join(s->sock_thread, NULL);
+	atomic_store(&s->pollers_stop, true);
 	for (unsigned i = 0; i < s->conf.pollers; i++) {
 		pthread_join(s->pollers[i].thread, NULL); /* each reaps its controllers first */
 		nkv_msgq_fini(&s->pollers[i].msgq);

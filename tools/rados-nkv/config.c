@@ -61,6 +61,9 @@ static void usage(FILE *f)
 		"      --shm-pollers N       shared-memory poller threads (default 1)\n"
 		"      --shm-poll-us US      an idle poller sleeps this long between scans (default 50)\n"
 		"      --shm-mqes N          shared-memory CAP.MQES, 0's based (default 4095)\n"
+		"      --shm-max-ctrls N     shared-memory controllers live at once, all hosts (default 256)\n"
+		"      --shm-max-ctrls-per-host N\n"
+		"                            shared-memory controllers live at once per host NQN (default 16)\n"
 		"      --grace-ms MS         on SIGINT/SIGTERM, time given to commands in flight (default 10000)\n"
 		"      --log-level LEVEL     error|warn|info|debug (default info)\n"
 		"      --pid-file PATH       write the process ID here once listening (refused if a live daemon\n"
@@ -467,7 +470,9 @@ int conf_load_file(struct daemon_conf *c, const char *path)
 					       "connect_timeout_ms", "idle_admin_ms", "max_conns", "max_host_conns",
 					       "max_ctrlrs", "max_host_ctrlrs", NULL};
 	static const char *const shm_keys[] = {"pollers", "poll_idle_us", "mqes", "max_io_queues", "max_regions",
-					       "max_reg_mb", "bounce_budget_mb", "socket_mode", "socket_group", NULL};
+					       "max_reg_mb", "bounce_budget_mb", "bounce_ctrl_mb", "max_cmds",
+					       "max_ctrls", "max_ctrls_per_host", "hello_timeout_ms", "socket_mode",
+					       "socket_group", NULL};
 	struct jctx j = {.path = path};
 	json_object *root = load_json(path), *o, *arr;
 	int64_t v;
@@ -563,6 +568,14 @@ int conf_load_file(struct daemon_conf *c, const char *path)
 		c->shm.max_reg_bytes = (uint64_t)v << 20;
 		v = (int64_t)(c->shm.bounce_budget >> 20), jnum(&j, o, "shm", "bounce_budget_mb", 1, 1 << 20, &v);
 		c->shm.bounce_budget = (uint64_t)v << 20;
+		v = (int64_t)(c->shm.bounce_ctrl_budget >> 20), jnum(&j, o, "shm", "bounce_ctrl_mb", 1, 1 << 20, &v);
+		c->shm.bounce_ctrl_budget = (uint64_t)v << 20;
+		v = c->shm.max_cmds, jnum(&j, o, "shm", "max_cmds", 1, 1 << 20, &v), c->shm.max_cmds = (unsigned)v;
+		v = c->shm.max_ctrls, jnum(&j, o, "shm", "max_ctrls", 1, 65536, &v), c->shm.max_ctrls = (unsigned)v;
+		v = c->shm.max_ctrls_per_host, jnum(&j, o, "shm", "max_ctrls_per_host", 1, 65536, &v);
+		c->shm.max_ctrls_per_host = (unsigned)v;
+		v = c->shm.hello_timeout_ms, jnum(&j, o, "shm", "hello_timeout_ms", 1, 3600000, &v);
+		c->shm.hello_timeout_ms = (unsigned)v;
 		const char *mode = jstr(&j, o, "shm", "socket_mode"), *grp = jstr(&j, o, "shm", "socket_group");
 		char *end = NULL;
 		unsigned long m = mode ? strtoul(mode, &end, 8) : 0;
@@ -587,7 +600,8 @@ enum { OPT_CEPH_CONF = 256, OPT_KEYRING, OPT_CLIENT_ID, OPT_OP_TIMEOUT, OPT_CONN
        OPT_ICD, OPT_BUDGET, OPT_GRACE, OPT_LOG, OPT_PID, OPT_SHM_POLLERS, OPT_SHM_POLL_US, OPT_SHM_MQES,
        OPT_LIST_WORKERS, OPT_CONN_BUF, OPT_HOST_BUF, OPT_R2T_MS, OPT_PDU_MS, OPT_SEND_MS, OPT_ICREQ_MS,
        OPT_TCP_CONNECT_MS, OPT_IDLE_ADMIN_MS, OPT_MAX_CONNS, OPT_MAX_HOST_CONNS, OPT_MAX_CTRLRS,
-       OPT_MAX_HOST_CTRLRS, OPT_ALLOW_ANY, OPT_SHM_MODE, OPT_SHM_GROUP, OPT_CHECK };
+       OPT_MAX_HOST_CTRLRS, OPT_ALLOW_ANY, OPT_SHM_MODE, OPT_SHM_GROUP, OPT_CHECK, OPT_SHM_MAX_CTRLS,
+       OPT_SHM_MAX_CTRLS_HOST };
 
 int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 {
@@ -616,7 +630,9 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 		{"idle-admin-ms", required_argument, 0, OPT_IDLE_ADMIN_MS},
 		{"max-conns", required_argument, 0, OPT_MAX_CONNS}, {"max-host-conns", required_argument, 0, OPT_MAX_HOST_CONNS},
 		{"max-ctrlrs", required_argument, 0, OPT_MAX_CTRLRS},
-		{"max-host-ctrlrs", required_argument, 0, OPT_MAX_HOST_CTRLRS}, {0, 0, 0, 0},
+		{"max-host-ctrlrs", required_argument, 0, OPT_MAX_HOST_CTRLRS},
+		{"shm-max-ctrls", required_argument, 0, OPT_SHM_MAX_CTRLS},
+		{"shm-max-ctrls-per-host", required_argument, 0, OPT_SHM_MAX_CTRLS_HOST}, {0, 0, 0, 0},
 	};
 	bool cli_listeners = false, cli_subsys = false;
 	const char *loose = NULL; /* the first per-subsystem flag seen before any -s */
@@ -793,6 +809,16 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 			if (parse_uint(optarg, 65535, &u) < 0 || u == 0)
 				goto bad;
 			c->shm.mqes = (uint16_t)u;
+			break;
+		case OPT_SHM_MAX_CTRLS:
+			if (parse_uint(optarg, 65536, &u) < 0 || u == 0)
+				goto bad;
+			c->shm.max_ctrls = u;
+			break;
+		case OPT_SHM_MAX_CTRLS_HOST:
+			if (parse_uint(optarg, 65536, &u) < 0 || u == 0)
+				goto bad;
+			c->shm.max_ctrls_per_host = u;
 			break;
 		case 'h':
 			usage(stdout);
