@@ -48,6 +48,8 @@ struct shm_listener {
 	struct nkv_subsys *ss;
 	int fd;
 	char path[108];
+	dev_t dev;               /* the socket file this listener created: unlinked at destroy only if */
+	ino_t ino;               /* the path still names it (another daemon may have taken it over) */
 };
 
 /* ---- registers --------------------------------------------------------------------------------- */
@@ -1107,6 +1109,33 @@ fail:
 	return rc;
 }
 
+/*
+ * A socket file already at @path: refuse it while a process answers on it (as TCP refuses a port in
+ * use) and never delete what is not a socket; a socket nobody answers on is left from a dead run.
+ * @return 0 (path free now), -EADDRINUSE, -EEXIST (not a socket), or -errno.
+ */
+static int claim_path(const struct sockaddr_un *sa)
+{
+	struct stat st;
+	int fd, rc;
+
+	if (lstat(sa->sun_path, &st) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (!S_ISSOCK(st.st_mode))
+		return -EEXIST;
+	if ((fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) < 0)
+		return -errno;
+	rc = connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) == 0 || errno == EAGAIN ? -EADDRINUSE
+	     : errno == ECONNREFUSED                                                      ? 0
+											   : -errno;
+	close(fd);
+	if (rc == 0 && unlink(sa->sun_path) < 0 && errno != ENOENT)
+		rc = -errno;
+	if (rc == -EADDRINUSE)
+		NKV_ERR("shm: %s is served by another live process", sa->sun_path);
+	return rc;
+}
+
 int nkv_shm_listen(struct nkv_shm *s, const char *subnqn, const char *path)
 {
 	struct nkv_subsys *ss = nkv_target_find_subsys(s->tgt, subnqn);
@@ -1121,12 +1150,20 @@ int nkv_shm_listen(struct nkv_shm *s, const char *subnqn, const char *path)
 	strcpy(sa.sun_path, path);
 	if ((fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) < 0)
 		return -errno;
-	unlink(path); /* a stale socket file from an earlier run */
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 64) < 0 || !(l = calloc(1, sizeof(*l)))) {
-		int rc = errno ? -errno : -ENOMEM;
+	int rc = claim_path(&sa);
+	struct stat st;
+	if (rc < 0) {
 		close(fd);
 		return rc;
 	}
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || stat(path, &st) < 0 || listen(fd, 64) < 0 ||
+	    !(l = calloc(1, sizeof(*l)))) {
+		rc = errno ? -errno : -ENOMEM;
+		close(fd);
+		return rc;
+	}
+	l->dev = st.st_dev;
+	l->ino = st.st_ino;
 	l->kind = EP_LISTENER;
 	l->ss = ss;
 	l->fd = fd;
@@ -1167,7 +1204,9 @@ void nkv_shm_destroy(struct nkv_shm *s, int grace_ms)
 		struct shm_listener *l = s->listeners;
 		s->listeners = l->next;
 		close(l->fd);
-		unlink(l->path);
+		struct stat st;
+		if (stat(l->path, &st) == 0 && st.st_dev == l->dev && st.st_ino == l->ino)
+			unlink(l->path); /* ours still: a successor's socket is left alone */
 		free(l);
 	}
 	close(s->epfd);

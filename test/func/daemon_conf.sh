@@ -138,6 +138,39 @@ else
 	fail "stale pid file: $(cat "$T/d4.log")"
 fi
 
+echo "# finding 6: a live shm socket is never taken over, and only its owner removes it"
+P2=$(free_port)
+if start_daemon "$T/s1.log" -b mem -l "127.0.0.1:$P" -d none -S "$T/live.sock"; then
+	A=$DPID
+	run 10 "$D" -b mem -l "127.0.0.1:$P2" -d none -S "$T/live.sock"
+	check "a second daemon refuses a socket a live daemon answers on" 1 "live.sock: Address already in use \(another live daemon"
+	timeout 10 "$BUILD/nkv" -t "shm:$T/live.sock" identify >/dev/null 2>&1 && ok "the first daemon still serves its socket" ||
+		fail "the first daemon's socket is gone or dead"
+	rm -f "$T/live.sock"   # an operator removed it; a new daemon may take the path now
+	mv "$T/pid" "$T/pid.a"
+	if start_daemon "$T/s2.log" -b mem -l "127.0.0.1:$P2" -d none -S "$T/live.sock"; then
+		kill -TERM "$A"; wait "$A"
+		[ -S "$T/live.sock" ] && ok "the first daemon's exit leaves the successor's socket alone" ||
+			fail "the first daemon removed the successor's socket"
+		kill -KILL "$DPID"; wait "$DPID" 2>/dev/null
+		if start_daemon "$T/s3.log" -b mem -l "127.0.0.1:$P2" -d none -S "$T/live.sock"; then
+			ok "a dead daemon's stale socket is taken over"
+			kill -TERM "$DPID"; wait "$DPID"
+			[ ! -e "$T/live.sock" ] && ok "a clean exit removes its own socket" || fail "socket left after exit"
+		else
+			fail "stale socket not taken over: $(cat "$T/s3.log")"
+		fi
+	else
+		fail "successor did not start: $(cat "$T/s2.log")"
+	fi
+else
+	fail "shm daemon did not start: $(cat "$T/s1.log")"
+fi
+echo "not a socket" >"$T/file.sock"
+run 10 "$D" -b mem -l "127.0.0.1:$P2" -d none -S "$T/file.sock"
+check "a regular file at the socket path is refused" 1 "is not a socket: not removed"
+[ "$(cat "$T/file.sock")" = "not a socket" ] && ok "and left intact" || fail "the file was changed"
+
 echo "# finding 13: smaller ones"
 run 10 "$D" -b mem --in-capsule 1000 --check
 check "--in-capsule below 1 KiB is a usage error" 64 "invalid value for --in-capsule"

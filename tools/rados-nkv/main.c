@@ -165,7 +165,10 @@ static int listen_shm(struct daemon_conf *c, struct nkv_target *tgt, struct nkv_
 		rc = nkv_shm_listen(*shm, s->nqn, s->shm_path);
 		umask(old);
 		if (rc < 0) {
-			fprintf(stderr, "rados-nkv: cannot serve %s on %s: %s\n", s->nqn, s->shm_path, strerror(-rc));
+			fprintf(stderr, "rados-nkv: cannot serve %s on %s: %s%s\n", s->nqn, s->shm_path, strerror(-rc),
+				rc == -EADDRINUSE ? " (another live daemon answers on it)"
+				: rc == -EEXIST  ? " (the path exists and is not a socket: not removed)"
+						 : "");
 			return rc;
 		}
 		if ((gid != (gid_t)-1 && chown(s->shm_path, (uid_t)-1, gid) < 0) || chmod(s->shm_path, c->shm_mode) < 0) {
