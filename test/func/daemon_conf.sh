@@ -194,6 +194,21 @@ OUT=$(cd "$T" && timeout 10 bash "$(realpath --relative-to="$T" "$ROOT/bench/com
 check "bench/compare.sh --help by a relative path from another directory" 0 "^compare.sh - rados-nkv side by side"
 grep -q "set -euo" <<<"$OUT" && fail "compare.sh --help prints script lines" || ok "compare.sh --help is only the help"
 
+if start_daemon "$T/b.log" -b mem -l "127.0.0.1:$P" -d none; then
+	N="$BUILD/nkv"
+	run 30 "$N" -s "$P" bench mode=mix keys=64 time=1 warmup=0 prefix=mx
+	LEFT=$(timeout 10 "$N" -s "$P" list 2>/dev/null | grep -c '^mx')
+	[ "$RC" = 0 ] && [ "$LEFT" = 0 ] && ok "nkv bench mode=mix deletes its keys" || fail "mix left $LEFT keys (exit $RC)"
+	run 30 "$N" -s "$P" bench mode=mix keys=64 time=1 warmup=0 prefix=mk cleanup=0
+	check "cleanup=0 says the keys stay" 0 "kept the 64 keys written \(prefix 'mk'\)"
+	LEFT=$(timeout 10 "$N" -s "$P" list 2>/dev/null | grep -c '^mk')
+	[ "$LEFT" = 64 ] && ok "and they do" || fail "cleanup=0 left $LEFT keys"
+	kill -TERM "$DPID"; wait "$DPID"
+else
+	fail "daemon for bench did not start: $(cat "$T/b.log")"
+fi
+run 10 "$BUILD/nkv" --help
+check "nkv --help lists bench" 0 "bench \[KEY=VALUE"
 run 10 "$D" -c "$ROOT/conf/rados-nkv.json" --check
 check "the shipped example configuration is valid and names its hosts" 0 "may connect: only 2 host"
 

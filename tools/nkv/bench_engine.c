@@ -211,7 +211,8 @@ const char bh_conf_help[] =
 	"  ops=N             bound on the operations of each phase (default none)\n"
 	"  bytes=S           bound on the bytes of each phase (raw: sets N; default none)\n"
 	"  fill=0|1          mix: store every key once before the warm-up (default 1)\n"
-	"  cleanup=0|1       delete the keys written at the end (phase cleanup; default 1 for raw)\n"
+	"  cleanup=0|1       delete the keys written at the end (phase cleanup; default 1); with 0 the\n"
+	"                    keys stay, and the run says so\n"
 	"  prefix=STR        key prefix, up to 8 bytes; keys are PREFIX + 8 hex digits (default nb)\n"
 	"  seed=N            version seed (default random: stale values from other runs are caught)\n"
 	"  progress=0|1      live progress line on stderr (default: when stderr is a terminal)\n";
@@ -230,7 +231,7 @@ void bh_conf_init(struct bh_conf *c, bool raw)
 	c->warmup = 1;
 	c->time = 10;
 	c->fill = true;
-	c->cleanup = raw;
+	c->cleanup = true; /* a load generator leaves nothing behind unless asked to */
 	strcpy(c->prefix, "nb");
 	c->progress = -1;
 }
@@ -279,7 +280,6 @@ int bh_conf_arg(struct bh_conf *c, const char *arg)
 			c->raw = false;
 		else
 			return bad_arg(arg, "raw or mix");
-		c->cleanup = c->raw;
 	} else if (K("qd") || K("conns") || K("keys") || K("ops") || K("bytes")) {
 		if (parse_sz(v, &n) || (!K("ops") && !K("bytes") && n == 0))
 			return bad_arg(arg, "a positive number");
@@ -948,6 +948,9 @@ int bh_run(const struct bh_conf *c, const struct bh_backend *b)
 		free(r->w[i].io);
 		free(r->w[i].free);
 	}
+	if (!c->cleanup && r->written)
+		fprintf(stderr, "bench: kept the %llu keys written (prefix '%s'); cleanup=1 deletes them\n",
+			(unsigned long long)r->written, c->prefix);
 	if (rc == 0) {
 		report(r, rep, nrep);
 		rc = atomic_load(&r->failed) ? 1 : 0;
