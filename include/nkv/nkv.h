@@ -255,6 +255,12 @@ int nkv_status_errno(uint16_t status);
 /** Human-readable name of an NVMe status ("Key Does Not Exist (SCT 1h SC 87h)"). Static storage. */
 const char *nkv_status_string(uint16_t status);
 
+/**
+ * The version of the libnkv actually loaded ("0.1.0"), which can differ from the NKV_VERSION_STRING
+ * of the nkv_version.h a program was compiled with. Static storage; any thread.
+ */
+const char *nkv_version(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "common/log.h"
+#include "nkv/nkv_version.h"
 
 static const char g_usage[] =
 	"usage: nkv [options] <command> [args]\n"
@@ -44,6 +45,7 @@ static const char g_usage[] =
 	"      --hex             keys are given and printed as hex (binary keys)\n"
 	"      --timeout MS      connect and command timeout (default 30000)\n"
 	"  -v, --verbose         library debug log on stderr\n"
+	"  -V, --version         print the version and exit\n"
 	"  -h, --help            this help (also: nkv COMMAND --help)\n"
 	"\n"
 	"Keys are 1 to 16 bytes of text unless --hex. Sizes take K/M/G suffixes (binary).\n"
@@ -109,6 +111,7 @@ static const struct option g_opts[] = {
 	{"timeout", required_argument, NULL, OPT_TIMEOUT},
 	{"verbose", no_argument, NULL, 'v'},
 	{"help", no_argument, NULL, 'h'},
+	{"version", no_argument, NULL, 'V'},
 	{"ns", no_argument, NULL, OPT_NS},
 	{"must-exist", no_argument, NULL, OPT_MUST_EXIST},
 	{"must-not-exist", no_argument, NULL, OPT_MUST_NOT_EXIST},
@@ -323,7 +326,7 @@ int main(int argc, char **argv)
 	int o;
 	uint64_t v;
 
-	while ((o = getopt_long(argc, argv, "t:a:s:n:q:o:vh", g_opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "t:a:s:n:q:o:vhV", g_opts, NULL)) != -1) {
 		switch (o) {
 		case 't':
 			if (strncmp(optarg, "shm:", 4) == 0 && optarg[4])
@@ -357,6 +360,10 @@ int main(int argc, char **argv)
 		case 'h':
 			help = true;
 			break;
+		case 'V':
+			/* libnkv's own version too: the CLI links it statically today, a packaged build may not */
+			printf("nkv %s (libnkv %s)\n", NKV_VERSION_STRING, nkv_version());
+			return EXIT_OK;
 		case OPT_NSID:
 			if (parse_size(optarg, &v) || v == 0 || v > 0xfffffffeull)
 				return usage_err("bad --nsid '%s'", optarg);

@@ -1,5 +1,6 @@
 /* config.c - JSON configuration file and command-line flags of the rados-nkv daemon (see config.h). */
 #include "config.h"
+#include "nkv/nkv_version.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -58,6 +59,7 @@ static void usage(FILE *f)
 		"      --grace-ms MS         on SIGINT/SIGTERM, time given to commands in flight (default 10000)\n"
 		"      --log-level LEVEL     error|warn|info|debug (default info)\n"
 		"      --pid-file PATH       write the process ID here once listening\n"
+		"  -V, --version             print the version and exit\n"
 		"  -h, --help                this text\n");
 }
 
@@ -509,7 +511,8 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 		{"idle-admin-ms", required_argument, 0, OPT_IDLE_ADMIN_MS},
 		{"max-conns", required_argument, 0, OPT_MAX_CONNS}, {"max-host-conns", required_argument, 0, OPT_MAX_HOST_CONNS},
 		{"max-ctrlrs", required_argument, 0, OPT_MAX_CTRLRS},
-		{"max-host-ctrlrs", required_argument, 0, OPT_MAX_HOST_CTRLRS}, {0, 0, 0, 0},
+		{"max-host-ctrlrs", required_argument, 0, OPT_MAX_HOST_CTRLRS}, {"version", no_argument, 0, 'V'},
+		{0, 0, 0, 0},
 	};
 	bool cli_listeners = false;
 	unsigned u;
@@ -518,7 +521,7 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 
 	optind = 1;
 	int li = -1;
-	while ((li = -1, o = getopt_long(argc, argv, "c:b:l:d:s:p:n:a:r:S:h", opts, &li)) != -1) {
+	while ((li = -1, o = getopt_long(argc, argv, "c:b:l:d:s:p:n:a:r:S:hV", opts, &li)) != -1) {
 		struct conf_subsys *s;
 		switch (o) {
 		case 'c':
@@ -659,6 +662,9 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 			break;
 		case 'h':
 			usage(stdout);
+			exit(0);
+		case 'V':
+			printf("rados-nkv %s\n", NKV_VERSION_STRING);
 			exit(0);
 		default:
 			usage(stderr);
