@@ -58,6 +58,7 @@ static void usage(FILE *f)
 		"      --shm-mqes N          shared-memory CAP.MQES, 0's based (default 4095)\n"
 		"      --grace-ms MS         on SIGINT/SIGTERM, time given to commands in flight (default 10000)\n"
 		"      --log-level LEVEL     error|warn|info|debug (default info)\n"
+		"      --log-syslog          log to syslog (journald) instead of stderr\n"
 		"      --pid-file PATH       write the process ID here once listening\n"
 		"  -V, --version             print the version and exit\n"
 		"  -h, --help                this text\n");
@@ -362,7 +363,7 @@ static void load_subsys(struct jctx *j, struct daemon_conf *c, json_object *js, 
 int conf_load_file(struct daemon_conf *c, const char *path)
 {
 	static const char *const top[] = {"backend", "listeners", "discovery", "subsystems", "tcp", "shm",
-					  "log_level", "shutdown_grace_ms", NULL};
+					  "log_level", "log_syslog", "shutdown_grace_ms", NULL};
 	static const char *const backend_keys[] = {"type", "ceph_conf", "keyring", "client_id", "op_timeout_s",
 						   "connect_timeout_s", "list_workers", "mem_max_object", NULL};
 	static const char *const tcp_keys[] = {"reactors", "in_capsule", "maxh2cdata", "max_queue_depth",
@@ -473,6 +474,8 @@ int conf_load_file(struct daemon_conf *c, const char *path)
 	const char *lvl = jstr(&j, root, "", "log_level");
 	if (lvl && set_log_level(c, lvl) < 0)
 		jfail(&j, "", "log_level", "must be error, warn, info or debug");
+	if (jbool(&j, root, "", "log_syslog"))
+		c->log_syslog = true;
 	v = c->grace_ms, jnum(&j, root, "", "shutdown_grace_ms", 0, 3600000, &v), c->grace_ms = (unsigned)v;
 	json_object_put(root);
 	return j.err;
@@ -484,7 +487,7 @@ enum { OPT_CEPH_CONF = 256, OPT_KEYRING, OPT_CLIENT_ID, OPT_OP_TIMEOUT, OPT_CONN
        OPT_ICD, OPT_BUDGET, OPT_GRACE, OPT_LOG, OPT_PID, OPT_SHM_POLLERS, OPT_SHM_POLL_US, OPT_SHM_MQES,
        OPT_LIST_WORKERS, OPT_CONN_BUF, OPT_HOST_BUF, OPT_R2T_MS, OPT_PDU_MS, OPT_SEND_MS, OPT_ICREQ_MS,
        OPT_TCP_CONNECT_MS, OPT_IDLE_ADMIN_MS, OPT_MAX_CONNS, OPT_MAX_HOST_CONNS, OPT_MAX_CTRLRS,
-       OPT_MAX_HOST_CTRLRS };
+       OPT_MAX_HOST_CTRLRS, OPT_LOG_SYSLOG };
 
 int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 {
@@ -512,7 +515,7 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 		{"max-conns", required_argument, 0, OPT_MAX_CONNS}, {"max-host-conns", required_argument, 0, OPT_MAX_HOST_CONNS},
 		{"max-ctrlrs", required_argument, 0, OPT_MAX_CTRLRS},
 		{"max-host-ctrlrs", required_argument, 0, OPT_MAX_HOST_CTRLRS}, {"version", no_argument, 0, 'V'},
-		{0, 0, 0, 0},
+		{"log-syslog", no_argument, 0, OPT_LOG_SYSLOG}, {0, 0, 0, 0},
 	};
 	bool cli_listeners = false;
 	unsigned u;
@@ -663,6 +666,9 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 		case 'h':
 			usage(stdout);
 			exit(0);
+		case OPT_LOG_SYSLOG:
+			c->log_syslog = true;
+			break;
 		case 'V':
 			printf("rados-nkv %s\n", NKV_VERSION_STRING);
 			exit(0);

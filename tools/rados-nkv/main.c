@@ -8,8 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
+#define NKV_LOG_COMPONENT "daemon"
 #include "common/log.h"
 #include "config.h"
 #include "nkv/nkv_target.h"
@@ -36,7 +38,7 @@ static int build(struct daemon_conf *c, struct nkv_target **tgt)
 	int rc;
 
 	if ((rc = nkv_target_create(&c->backend, tgt)) < 0) {
-		fprintf(stderr, "rados-nkv: cannot open the %s backend: %s%s\n", c->backend_name, strerror(-rc),
+		NKV_ERR("cannot open the %s backend: %s%s", c->backend_name, strerror(-rc),
 			backend_hint(c, rc));
 		return rc;
 	}
@@ -44,19 +46,19 @@ static int build(struct daemon_conf *c, struct nkv_target **tgt)
 		struct conf_subsys *s = &c->subsys[i];
 		struct nkv_subsys *ss;
 		if ((rc = nkv_subsys_add(*tgt, s->nqn, s->pool, &ss)) < 0) {
-			fprintf(stderr, "rados-nkv: cannot export pool '%s' as %s: %s%s\n", s->pool, s->nqn, strerror(-rc),
+			NKV_ERR("cannot export pool '%s' as %s: %s%s", s->pool, s->nqn, strerror(-rc),
 				rc == -ENOENT ? " (create it: ceph osd pool create <name>)" : "");
 			return rc;
 		}
 		for (unsigned j = 0; j < s->nhosts; j++)
 			if ((rc = nkv_subsys_allow_host(ss, s->hosts[j])) < 0) {
-				fprintf(stderr, "rados-nkv: bad host NQN '%s': %s\n", s->hosts[j], strerror(-rc));
+				NKV_ERR("bad host NQN '%s': %s", s->hosts[j], strerror(-rc));
 				return rc;
 			}
 		for (unsigned j = 0; j < s->nns; j++) {
 			s->ns[j].rados_ns = s->rados_ns[j];
 			if ((rc = nkv_ns_add(ss, &s->ns[j])) < 0) {
-				fprintf(stderr, "rados-nkv: %s: cannot add namespace %u (RADOS namespace '%s'): %s\n", s->nqn,
+				NKV_ERR("%s: cannot add namespace %u (RADOS namespace '%s'): %s", s->nqn,
 					s->ns[j].nsid, s->rados_ns[j], strerror(-rc));
 				return rc;
 			}
@@ -72,18 +74,18 @@ static int listen_all(struct daemon_conf *c, struct nkv_tcp *tcp)
 	for (unsigned i = 0; i < c->nlisteners; i++) {
 		struct conf_listener *l = &c->listeners[i];
 		if ((port = nkv_tcp_listen(tcp, l->addr, l->port, true)) < 0) {
-			fprintf(stderr, "rados-nkv: cannot listen on %s:%s: %s\n", l->addr, l->port, strerror(-port));
+			NKV_ERR("cannot listen on %s:%s: %s", l->addr, l->port, strerror(-port));
 			return port;
 		}
-		fprintf(stderr, "rados-nkv: NVMe/TCP on %s:%d\n", l->addr, port);
+		NKV_INFO("NVMe/TCP on %s:%d", l->addr, port);
 	}
 	if (!c->no_discovery) {
 		if ((port = nkv_tcp_listen(tcp, c->discovery.addr, c->discovery.port, false)) < 0) {
-			fprintf(stderr, "rados-nkv: cannot listen for discovery on %s:%s: %s (use --discovery ADDR:PORT "
-					"or --discovery none)\n", c->discovery.addr, c->discovery.port, strerror(-port));
+			NKV_ERR("cannot listen for discovery on %s:%s: %s (use --discovery ADDR:PORT "
+					"or --discovery none)", c->discovery.addr, c->discovery.port, strerror(-port));
 			return port;
 		}
-		fprintf(stderr, "rados-nkv: discovery on %s:%d\n", c->discovery.addr, port);
+		NKV_INFO("discovery on %s:%d", c->discovery.addr, port);
 	}
 	return 0;
 }
@@ -98,14 +100,14 @@ static int listen_shm(struct daemon_conf *c, struct nkv_target *tgt, struct nkv_
 		if (!*s->shm_path)
 			continue;
 		if (!*shm && (rc = nkv_shm_create(tgt, &c->shm, shm)) < 0) {
-			fprintf(stderr, "rados-nkv: cannot start the shared-memory transport: %s\n", strerror(-rc));
+			NKV_ERR("cannot start the shared-memory transport: %s", strerror(-rc));
 			return rc;
 		}
 		if ((rc = nkv_shm_listen(*shm, s->nqn, s->shm_path)) < 0) {
-			fprintf(stderr, "rados-nkv: cannot serve %s on %s: %s\n", s->nqn, s->shm_path, strerror(-rc));
+			NKV_ERR("cannot serve %s on %s: %s", s->nqn, s->shm_path, strerror(-rc));
 			return rc;
 		}
-		fprintf(stderr, "rados-nkv: shared memory for %s on %s\n", s->nqn, s->shm_path);
+		NKV_INFO("shared memory for %s on %s", s->nqn, s->shm_path);
 	}
 	return 0;
 }
@@ -139,6 +141,8 @@ int main(int argc, char **argv)
 	if (conf_finish(&conf) < 0)
 		return 1;
 	nkv_log_set_level((enum nkv_log_level)conf.log_level);
+	if (conf.log_syslog)
+		nkv_log_to_syslog("rados-nkv");
 	/* Block the stop signals before any thread starts, so only sigwait() below sees them. */
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGINT);
@@ -149,7 +153,7 @@ int main(int argc, char **argv)
 	if (build(&conf, &tgt) < 0)
 		goto out;
 	if ((rc = nkv_tcp_create(tgt, &conf.tcp, &tcp)) < 0) {
-		fprintf(stderr, "rados-nkv: cannot start the NVMe/TCP transport: %s\n", strerror(-rc));
+		NKV_ERR("cannot start the NVMe/TCP transport: %s", strerror(-rc));
 		rc = 1;
 		goto out;
 	}
@@ -160,14 +164,17 @@ int main(int argc, char **argv)
 	if (*conf.pid_file) {
 		FILE *f = fopen(conf.pid_file, "w");
 		if (!f || fprintf(f, "%ld\n", (long)getpid()) < 0 || fclose(f) != 0) {
-			fprintf(stderr, "rados-nkv: cannot write %s: %s\n", conf.pid_file, strerror(errno));
+			NKV_ERR("cannot write %s: %s", conf.pid_file, strerror(errno));
 			rc = 1;
 			goto out;
 		}
 	}
-	fprintf(stderr, "rados-nkv: ready: %u subsystem(s) on the %s backend\n", conf.nsubsys, conf.backend_name);
-	sigwait(&sigs, &sig);
-	fprintf(stderr, "rados-nkv: %s: shutting down (up to %u ms for commands in flight)\n", strsignal(sig),
+	NKV_INFO("ready: %u subsystem(s) on the %s backend", conf.nsubsys, conf.backend_name);
+	/* Wake every second so that rate-limited log lines report their counts within a second of their
+	 * window's end, even when nothing else is logged. */
+	while ((sig = sigtimedwait(&sigs, NULL, &(struct timespec){.tv_sec = 1})) < 0)
+		nkv_log_tick();
+	NKV_INFO("%s: shutting down (up to %u ms for commands in flight)", strsignal(sig),
 		conf.grace_ms);
 	rc = 0;
 out:
@@ -177,6 +184,7 @@ out:
 	if (*conf.pid_file && rc == 0)
 		unlink(conf.pid_file);
 	if (rc == 0)
-		fprintf(stderr, "rados-nkv: stopped\n");
+		NKV_INFO("stopped");
+	nkv_log_flush();
 	return rc ? 1 : 0;
 }
