@@ -166,6 +166,14 @@ void nkv_log_flush(void)
 	fflush(stderr);
 }
 
+/* Keep (the start of) @msg for the count line; longer messages are cut there on purpose. */
+static void keep(struct site *s, const char *msg)
+{
+	size_t n = strnlen(msg, sizeof(s->text) - 1);
+	memcpy(s->text, msg, n);
+	s->text[n] = 0;
+}
+
 /* Should @msg from call site @fmt print now? Counts it otherwise. Caller holds g_lock. */
 static bool admit(const char *origin, const char *component, const char *file, enum nkv_log_level lvl,
 		  const char *fmt, const char *msg, uint64_t now)
@@ -178,7 +186,7 @@ static bool admit(const char *origin, const char *component, const char *file, e
 	if (!s->fmt) {
 		*s = (struct site){.fmt = fmt, .origin = origin, .component = component, .file = file, .lvl = lvl,
 				   .start_ms = now, .last_hash = h, .printed = 1};
-		snprintf(s->text, sizeof(s->text), "%s", msg);
+		keep(s, msg);
 		if (now + NKV_LOG_WINDOW_MS < g_next_end)
 			g_next_end = now + NKV_LOG_WINDOW_MS;
 		return true;
@@ -190,11 +198,11 @@ static bool admit(const char *origin, const char *component, const char *file, e
 	if (s->printed < NKV_LOG_BURST && !s->similar) {
 		s->printed++;
 		s->last_hash = h;
-		snprintf(s->text, sizeof(s->text), "%s", msg);
+		keep(s, msg);
 		return true;
 	}
 	s->similar++;
-	snprintf(s->text, sizeof(s->text), "%s", msg);
+	keep(s, msg);
 	return false;
 }
 
