@@ -271,8 +271,8 @@ static int enable(struct nkv_ctrl *ctrl)
 		rc = wait_rdy(ctrl, true);
 	if (rc == 0) {
 		uint64_t vs;
-		rc = prop_get(ctrl, NKV_REG_VS, false, &vs);
-		ctrl->vs = (uint32_t)vs;
+		if ((rc = prop_get(ctrl, NKV_REG_VS, false, &vs)) == 0) /* vs is unset when it fails */
+			ctrl->vs = (uint32_t)vs;
 	}
 	return rc;
 }
