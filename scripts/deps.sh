@@ -11,6 +11,7 @@ PKGS=(
   librados-dev libisal-dev libjson-c-dev                      # rados backend
   ceph-mon ceph-osd ceph-common     # micro cluster (scripts/ceph-dev.sh)
   procps iproute2 python3           # ceph-dev.sh: pgrep/ss for free ports, json parsing
+  help2man                          # man pages from --help (packaging/install.cmake)
 )
 
 bash "$(dirname "$0")/apt-install.sh" deps "${PKGS[@]}"

@@ -24,6 +24,16 @@
 
 #include "nkv_spec.h"
 
+/* libnkv's exported API: libnkv.so is built with -fvisibility=hidden, so only what carries this is
+ * visible to programs; internal functions cannot clash with theirs or become accidental ABI. */
+#ifndef NKV_API
+#if defined(__GNUC__) || defined(__clang__)
+#define NKV_API __attribute__((visibility("default")))
+#else
+#define NKV_API
+#endif
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -115,7 +125,7 @@ struct nkv_cpl {
  * protocol), -EACCES (Connect Invalid Host), -ENOENT (no such subsystem), -EINVAL (a bad argument,
  * e.g. a non-numeric port), -ENOMEM.
  */
-int nkv_connect(const char *traddr, const char *trsvcid, const char *subnqn,
+NKV_API int nkv_connect(const char *traddr, const char *trsvcid, const char *subnqn,
 		const struct nkv_conn_opts *opts, struct nkv_ctrl **out);
 
 /**
@@ -129,7 +139,7 @@ int nkv_connect(const char *traddr, const char *trsvcid, const char *subnqn,
  * -ETIMEDOUT (no reply, or CSTS.RDY not set within CAP.TO), -EIO (CSTS.CFS), -EPROTO (the target
  * broke the protocol), -ENAMETOOLONG, -EINVAL, -ENOMEM.
  */
-int nkv_connect_shm(const char *path, const struct nkv_conn_opts *opts, struct nkv_ctrl **out);
+NKV_API int nkv_connect_shm(const char *path, const struct nkv_conn_opts *opts, struct nkv_ctrl **out);
 
 /**
  * Allocate @len bytes of I/O buffer for @ctrl. Over shm the memory is a memfd registered with the
@@ -138,12 +148,12 @@ int nkv_connect_shm(const char *path, const struct nkv_conn_opts *opts, struct n
  * @return the buffer (4 KiB aligned over shm), or NULL (errno not set; out of memory or the
  * controller's registration limits).
  */
-void *nkv_buf_alloc(struct nkv_ctrl *ctrl, size_t len);
+NKV_API void *nkv_buf_alloc(struct nkv_ctrl *ctrl, size_t len);
 /** Free a buffer from nkv_buf_alloc() on the same controller (no command may still use it). */
-void nkv_buf_free(struct nkv_ctrl *ctrl, void *buf);
+NKV_API void nkv_buf_free(struct nkv_ctrl *ctrl, void *buf);
 
 /** Delete all queue pairs, disconnect and free the controller. NULL is a no-op. */
-void nkv_disconnect(struct nkv_ctrl *ctrl);
+NKV_API void nkv_disconnect(struct nkv_ctrl *ctrl);
 
 /** A discovery log entry, decoded. */
 struct nkv_disc_entry {
@@ -159,46 +169,46 @@ struct nkv_disc_entry {
  * On success *entries is malloc'ed (free() it) and holds *n entries.
  * @return 0 or -errno as nkv_connect().
  */
-int nkv_discover(const char *traddr, const char *trsvcid, const struct nkv_conn_opts *opts,
+NKV_API int nkv_discover(const char *traddr, const char *trsvcid, const struct nkv_conn_opts *opts,
 		 struct nkv_disc_entry **entries, unsigned *n);
 
 /** Identify Controller data (4096 bytes) read at connect time. */
-const struct nkv_id_ctrlr *nkv_ctrl_identify(const struct nkv_ctrl *ctrl);
+NKV_API const struct nkv_id_ctrlr *nkv_ctrl_identify(const struct nkv_ctrl *ctrl);
 /** CNTLID the target assigned. */
-uint16_t nkv_ctrl_cntlid(const struct nkv_ctrl *ctrl);
+NKV_API uint16_t nkv_ctrl_cntlid(const struct nkv_ctrl *ctrl);
 
 /**
  * Active KV namespace IDs (Identify CNS 07h, CSI 01h) into @nsids (up to @max).
  * @return the number of IDs (may exceed @max: only @max were stored), or -errno.
  */
-int nkv_ns_list(struct nkv_ctrl *ctrl, uint32_t *nsids, unsigned max);
+NKV_API int nkv_ns_list(struct nkv_ctrl *ctrl, uint32_t *nsids, unsigned max);
 
 /**
  * Identify KV namespace (CNS 05h, CSI 01h). @return 0 or -errno (-ENOENT: no such namespace, or an
  * inactive NSID, which the controller answers with zeros).
  */
-int nkv_ns_identify(struct nkv_ctrl *ctrl, uint32_t nsid, struct nkv_id_ns_kv *id);
+NKV_API int nkv_ns_identify(struct nkv_ctrl *ctrl, uint32_t nsid, struct nkv_id_ns_kv *id);
 
 /**
  * Run an admin command synchronously (any thread). @buf/@len: data buffer, direction from the
  * opcode (bit 0 host-to-controller). The CID is assigned by the library.
  * @return as the KV calls: 0, the errno of a failed NVMe status, or a transport -errno.
  */
-int nkv_admin(struct nkv_ctrl *ctrl, const struct nkv_sqe *sqe, void *buf, uint32_t len, struct nkv_cpl *cpl);
+NKV_API int nkv_admin(struct nkv_ctrl *ctrl, const struct nkv_sqe *sqe, void *buf, uint32_t len, struct nkv_cpl *cpl);
 
 /**
  * Create an I/O queue pair (TCP: a new connection with its own Connect; shm: rings in registered
  * memory, then Create I/O CQ and Create I/O SQ on the admin queue). @depth 0: opts.queue_depth.
  * @return 0, -ENOSPC (the controller granted no more queues), or -errno as nkv_connect().
  */
-int nkv_qpair_create(struct nkv_ctrl *ctrl, uint16_t depth, struct nkv_qpair **out);
+NKV_API int nkv_qpair_create(struct nkv_ctrl *ctrl, uint16_t depth, struct nkv_qpair **out);
 /** Wait (bounded by timeout_ms) for outstanding commands, then close the queue (shm: Delete I/O SQ
  *  then Delete I/O CQ). */
-void nkv_qpair_destroy(struct nkv_qpair *qp);
+NKV_API void nkv_qpair_destroy(struct nkv_qpair *qp);
 /** Queue entries usable for commands (the Connect SQSIZE + 1). */
-uint16_t nkv_qpair_depth(const struct nkv_qpair *qp);
+NKV_API uint16_t nkv_qpair_depth(const struct nkv_qpair *qp);
 /** Commands submitted and not completed. */
-unsigned nkv_qpair_outstanding(const struct nkv_qpair *qp);
+NKV_API unsigned nkv_qpair_outstanding(const struct nkv_qpair *qp);
 
 /** Completion callback: runs inside nkv_qpair_poll() on the queue pair's thread. */
 typedef void (*nkv_cb)(void *arg, const struct nkv_cpl *cpl);
@@ -212,10 +222,10 @@ typedef void (*nkv_cb)(void *arg, const struct nkv_cpl *cpl);
  * before anything is sent, as is one above the controller's MDTS.
  * @return 0, -EAGAIN (queue full or bounce area busy: poll first), -ENOTCONN (queue failed), -EINVAL.
  */
-int nkv_submit(struct nkv_qpair *qp, const struct nkv_sqe *sqe, void *buf, uint32_t len, nkv_cb cb, void *arg);
+NKV_API int nkv_submit(struct nkv_qpair *qp, const struct nkv_sqe *sqe, void *buf, uint32_t len, nkv_cb cb, void *arg);
 
 /** Send what is queued (without waiting for completions). @return 0 or -errno. */
-int nkv_qpair_flush(struct nkv_qpair *qp);
+NKV_API int nkv_qpair_flush(struct nkv_qpair *qp);
 
 /**
  * Send queued commands, receive PDUs, run callbacks. @timeout_ms: 0 never waits, < 0 waits for at
@@ -224,7 +234,7 @@ int nkv_qpair_flush(struct nkv_qpair *qp);
  * then completes with status NKV_STATUS_HOST_PATH (SCT 3h / SC 70h, Host Pathing Error, as the Linux
  * host reports a lost connection): it may or may not have executed on the target.
  */
-int nkv_qpair_poll(struct nkv_qpair *qp, int timeout_ms);
+NKV_API int nkv_qpair_poll(struct nkv_qpair *qp, int timeout_ms);
 
 /*
  * ---- asynchronous KV commands (completion via @cb; buffers live until then) ----------------------
@@ -233,12 +243,12 @@ int nkv_qpair_poll(struct nkv_qpair *qp, int timeout_ms);
  * full value size for Retrieve and cpl->xfer the bytes received. A callback may submit new commands
  * but must not call nkv_qpair_poll() or a synchronous call on the same queue pair.
  */
-int nkv_store_async(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned klen, const void *val,
+NKV_API int nkv_store_async(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned klen, const void *val,
 		    uint32_t len, unsigned opts, nkv_cb cb, void *arg);
-int nkv_retrieve_async(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned klen, void *buf,
+NKV_API int nkv_retrieve_async(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned klen, void *buf,
 		       uint32_t len, nkv_cb cb, void *arg);
-int nkv_delete_async(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned klen, nkv_cb cb, void *arg);
-int nkv_exist_async(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned klen, nkv_cb cb, void *arg);
+NKV_API int nkv_delete_async(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned klen, nkv_cb cb, void *arg);
+NKV_API int nkv_exist_async(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned klen, nkv_cb cb, void *arg);
 
 /* ---- synchronous KV commands ------------------------------------------------------------------- */
 
@@ -248,27 +258,27 @@ int nkv_exist_async(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsign
  * over the namespace's limit), -EROFS (read-only namespace), -ENOSPC, -EAGAIN (namespace not
  * ready: retry), or a transport -errno.
  */
-int nkv_store(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned klen, const void *val,
+NKV_API int nkv_store(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned klen, const void *val,
 	      uint32_t len, unsigned opts, struct nkv_cpl *cpl);
 
 /**
  * Retrieve into @buf (@len bytes). *@value_size (if not NULL) gets the value's full size (CQE DW0),
  * which may exceed @len: then @len bytes were returned. @return 0, -ENOENT, or -errno.
  */
-int nkv_retrieve(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned klen, void *buf,
+NKV_API int nkv_retrieve(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned klen, void *buf,
 		 uint32_t len, uint32_t *value_size, struct nkv_cpl *cpl);
 
 /** @return 0, -ENOENT (absent), or -errno. */
-int nkv_delete(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned klen, struct nkv_cpl *cpl);
+NKV_API int nkv_delete(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned klen, struct nkv_cpl *cpl);
 /** @return 0 (exists), -ENOENT (absent), or -errno. */
-int nkv_exist(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned klen, struct nkv_cpl *cpl);
+NKV_API int nkv_exist(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned klen, struct nkv_cpl *cpl);
 
 /**
  * List keys >= @key (klen 0: from the start) in ascending byte order into @buf (the raw List data:
  * a 4-byte count, then entries of a 2-byte length and the key padded to 4 bytes). Use
  * nkv_list_next() to walk it. @return 0 or -errno.
  */
-int nkv_list(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned klen, void *buf, uint32_t len,
+NKV_API int nkv_list(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned klen, void *buf, uint32_t len,
 	     struct nkv_cpl *cpl);
 
 /**
@@ -278,7 +288,7 @@ int nkv_list(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned klen
  * @return 1 with @key/@klen set, 0 at the end, -EPROTO if the buffer is malformed (an entry with
  * KL 0 or > 16, or one that runs past @len).
  */
-int nkv_list_next(const void *buf, uint32_t len, uint64_t *pos, uint8_t key[16], unsigned *klen);
+NKV_API int nkv_list_next(const void *buf, uint32_t len, uint64_t *pos, uint8_t key[16], unsigned *klen);
 
 /**
  * Run one raw command synchronously on a queue pair (submit, then poll until it completes or
@@ -287,7 +297,7 @@ int nkv_list_next(const void *buf, uint32_t len, uint64_t *pos, uint8_t key[16],
  * @return as nkv_store(); -ETIMEDOUT on timeout; the connection's -errno (e.g. -EPROTO,
  * -ECONNRESET) if it failed.
  */
-int nkv_exec(struct nkv_qpair *qp, const struct nkv_sqe *sqe, void *buf, uint32_t len, struct nkv_cpl *cpl);
+NKV_API int nkv_exec(struct nkv_qpair *qp, const struct nkv_sqe *sqe, void *buf, uint32_t len, struct nkv_cpl *cpl);
 
 /* ---- status helpers ----------------------------------------------------------------------------- */
 
@@ -304,9 +314,15 @@ int nkv_exec(struct nkv_qpair *qp, const struct nkv_sqe *sqe, void *buf, uint32_
  * SUBNQN, -EINVAL otherwise; 81h Controller Busy: -EBUSY).
  * Path (SCT 3): 60h/70h -ENOTCONN (NKV_STATUS_HOST_PATH), others -EIO. Anything unknown: -EIO.
  */
-int nkv_status_errno(uint16_t status);
+NKV_API int nkv_status_errno(uint16_t status);
 /** Human-readable name of an NVMe status ("Key Does Not Exist (SCT 1h SC 87h)"). Static storage. */
-const char *nkv_status_string(uint16_t status);
+NKV_API const char *nkv_status_string(uint16_t status);
+
+/**
+ * The version of the libnkv actually loaded ("0.1.0"), which can differ from the NKV_VERSION_STRING
+ * of the nkv_version.h a program was compiled with. Static storage; any thread.
+ */
+NKV_API const char *nkv_version(void);
 
 #ifdef __cplusplus
 }

@@ -29,26 +29,26 @@ struct nkv_devq;
  * at least 2) on shm controller @ctrl, with a QID libnkv's own queue pairs will not use.
  * @return 0, -EINVAL (not an shm controller), -ENOSPC (no QID left), -ENOMEM, or the target's -errno.
  */
-int nkv_devq_create(struct nkv_ctrl *ctrl, uint32_t entries, struct nkv_devq **out);
+NKV_API int nkv_devq_create(struct nkv_ctrl *ctrl, uint32_t entries, struct nkv_devq **out);
 
 /** Delete the queues on the controller (the SQ, then the CQ) and free the memory. */
-void nkv_devq_destroy(struct nkv_devq *q);
+NKV_API void nkv_devq_destroy(struct nkv_devq *q);
 
 /** The queue pair as CPU code drives it (counters zeroed, slot table allocated). */
-struct nkv_dev_qp *nkv_devq_qp(struct nkv_devq *q);
+NKV_API struct nkv_dev_qp *nkv_devq_qp(struct nkv_devq *q);
 
 /** The ring memory (page aligned: SQ ring, then CQ ring) to map elsewhere (cudaHostRegister). */
-void *nkv_devq_mem(struct nkv_devq *q, size_t *len);
+NKV_API void *nkv_devq_mem(struct nkv_devq *q, size_t *len);
 
 /** The controller's register page (doorbells from 1000h), to map elsewhere. */
-void *nkv_ctrl_regs(struct nkv_ctrl *ctrl, size_t *len);
+NKV_API void *nkv_ctrl_regs(struct nkv_ctrl *ctrl, size_t *len);
 
 /**
  * The data pointer of @len bytes at @buf, which must lie inside one nkv_buf_alloc() buffer: PRP1, and
  * PRP2 or a PRP list written into @list (itself inside an nkv_buf_alloc() buffer, page aligned,
  * @list_pages pages). @return list pages used (>= 0), -EINVAL (not registered memory), -ENOSPC.
  */
-int nkv_devq_prp(struct nkv_ctrl *ctrl, const void *buf, uint32_t len, void *list, uint32_t list_pages,
+NKV_API int nkv_devq_prp(struct nkv_ctrl *ctrl, const void *buf, uint32_t len, void *list, uint32_t list_pages,
 		 uint64_t *prp1, uint64_t *prp2);
 
 /**
@@ -56,7 +56,7 @@ int nkv_devq_prp(struct nkv_ctrl *ctrl, const void *buf, uint32_t len, void *lis
  * nkv_shm_reg_cuda()), with a PRP list in @list as nkv_devq_prp() does it (@list must lie inside an
  * nkv_buf_alloc() buffer: the controller reads lists with its CPU). @return as nkv_devq_prp().
  */
-int nkv_devq_prp_iova(struct nkv_ctrl *ctrl, uint64_t iova, uint32_t len, void *list, uint32_t list_pages,
+NKV_API int nkv_devq_prp_iova(struct nkv_ctrl *ctrl, uint64_t iova, uint32_t len, void *list, uint32_t list_pages,
 		      uint64_t *prp1, uint64_t *prp2);
 
 /**
@@ -70,14 +70,14 @@ int nkv_devq_prp_iova(struct nkv_ctrl *ctrl, uint64_t iova, uint32_t len, void *
  * runtime on the target), -ENODEV (the handle cannot be opened there), -EEXIST, -ENOSPC, ...
  * The target may load the CUDA runtime on the first call: allow for it in the controller's timeout.
  */
-int nkv_shm_reg_cuda(struct nkv_ctrl *ctrl, const void *ipc_handle64, int device, uint64_t offset, uint64_t len,
+NKV_API int nkv_shm_reg_cuda(struct nkv_ctrl *ctrl, const void *ipc_handle64, int device, uint64_t offset, uint64_t len,
 		     uint64_t *iova_out, uint32_t flags);
 
 /** End a region of nkv_shm_reg_cuda() (DEREG). @return 0, -EBUSY (in use), -ENOENT, -EINVAL. */
-int nkv_shm_dereg_cuda(struct nkv_ctrl *ctrl, uint64_t iova);
+NKV_API int nkv_shm_dereg_cuda(struct nkv_ctrl *ctrl, uint64_t iova);
 
 /** List pages nkv_devq_prp() needs for @len bytes starting on a page boundary. */
-uint32_t nkv_devq_prp_pages(uint32_t len);
+NKV_API uint32_t nkv_devq_prp_pages(uint32_t len);
 
 #ifdef __cplusplus
 }

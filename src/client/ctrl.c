@@ -174,7 +174,7 @@ int nkv_ctrl_fabrics_connect(struct nkv_ctrl *ctrl, struct nkv_qpair *qp, uint16
 	int rc = nkv_exec(qp, &sqe, &d, sizeof(d), &cpl);
 	if (rc == 0) {
 		if (cpl.dw0 & (1u << 17)) {
-			NKV_WARN("libnkv: %s requires authentication (DH-HMAC-CHAP), which libnkv lacks", ctrl->subnqn);
+			NKV_WARN("%s requires authentication (DH-HMAC-CHAP), which libnkv lacks", ctrl->subnqn);
 			return -EACCES;
 		}
 		if (cntlid_out)
@@ -182,7 +182,7 @@ int nkv_ctrl_fabrics_connect(struct nkv_ctrl *ctrl, struct nkv_qpair *qp, uint16
 		return 0;
 	}
 	if (cpl.status && cpl.status != NKV_STATUS_HOST_PATH) {
-		NKV_DEBUG("libnkv: Connect qid %u to %s: status %#x DW0 %#x", qp->qid, ctrl->subnqn, cpl.status,
+		NKV_DEBUG("Connect qid %u to %s: status %#x DW0 %#x", qp->qid, ctrl->subnqn, cpl.status,
 			  cpl.dw0);
 		return connect_errno(&cpl);
 	}
@@ -246,8 +246,8 @@ static int enable(struct nkv_ctrl *ctrl)
 		rc = wait_rdy(ctrl, true);
 	if (rc == 0) {
 		uint64_t vs;
-		rc = prop_get(ctrl, NKV_REG_VS, false, &vs);
-		ctrl->vs = (uint32_t)vs;
+		if ((rc = prop_get(ctrl, NKV_REG_VS, false, &vs)) == 0) /* vs is unset when it fails */
+			ctrl->vs = (uint32_t)vs;
 	}
 	return rc;
 }
@@ -311,7 +311,7 @@ static void *ka_main(void *arg)
 		int rc = nkv_admin(ctrl, &sqe, NULL, 0, NULL);
 		pthread_mutex_lock(&ctrl->ka_mu);
 		if (rc && ctrl->admin->err) {
-			NKV_WARN("libnkv: keep alive to %s failed: %s; admin queue is down", ctrl->subnqn,
+			NKV_WARN("keep alive to %s failed: %s; admin queue is down", ctrl->subnqn,
 				 strerror(-rc));
 			break;
 		}
@@ -367,7 +367,7 @@ int nkv_connect(const char *traddr, const char *trsvcid, const char *subnqn, con
 	if (rc == 0)
 		rc = nkv_ctrl_identify_cmd(ctrl, NKV_CNS_CTRLR, 0, 0, &ctrl->id);
 	if (rc == 0 && nkv_get16(&ctrl->id.cntlid) != ctrl->cntlid) {
-		NKV_WARN("libnkv: Identify CNTLID %u differs from the Connect CNTLID %u", nkv_get16(&ctrl->id.cntlid),
+		NKV_WARN("Identify CNTLID %u differs from the Connect CNTLID %u", nkv_get16(&ctrl->id.cntlid),
 			 ctrl->cntlid);
 		rc = -EPROTO;
 	}
@@ -382,13 +382,13 @@ int nkv_connect(const char *traddr, const char *trsvcid, const char *subnqn, con
 			rc = -EAGAIN;
 	}
 	if (rc) {
-		NKV_DEBUG("libnkv: connect %s at %s:%s failed: %s", subnqn, traddr, ctrl->trsvcid, strerror(-rc));
+		NKV_DEBUG("connect %s at %s:%s failed: %s", subnqn, traddr, ctrl->trsvcid, strerror(-rc));
 		ka_stop(ctrl);
 		nkv_tcp_qp_close(ctrl->admin);
 		nkv_ctrl_free_mem(ctrl);
 		return rc;
 	}
-	NKV_INFO("libnkv: connected to %s at %s:%s, cntlid %u, %u I/O queues", subnqn, traddr, ctrl->trsvcid,
+	NKV_INFO("connected to %s at %s:%s, cntlid %u, %u I/O queues", subnqn, traddr, ctrl->trsvcid,
 		 ctrl->cntlid, ctrl->nio);
 	*out = ctrl;
 	return 0;

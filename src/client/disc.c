@@ -63,7 +63,7 @@ static int read_log(struct nkv_ctrl *ctrl, struct nkv_disc_entry **entries, unsi
 		return rc;
 	uint64_t gen = nkv_get64(&hdr.genctr), numrec = nkv_get64(&hdr.numrec);
 	if (numrec > DISC_MAX_RECORDS) {
-		NKV_WARN("libnkv: discovery log claims %llu records", (unsigned long long)numrec);
+		NKV_WARN("discovery log claims %llu records", (unsigned long long)numrec);
 		return -EPROTO;
 	}
 	size_t bytes = (size_t)numrec * sizeof(struct nkv_disc_log_entry);

@@ -96,7 +96,7 @@ int nkv_exec_flags(struct nkv_qpair *qp, const struct nkv_sqe *sqe, void *buf, u
 			 * The command may still run on the target and its data would land in @buf after we
 			 * return: fail the queue so nothing can touch the caller's buffer any more.
 			 */
-			NKV_WARN("libnkv: qid %u: command %#x timed out after %d ms; closing the queue", qp->qid,
+			NKV_WARN("qid %u: command %#x timed out after %d ms; closing the queue", qp->qid,
 				 sqe->opc, qp->timeout_ms);
 			qp->ops->fail(qp, -ETIMEDOUT);
 			break;

@@ -156,7 +156,7 @@ int nkv_shm_qp_alloc(struct nkv_ctrl *ctrl, uint16_t qid, uint16_t entries, uint
 	s->cq.size = entries;
 	s->cq.phase = 1;
 	if (!s->sq.db || !s->cq.db) {
-		NKV_WARN("libnkv: shm qid %u: doorbells beyond the %u-byte register page", qid, sc->reg_size);
+		NKV_WARN("shm qid %u: doorbells beyond the %u-byte register page", qid, sc->reg_size);
 		rc = -EPROTO;
 		goto fail;
 	}
@@ -258,7 +258,7 @@ static void shm_fail(struct nkv_qpair *qp, int err)
 	if (qp->err)
 		return;
 	qp->err = err ? err : -ECONNRESET;
-	NKV_DEBUG("libnkv: shm qid %u failed: %s", qp->qid, strerror(-qp->err));
+	NKV_DEBUG("shm qid %u failed: %s", qp->qid, strerror(-qp->err));
 	struct nkv_cpl cpl = {.status = NKV_STATUS_HOST_PATH};
 	for (uint16_t i = 0; i < qp->depth; i++)
 		if (qp->shm->slots[i].busy) {
@@ -401,7 +401,7 @@ static int reap(struct nkv_qpair *qp)
 		const struct nkv_cqe *c = &batch[n];
 		uint16_t cid = nkv_get16(&c->cid), sqhd = nkv_get16(&c->sqhd), sqid = nkv_get16(&c->sqid);
 		if (cid >= qp->depth || !s->slots[cid].busy || sqid != qp->qid || sqhd >= s->sq.size) {
-			NKV_WARN("libnkv: shm qid %u: bad CQE at head %u: CID %u SQID %u SQHD %u status %#x", qp->qid,
+			NKV_WARN("shm qid %u: bad CQE at head %u: CID %u SQID %u SQHD %u status %#x", qp->qid,
 				 s->cq.head, cid, sqid, sqhd, nkv_get16(&c->status));
 			if (n)
 				nkv_cq_ring(&s->cq);
@@ -423,7 +423,7 @@ static int reap(struct nkv_qpair *qp)
 		};
 		struct nkv_shm_slot *sl = &s->slots[nkv_get16(&batch[i].cid)];
 		if (!sl->busy) { /* the same CID twice in one batch */
-			NKV_WARN("libnkv: shm qid %u: CID %u completed twice", qp->qid, nkv_get16(&batch[i].cid));
+			NKV_WARN("shm qid %u: CID %u completed twice", qp->qid, nkv_get16(&batch[i].cid));
 			return -EPROTO;
 		}
 		slot_complete(qp, sl, &cpl, true);
@@ -484,7 +484,7 @@ static int queue_cmd(struct nkv_ctrl *ctrl, uint8_t opc, uint16_t qid, uint16_t 
 	nkv_put32(&sqe.cdw11, cdw11);
 	int rc = nkv_admin_flags(ctrl, &sqe, NULL, 0, &cpl, NKV_SUBMIT_RAW_DPTR);
 	if (rc)
-		NKV_DEBUG("libnkv: shm admin %#x qid %u: %s (status %#x)", opc, qid, strerror(-rc), cpl.status);
+		NKV_DEBUG("shm admin %#x qid %u: %s (status %#x)", opc, qid, strerror(-rc), cpl.status);
 	return rc;
 }
 

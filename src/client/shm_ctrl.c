@@ -122,7 +122,7 @@ static int request(struct nkv_shm_ctrl *s, const void *msg, size_t len, int fd_i
 		goto broken;
 	}
 	if (n != (ssize_t)sizeof(*rep) || nkv_get32(&rep->hdr.magic) != NKV_SHM_MAGIC) {
-		NKV_WARN("libnkv: shm: bad reply (%zd bytes, magic %#x)", n, nkv_get32(&rep->hdr.magic));
+		NKV_WARN("shm: bad reply (%zd bytes, magic %#x)", n, nkv_get32(&rep->hdr.magic));
 		rc = -EPROTO;
 		goto broken;
 	}
@@ -152,7 +152,7 @@ int nkv_shm_reg(struct nkv_ctrl *ctrl, int fd, uint64_t offset, uint64_t len, ui
 	if (rc == 0)
 		rc = (int32_t)nkv_get32(&r.status);
 	if (rc)
-		NKV_DEBUG("libnkv: shm REG iova %#llx len %llu flags %#x: %s", (unsigned long long)iova,
+		NKV_DEBUG("shm REG iova %#llx len %llu flags %#x: %s", (unsigned long long)iova,
 			  (unsigned long long)len, flags, strerror(-rc));
 	return rc;
 }
@@ -168,7 +168,7 @@ int nkv_shm_dereg(struct nkv_ctrl *ctrl, uint64_t iova)
 	if (rc == 0)
 		rc = (int32_t)nkv_get32(&r.status);
 	if (rc)
-		NKV_DEBUG("libnkv: shm DEREG iova %#llx: %s", (unsigned long long)iova, strerror(-rc));
+		NKV_DEBUG("shm DEREG iova %#llx: %s", (unsigned long long)iova, strerror(-rc));
 	return rc;
 }
 
@@ -195,7 +195,7 @@ int nkv_shm_reg_cuda(struct nkv_ctrl *ctrl, const void *ipc_handle64, int device
 	if (rc == 0)
 		rc = (int32_t)nkv_get32(&r.status);
 	if (rc) {
-		NKV_DEBUG("libnkv: shm REG_CUDA device %d offset %llu len %llu at iova %#llx: %s", device,
+		NKV_DEBUG("shm REG_CUDA device %d offset %llu len %llu at iova %#llx: %s", device,
 			  (unsigned long long)offset, (unsigned long long)len, (unsigned long long)iova, strerror(-rc));
 		return rc;
 	}
@@ -238,11 +238,11 @@ int nkv_shm_alive(struct nkv_ctrl *ctrl)
 	struct nkv_shm_ctrl *s = ctrl->shm;
 	struct pollfd p = {.fd = s->sock, .events = POLLRDHUP};
 	if (s->sock < 0 || (poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR | POLLRDHUP | POLLNVAL)))) {
-		NKV_DEBUG("libnkv: shm: the target closed the socket");
+		NKV_DEBUG("shm: the target closed the socket");
 		return -ECONNRESET;
 	}
 	if (rd32(s, NKV_REG_CSTS) & NKV_CSTS_CFS) {
-		NKV_WARN("libnkv: shm: controller fatal status (CSTS.CFS)");
+		NKV_WARN("shm: controller fatal status (CSTS.CFS)");
 		return -EIO;
 	}
 	return 0;
@@ -284,12 +284,12 @@ static int hello(struct nkv_ctrl *ctrl)
 	if (rc == 0)
 		rc = (int32_t)nkv_get32(&r.status);
 	if (rc == 0 && fd < 0) {
-		NKV_WARN("libnkv: shm: HELLO reply without the register memfd");
+		NKV_WARN("shm: HELLO reply without the register memfd");
 		rc = -EPROTO;
 	}
 	uint32_t size = nkv_get32(&r.reg_size);
 	if (rc == 0 && (size < NKV_SHM_DB_BASE + 8 || (size & 0xfff))) {
-		NKV_WARN("libnkv: shm: register page of %u bytes", size);
+		NKV_WARN("shm: register page of %u bytes", size);
 		rc = -EPROTO;
 	}
 	if (rc == 0) {
@@ -321,7 +321,7 @@ static int enable(struct nkv_ctrl *ctrl)
 
 	s->cap = ctrl->cap = rd64(s, NKV_REG_CAP);
 	if (((s->cap >> NKV_CAP_MPSMIN_SHIFT) & 0xf) != 0 || ((s->cap >> NKV_CAP_DSTRD_SHIFT) & 0xf) != 0) {
-		NKV_WARN("libnkv: shm: CAP %#llx: MPSMIN and DSTRD must be 0", (unsigned long long)s->cap);
+		NKV_WARN("shm: CAP %#llx: MPSMIN and DSTRD must be 0", (unsigned long long)s->cap);
 		return -EPROTO;
 	}
 	uint32_t cc = rd32(s, NKV_REG_CC);
@@ -330,7 +330,7 @@ static int enable(struct nkv_ctrl *ctrl)
 		wr32(s, NKV_REG_CC, cc & ~NKV_CC_EN);
 		rc = wait_csts(s, NKV_CSTS_RDY, 0, false, &csts);
 		if (rc) {
-			NKV_WARN("libnkv: shm: CSTS.RDY stayed 1 after CC.EN = 0 (CSTS %#x)", csts);
+			NKV_WARN("shm: CSTS.RDY stayed 1 after CC.EN = 0 (CSTS %#x)", csts);
 			return rc;
 		}
 	}
@@ -345,7 +345,7 @@ static int enable(struct nkv_ctrl *ctrl)
 	wr32(s, NKV_REG_CC, NKV_CC_EN | css << 4 | 6u << 16 | 4u << 20); /* MPS 0, AMS 0, IOSQES 6, IOCQES 4 */
 	rc = wait_csts(s, NKV_CSTS_RDY, NKV_CSTS_RDY, true, &csts);
 	if (rc) {
-		NKV_WARN("libnkv: shm: enable failed: %s (CSTS %#x, CC %#x)",
+		NKV_WARN("shm: enable failed: %s (CSTS %#x, CC %#x)",
 			 rc == -EIO ? "controller fatal status" : "CSTS.RDY not set within CAP.TO", csts,
 			 rd32(s, NKV_REG_CC));
 		return rc;
@@ -431,7 +431,7 @@ int nkv_connect_shm_nqn(const char *path, const char *subnqn, const struct nkv_c
 	if (rc == 0)
 		rc = nkv_ctrl_identify_cmd(ctrl, NKV_CNS_CTRLR, 0, 0, &ctrl->id);
 	if (rc == 0 && nkv_get16(&ctrl->id.cntlid) != ctrl->cntlid) {
-		NKV_WARN("libnkv: shm: Identify CNTLID %u differs from the HELLO CNTLID %u",
+		NKV_WARN("shm: Identify CNTLID %u differs from the HELLO CNTLID %u",
 			 nkv_get16(&ctrl->id.cntlid), ctrl->cntlid);
 		rc = -EPROTO;
 	}
@@ -439,7 +439,7 @@ int nkv_connect_shm_nqn(const char *path, const char *subnqn, const struct nkv_c
 		char nqn[257];
 		snprintf(nqn, sizeof(nqn), "%.*s", (int)strnlen(ctrl->id.subnqn, 256), ctrl->id.subnqn);
 		if (subnqn && *subnqn && strcmp(nqn, subnqn) != 0) {
-			NKV_DEBUG("libnkv: shm: %s serves %s, not %s", path, nqn, subnqn);
+			NKV_DEBUG("shm: %s serves %s, not %s", path, nqn, subnqn);
 			rc = -ENOENT;
 		}
 		memcpy(ctrl->subnqn, nqn, sizeof(nqn));
@@ -451,13 +451,13 @@ int nkv_connect_shm_nqn(const char *path, const char *subnqn, const struct nkv_c
 		rc = want ? nkv_ctrl_set_num_queues(ctrl, want) : 0;
 	}
 	if (rc) {
-		NKV_DEBUG("libnkv: shm connect %s failed: %s", path, strerror(-rc));
+		NKV_DEBUG("shm connect %s failed: %s", path, strerror(-rc));
 		admin_free(ctrl);
 		shm_state_free(ctrl);
 		nkv_ctrl_free_mem(ctrl);
 		return rc;
 	}
-	NKV_INFO("libnkv: connected to %s at shm:%s, cntlid %u, %u I/O queues, MQES %u", ctrl->subnqn, path,
+	NKV_INFO("connected to %s at shm:%s, cntlid %u, %u I/O queues, MQES %u", ctrl->subnqn, path,
 		 ctrl->cntlid, ctrl->nio, NKV_CAP_MQES(s->cap));
 	*out = ctrl;
 	return 0;
@@ -476,7 +476,7 @@ void nkv_shm_ctrl_close(struct nkv_ctrl *ctrl)
 		uint32_t cc = rd32(s, NKV_REG_CC), csts;
 		wr32(s, NKV_REG_CC, (cc & ~(3u << 14)) | 1u << 14);
 		if (wait_csts(s, NKV_CSTS_SHST_MASK, NKV_CSTS_SHST_DONE, false, &csts))
-			NKV_DEBUG("libnkv: shm: shutdown not complete within CAP.TO (CSTS %#x)", csts);
+			NKV_DEBUG("shm: shutdown not complete within CAP.TO (CSTS %#x)", csts);
 	}
 	admin_free(ctrl);
 	shm_state_free(ctrl);
@@ -528,7 +528,7 @@ void nkv_shm_buf_free(struct nkv_ctrl *ctrl, void *p)
 		}
 	pthread_rwlock_unlock(&s->buf_lock);
 	if (!b) {
-		NKV_WARN("libnkv: nkv_buf_free(%p): not a buffer of this controller", p);
+		NKV_WARN("nkv_buf_free(%p): not a buffer of this controller", p);
 		return;
 	}
 	nkv_shm_dereg(ctrl, b->iova);

@@ -45,7 +45,7 @@ static int queue_cmd(struct nkv_ctrl *ctrl, uint8_t opc, uint16_t qid, uint32_t 
 	nkv_put32(&sqe.cdw11, cdw11);
 	int rc = nkv_admin_flags(ctrl, &sqe, NULL, 0, &cpl, NKV_SUBMIT_RAW_DPTR);
 	if (rc)
-		NKV_DEBUG("libnkv: devq admin %#x qid %u: %s (status %#x)", opc, qid, strerror(-rc), cpl.status);
+		NKV_DEBUG("devq admin %#x qid %u: %s (status %#x)", opc, qid, strerror(-rc), cpl.status);
 	return rc;
 }
 

@@ -87,8 +87,10 @@ static int tcp_connect(const char *addr, const char *port, int64_t deadline)
 	unsigned long pn = strtoul(port, &end, 10);
 
 	/* A port is a number: a name would be looked up as a service, and fail as if the host did. */
-	if (!*port || *end || *port == '-' || *port == '+' || pn == 0 || pn > 65535)
+	if (!*port || *end || *port == '-' || *port == '+' || pn == 0 || pn > 65535) {
+		NKV_DEBUG("port '%s' is not a number from 1 to 65535", port);
 		return -EINVAL;
+	}
 	/* "[::1]", as the daemon's --listen writes IPv6 addresses: getaddrinfo wants it bare. */
 	if (n >= 2 && addr[0] == '[' && addr[n - 1] == ']' && n - 2 < sizeof(host)) {
 		memcpy(host, addr + 1, n - 2);
@@ -97,7 +99,7 @@ static int tcp_connect(const char *addr, const char *port, int64_t deadline)
 	}
 	int g = getaddrinfo(addr, port, &hints, &res);
 	if (g != 0) {
-		NKV_DEBUG("libnkv: resolve %s:%s: %s", addr, port, gai_strerror(g));
+		NKV_DEBUG("resolve %s:%s: %s", addr, port, gai_strerror(g));
 		/* -ENXIO: the name does not resolve, told apart from a host that does not answer. */
 		return g == EAI_SYSTEM ? -errno : -ENXIO;
 	}
@@ -175,11 +177,11 @@ static int ic_exchange(struct nkv_qpair *qp, int64_t deadline)
 	if (r[0] == NKV_TCP_PDU_C2H_TERM) {
 		if (plen > 8 && plen <= sizeof(r))
 			recv_all(qp->fd, r + 8, plen - 8, deadline);
-		NKV_WARN("libnkv: target refused ICReq: C2HTermReq FES %u", nkv_get16(r + 8));
+		NKV_WARN("target refused ICReq: C2HTermReq FES %u", nkv_get16(r + 8));
 		return -EPROTO;
 	}
 	if (r[0] != NKV_TCP_PDU_ICRESP || r[2] != 128 || plen != 128) {
-		NKV_WARN("libnkv: expected ICResp, got PDU type %u hlen %u plen %u", r[0], r[2], plen);
+		NKV_WARN("expected ICResp, got PDU type %u hlen %u plen %u", r[0], r[2], plen);
 		return -EPROTO;
 	}
 	rc = recv_all(qp->fd, r + 8, 120, deadline);
@@ -190,7 +192,7 @@ static int ic_exchange(struct nkv_qpair *qp, int64_t deadline)
 	uint32_t maxh2c = nkv_get32(&resp.maxr2t_or_maxh2cdata);
 	if (nkv_get16(&resp.pfv) != 0 || resp.pda > 31 || resp.dgst != ic.dgst ||
 	    maxh2c < NKV_TCP_MIN_MAXH2CDATA || (maxh2c & 3)) {
-		NKV_WARN("libnkv: bad ICResp: PFV %u CPDA %u DGST %u (asked %u) MAXH2CDATA %u",
+		NKV_WARN("bad ICResp: PFV %u CPDA %u DGST %u (asked %u) MAXH2CDATA %u",
 			 nkv_get16(&resp.pfv), resp.pda, resp.dgst, ic.dgst, maxh2c);
 		return -EPROTO;
 	}
@@ -271,7 +273,7 @@ void nkv_tcp_qp_fail(struct nkv_qpair *qp, int err)
 		return;
 	qp->err = err ? err : -ECONNRESET;
 	if (qp->fd >= 0) {
-		NKV_DEBUG("libnkv: qid %u connection failed: %s", qp->qid, strerror(-qp->err));
+		NKV_DEBUG("qid %u connection failed: %s", qp->qid, strerror(-qp->err));
 		close(qp->fd);
 		qp->fd = -1;
 	}
@@ -539,7 +541,7 @@ static int on_rsp(struct nkv_qpair *qp)
 	uint16_t cid = nkv_get16(&cqe.cid);
 	struct nkv_req *r = req_of_cid(qp, cid);
 	if (!r || r->state == REQ_TX_CMD) {
-		NKV_WARN("libnkv: qid %u: CapsuleResp for unknown CID %u", qp->qid, cid);
+		NKV_WARN("qid %u: CapsuleResp for unknown CID %u", qp->qid, cid);
 		return -EPROTO;
 	}
 	uint16_t st = nkv_get16(&cqe.status) >> 1;
@@ -570,7 +572,7 @@ static int on_r2t(struct nkv_qpair *qp)
 	struct nkv_req *r = req_of_cid(qp, cid);
 	if (!r || r->state != REQ_WAIT || r->dir != DIR_H2C || r->icd || r->r2t_active || r2tl == 0 ||
 	    r2to > r->len || r2tl > r->len - r2to) {
-		NKV_WARN("libnkv: qid %u: unexpected R2T CID %u R2TO %u R2TL %u", qp->qid, cid, r2to, r2tl);
+		NKV_WARN("qid %u: unexpected R2T CID %u R2TO %u R2TL %u", qp->qid, cid, r2to, r2tl);
 		return -EPROTO;
 	}
 	r->ttag = nkv_get16(qp->rxh + 10);
@@ -599,7 +601,7 @@ static int on_c2h(struct nkv_qpair *qp, uint32_t hlen_hd)
 	    datal > r->len - datao || pdo < hlen_hd || plen != pdo + datal + dd ||
 	    ((flags & NKV_TCP_F_SUCCESS) && !(flags & NKV_TCP_F_LAST)) ||
 	    (datal && qp->ddgst && !(flags & NKV_TCP_F_DDGST))) {
-		NKV_WARN("libnkv: qid %u: bad C2HData CID %u DATAO %u DATAL %u PDO %u PLEN %u flags %#x", qp->qid,
+		NKV_WARN("qid %u: bad C2HData CID %u DATAO %u DATAL %u PDO %u PLEN %u flags %#x", qp->qid,
 			 cid, datao, datal, pdo, plen, flags);
 		return -EPROTO;
 	}
@@ -654,7 +656,7 @@ static void c2h_done(struct nkv_qpair *qp)
 	struct nkv_req *r = qp->rx_req;
 	uint32_t datal = nkv_get32(qp->rxh + 16);
 	if (qp->ddgst && datal && nkv_get32(qp->rx_ddgst) != nkv_crc32c_final(qp->rx_crc)) {
-		NKV_WARN("libnkv: qid %u: C2HData data digest mismatch (CID %u)", qp->qid,
+		NKV_WARN("qid %u: C2HData data digest mismatch (CID %u)", qp->qid,
 			 (unsigned)(r - qp->reqs));
 		r->data_err = true;
 	}
@@ -685,7 +687,7 @@ static int on_ch(struct nkv_qpair *qp)
 	uint8_t type = qp->rxh[0], hlen = qp->rxh[2];
 	uint32_t plen = nkv_get32(qp->rxh + 4);
 	if (hdr_expected_hlen(type) != hlen || plen < hlen) {
-		NKV_WARN("libnkv: qid %u: unexpected PDU type %u HLEN %u PLEN %u", qp->qid, type, hlen, plen);
+		NKV_WARN("qid %u: unexpected PDU type %u HLEN %u PLEN %u", qp->qid, type, hlen, plen);
 		return -EPROTO;
 	}
 	if (type == NKV_TCP_PDU_C2H_TERM) {
@@ -695,7 +697,7 @@ static int on_ch(struct nkv_qpair *qp)
 		return 0;
 	}
 	if (qp->hdgst && !(qp->rxh[1] & NKV_TCP_F_HDGST)) {
-		NKV_WARN("libnkv: qid %u: PDU type %u without the negotiated header digest", qp->qid, type);
+		NKV_WARN("qid %u: PDU type %u without the negotiated header digest", qp->qid, type);
 		return -EPROTO;
 	}
 	qp->rxh_need = hlen + (qp->hdgst ? 4u : 0u);
@@ -709,12 +711,12 @@ static int on_hdr(struct nkv_qpair *qp)
 	uint32_t plen = nkv_get32(qp->rxh + 4);
 
 	if (type == NKV_TCP_PDU_C2H_TERM) {
-		NKV_WARN("libnkv: qid %u: target terminated the connection: C2HTermReq FES %u FEI %#x", qp->qid,
+		NKV_WARN("qid %u: target terminated the connection: C2HTermReq FES %u FEI %#x", qp->qid,
 			 nkv_get16(qp->rxh + 8), nkv_get32(qp->rxh + 10));
 		return -EPROTO;
 	}
 	if (qp->hdgst && nkv_get32(qp->rxh + hlen) != nkv_crc32c(qp->rxh, hlen)) {
-		NKV_WARN("libnkv: qid %u: header digest mismatch (PDU type %u)", qp->qid, type);
+		NKV_WARN("qid %u: header digest mismatch (PDU type %u)", qp->qid, type);
 		return -EPROTO;
 	}
 	uint32_t hlen_hd = hlen + (qp->hdgst ? 4u : 0u);

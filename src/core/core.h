@@ -17,12 +17,15 @@
 #include "common/clock.h"
 #include "nkv/nkv_spec.h"
 #include "nkv/nkv_target.h"
+#include "nkv/nkv_version.h"
 #include "reactor/msgq.h"
 
 #define NKV_NQN_MAX 224    /* 223 bytes + NUL */
 #define NKV_AERL 3         /* 0's based: 4 Asynchronous Event Requests held */
 #define NKV_KAS 10         /* keep-alive granularity, 100 ms units */
-#define NKV_FW_REV "0.1.0"
+/* Identify Controller FR and the firmware slot log: the project version (CMakeLists.txt). */
+#define NKV_FW_REV NKV_VERSION_STRING
+_Static_assert(sizeof(NKV_FW_REV) <= 9, "the project version must fit Identify's 8-byte FR field");
 
 /** A transport address reported in the discovery log. */
 struct nkv_port {

@@ -145,7 +145,7 @@ static double pct(std::vector<double> &v, double p)
 static void usage(void)
 {
 	fprintf(stderr, "usage: nkv-gpu-demo --sock PATH [--keys N] [--value-size BYTES] [--batch B] [--mem host|vram]\n"
-			"                    [--seed S] [--nsid NSID] [--max-mem BYTES]\n");
+			"                    [--seed S] [--nsid NSID] [--max-mem BYTES] [--version]\n");
 	exit(64);
 }
 
@@ -156,7 +156,8 @@ int main(int argc, char **argv)
 	uint64_t max_mem = 2ull << 30;
 	static const struct option lo[] = {{"sock", 1, 0, 's'},  {"keys", 1, 0, 'n'}, {"value-size", 1, 0, 'v'},
 					   {"batch", 1, 0, 'b'}, {"mem", 1, 0, 'm'},  {"seed", 1, 0, 'S'},
-					   {"nsid", 1, 0, 'N'},  {"max-mem", 1, 0, 'M'}, {0, 0, 0, 0}};
+					   {"nsid", 1, 0, 'N'},  {"max-mem", 1, 0, 'M'}, {"version", 0, 0, 'V'},
+					   {0, 0, 0, 0}};
 	int o;
 	while ((o = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (o) {
@@ -168,6 +169,8 @@ int main(int argc, char **argv)
 		case 'S': seed = (uint32_t)strtoul(optarg, NULL, 0); break;
 		case 'N': nsid = (uint32_t)strtoul(optarg, NULL, 0); break;
 		case 'M': max_mem = strtoull(optarg, NULL, 0); break;
+		/* nkv_version(), not nkv_version.h: gpu_build.sh compiles these sources without the build tree */
+		case 'V': printf("nkv-gpu-demo %s\n", nkv_version()); return 0;
 		default: usage();
 		}
 	}

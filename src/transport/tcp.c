@@ -1432,7 +1432,8 @@ int nkv_tcp_listen(struct nkv_tcp *t, const char *addr, const char *port, bool a
 	int fd = -1, one = 1, rc;
 
 	if ((rc = getaddrinfo(addr && *addr ? addr : NULL, port, &hints, &ai)) != 0) {
-		NKV_ERR("tcp: cannot resolve %s:%s: %s", addr ? addr : "*", port, gai_strerror(rc));
+		/* debug: the caller reports the failure (the daemon names the address); one line, not two */
+		NKV_DEBUG("tcp: cannot resolve %s:%s: %s", addr ? addr : "*", port, gai_strerror(rc));
 		return rc == EAI_SYSTEM ? -errno : -EADDRNOTAVAIL;
 	}
 	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -1440,7 +1441,7 @@ int nkv_tcp_listen(struct nkv_tcp *t, const char *addr, const char *port, bool a
 	    bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 512) < 0 ||
 	    getsockname(fd, (struct sockaddr *)&ss, &sl) < 0) {
 		rc = -errno;
-		NKV_ERR("tcp: cannot listen on %s:%s: %s", addr ? addr : "*", port, strerror(-rc));
+		NKV_DEBUG("tcp: cannot listen on %s:%s: %s", addr ? addr : "*", port, strerror(-rc));
 		if (fd >= 0)
 			close(fd);
 		freeaddrinfo(ai);
@@ -1474,7 +1475,7 @@ int nkv_tcp_listen(struct nkv_tcp *t, const char *addr, const char *port, bool a
 	t->listeners = l;
 	if ((rc = nkv_reactor_add(&t->rs[0].r, fd, EPOLLIN, &l->ev)) < 0)
 		return rc;
-	NKV_INFO("tcp: listening on %s:%d%s", addr && *addr ? addr : "*", bound, advertise ? "" : " (not advertised)");
+	NKV_DEBUG("tcp: listening on %s:%d%s", addr && *addr ? addr : "*", bound, advertise ? "" : " (not advertised)");
 	return bound;
 }
 

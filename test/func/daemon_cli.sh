@@ -729,7 +729,7 @@ else
 fi
 grep -q "shutting down (up to $GRACE_MS ms" "$T/daemon1.log" && ok "the log says shutting down with --grace-ms $GRACE_MS (flag over the file's 10000)" ||
 	{ fail "the log lacks 'shutting down (up to $GRACE_MS ms'"; tail -5 "$T/daemon1.log" | sed 's/^/#   /'; }
-grep -q "rados-nkv: stopped" "$T/daemon1.log" && ok "the log says stopped" || { fail "the log lacks 'rados-nkv: stopped'"; tail -5 "$T/daemon1.log" | sed 's/^/#   /'; }
+grep -q "daemon: stopped$" "$T/daemon1.log" && ok "the log says stopped" || { fail "the log lacks 'daemon: stopped'"; tail -5 "$T/daemon1.log" | sed 's/^/#   /'; }
 [ ! -e "$T/rados-nkv.pid" ] && ok "the pid file is removed on a clean stop" || fail "the pid file $T/rados-nkv.pid is left behind"
 touch "$T/stop-load"
 end=$((SECONDS + 25))
@@ -768,7 +768,7 @@ if start_daemon "$T/daemon2.log" "${DFLAGS[@]}"; then
 		cmp -s "$T/v1m" "$T/r1m" && ok "after restart big1 is intact" || fail "after restart big1 differs (exit $RC)"
 	fi
 	stop_daemon INT 10
-	[ "$DRC" = 0 ] && grep -q "rados-nkv: stopped" "$T/daemon2.log" && ok "SIGINT when idle: exit 0 after $DMS ms, log says stopped" ||
+	[ "$DRC" = 0 ] && grep -q "daemon: stopped$" "$T/daemon2.log" && ok "SIGINT when idle: exit 0 after $DMS ms, log says stopped" ||
 		{ fail "SIGINT when idle: exit $DRC after $DMS ms"; tail -5 "$T/daemon2.log" | sed 's/^/#   /'; }
 else
 	fail "rados-nkv restarts on the same ports right away"

@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "common/log.h"
+#include "nkv/nkv_version.h"
 
 static const char g_usage[] =
 	"usage: nkv [options] <command> [args]\n"
@@ -52,6 +53,7 @@ static const char g_usage[] =
 	"      --hex             keys are given and printed as hex (binary keys)\n"
 	"      --timeout MS      connect and command timeout (default 30000)\n"
 	"  -v, --verbose         library debug log on stderr\n"
+	"  -V, --version         print the version and exit\n"
 	"  -h, --help            this help (also: nkv COMMAND --help)\n"
 	"\n"
 	"Keys are 1 to 16 bytes of text unless --hex. Sizes take K/M/G suffixes (binary).\n"
@@ -109,7 +111,7 @@ enum {
 
 /* A leading ':' tells a missing argument (':') from an unknown option ('?'); opterr is 0, the
  * messages are ours (so -o json reports them too). */
-static const char *const g_short = ":t:a:s:n:q:I:o:vh";
+static const char *const g_short = ":t:a:s:n:q:I:o:vhV";
 
 static const struct option g_opts[] = {
 	{"transport", required_argument, NULL, 't'},
@@ -126,6 +128,7 @@ static const struct option g_opts[] = {
 	{"timeout", required_argument, NULL, OPT_TIMEOUT},
 	{"verbose", no_argument, NULL, 'v'},
 	{"help", no_argument, NULL, 'h'},
+	{"version", no_argument, NULL, 'V'},
 	{"ns", no_argument, NULL, OPT_NS},
 	{"must-exist", no_argument, NULL, OPT_MUST_EXIST},
 	{"must-not-exist", no_argument, NULL, OPT_MUST_NOT_EXIST},
@@ -382,6 +385,10 @@ static int run(struct cli *c, int argc, char **argv)
 		case 'h':
 			help = true;
 			break;
+		case 'V':
+			/* libnkv's own version too: the CLI links it statically today, a packaged build may not */
+			printf("nkv %s (libnkv %s)\n", NKV_VERSION_STRING, nkv_version());
+			return EXIT_OK;
 		case OPT_NSID:
 			if (parse_size(optarg, &v) || v == 0 || v > 0xfffffffeull)
 				return cli_usage(c, "bad --nsid '%s'", optarg);

@@ -1,5 +1,6 @@
 /* config.c - JSON configuration file and command-line flags of the rados-nkv daemon (see config.h). */
 #include "config.h"
+#include "nkv/nkv_version.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -66,9 +67,11 @@ static void usage(FILE *f)
 		"                            shared-memory controllers live at once per host NQN (default 16)\n"
 		"      --grace-ms MS         on SIGINT/SIGTERM, time given to commands in flight (default 10000)\n"
 		"      --log-level LEVEL     error|warn|info|debug (default info)\n"
+		"      --log-syslog          log to syslog (journald) instead of stderr\n"
 		"      --pid-file PATH       write the process ID here once listening (refused if a live daemon\n"
 		"                            owns it; removed on exit)\n"
 		"      --check               validate the configuration, print what would be served, and exit\n"
+		"  -V, --version             print the version and exit\n"
 		"  -h, --help                this text\n");
 }
 
@@ -461,7 +464,7 @@ out:
 int conf_load_file(struct daemon_conf *c, const char *path)
 {
 	static const char *const top[] = {"backend", "listeners", "discovery", "subsystems", "tcp", "shm",
-					  "log_level", "shutdown_grace_ms", NULL};
+					  "log_level", "log_syslog", "shutdown_grace_ms", NULL};
 	static const char *const backend_keys[] = {"type", "ceph_conf", "keyring", "client_id", "op_timeout_s",
 						   "connect_timeout_s", "list_workers", "mem_max_object", NULL};
 	static const char *const tcp_keys[] = {"reactors", "in_capsule", "maxh2cdata", "max_queue_depth",
@@ -589,6 +592,8 @@ int conf_load_file(struct daemon_conf *c, const char *path)
 	const char *lvl = jstr(&j, root, "", "log_level");
 	if (lvl && set_log_level(c, lvl) < 0)
 		jfail(&j, "", "log_level", "must be error, warn, info or debug");
+	if (jbool(&j, root, "", "log_syslog"))
+		c->log_syslog = true;
 	v = c->grace_ms, jnum(&j, root, "", "shutdown_grace_ms", 0, 3600000, &v), c->grace_ms = (unsigned)v;
 	json_object_put(root);
 	return j.err;
@@ -601,7 +606,7 @@ enum { OPT_CEPH_CONF = 256, OPT_KEYRING, OPT_CLIENT_ID, OPT_OP_TIMEOUT, OPT_CONN
        OPT_LIST_WORKERS, OPT_CONN_BUF, OPT_HOST_BUF, OPT_R2T_MS, OPT_PDU_MS, OPT_SEND_MS, OPT_ICREQ_MS,
        OPT_TCP_CONNECT_MS, OPT_IDLE_ADMIN_MS, OPT_MAX_CONNS, OPT_MAX_HOST_CONNS, OPT_MAX_CTRLRS,
        OPT_MAX_HOST_CTRLRS, OPT_ALLOW_ANY, OPT_SHM_MODE, OPT_SHM_GROUP, OPT_CHECK, OPT_SHM_MAX_CTRLS,
-       OPT_SHM_MAX_CTRLS_HOST };
+       OPT_SHM_MAX_CTRLS_HOST, OPT_LOG_SYSLOG };
 
 int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 {
@@ -632,7 +637,8 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 		{"max-ctrlrs", required_argument, 0, OPT_MAX_CTRLRS},
 		{"max-host-ctrlrs", required_argument, 0, OPT_MAX_HOST_CTRLRS},
 		{"shm-max-ctrls", required_argument, 0, OPT_SHM_MAX_CTRLS},
-		{"shm-max-ctrls-per-host", required_argument, 0, OPT_SHM_MAX_CTRLS_HOST}, {0, 0, 0, 0},
+		{"shm-max-ctrls-per-host", required_argument, 0, OPT_SHM_MAX_CTRLS_HOST},
+		{"version", no_argument, 0, 'V'}, {"log-syslog", no_argument, 0, OPT_LOG_SYSLOG}, {0, 0, 0, 0},
 	};
 	bool cli_listeners = false, cli_subsys = false;
 	const char *loose = NULL; /* the first per-subsystem flag seen before any -s */
@@ -642,7 +648,7 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 
 	optind = 1;
 	int li = -1;
-	while ((li = -1, o = getopt_long(argc, argv, "c:b:l:d:s:p:n:a:r:S:h", opts, &li)) != -1) {
+	while ((li = -1, o = getopt_long(argc, argv, "c:b:l:d:s:p:n:a:r:S:hV", opts, &li)) != -1) {
 		struct conf_subsys *s;
 		switch (o) {
 		case 'c':
@@ -822,6 +828,12 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 			break;
 		case 'h':
 			usage(stdout);
+			exit(0);
+		case OPT_LOG_SYSLOG:
+			c->log_syslog = true;
+			break;
+		case 'V':
+			printf("rados-nkv %s\n", NKV_VERSION_STRING);
 			exit(0);
 		default:
 			usage(stderr);

@@ -44,6 +44,7 @@ struct daemon_conf {
 	struct conf_subsys subsys[CONF_MAX_SUBSYS];
 	unsigned nsubsys;
 	int log_level;       /* -1: unset */
+	bool log_syslog;     /* log to syslog(3) (journald) instead of stderr */
 	unsigned grace_ms;   /* shutdown: time given to commands in flight */
 	char pid_file[4096];
 	unsigned shm_mode;   /* permissions of the shm sockets; 0: 0660 */

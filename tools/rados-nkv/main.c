@@ -11,8 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#define NKV_LOG_COMPONENT "daemon"
 #include "common/log.h"
 #include "config.h"
 #include "nkv/nkv_target.h"
@@ -80,7 +82,7 @@ static int build(struct daemon_conf *c, struct nkv_target **tgt)
 	int rc;
 
 	if ((rc = nkv_target_create(&c->backend, tgt)) < 0) {
-		fprintf(stderr, "rados-nkv: cannot open the %s backend: %s%s\n", c->backend_name, strerror(-rc),
+		NKV_ERR("cannot open the %s backend: %s%s", c->backend_name, strerror(-rc),
 			backend_hint(c, rc));
 		return rc;
 	}
@@ -88,13 +90,13 @@ static int build(struct daemon_conf *c, struct nkv_target **tgt)
 		struct conf_subsys *s = &c->subsys[i];
 		struct nkv_subsys *ss;
 		if ((rc = nkv_subsys_add(*tgt, s->nqn, s->pool, &ss)) < 0) {
-			fprintf(stderr, "rados-nkv: cannot export pool '%s' as %s: %s%s\n", s->pool, s->nqn, strerror(-rc),
+			NKV_ERR("cannot export pool '%s' as %s: %s%s", s->pool, s->nqn, strerror(-rc),
 				rc == -ENOENT ? " (create it: ceph osd pool create <name>)" : "");
 			return rc;
 		}
 		for (unsigned j = 0; j < s->nhosts; j++)
 			if ((rc = nkv_subsys_allow_host(ss, s->hosts[j])) < 0) {
-				fprintf(stderr, "rados-nkv: bad host NQN '%s': %s\n", s->hosts[j], strerror(-rc));
+				NKV_ERR("bad host NQN '%s': %s", s->hosts[j], strerror(-rc));
 				return rc;
 			}
 		describe_access(s, who, sizeof(who));
@@ -102,10 +104,9 @@ static int build(struct daemon_conf *c, struct nkv_target **tgt)
 		for (unsigned j = 0; j < s->nns; j++) {
 			s->ns[j].rados_ns = s->rados_ns[j];
 			if ((rc = nkv_ns_add(ss, &s->ns[j])) < 0) {
-				fprintf(stderr, "rados-nkv: %s: cannot add namespace %u (RADOS namespace '%s'): %s%s\n",
-					s->nqn, s->ns[j].nsid, s->rados_ns[j], strerror(-rc),
-					rc == -EFBIG ? " (its max value is above what the cluster stores; see the log line above)"
-						     : "");
+				NKV_ERR("%s: cannot add namespace %u (RADOS namespace '%s'): %s%s", s->nqn, s->ns[j].nsid,
+					s->rados_ns[j], strerror(-rc),
+					rc == -EFBIG ? " (its max value is above what the cluster stores; see the line above)" : "");
 				return rc;
 			}
 		}
@@ -120,18 +121,18 @@ static int listen_all(struct daemon_conf *c, struct nkv_tcp *tcp)
 	for (unsigned i = 0; i < c->nlisteners; i++) {
 		struct conf_listener *l = &c->listeners[i];
 		if ((port = nkv_tcp_listen(tcp, l->addr, l->port, true)) < 0) {
-			fprintf(stderr, "rados-nkv: cannot listen on %s:%s: %s\n", l->addr, l->port, strerror(-port));
+			NKV_ERR("cannot listen on %s:%s: %s", l->addr, l->port, strerror(-port));
 			return port;
 		}
-		fprintf(stderr, "rados-nkv: NVMe/TCP on %s:%d\n", l->addr, port);
+		NKV_INFO("NVMe/TCP on %s:%d", l->addr, port);
 	}
 	if (!c->no_discovery) {
 		if ((port = nkv_tcp_listen(tcp, c->discovery.addr, c->discovery.port, false)) < 0) {
-			fprintf(stderr, "rados-nkv: cannot listen for discovery on %s:%s: %s (use --discovery ADDR:PORT "
-					"or --discovery none)\n", c->discovery.addr, c->discovery.port, strerror(-port));
+			NKV_ERR("cannot listen for discovery on %s:%s: %s (use --discovery ADDR:PORT "
+					"or --discovery none)", c->discovery.addr, c->discovery.port, strerror(-port));
 			return port;
 		}
-		fprintf(stderr, "rados-nkv: discovery on %s:%d\n", c->discovery.addr, port);
+		NKV_INFO("discovery on %s:%d", c->discovery.addr, port);
 	}
 	return 0;
 }
@@ -147,7 +148,7 @@ static int listen_shm(struct daemon_conf *c, struct nkv_target *tgt, struct nkv_
 	if (*c->shm_group) {
 		struct group *g = getgrnam(c->shm_group);
 		if (!g) {
-			fprintf(stderr, "rados-nkv: --shm-group: no group named '%s'\n", c->shm_group);
+			NKV_ERR("--shm-group: no group named '%s'", c->shm_group);
 			return -ENOENT;
 		}
 		gid = g->gr_gid;
@@ -158,14 +159,14 @@ static int listen_shm(struct daemon_conf *c, struct nkv_target *tgt, struct nkv_
 		if (!*s->shm_path)
 			continue;
 		if (!*shm && (rc = nkv_shm_create(tgt, &c->shm, shm)) < 0) {
-			fprintf(stderr, "rados-nkv: cannot start the shared-memory transport: %s\n", strerror(-rc));
+			NKV_ERR("cannot start the shared-memory transport: %s", strerror(-rc));
 			return rc;
 		}
 		mode_t old = umask(0177);
 		rc = nkv_shm_listen(*shm, s->nqn, s->shm_path);
 		umask(old);
 		if (rc < 0) {
-			fprintf(stderr, "rados-nkv: cannot serve %s on %s: %s%s\n", s->nqn, s->shm_path, strerror(-rc),
+			NKV_ERR("cannot serve %s on %s: %s%s", s->nqn, s->shm_path, strerror(-rc),
 				rc == -EADDRINUSE ? " (another live daemon answers on it)"
 				: rc == -EEXIST  ? " (the path exists and is not a socket: not removed)"
 						 : "");
@@ -173,11 +174,11 @@ static int listen_shm(struct daemon_conf *c, struct nkv_target *tgt, struct nkv_
 		}
 		if ((gid != (gid_t)-1 && chown(s->shm_path, (uid_t)-1, gid) < 0) || chmod(s->shm_path, c->shm_mode) < 0) {
 			rc = -errno;
-			fprintf(stderr, "rados-nkv: cannot set the owner or mode of %s: %s\n", s->shm_path, strerror(-rc));
+			NKV_ERR("cannot set the owner or mode of %s: %s", s->shm_path, strerror(-rc));
 			return rc;
 		}
-		fprintf(stderr, "rados-nkv: shared memory for %s on %s (mode %04o%s%s)\n", s->nqn, s->shm_path,
-			c->shm_mode, *c->shm_group ? ", group " : "", c->shm_group);
+		NKV_INFO("shared memory for %s on %s (mode %04o%s%s)", s->nqn, s->shm_path, c->shm_mode,
+			 *c->shm_group ? ", group " : "", c->shm_group);
 	}
 	return 0;
 }
@@ -292,16 +293,18 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	nkv_log_set_level((enum nkv_log_level)conf.log_level);
+	if (conf.log_syslog)
+		nkv_log_to_syslog("rados-nkv");
 	long owner = *conf.pid_file ? pid_file_owner(conf.pid_file) : 0;
 	if (owner) {
-		fprintf(stderr, "rados-nkv: %s belongs to a running rados-nkv (pid %ld); stop it or use another "
-				"--pid-file\n", conf.pid_file, owner);
+		NKV_ERR("%s belongs to a running rados-nkv (pid %ld); stop it or use another --pid-file",
+			conf.pid_file, owner);
 		return 1;
 	}
 	if (strcmp(conf.backend_name, "rados") == 0 && (!*conf.client_id || strcmp(conf.client_id, "admin") == 0))
 		NKV_WARN("running as client.admin: a cephx user limited to the exported pools is safer (README: "
 			 "\"A dedicated cephx user\")");
-	/* Block the signals handled below before any thread starts, so only sigwait() sees them. */
+	/* Block the signals handled below before any thread starts, so only sigtimedwait() sees them. */
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGINT);
 	sigaddset(&sigs, SIGTERM);
@@ -312,7 +315,7 @@ int main(int argc, char **argv)
 	if (build(&conf, &tgt) < 0)
 		goto out;
 	if ((rc = nkv_tcp_create(tgt, &conf.tcp, &tcp)) < 0) {
-		fprintf(stderr, "rados-nkv: cannot start the NVMe/TCP transport: %s\n", strerror(-rc));
+		NKV_ERR("cannot start the NVMe/TCP transport: %s", strerror(-rc));
 		rc = 1;
 		goto out;
 	}
@@ -321,15 +324,20 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	if (*conf.pid_file && (rc = pid_file_write(conf.pid_file)) < 0) {
-		fprintf(stderr, "rados-nkv: cannot write %s: %s\n", conf.pid_file, strerror(-rc));
+		NKV_ERR("cannot write %s: %s", conf.pid_file, strerror(-rc));
 		rc = 1;
 		goto out;
 	}
 	pid_written = *conf.pid_file != '\0';
-	fprintf(stderr, "rados-nkv: ready: %u subsystem(s) on the %s backend\n", conf.nsubsys, conf.backend_name);
-	while (sigwait(&sigs, &sig) == 0 && sig == SIGHUP)
-		reload(cfile, argc, argv);
-	fprintf(stderr, "rados-nkv: %s: shutting down (up to %u ms for commands in flight)\n", strsignal(sig),
+	NKV_INFO("ready: %u subsystem(s) on the %s backend", conf.nsubsys, conf.backend_name);
+	/* Wake every second so that rate-limited log lines report their counts within a second of their
+	 * window's end, even when nothing else is logged; SIGHUP re-reads the configuration. */
+	while ((sig = sigtimedwait(&sigs, NULL, &(struct timespec){.tv_sec = 1})) < 0 || sig == SIGHUP) {
+		if (sig == SIGHUP)
+			reload(cfile, argc, argv);
+		nkv_log_tick();
+	}
+	NKV_INFO("%s: shutting down (up to %u ms for commands in flight)", strsignal(sig),
 		conf.grace_ms);
 	rc = 0;
 out:
@@ -339,6 +347,7 @@ out:
 	if (pid_written) /* every exit after it was written: never a stale pid file */
 		unlink(conf.pid_file);
 	if (rc == 0)
-		fprintf(stderr, "rados-nkv: stopped\n");
+		NKV_INFO("stopped");
+	nkv_log_flush();
 	return rc ? 1 : 0;
 }

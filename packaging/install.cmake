@@ -1,0 +1,74 @@
+# install.cmake - install rules (included from the top-level CMakeLists.txt): the daemon and the CLI,
+# libnkv (shared with a versioned SONAME, static, public headers, libnkv.pc), the example configuration,
+# the systemd unit rados-nkv@.service and man pages made with help2man where it exists.
+#
+# Destinations follow GNUInstallDirs and stay under the install prefix (cmake --install --prefix DIR
+# relocates everything), except those given as absolute paths: packagers pass
+# -DCMAKE_INSTALL_SYSCONFDIR=/etc, and NKV_SYSTEMD_UNITDIR may be set to /lib/systemd/system.
+include(GNUInstallDirs)
+set(NKV_SYSTEMD_UNITDIR lib/systemd/system CACHE STRING
+    "where rados-nkv@.service goes (relative: under the install prefix)")
+
+install(TARGETS rados-nkv nkv RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+if(TARGET nkv-gpu-demo)
+  install(TARGETS nkv-gpu-demo RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
+install(TARGETS nkv_shared nkv_client
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+# libnkv's API; nkv_target.h (the embedding API) is not installed: no target library is.
+install(FILES
+  ${CMAKE_SOURCE_DIR}/include/nkv/nkv.h
+  ${CMAKE_SOURCE_DIR}/include/nkv/nkv_spec.h
+  ${CMAKE_SOURCE_DIR}/include/nkv/nkv_dev.h
+  ${CMAKE_SOURCE_DIR}/include/nkv/nkv_devq.h
+  ${CMAKE_SOURCE_DIR}/include/nkv/nkv_shm.h
+  ${NKV_GEN_INC}/nkv/nkv_version.h
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/nkv)
+install(FILES ${CMAKE_SOURCE_DIR}/conf/rados-nkv.json RENAME example.json
+        DESTINATION ${CMAKE_INSTALL_SYSCONFDIR}/rados-nkv)
+
+# libnkv.pc and the unit name installed paths, which are known only at install time (--prefix, and
+# DESTDIR must not appear in them): configure them then, from the prefix the install runs with.
+set(NKV_PKG_DIR ${CMAKE_BINARY_DIR}/packaging)
+install(CODE "
+  set(p \"\${CMAKE_INSTALL_PREFIX}\")
+  foreach(d LIBDIR:${CMAKE_INSTALL_LIBDIR} INCLUDEDIR:${CMAKE_INSTALL_INCLUDEDIR}
+            BINDIR:${CMAKE_INSTALL_BINDIR} SYSCONFDIR:${CMAKE_INSTALL_SYSCONFDIR})
+    string(REPLACE \":\" \";\" d \"\${d}\")
+    list(GET d 0 name)
+    list(GET d 1 dir)
+    if(NOT IS_ABSOLUTE \"\${dir}\")
+      set(dir \"\${p}/\${dir}\")
+    endif()
+    set(NKV_\${name} \"\${dir}\")
+  endforeach()
+  set(NKV_PREFIX \"\${p}\")
+  set(NKV_VERSION \"${PROJECT_VERSION}\")
+  configure_file(\"${CMAKE_SOURCE_DIR}/packaging/libnkv.pc.in\" \"${NKV_PKG_DIR}/libnkv.pc\" @ONLY)
+  configure_file(\"${CMAKE_SOURCE_DIR}/packaging/rados-nkv@.service.in\" \"${NKV_PKG_DIR}/rados-nkv@.service\" @ONLY)
+")
+install(FILES ${NKV_PKG_DIR}/libnkv.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+install(FILES ${NKV_PKG_DIR}/rados-nkv@.service DESTINATION ${NKV_SYSTEMD_UNITDIR})
+
+# Man pages from --help and --version (Debian: help2man). Without help2man none are built or installed.
+find_program(HELP2MAN help2man)
+if(HELP2MAN AND NOT CMAKE_CROSSCOMPILING)
+  set(NKV_MAN_DIR ${CMAKE_BINARY_DIR}/man)
+  add_custom_command(OUTPUT ${NKV_MAN_DIR}/rados-nkv.8
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${NKV_MAN_DIR}
+    COMMAND ${HELP2MAN} --no-info --section=8 "--name=NVMe Key-Value target over Ceph RADOS"
+            --output=${NKV_MAN_DIR}/rados-nkv.8 $<TARGET_FILE:rados-nkv>
+    DEPENDS rados-nkv VERBATIM)
+  add_custom_command(OUTPUT ${NKV_MAN_DIR}/nkv.1
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${NKV_MAN_DIR}
+    COMMAND ${HELP2MAN} --no-info --section=1 "--name=NVMe Key-Value client for rados-nkv"
+            --output=${NKV_MAN_DIR}/nkv.1 $<TARGET_FILE:nkv>
+    DEPENDS nkv VERBATIM)
+  add_custom_target(man ALL DEPENDS ${NKV_MAN_DIR}/rados-nkv.8 ${NKV_MAN_DIR}/nkv.1)
+  install(FILES ${NKV_MAN_DIR}/rados-nkv.8 DESTINATION ${CMAKE_INSTALL_MANDIR}/man8)
+  install(FILES ${NKV_MAN_DIR}/nkv.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+  message(STATUS "man pages: ${HELP2MAN}")
+else()
+  message(STATUS "man pages: help2man not found, none built")
+endif()
