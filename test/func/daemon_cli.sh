@@ -498,6 +498,8 @@ HID=0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f0
 printf '%s\n' "${HID^^}" >"$T/hostid"
 NKV_HOSTNQN_FILE="$T/hostnqn" nk -n "$NQN_ALLOW" exist edge
 check "the host NQN file (an allowed NQN, padded with whitespace) gets through the allowlist without -q" 0 "edge: exists"
+run 10 "$CLI" -o json --version
+check_json "--version -o json is one JSON object"
 NKV_HOSTNQN_FILE="$T/hostnqn" NKV_HOSTID_FILE="$T/hostid" run 10 "$CLI" -o json show-host
 [ "$(json_get 'j["hostnqn"], j["hostid"], j["hostnqn_source"], j["hostid_source"]')" = "$HOST_OK $HID file file" ] &&
 	ok "show-host -o json: NQN and ID from their files, trimmed, ID in lower case" || { fail "show-host from files"; show; }

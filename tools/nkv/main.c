@@ -387,7 +387,11 @@ static int run(struct cli *c, int argc, char **argv)
 			break;
 		case 'V':
 			/* libnkv's own version too: the CLI links it statically today, a packaged build may not */
-			printf("nkv %s (libnkv %s)\n", NKV_VERSION_STRING, nkv_version());
+			if (c->json)
+				printf("{\"command\": \"version\", \"nkv\": \"%s\", \"libnkv\": \"%s\"}\n",
+				       NKV_VERSION_STRING, nkv_version());
+			else
+				printf("nkv %s (libnkv %s)\n", NKV_VERSION_STRING, nkv_version());
 			return EXIT_OK;
 		case OPT_NSID:
 			if (parse_size(optarg, &v) || v == 0 || v > 0xfffffffeull)
