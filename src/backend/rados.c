@@ -231,10 +231,14 @@ static int rados_open(const struct nkv_backend_conf *conf, struct nkv_kvdev **ou
 		d->fsid[0] = '\0';
 	for (unsigned i = 0; i < FLIGHT_SHARDS; i++)
 		pthread_mutex_init(&d->flight[i].lock, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* timed waits: see nkv_abstime_in_ms() */
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_cond_init(&d->cond, NULL);
-	pthread_cond_init(&d->wd_cond, NULL);
-	pthread_cond_init(&d->refresh_cond, NULL);
+	pthread_cond_init(&d->wd_cond, &ca);
+	pthread_cond_init(&d->refresh_cond, &ca);
+	pthread_condattr_destroy(&ca);
 	rc = -pthread_create(&d->watchdog, NULL, watchdog_main, d);
 	wd = rc == 0;
 	if (rc == 0)
@@ -448,13 +452,7 @@ static void *watchdog_main(void *arg)
 
 	pthread_mutex_lock(&d->lock);
 	while (!d->stop) {
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += WATCHDOG_TICK_MS * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		struct timespec ts = nkv_abstime_in_ms(WATCHDOG_TICK_MS);
 		pthread_cond_timedwait(&d->wd_cond, &d->lock, &ts);
 		pthread_mutex_unlock(&d->lock);
 		uint64_t now = nkv_now_ms(), oldest = now;
@@ -494,15 +492,8 @@ static void *refresher_main(void *arg)
 		int rc2 = rados_wait_for_latest_osdmap(d->list_cluster);
 		atomic_fetch_add(&d->refreshes, 1);
 		NKV_DEBUG("rados: OSD map refreshed in %" PRIu64 " ms (%d, %d)", nkv_now_ms() - t0, rc, rc2);
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		uint64_t wait = nkv_now_ms() - t0 < REFRESH_EVERY_MS ? REFRESH_EVERY_MS - (nkv_now_ms() - t0) : 0;
-		ts.tv_sec += (time_t)(wait / 1000);
-		ts.tv_nsec += (long)(wait % 1000) * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		uint64_t took = nkv_now_ms() - t0;
+		struct timespec ts = nkv_abstime_in_ms(took < REFRESH_EVERY_MS ? REFRESH_EVERY_MS - took : 0);
 		pthread_mutex_lock(&d->lock);
 		while (!d->stop && pthread_cond_timedwait(&d->refresh_cond, &d->lock, &ts) == 0)
 			; /* rate limit: a kick during the pause only leaves refresh_wanted set */

@@ -291,14 +291,7 @@ static void *ka_main(void *arg)
 
 	pthread_mutex_lock(&ctrl->ka_mu);
 	while (!ctrl->ka_stop) {
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_sec += period / 1000;
-		ts.tv_nsec += (long)(period % 1000) * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		struct timespec ts = nkv_abstime_in_ms(period);
 		int w = 0;
 		while (!ctrl->ka_stop && w != ETIMEDOUT)
 			w = pthread_cond_timedwait(&ctrl->ka_cv, &ctrl->ka_mu, &ts);

@@ -13,4 +13,22 @@ static inline uint64_t nkv_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/**
+ * The CLOCK_MONOTONIC time @ms from now, as pthread_cond_timedwait() wants it (the condition
+ * variable must be created with pthread_condattr_setclock(CLOCK_MONOTONIC): wall-clock jumps must
+ * not stretch or cut a wait).
+ */
+static inline struct timespec nkv_abstime_in_ms(uint64_t ms)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += (time_t)(ms / 1000);
+	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	return ts;
+}
+
 #endif

@@ -18,14 +18,7 @@ static void *stats_main(void *arg)
 
 	pthread_mutex_lock(&t->lock);
 	while (!t->stats_stop) {
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_sec += t->stats_ms / 1000;
-		ts.tv_nsec += (long)(t->stats_ms % 1000) * 1000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
+		struct timespec ts = nkv_abstime_in_ms(t->stats_ms);
 		pthread_cond_timedwait(&t->stats_cv, &t->lock, &ts);
 		struct nkv_subsys *first = t->subsystems; /* never unlinked before destroy joins us */
 		pthread_mutex_unlock(&t->lock);
