@@ -15,7 +15,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -27,7 +26,6 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,7 +35,7 @@
 #include "nkv/nkv_target.h"
 
 #include "check.h"
-#include "common/fdpass.h"
+#include "shm_host.h"
 
 unsigned h_pass, h_fail;
 
@@ -50,16 +48,10 @@ const char *__asan_default_options(void)
 	return "quarantine_size_mb=4";
 }
 
-#define SC(sct, sc) ((int)(((unsigned)(sct) << 8) | (unsigned)(sc)))
-#define ST_TIMEOUT (-1)
-#define TMO_MS 5000
-#define PG 4096u
 #define KIB 1024u
 #define MIB (1u << 20)
 #define SUBNQN "nqn.2026-11.io.rados-nkv:shm-abuse"
 #define HOSTFMT "nqn.2014-08.org.nvmexpress:uuid:00000000-0000-0000-0000-%012x"
-#define CC_ENABLE (NKV_CC_EN | (NKV_CC_CSS_IOCS << 4) | (6u << 16) | (4u << 20))
-#define MAIN_IOVA 0x1000000000ull
 
 static char g_dir[64], g_sock[128];
 static struct nkv_target *g_tgt;
@@ -71,11 +63,6 @@ static uint64_t now_us(void)
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return (uint64_t)t.tv_sec * 1000000 + (uint64_t)t.tv_nsec / 1000;
-}
-
-static uint64_t now_ms(void)
-{
-	return now_us() / 1000;
 }
 
 /** Anonymous resident memory of this process (the target's heap; host memfds are shmem). */
@@ -102,177 +89,18 @@ static double cpu_s(void)
 	return (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
-/* ---- a raw host (the shape of shm_proto.c's) ------------------------------------------------------ */
+/* ---- a raw host (shm_host.c; here only what this test does its own way) ------------------------- */
 
-struct host {
-	int sock;
-	uint8_t *regs;
-	uint32_t reg_size;
-	struct nkv_shm_reply hello;
-	int memfd;
-	uint8_t *mem;            /* the main region, at MAIN_IOVA */
-	uint64_t mem_len, brk;   /* bump allocator */
-	struct nkv_dev_sq asq;
-	struct nkv_dev_cq acq;
-	uint16_t cid;
-};
-
-struct qpair {
-	uint16_t qid;
-	struct nkv_dev_sq sq;
-	struct nkv_dev_cq cq;
-};
-
-static uint32_t rd32(struct host *h, uint32_t off)
-{
-	return __atomic_load_n((uint32_t *)(h->regs + off), __ATOMIC_ACQUIRE);
-}
-
-static void wr32(struct host *h, uint32_t off, uint32_t v)
-{
-	__atomic_store_n((uint32_t *)(h->regs + off), v, __ATOMIC_RELEASE);
-}
-
-static void wr64(struct host *h, uint32_t off, uint64_t v)
-{
-	wr32(h, off, (uint32_t)v);
-	wr32(h, off + 4, (uint32_t)(v >> 32));
-}
-
-static void hdr_init(struct nkv_shm_hdr *hd, uint16_t op)
-{
-	hd->magic = NKV_SHM_MAGIC;
-	hd->version = NKV_SHM_VERSION;
-	hd->op = op;
-}
-
-/** Receive one reply (and an fd if passed). @return 1, 0 connection closed, -1 timeout or error. */
-static int recv_reply(int sock, struct nkv_shm_reply *rep, int *fd, int ms)
-{
-	struct pollfd pf = {.fd = sock, .events = POLLIN};
-	int got;
-
-	if (fd)
-		*fd = -1;
-	if (poll(&pf, 1, ms) <= 0)
-		return -1;
-	ssize_t n = nkv_recv_fd(sock, rep, sizeof(*rep), &got, 0);
-	if (n == 0 || n == -ECONNRESET)
-		return 0;
-	if (n != (ssize_t)sizeof(*rep)) {
-		if (got >= 0)
-			close(got);
-		return -1;
-	}
-	if (fd)
-		*fd = got;
-	else if (got >= 0)
-		close(got);
-	return 1;
-}
-
-/** Is the socket closed by the peer within @ms? */
-static bool sock_closed(int sock, int ms)
-{
-	uint64_t end = now_ms() + (uint64_t)ms;
-	char b[64];
-
-	while (now_ms() < end) {
-		struct pollfd pf = {.fd = sock, .events = POLLIN};
-		if (poll(&pf, 1, 50) <= 0)
-			continue;
-		ssize_t n = recv(sock, b, sizeof(b), MSG_DONTWAIT);
-		if (n == 0 || (n < 0 && errno == ECONNRESET))
-			return true;
-	}
-	return false;
-}
-
-static int unix_connect(const char *path)
-{
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-
-	if (fd < 0 || strlen(path) >= sizeof(sa.sun_path)) {
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	memcpy(sa.sun_path, path, strlen(path) + 1);
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
-static void host_nqn(char *out, size_t n, unsigned id)
-{
-	snprintf(out, n, HOSTFMT, id);
-}
-
-/** Connect as host number @id and say HELLO; map the register page. @return 0, the reply's -errno, -EPROTO. */
+/** Connect as host number @id (host ID bytes id + i, NQN HOSTFMT) and say HELLO. @return as host_hello(). */
 static int host_connect(struct host *h, unsigned id)
 {
-	struct nkv_shm_hello m;
-	int fd;
+	uint8_t hostid[16];
+	char nqn[sizeof(((struct nkv_shm_hello *)0)->hostnqn)];
 
-	memset(h, 0, sizeof(*h));
-	h->memfd = -1;
-	if ((h->sock = unix_connect(g_sock)) < 0)
-		return -EPROTO;
-	memset(&m, 0, sizeof(m));
-	hdr_init(&m.hdr, NKV_SHM_HELLO);
 	for (int i = 0; i < 16; i++)
-		m.hostid[i] = (uint8_t)(id + (unsigned)i);
-	host_nqn(m.hostnqn, sizeof(m.hostnqn), id);
-	if (send(h->sock, &m, sizeof(m), MSG_NOSIGNAL) != (ssize_t)sizeof(m))
-		return -EPROTO;
-	if (recv_reply(h->sock, &h->hello, &fd, TMO_MS) != 1)
-		return -EPROTO;
-	if (h->hello.status != 0) {
-		if (fd >= 0)
-			close(fd);
-		return h->hello.status;
-	}
-	if (fd < 0 || h->hello.reg_size < NKV_SHM_DB_BASE + 8)
-		return -EPROTO;
-	h->reg_size = h->hello.reg_size;
-	h->regs = mmap(NULL, h->reg_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
-	if (h->regs == MAP_FAILED) {
-		h->regs = NULL;
-		return -EPROTO;
-	}
-	return 0;
-}
-
-/** REG or DEREG. @return the reply status, or -EPROTO without a reply. */
-static int host_req(struct host *h, uint16_t op, uint64_t iova, uint64_t len, int fd)
-{
-	struct nkv_shm_reg m = {.iova = iova, .len = len};
-	struct nkv_shm_reply rep;
-
-	hdr_init(&m.hdr, op);
-	if (nkv_send_fd(h->sock, &m, sizeof(m), fd) != (ssize_t)sizeof(m))
-		return -EPROTO;
-	if (recv_reply(h->sock, &rep, NULL, TMO_MS) != 1 || rep.hdr.op != op)
-		return -EPROTO;
-	return rep.status;
-}
-
-static void host_close(struct host *h)
-{
-	if (h->sock >= 0)
-		close(h->sock);
-	if (h->regs)
-		munmap(h->regs, h->reg_size);
-	if (h->mem)
-		munmap(h->mem, h->mem_len);
-	if (h->memfd >= 0)
-		close(h->memfd);
-	memset(h, 0, sizeof(*h));
-	h->sock = h->memfd = -1;
+		hostid[i] = (uint8_t)(id + (unsigned)i);
+	snprintf(nqn, sizeof(nqn), HOSTFMT, id);
+	return host_hello(h, g_sock, hostid, nqn);
 }
 
 /** Connect as host @id and register a sealed memfd of @len bytes at MAIN_IOVA. @return 0 or -errno. */
@@ -280,16 +108,7 @@ static int host_setup(struct host *h, unsigned id, uint64_t len)
 {
 	int rc = host_connect(h, id);
 
-	if (rc != 0)
-		return rc;
-	h->memfd = memfd_create("shm-abuse", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (h->memfd < 0 || ftruncate(h->memfd, (off_t)len) < 0 || fcntl(h->memfd, F_ADD_SEALS, F_SEAL_SHRINK) < 0 ||
-	    (h->mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, h->memfd, 0)) == MAP_FAILED) {
-		h->mem = NULL;
-		return -ENOMEM;
-	}
-	h->mem_len = len;
-	return host_req(h, NKV_SHM_REG, MAIN_IOVA, len, h->memfd);
+	return rc != 0 ? rc : host_main_region(h, len);
 }
 
 /** @len bytes of the main region, page aligned. @return the IOVA (0 when the region is used up). */
@@ -305,42 +124,18 @@ static uint64_t halloc(struct host *h, uint64_t len)
 	return MAIN_IOVA + at;
 }
 
-static void *hva(struct host *h, uint64_t iova)
-{
-	return h->mem + (iova - MAIN_IOVA);
-}
-
-/** Wait until any of @bits is set in CSTS. @return the last CSTS read. */
-static uint32_t wait_any(struct host *h, uint32_t bits, int ms)
-{
-	uint64_t end = now_ms() + (uint64_t)ms;
-	uint32_t v;
-
-	while (!((v = rd32(h, NKV_REG_CSTS)) & bits) && now_ms() < end)
-		usleep(200);
-	return v;
-}
-
 /** 32-entry admin queues in the main region, then CC.EN. @return CSTS once RDY or CFS is set. */
 static uint32_t ctrl_enable(struct host *h)
 {
 	uint16_t entries = 32;
 	uint64_t sq = halloc(h, (uint64_t)entries * 64), cq = halloc(h, (uint64_t)entries * 16);
 
-	h->asq = (struct nkv_dev_sq){.ring = hva(h, sq), .db = (volatile uint32_t *)(h->regs + nkv_db_sq_tail(0)),
-				     .size = entries};
-	h->acq = (struct nkv_dev_cq){.ring = hva(h, cq), .db = (volatile uint32_t *)(h->regs + nkv_db_cq_head(0)),
-				     .size = entries, .phase = 1};
+	host_rings(h, 0, sq, entries, cq, entries, &h->asq, &h->acq);
 	wr32(h, NKV_REG_AQA, (uint32_t)(entries - 1) | (uint32_t)(entries - 1) << 16);
 	wr64(h, NKV_REG_ASQ, sq);
 	wr64(h, NKV_REG_ACQ, cq);
 	wr32(h, NKV_REG_CC, CC_ENABLE);
 	return wait_any(h, NKV_CSTS_RDY | NKV_CSTS_CFS, TMO_MS);
-}
-
-static int cqe_code(const struct nkv_cqe *e)
-{
-	return (int)((nkv_get16(&e->status) >> 1) & 0x7ffu);
 }
 
 /** Wait (bounded) for the next CQE of @cq, consume it, write the head doorbell. @return 1, 0 on timeout. */
@@ -361,15 +156,6 @@ static int wait_cqe(struct nkv_dev_cq *cq, struct nkv_dev_sq *sq, struct nkv_cqe
 	return 1;
 }
 
-static int submit(struct host *h, struct nkv_dev_sq *sq, struct nkv_sqe *sqe)
-{
-	sqe->cid = ++h->cid;
-	int slot = nkv_sq_put(sq, sqe);
-	if (slot >= 0)
-		nkv_sq_ring(sq);
-	return slot;
-}
-
 /** Submit one command and wait up to @ms for its CQE. @return SCT << 8 | SC, or ST_TIMEOUT. */
 static int exec_cmd(struct host *h, struct nkv_dev_sq *sq, struct nkv_dev_cq *cq, struct nkv_sqe *sqe, int ms)
 {
@@ -378,18 +164,6 @@ static int exec_cmd(struct host *h, struct nkv_dev_sq *sq, struct nkv_dev_cq *cq
 	if (submit(h, sq, sqe) < 0 || !wait_cqe(cq, sq, &e, ms))
 		return ST_TIMEOUT;
 	return e.cid == sqe->cid ? cqe_code(&e) : ST_TIMEOUT;
-}
-
-static struct nkv_sqe sqe_adm(uint8_t opc, uint32_t cdw10, uint32_t cdw11, uint64_t prp1)
-{
-	struct nkv_sqe s;
-
-	memset(&s, 0, sizeof(s));
-	s.opc = opc;
-	nkv_put32(&s.cdw10, cdw10);
-	nkv_put32(&s.cdw11, cdw11);
-	nkv_put64(s.dptr, prp1);
-	return s;
 }
 
 static int admin_cmd(struct host *h, struct nkv_sqe *s)
@@ -426,10 +200,7 @@ static int create_qpair(struct host *h, uint16_t qid, uint16_t sqn, uint16_t cqn
 	if ((st = create_cq(h, qid, cqn, cq)) != 0 || (st = create_sq(h, qid, sqn, qid, sq)) != 0)
 		return st;
 	q->qid = qid;
-	q->sq = (struct nkv_dev_sq){.ring = hva(h, sq), .db = (volatile uint32_t *)(h->regs + nkv_db_sq_tail(qid)),
-				    .size = sqn};
-	q->cq = (struct nkv_dev_cq){.ring = hva(h, cq), .db = (volatile uint32_t *)(h->regs + nkv_db_cq_head(qid)),
-				    .size = cqn, .phase = 1};
+	host_rings(h, qid, sq, sqn, cq, cqn, &q->sq, &q->cq);
 	return 0;
 }
 

@@ -24,7 +24,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -36,6 +35,7 @@
 
 #include "check.h"
 #include "common/fdpass.h"
+#include "shm_host.h"
 
 unsigned h_pass, h_fail;
 
@@ -46,17 +46,11 @@ unsigned h_pass, h_fail;
 			CHECK(cond, __VA_ARGS__);                                                  \
 	} while (0)
 
-#define SC(sct, sc) ((int)(((unsigned)(sct) << 8) | (unsigned)(sc)))
 #define ST_OK 0
-#define ST_TIMEOUT (-1)
-#define TMO_MS 5000
-#define PG 4096u
 #define SUBNQN "nqn.2026-11.io.rados-nkv:shm"
 #define ACLNQN "nqn.2026-11.io.rados-nkv:shm-acl"
 #define GOODHOST "nqn.2014-08.org.nvmexpress:uuid:00000000-0000-0000-0000-00000000600d"
 #define BADHOST "nqn.2014-08.org.nvmexpress:uuid:00000000-0000-0000-0000-000000000bad"
-#define CC_ENABLE (NKV_CC_EN | (NKV_CC_CSS_IOCS << 4) | (6u << 16) | (4u << 20))
-#define MAIN_IOVA 0x1000000000ull  /* each host's main region */
 #define SMALL_MAX_REGIONS 4
 #define SMALL_MAX_BYTES (64ull << 20)
 #define BIG_KEY "death-key"
@@ -64,195 +58,16 @@ unsigned h_pass, h_fail;
 
 static char g_dir[64], g_s1[128], g_s2[128], g_acl[128];
 
-/* ---- time ---------------------------------------------------------------------------------------- */
-
-static uint64_t now_ms(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
-}
-
 /* ---- a raw host ------------------------------------------------------------------------------ */
 
-struct host {
-	int sock;
-	uint8_t *regs;
-	uint32_t reg_size;
-	struct nkv_shm_reply hello;
-	int memfd;
-	uint8_t *mem;            /* the main region, at MAIN_IOVA */
-	uint64_t mem_len, brk;   /* bump allocator */
-	struct nkv_dev_sq asq;
-	struct nkv_dev_cq acq;
-	uint16_t cid;
-};
-
-struct qpair {
-	uint16_t qid;
-	struct nkv_dev_sq sq;
-	struct nkv_dev_cq cq;
-};
-
-static uint32_t rd32(struct host *h, uint32_t off)
-{
-	return __atomic_load_n((uint32_t *)(h->regs + off), __ATOMIC_ACQUIRE);
-}
-
-static void wr32(struct host *h, uint32_t off, uint32_t v)
-{
-	__atomic_store_n((uint32_t *)(h->regs + off), v, __ATOMIC_RELEASE);
-}
-
-static uint64_t rd64(struct host *h, uint32_t off)
-{
-	return rd32(h, off) | (uint64_t)rd32(h, off + 4) << 32;
-}
-
-static void wr64(struct host *h, uint32_t off, uint64_t v)
-{
-	wr32(h, off, (uint32_t)v);
-	wr32(h, off + 4, (uint32_t)(v >> 32));
-}
-
-static void hdr_init(struct nkv_shm_hdr *hd, uint16_t op)
-{
-	hd->magic = NKV_SHM_MAGIC;
-	hd->version = NKV_SHM_VERSION;
-	hd->op = op;
-}
-
-/** Receive one reply (and an fd if passed). @return 1, 0 connection closed, -1 timeout or error. */
-static int recv_reply(int sock, struct nkv_shm_reply *rep, int *fd, int ms)
-{
-	struct pollfd pf = {.fd = sock, .events = POLLIN};
-	int got;
-
-	if (fd)
-		*fd = -1;
-	if (poll(&pf, 1, ms) <= 0)
-		return -1;
-	ssize_t n = nkv_recv_fd(sock, rep, sizeof(*rep), &got, 0);
-	if (n == 0 || n == -ECONNRESET)
-		return 0;
-	if (n != (ssize_t)sizeof(*rep)) {
-		if (got >= 0)
-			close(got);
-		return -1;
-	}
-	if (fd)
-		*fd = got;
-	else if (got >= 0)
-		close(got);
-	return 1;
-}
-
-/** Is the socket closed by the peer within @ms? */
-static bool sock_closed(int sock, int ms)
-{
-	uint64_t end = now_ms() + (uint64_t)ms;
-	char b[64];
-
-	while (now_ms() < end) {
-		struct pollfd pf = {.fd = sock, .events = POLLIN};
-		if (poll(&pf, 1, 100) <= 0)
-			continue;
-		ssize_t n = recv(sock, b, sizeof(b), MSG_DONTWAIT);
-		if (n == 0 || (n < 0 && errno == ECONNRESET))
-			return true;
-	}
-	return false;
-}
-
-static int unix_connect(const char *path)
-{
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-
-	if (strlen(path) >= sizeof(sa.sun_path)) { /* the harness's paths fit; say so if one does not */
-		fprintf(stderr, "socket path too long: %s\n", path);
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	memcpy(sa.sun_path, path, strlen(path) + 1);
-	if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-		close(fd);
-		fd = -1;
-	}
-	return fd;
-}
-
-/**
- * Connect and say HELLO; on success map the register page.
- * @return 0, the reply's -errno, or -EPROTO (no reply, no fd, mmap failed).
- */
+/** Say HELLO to @path as @hostnqn with this test's host ID. */
 static int host_connect(struct host *h, const char *path, const char *hostnqn)
 {
-	struct nkv_shm_hello m;
-	int fd, r;
+	uint8_t id[16];
 
-	memset(h, 0, sizeof(*h));
-	h->memfd = -1;
-	if ((h->sock = unix_connect(path)) < 0)
-		return -EPROTO;
-	memset(&m, 0, sizeof(m));
-	hdr_init(&m.hdr, NKV_SHM_HELLO);
-	for (int i = 0; i < 16; i++)
-		m.hostid[i] = (uint8_t)(0x60 + i);
-	snprintf(m.hostnqn, sizeof(m.hostnqn), "%s", hostnqn);
-	if (send(h->sock, &m, sizeof(m), MSG_NOSIGNAL) != (ssize_t)sizeof(m))
-		return -EPROTO;
-	if ((r = recv_reply(h->sock, &h->hello, &fd, TMO_MS)) != 1)
-		return -EPROTO;
-	if (h->hello.status != 0) {
-		if (fd >= 0)
-			close(fd);
-		return h->hello.status;
-	}
-	if (fd < 0 || h->hello.reg_size < NKV_SHM_DB_BASE + 8)
-		return -EPROTO;
-	h->reg_size = h->hello.reg_size;
-	h->regs = mmap(NULL, h->reg_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
-	if (h->regs == MAP_FAILED) {
-		h->regs = NULL;
-		return -EPROTO;
-	}
-	return 0;
-}
-
-/** REG or DEREG. @return the reply status, or -EPROTO without a reply. */
-static int host_req(struct host *h, uint16_t op, uint64_t iova, uint64_t len, uint64_t off, uint32_t flags, int fd)
-{
-	struct nkv_shm_reg m = {.iova = iova, .len = len, .offset = off, .flags = flags};
-	struct nkv_shm_reply rep;
-
-	hdr_init(&m.hdr, op);
-	if (nkv_send_fd(h->sock, &m, sizeof(m), fd) != (ssize_t)sizeof(m))
-		return -EPROTO;
-	if (recv_reply(h->sock, &rep, NULL, TMO_MS) != 1 || rep.hdr.op != op)
-		return -EPROTO;
-	return rep.status;
-}
-
-/** A memfd of @len bytes, sealed against shrinking when @seal; mapped here at *va. @return fd or -1. */
-static int mem_create(uint64_t len, bool seal, uint8_t **va)
-{
-	int fd = memfd_create("shm-proto", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-
-	if (fd < 0)
-		return -1;
-	if (ftruncate(fd, (off_t)len) < 0 || (seal && fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) < 0)) {
-		close(fd);
-		return -1;
-	}
-	if (va && (*va = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
-		*va = NULL;
-		close(fd);
-		return -1;
-	}
-	return fd;
+	for (int k = 0; k < 16; k++)
+		id[k] = (uint8_t)(0x60 + k);
+	return host_hello(h, path, id, hostnqn);
 }
 
 static int reg_mem(struct host *h, int fd, uint64_t iova, uint64_t len, uint64_t off, uint32_t flags)
@@ -260,31 +75,12 @@ static int reg_mem(struct host *h, int fd, uint64_t iova, uint64_t len, uint64_t
 	return host_req(h, NKV_SHM_REG, iova, len, off, flags, fd);
 }
 
-static void host_close(struct host *h)
-{
-	if (h->sock >= 0)
-		close(h->sock);
-	if (h->regs)
-		munmap(h->regs, h->reg_size);
-	if (h->mem)
-		munmap(h->mem, h->mem_len);
-	if (h->memfd >= 0)
-		close(h->memfd);
-	memset(h, 0, sizeof(*h));
-	h->sock = h->memfd = -1;
-}
-
 /** Connect to @path and register a main region of @len bytes at MAIN_IOVA. @return 0 or -errno. */
 static int host_setup(struct host *h, const char *path, uint64_t len)
 {
 	int rc = host_connect(h, path, GOODHOST);
 
-	if (rc != 0)
-		return rc;
-	if ((h->memfd = mem_create(len, true, &h->mem)) < 0)
-		return -ENOMEM;
-	h->mem_len = len;
-	return reg_mem(h, h->memfd, MAIN_IOVA, len, 0, 0);
+	return rc != 0 ? rc : host_main_region(h, len);
 }
 
 /** @len bytes of the main region, page aligned. @return the IOVA (0 when the region is used up). */
@@ -303,11 +99,6 @@ static uint64_t halloc(struct host *h, uint64_t len)
 	return MAIN_IOVA + at;
 }
 
-static void *hva(struct host *h, uint64_t iova)
-{
-	return h->mem + (iova - MAIN_IOVA);
-}
-
 /* ---- registers and bring-up -------------------------------------------------------------------- */
 
 /** Wait until (CSTS & @mask) == @want. @return the last CSTS read. */
@@ -321,17 +112,6 @@ static uint32_t wait_csts(struct host *h, uint32_t mask, uint32_t want, int ms)
 	return v;
 }
 
-/** Wait until any of @bits is set in CSTS. @return the last CSTS read. */
-static uint32_t wait_any(struct host *h, uint32_t bits, int ms)
-{
-	uint64_t end = now_ms() + (uint64_t)ms;
-	uint32_t v;
-
-	while (!((v = rd32(h, NKV_REG_CSTS)) & bits) && now_ms() < end)
-		usleep(200);
-	return v;
-}
-
 /**
  * Admin queues of @entries each in the main region (or at @asq/@acq when nonzero), then CC.
  * @return CSTS once RDY or CFS is set (or the bound passed).
@@ -340,10 +120,7 @@ static uint32_t ctrl_enable_at(struct host *h, uint16_t entries, uint32_t cc, ui
 {
 	uint64_t sq = halloc(h, (uint64_t)entries * 64), cq = halloc(h, (uint64_t)entries * 16);
 
-	h->asq = (struct nkv_dev_sq){.ring = hva(h, sq), .db = (volatile uint32_t *)(h->regs + nkv_db_sq_tail(0)),
-				     .size = entries};
-	h->acq = (struct nkv_dev_cq){.ring = hva(h, cq), .db = (volatile uint32_t *)(h->regs + nkv_db_cq_head(0)),
-				     .size = entries, .phase = 1};
+	host_rings(h, 0, sq, entries, cq, entries, &h->asq, &h->acq);
 	wr32(h, NKV_REG_AQA, (uint32_t)(entries - 1) | (uint32_t)(entries - 1) << 16);
 	wr64(h, NKV_REG_ASQ, asq ? asq : sq);
 	wr64(h, NKV_REG_ACQ, acq ? acq : cq);
@@ -368,11 +145,6 @@ static uint32_t ctrl_disable(struct host *h)
 }
 
 /* ---- commands and completions -------------------------------------------------------------------- */
-
-static int cqe_code(const struct nkv_cqe *e)
-{
-	return (int)((nkv_get16(&e->status) >> 1) & 0x7ffu);
-}
 
 /**
  * Wait (bounded) for the next CQE of @cq, check it (phase via nkv_cq_peek; SQHD within the SQ and
@@ -407,15 +179,6 @@ static int wait_cqe(struct nkv_dev_cq *cq, struct nkv_dev_sq *sq, struct nkv_cqe
 	return 1;
 }
 
-static int submit(struct host *h, struct nkv_dev_sq *sq, struct nkv_sqe *sqe)
-{
-	sqe->cid = ++h->cid;
-	int slot = nkv_sq_put(sq, sqe);
-	if (slot >= 0)
-		nkv_sq_ring(sq);
-	return slot;
-}
-
 /** Submit one command and wait for its CQE. @return the status code (SCT << 8 | SC) or ST_TIMEOUT. */
 static int exec_cmd(struct host *h, struct nkv_dev_sq *sq, struct nkv_dev_cq *cq, struct nkv_sqe *sqe,
 		    struct nkv_cqe *cqe, int ms)
@@ -440,18 +203,6 @@ static int admin_cmd(struct host *h, struct nkv_sqe *sqe, struct nkv_cqe *cqe)
 static int io_cmd(struct host *h, struct qpair *q, struct nkv_sqe *sqe, struct nkv_cqe *cqe)
 {
 	return exec_cmd(h, &q->sq, &q->cq, sqe, cqe, TMO_MS);
-}
-
-static struct nkv_sqe sqe_adm(uint8_t opc, uint32_t cdw10, uint32_t cdw11, uint64_t prp1)
-{
-	struct nkv_sqe s;
-
-	memset(&s, 0, sizeof(s));
-	s.opc = opc;
-	nkv_put32(&s.cdw10, cdw10);
-	nkv_put32(&s.cdw11, cdw11);
-	nkv_put64(s.dptr, prp1);
-	return s;
 }
 
 static void set_prps(struct nkv_sqe *s, uint64_t prp1, uint64_t prp2)
@@ -500,10 +251,7 @@ static int create_qpair(struct host *h, uint16_t qid, uint16_t sqn, uint16_t cqn
 	if ((st = create_cq(h, qid, cqn, cq, true)) != 0 || (st = create_sq(h, qid, sqn, qid, sq, true)) != 0)
 		return st;
 	q->qid = qid;
-	q->sq = (struct nkv_dev_sq){.ring = hva(h, sq), .db = (volatile uint32_t *)(h->regs + nkv_db_sq_tail(qid)),
-				    .size = sqn};
-	q->cq = (struct nkv_dev_cq){.ring = hva(h, cq), .db = (volatile uint32_t *)(h->regs + nkv_db_cq_head(qid)),
-				    .size = cqn, .phase = 1};
+	host_rings(h, qid, sq, sqn, cq, cqn, &q->sq, &q->cq);
 	return 0;
 }
 
@@ -1088,10 +836,7 @@ static void test_admin(void)
 	CHECK(rc == 0, "MQES 255: Create I/O SQ of 256 entries: %03x", rc);
 	if (rc == 0) {
 		struct qpair q = {.qid = 1};
-		q.sq = (struct nkv_dev_sq){.ring = hva(&h, sqb), .db = (volatile uint32_t *)(h.regs + nkv_db_sq_tail(1)),
-					   .size = 256};
-		q.cq = (struct nkv_dev_cq){.ring = hva(&h, cqb), .db = (volatile uint32_t *)(h.regs + nkv_db_cq_head(1)),
-					   .size = 256, .phase = 1};
+		host_rings(&h, 1, sqb, 256, cqb, 256, &q.sq, &q.cq);
 		kv_roundtrip(&h, &q, "mqes255", 4096, 0, false);
 	}
 	host_close(&h);
@@ -1281,10 +1026,7 @@ static int full_cq_start(struct host *h, uint16_t qid, struct qpair *q)
 	if (rc != 0)
 		return rc;
 	q->qid = qid;
-	q->sq = (struct nkv_dev_sq){.ring = hva(h, sqb), .db = (volatile uint32_t *)(h->regs + nkv_db_sq_tail(qid)),
-				    .size = 8};
-	q->cq = (struct nkv_dev_cq){.ring = hva(h, cqb), .db = (volatile uint32_t *)(h->regs + nkv_db_cq_head(qid)),
-				    .size = 2, .phase = 1};
+	host_rings(h, qid, sqb, 8, cqb, 2, &q->sq, &q->cq);
 	for (int i = 0; i < 5; i++) {
 		struct nkv_sqe s = sqe_kv(NKV_KV_EXIST, 1, "laps", 0);
 		s.cid = ++h->cid;

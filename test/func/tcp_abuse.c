@@ -37,6 +37,7 @@
 #include "nkv/nkv_spec.h"
 
 #include "check.h"
+#include "daemon_spawn.h"
 
 unsigned h_pass, h_fail;
 
@@ -444,6 +445,21 @@ static int free_port(void)
 	return port;
 }
 
+/** In the daemon's child before exec: ASan options, and a file limit of *@arg (0: unchanged). */
+static void daemon_child_setup(void *arg)
+{
+	unsigned nofile = *(const unsigned *)arg;
+	/* Freed memory must go back to the system for the RSS checks, even under ASan. */
+	const char *a = getenv("ASAN_OPTIONS");
+	char opts[512];
+	snprintf(opts, sizeof(opts), "%s%squarantine_size_mb=1", a ? a : "", a && *a ? ":" : "");
+	setenv("ASAN_OPTIONS", opts, 1);
+	if (nofile) {
+		struct rlimit rl = {nofile, nofile};
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
 /** Start the daemon with @extra flags (NULL-terminated) and a file limit of @nofile (0: unchanged). */
 static pid_t daemon_start(const char *path, const char *const *extra, unsigned nofile)
 {
@@ -456,49 +472,8 @@ static pid_t daemon_start(const char *path, const char *const *extra, unsigned n
 	for (; extra && *extra && n < 62; extra++)
 		argv[n++] = *extra;
 	argv[n] = NULL;
-	fflush(NULL);
-	pid_t pid = fork();
-	if (pid == 0) {
-		/* Freed memory must go back to the system for the RSS checks, even under ASan. */
-		const char *a = getenv("ASAN_OPTIONS");
-		char opts[512];
-		snprintf(opts, sizeof(opts), "%s%squarantine_size_mb=1", a ? a : "", a && *a ? ":" : "");
-		setenv("ASAN_OPTIONS", opts, 1);
-		if (nofile) {
-			struct rlimit rl = {nofile, nofile};
-			setrlimit(RLIMIT_NOFILE, &rl);
-		}
-		execv(path, (char **)argv);
-		_exit(127);
-	}
-	for (int i = 0; i < 200 && pid > 0; i++) {
-		if (waitpid(pid, NULL, WNOHANG) == pid)
-			return -1;
-		int fd = tcp_open_from(0, 0);
-		if (fd >= 0) {
-			close(fd);
-			return pid;
-		}
-		usleep(50000);
-	}
-	return -1;
-}
-
-static void daemon_stop(pid_t pid)
-{
-	int status = 0;
-	kill(pid, SIGTERM);
-	for (int i = 0; i < 300; i++) {
-		if (waitpid(pid, &status, WNOHANG) == pid) {
-			CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "daemon exit status %#x (ASan reports above)",
-			      status);
-			return;
-		}
-		usleep(50000);
-	}
-	CHECK(0, "daemon did not exit within 15 s of SIGTERM");
-	kill(pid, SIGKILL);
-	waitpid(pid, &status, 0);
+	pid_t pid = daemon_spawn(argv, daemon_child_setup, &nofile);
+	return daemon_wait_port(pid, io_port) ? pid : -1;
 }
 
 /* ---- cases ---------------------------------------------------------------------------------------- */
@@ -679,7 +654,7 @@ static void case_emfile(const char *path)
 	sess_close(&s);
 	printf("  new host after the descriptors came back: %s in %ld ms\n", ok ? "connected" : "failed", ms);
 	CHECK(ok && ms <= VICTIM_MS, "a new host connects once descriptors are free: %ld ms", ms);
-	daemon_stop(pid);
+	daemon_stop(pid, 15);
 }
 
 int main(int argc, char **argv)
@@ -715,7 +690,7 @@ int main(int argc, char **argv)
 			cases[i]();
 			printf("== %s: %u failed (%llu ms)\n", names[i], h_fail - f, (unsigned long long)(now_ms() - t0));
 		}
-		daemon_stop(dpid);
+		daemon_stop(dpid, 15);
 	}
 	const char *only = getenv("TCP_ABUSE_CASE");
 	if (!only || strcmp(only, "emfile") == 0) {

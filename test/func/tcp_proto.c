@@ -32,6 +32,7 @@
 #include "common/crc32c.h"
 
 #include "check.h"
+#include "daemon_spawn.h"
 
 unsigned h_pass, h_fail;
 
@@ -1657,55 +1658,12 @@ static pid_t daemon_start(const char *path, int port, int dport)
 	char listen[64], disc[64];
 	snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
 	snprintf(disc, sizeof(disc), "127.0.0.1:%d", dport);
-	char *argv[] = {(char *)path, "--backend", "mem", "--listen", listen, "--discovery", disc,
-			"--log-level", getenv("TCP_PROTO_LOG") ? getenv("TCP_PROTO_LOG") : "warn",
-			"--subsys", SUBNQN, "--pool", "nkv", "--ns", "1", "--ns", "2::65536:ro",
-			"--allow-host", GOODHOST,
-			"--subsys", SUBNQN2, "--pool", "nkv", "--ns", "1", NULL};
-	fflush(NULL);
-	pid_t pid = fork();
-	if (pid == 0) {
-		execv(path, argv);
-		perror("execv");
-		_exit(127);
-	}
-	return pid;
-}
-
-static bool daemon_wait_ready(pid_t pid)
-{
-	for (int i = 0; i < 200; i++) {
-		int status;
-		if (waitpid(pid, &status, WNOHANG) == pid) {
-			fprintf(stderr, "daemon exited early (status %#x)\n", status);
-			return false;
-		}
-		struct conn c;
-		if (tcp_open(&c) == 0) {
-			tcp_close(&c);
-			return true;
-		}
-		usleep(50000);
-	}
-	return false;
-}
-
-/** SIGTERM, then the daemon must exit 0 within 10 s. */
-static void daemon_stop(pid_t pid)
-{
-	kill(pid, SIGTERM);
-	int status = 0;
-	for (int i = 0; i < 200; i++) {
-		if (waitpid(pid, &status, WNOHANG) == pid) {
-			CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "daemon exit after SIGTERM: status %#x",
-			      status);
-			return;
-		}
-		usleep(50000);
-	}
-	CHECK(0, "daemon did not exit within 10 s of SIGTERM");
-	kill(pid, SIGKILL);
-	waitpid(pid, &status, 0);
+	const char *argv[] = {path, "--backend", "mem", "--listen", listen, "--discovery", disc,
+			      "--log-level", getenv("TCP_PROTO_LOG") ? getenv("TCP_PROTO_LOG") : "warn",
+			      "--subsys", SUBNQN, "--pool", "nkv", "--ns", "1", "--ns", "2::65536:ro",
+			      "--allow-host", GOODHOST,
+			      "--subsys", SUBNQN2, "--pool", "nkv", "--ns", "1", NULL};
+	return daemon_spawn(argv, NULL, NULL);
 }
 
 int main(int argc, char **argv)
@@ -1725,7 +1683,7 @@ int main(int argc, char **argv)
 	close(k1);
 	close(k2);
 	pid_t pid = io_port > 0 && dport > 0 ? daemon_start(argv[1], io_port, dport) : -1;
-	bool ready = pid > 0 && daemon_wait_ready(pid);
+	bool ready = pid > 0 && daemon_wait_port(pid, io_port);
 	CHECK(ready, "daemon %s listening on 127.0.0.1:%d within 10 s", argv[1], io_port);
 	if (ready) {
 		static void (*const groups[])(void) = {group_icreq,      group_header,  group_digest,
@@ -1742,7 +1700,7 @@ int main(int argc, char **argv)
 	}
 	if (pid > 0) {
 		if (ready)
-			daemon_stop(pid);
+			daemon_stop(pid, 10);
 		else {
 			kill(pid, SIGKILL);
 			waitpid(pid, NULL, 0);
