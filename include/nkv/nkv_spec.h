@@ -264,6 +264,59 @@ static inline NKV_HD void nkv_sqe_kv(struct nkv_sqe *sqe, uint8_t opc, uint32_t 
 	nkv_sqe_set_key(sqe, key, klen);
 }
 
+/*
+ * ---- rados-nkv vendor Exec: allowlisted RADOS class methods (KV command set, opcodes 80h-FFh) ----
+ * Each namespace maps vendor opcodes to class methods (its allowlist); an opcode that is not in it is
+ * Invalid Command Opcode. The opcode's bits 1:0 give the data direction (NVMe base spec):
+ *   00b  no data: the input is the allowlisted bound input + the inline bytes;
+ *   01b  host to controller: the host buffer (CDW10 bytes) is appended to the bound input;
+ *   10b  controller to host: the output lands in the host buffer (CDW10 = its size), truncated
+ *        when larger, with the full output length in CQE DW0 (as Retrieve does);
+ *   11b  never allowlisted.
+ * The key is in CDW2-3/14-15 with its length in CDW11 bits 7:0, as for Store. CDW11 bits 11:8 count
+ * the inline input bytes (0-8) carried in CDW12-13 (directions 00b and 10b), appended to the bound
+ * input; CDW11 bits 15:12 are reserved (Invalid Field when set). CQE DW0 = the method's output length
+ * on success, the method's errno (positive) on NKV_SC_EXEC_FAILED.
+ */
+#define NKV_EXEC_OPC_FIRST 0x80
+#define NKV_EXEC_INLINE_MAX 8u
+#define NKV_XFER_NONE 0u
+#define NKV_XFER_H2C 1u
+#define NKV_XFER_C2H 2u
+#define NKV_XFER_BIDI 3u
+/* Vendor specific status codes (SCT 0, C0h-FFh) */
+#define NKV_SC_EXEC_UNAVAILABLE 0xc0 /* the class or method is not loaded on the OSD (-EOPNOTSUPP) */
+#define NKV_SC_EXEC_FAILED 0xc1      /* the method returned an error; DW0 = its errno */
+
+/** Data direction of an opcode (bits 1:0): NKV_XFER_*. */
+static inline NKV_HD unsigned nkv_opc_xfer(uint8_t opc)
+{
+	return opc & 3u;
+}
+/** Inline input length of an Exec SQE (CDW11 bits 11:8). */
+static inline NKV_HD unsigned nkv_sqe_exec_inline_len(const struct nkv_sqe *sqe)
+{
+	return (nkv_get32(&sqe->cdw11) >> 8) & 0xfu;
+}
+
+/**
+ * Build a vendor Exec command: @size is CDW10 (input size for direction 01b, host buffer size for
+ * 10b, 0 for 00b); @inl (up to 8 bytes, @inl_len of them) goes to CDW12-13. The caller fills CID and
+ * DPTR.
+ */
+static inline NKV_HD void nkv_sqe_exec(struct nkv_sqe *sqe, uint8_t opc, uint32_t nsid, const uint8_t *key,
+				       unsigned klen, uint32_t size, const uint8_t *inl, unsigned inl_len)
+{
+	uint8_t b[8] = {0};
+	if (inl_len > NKV_EXEC_INLINE_MAX)
+		inl_len = NKV_EXEC_INLINE_MAX;
+	for (unsigned i = 0; i < inl_len; i++)
+		b[i] = inl[i];
+	nkv_sqe_kv(sqe, opc, nsid, key, klen, size, 0);
+	nkv_put32(&sqe->cdw11, nkv_get32(&sqe->cdw11) | (inl_len << 8));
+	memcpy(&sqe->cdw12, b, 8);
+}
+
 /** List data: 4-byte NRK, then entries {u16 KL, key, pad to 4 bytes} (docs/nvme-kv-wire.md A.4). */
 #define NKV_LIST_HDR 4u
 static inline NKV_HD uint32_t nkv_list_entry_size(unsigned klen)
