@@ -7,7 +7,10 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,11 +46,27 @@ static int g_fail;
 		}                                                                                   \
 	} while (0)
 
+/* A port the kernel says is free now: a fixed or pid-derived one can sit in the ephemeral range,
+ * where other tests' connections in TIME_WAIT make the daemon's bind fail. */
+static unsigned free_port(void)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	unsigned p = 0;
+
+	if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+		p = ntohs(a.sin_port);
+	if (fd >= 0)
+		close(fd);
+	return p;
+}
+
 static void start_daemon(const char *path)
 {
-	unsigned p = 20000 + (unsigned)getpid() % 20000;
-	snprintf(g_port, sizeof(g_port), "%u", p);
-	snprintf(g_dport, sizeof(g_dport), "%u", p + 1);
+	snprintf(g_port, sizeof(g_port), "%u", free_port());
+	snprintf(g_dport, sizeof(g_dport), "%u", free_port());
 	char listen[64], disc[64];
 	snprintf(listen, sizeof(listen), "127.0.0.1:%s", g_port);
 	snprintf(disc, sizeof(disc), "127.0.0.1:%s", g_dport);
