@@ -37,12 +37,30 @@ struct nkv_backend_conf {
 	unsigned stats_interval_ms; /* how often namespace usage (Identify NUSE/NSZE) is refreshed; 0: 5000 */
 };
 
+/**
+ * One allowlisted vendor Exec opcode of a namespace: the RADOS class method it runs on the object
+ * named by the command's key (see "vendor Exec" in nkv_spec.h for the wire format).
+ */
+struct nkv_exec_rule {
+	uint8_t opcode;          /* 80h-FFh; bits 1:0 the data direction, never 11b */
+	const char *cls;         /* RADOS class, e.g. "hello" (at most 63 bytes) */
+	const char *method;      /* its method, e.g. "say_hello" (at most 63 bytes) */
+	bool write;              /* a write method (rados_write_op_exec): no output (directions 00b and
+				  * 01b only), refused on a read-only namespace; else a read method */
+	bool create;             /* may run on an absent key; otherwise an absent key answers 87h */
+	const void *input;       /* bound input (e.g. a Lua script), before the host's input; copied */
+	uint32_t input_len;
+	uint32_t max_input;      /* largest host input (direction 01b); 0: 64 KiB; above: 85h */
+};
+
 /** Namespace configuration. */
 struct nkv_ns_conf {
 	uint32_t nsid;           /* 1..NKV_MAX_NSID */
 	const char *rados_ns;    /* RADOS namespace ("" = the pool's default namespace) */
 	uint64_t max_value;      /* KVVML; 0: 64 MiB. Capped by the cluster's osd max object size */
 	bool read_only;          /* Store/Delete fail with Namespace Is Write Protected (20h) */
+	const struct nkv_exec_rule *exec; /* the vendor Exec allowlist (copied); NULL: none */
+	unsigned nexec;
 };
 
 #define NKV_MAX_NSID 1024u
@@ -63,6 +81,17 @@ void nkv_target_destroy(struct nkv_target *tgt);
  * @return 0, -EEXIST (NQN taken), -ENOENT (pool missing), -EINVAL (NQN over 223 bytes), -ENOMEM.
  */
 int nkv_subsys_add(struct nkv_target *tgt, const char *nqn, const char *pool, struct nkv_subsys **out);
+
+/**
+ * Replace the vendor Exec allowlist of namespace @nsid of @ss, live: commands parsed before keep the
+ * rules they were parsed with; every later command sees the new ones. The rules are copied; a
+ * replaced allowlist is kept (small) until the namespace is destroyed, since a command in flight may
+ * still point at it. Not for concurrent use with itself (the daemon calls it from its main thread).
+ * @return 0, -ENOENT (no such namespace), -EINVAL (an opcode below 80h or with direction 11b, an
+ * opcode twice, a write method with output (direction 10b), a class or method name that is empty or
+ * longer than 63 bytes), -ENOMEM.
+ */
+int nkv_ns_set_exec(struct nkv_subsys *ss, uint32_t nsid, const struct nkv_exec_rule *rules, unsigned n);
 
 /**
  * Add a KV namespace. conf->max_value 0 takes min(64 MiB, the backend's object limit).

@@ -26,6 +26,8 @@ enum nkv_kvio_op {
 	NKV_IO_DELETE,   /* remove the key */
 	NKV_IO_EXIST,    /* succeed iff the key exists */
 	NKV_IO_LIST,     /* pack keys >= key, ascending, into buf (len >= 4) */
+	NKV_IO_EXEC,     /* run class method cls.method with input in1 + in2; output (read methods)
+			  * into out up to out_len, value_size = its full length */
 };
 
 #define NKV_IO_MUST_EXIST 0x1u     /* Store: fail with -ENOENT if absent */
@@ -37,6 +39,14 @@ struct nkv_kvio {
 	struct nkv_key key;
 	void *buf;
 	uint32_t len;
+	/* Exec: the method and its input in up to two pieces (bound + host), output for read methods */
+	const char *cls, *method;
+	bool exec_write;
+	const void *in1, *in2;
+	uint32_t in1_len, in2_len;
+	void *out;
+	uint32_t out_len;
+	uint8_t inl[8];      /* inline input bytes (in2 points here for directions 00b and 10b) */
 	/* results */
 	int rc;              /* 0 or -errno */
 	uint64_t value_size; /* Retrieve: full size of the value */
@@ -54,6 +64,8 @@ struct nkv_kvio {
 	atomic_int be_refs;   /* rados: the completion callback and a cancelling watchdog hold one each */
 	bool be_cancelled;    /* rados: the watchdog cancelled it (-ECANCELED then means -ETIMEDOUT) */
 	int be_rc;            /* rados: the op's return value, read in the callback */
+	char *be_out;         /* rados: a read method's output (librados allocates it) */
+	size_t be_out_len;
 	uint64_t be_size;     /* rados: stat size */
 	size_t be_read;       /* rados: bytes read */
 	time_t be_mtime;      /* rados: stat mtime */

@@ -213,6 +213,8 @@ static int do_io(struct nkv_kvns *h, struct nkv_kvio *io)
 
 	if (io->op == NKV_IO_STORE)
 		return do_store(h, io);
+	if (io->op == NKV_IO_EXEC)
+		return -EOPNOTSUPP; /* no RADOS object classes in memory: C0h, as an OSD without the class */
 	pthread_mutex_lock(&t->lock);
 	size_t i = lower_bound(t, &io->key);
 	int found = i < t->n && nkv_key_cmp(&t->keys[i], &io->key) == 0;

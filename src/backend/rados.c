@@ -369,13 +369,34 @@ static void flight_del(struct nkv_kvdev *d, struct nkv_kvio *io)
 	pthread_mutex_unlock(&f->lock);
 }
 
+static bool is_write(const struct nkv_kvio *io)
+{
+	return io->op == NKV_IO_STORE || io->op == NKV_IO_DELETE || (io->op == NKV_IO_EXEC && io->exec_write);
+}
+
+/* A read method's output: the host gets what fits, DW0 the full length (as Retrieve). */
+static void exec_output(struct nkv_kvio *io, int rc)
+{
+	if (rc >= 0 && !io->exec_write) {
+		io->value_size = io->be_out_len;
+		io->xfer = (uint32_t)(io->be_out_len < io->out_len ? io->be_out_len : io->out_len);
+		if (io->xfer)
+			memcpy(io->out, io->be_out, io->xfer);
+	}
+	if (io->be_out)
+		rados_buffer_free(io->be_out);
+	io->be_out = NULL;
+}
+
 /* Release the op and its completion, then complete the I/O on its owner thread. */
 static void io_finish(struct nkv_kvio *io)
 {
 	int rc = io->be_rc;
 
 	rados_aio_release(io->be_comp);
-	if (io->op == NKV_IO_STORE || io->op == NKV_IO_DELETE) {
+	if (io->op == NKV_IO_EXEC)
+		exec_output(io, rc);
+	if (is_write(io)) {
 		rados_release_write_op(io->be_op);
 	} else {
 		rados_release_read_op(io->be_op);
@@ -514,9 +535,52 @@ static void op_done(rados_completion_t c, void *arg)
 	io_put(io);
 }
 
+/*
+ * Exec: the method runs in the OSD next to the object, in the same compound op as the existence
+ * check. librados copies the input when the op is built, so a joined input lives only until then.
+ */
+static int build_exec(struct nkv_kvio *io)
+{
+	const char *in = io->in1_len ? io->in1 : io->in2;
+	size_t in_len = (size_t)io->in1_len + io->in2_len;
+	char *joined = NULL;
+
+	if (io->in1_len && io->in2_len) { /* bound input + the host's */
+		if (!(joined = malloc(in_len)))
+			return -ENOMEM;
+		memcpy(joined, io->in1, io->in1_len);
+		memcpy(joined + io->in1_len, io->in2, io->in2_len);
+		in = joined;
+	}
+	io->be_out = NULL;
+	io->be_out_len = 0;
+	if (io->exec_write) {
+		rados_write_op_t op = rados_create_write_op();
+		if (op) {
+			if (io->flags & NKV_IO_MUST_EXIST)
+				rados_write_op_assert_exists(op);
+			rados_write_op_exec(op, io->cls, io->method, in ? in : "", in_len, &io->be_rval[0]);
+		}
+		io->be_op = op;
+	} else {
+		rados_read_op_t op = rados_create_read_op();
+		if (op) {
+			if (io->flags & NKV_IO_MUST_EXIST)
+				rados_read_op_assert_exists(op);
+			rados_read_op_exec(op, io->cls, io->method, in ? in : "", in_len, &io->be_out, &io->be_out_len,
+					   &io->be_rval[0]);
+		}
+		io->be_op = op;
+	}
+	free(joined);
+	return io->be_op ? 0 : -ENOMEM;
+}
+
 /* Build the compound op for @io into io->be_op. @return 0 or -ENOMEM. */
 static int build_op(struct nkv_kvio *io)
 {
+	if (io->op == NKV_IO_EXEC)
+		return build_exec(io);
 	if (io->op == NKV_IO_STORE || io->op == NKV_IO_DELETE) {
 		rados_write_op_t op = rados_create_write_op();
 		if (!op)
@@ -552,7 +616,7 @@ static int build_op(struct nkv_kvio *io)
 
 static int submit_op(struct nkv_kvns *h, struct nkv_kvio *io, const char *oid)
 {
-	bool write = io->op == NKV_IO_STORE || io->op == NKV_IO_DELETE;
+	bool write = is_write(io);
 	rados_completion_t c;
 	int rc;
 

@@ -51,6 +51,23 @@ struct nkv_target {
 	bool stats_stop;
 };
 
+/** One allowlisted vendor opcode, as the core keeps it (see struct nkv_exec_rule). */
+struct nkv_exec_entry {
+	uint8_t opc;
+	bool write, create;
+	char cls[64], method[64];
+	uint8_t *input;
+	uint32_t input_len, max_input;
+};
+
+/** A namespace's Exec allowlist: immutable once published; replaced whole (nkv_ns_set_exec). */
+struct nkv_exec_table {
+	struct nkv_exec_table *retired_next; /* replaced tables, kept until the namespace goes */
+	struct nkv_exec_entry *by_opc[128];  /* by opcode - 80h; NULL: not allowlisted */
+	unsigned n;
+	struct nkv_exec_entry e[];
+};
+
 struct nkv_ns {
 	uint32_t nsid;
 	struct nkv_kvns *kvns;
@@ -61,6 +78,8 @@ struct nkv_ns {
 	uint8_t uuid[16];
 	uint8_t eui64[8];
 	_Atomic uint64_t used, capacity; /* refreshed by the target's stats thread (NUSE, NSZE) */
+	_Atomic(struct nkv_exec_table *) exec; /* the Exec allowlist; NULL: none (release-published) */
+	struct nkv_exec_table *exec_retired;   /* replaced allowlists (tgt->lock), freed with the namespace */
 };
 
 struct nkv_subsys {
@@ -228,6 +247,19 @@ bool nkv_subsys_host_allowed(struct nkv_subsys *ss, const char *hostnqn);
  * malloc'ed buffer. @return its size, or 0 on -ENOMEM.
  */
 uint32_t nkv_disc_log_build(struct nkv_target *t, const char *hostnqn, uint8_t **out);
+
+/* ---- vendor Exec (exec.c) ---- */
+/** Parse a vendor opcode (80h-FFh) of the KV command set on req->ns. @return 0 or a status. */
+nkv_status nkv_exec_parse(struct nkv_req *req);
+/** The status of a finished Exec I/O (@rc 0 or -errno); sets the CQE's DW0 (output length, or the
+ *  method's errno on NKV_SC_EXEC_FAILED). */
+nkv_status nkv_exec_status(struct nkv_req *req, int rc);
+/** Mark @ss's allowlisted opcodes in the KV command set's effects (log 05h, 256 dwords). */
+void nkv_exec_effects(struct nkv_subsys *ss, uint32_t iocs[256]);
+/** Set the allowlist of a namespace not yet published (nkv_ns_add). @return as nkv_ns_set_exec(). */
+int nkv_exec_init(struct nkv_ns *ns, const struct nkv_exec_rule *rules, unsigned n);
+/** Free a namespace's allowlist and every replaced one (namespace teardown). */
+void nkv_exec_free(struct nkv_ns *ns);
 
 /* ---- command sets ---- */
 nkv_status nkv_admin_parse(struct nkv_req *req); /* admin.c */

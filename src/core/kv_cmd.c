@@ -1,7 +1,7 @@
 /*
  * kv_cmd.c - the Key Value I/O command set (CSI 01h): parse each SQE into a kvdev I/O or a status,
- * execute it on the namespace's backend, and map the result to a CQE. The opcode table leaves room
- * for vendor opcodes (80h-FFh) later.
+ * execute it on the namespace's backend, and map the result to a CQE. Vendor opcodes (80h-FFh) are
+ * the namespace's Exec allowlist (exec.c).
  */
 #include <errno.h>
 #include <stddef.h>
@@ -40,6 +40,12 @@ static void kv_done(struct nkv_kvio *io)
 	struct nkv_ctrlr *c = req->qp->ctrlr;
 	int rc = io->rc;
 
+	if (io->op == NKV_IO_EXEC) {
+		nkv_status st = nkv_exec_status(req, rc);
+		req->xfer = st == 0 ? io->xfer : 0;
+		nkv_req_complete(req, st);
+		return;
+	}
 	/* Feature 20h: with EDNEK clear, deleting an absent key succeeds. */
 	if (io->op == NKV_IO_DELETE && rc == -ENOENT && !(c->kv_config & NKV_KV_CONFIG_EDNEK))
 		rc = 0;
@@ -87,7 +93,7 @@ nkv_status nkv_kv_parse(struct nkv_req *req)
 	uint32_t size = nkv_get32(&cmd->cdw10);
 	unsigned klen = nkv_sqe_klen(cmd), opts = nkv_sqe_kv_opts(cmd);
 
-	if (!op->has_key && cmd->opc != NKV_KV_FLUSH)
+	if (!op->has_key && cmd->opc != NKV_KV_FLUSH && cmd->opc < NKV_EXEC_OPC_FIRST)
 		return ST(GENERIC, INVALID_OPCODE);
 	if (!(req->ns = nkv_subsys_ns(c->ss, nkv_get32(&cmd->nsid))))
 		return ST(GENERIC, INVALID_NS);
@@ -96,6 +102,11 @@ nkv_status nkv_kv_parse(struct nkv_req *req)
 	if (cmd->opc == NKV_KV_FLUSH) {
 		req->execute = exec_flush;
 		return OK;
+	}
+	if (cmd->opc >= NKV_EXEC_OPC_FIRST) {
+		nkv_status st = nkv_exec_parse(req);
+		req->io.done = kv_done;
+		return st;
 	}
 	if (klen < op->min_klen || klen > NKV_KEY_MAX)
 		return ST(GENERIC, KV_INVALID_KEY_SIZE);

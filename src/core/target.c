@@ -88,6 +88,7 @@ void nkv_target_destroy(struct nkv_target *t)
 			struct nkv_ns *ns = atomic_load(&ss->ns[i]);
 			if (ns) {
 				t->be->ns_close(ns->kvns);
+				nkv_exec_free(ns);
 				free(ns);
 			}
 		}
@@ -219,6 +220,11 @@ int nkv_ns_add(struct nkv_subsys *ss, const struct nkv_ns_conf *conf)
 	ns->max_value = conf->max_value ? conf->max_value : NKV_DEFAULT_MAX_VALUE;
 	if (ns->max_value > limit)
 		ns->max_value = limit;
+	if ((rc = nkv_exec_init(ns, conf->exec, conf->nexec)) < 0) {
+		t->be->ns_close(ns->kvns);
+		free(ns);
+		return rc;
+	}
 	if (ns->max_value > atomic_load(&ss->max_value)) /* MDTS first, so no namespace outgrows it */
 		atomic_store(&ss->max_value, ns->max_value);
 	/* Pairs with the acquire load in nkv_subsys_ns(). */
