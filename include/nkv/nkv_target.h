@@ -47,7 +47,8 @@ struct nkv_exec_rule {
 	const char *method;      /* its method, e.g. "say_hello" (at most 63 bytes) */
 	bool write;              /* a write method (rados_write_op_exec): no output (directions 00b and
 				  * 01b only), refused on a read-only namespace; else a read method */
-	bool create;             /* may run on an absent key; otherwise an absent key answers 87h */
+	bool create;             /* a write method may run on an absent key (e.g. to create it); otherwise,
+				  * and always for read methods, an absent key answers 87h */
 	const void *input;       /* bound input (e.g. a Lua script), before the host's input; copied */
 	uint32_t input_len;
 	uint32_t max_input;      /* largest host input (direction 01b); 0: 64 KiB; above: 85h */

@@ -50,7 +50,9 @@ static struct nkv_exec_table *table_build(const struct nkv_exec_rule *rules, uns
 				  : !name_ok(r->cls) || !name_ok(r->method) ? "needs a class and a method of 1-63 bytes"
 				  : r->write && dir == NKV_XFER_C2H ? "runs a write method, which returns no output: use "
 								      "direction 00b or 01b"
-								    : NULL;
+				  : r->create && !r->write ? "may create, but RADOS runs no read method on an absent "
+							     "object (create is for write methods)"
+							   : NULL;
 		if (why) {
 			NKV_ERR("exec: opcode %02xh %s", r->opcode, why);
 			t->n = i;
