@@ -339,9 +339,128 @@ static void jlistener(struct jctx *j, json_object *o, const char *where, uint16_
 	snprintf(l->port, sizeof(l->port), "%lld", (long long)port);
 }
 
+static int hexval(char ch)
+{
+	return ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10 : -1;
+}
+
+/* The bound input of an Exec rule: "input" (text), "input_hex" or "input_file", at most one. */
+static void load_exec_input(struct jctx *j, json_object *jr, const char *where, struct nkv_exec_rule *r)
+{
+	const char *text = jstr(j, jr, where, "input"), *hex = jstr(j, jr, where, "input_hex"),
+		   *file = jstr(j, jr, where, "input_file");
+	uint8_t *b = NULL;
+	size_t n = 0;
+
+	if ((text != NULL) + (hex != NULL) + (file != NULL) > 1) {
+		jfail(j, where, "input", "and input_hex / input_file exclude each other");
+		return;
+	}
+	if (text && (b = malloc((n = strlen(text)) + 1)))
+		memcpy(b, text, n);
+	if (hex && (strlen(hex) % 2 || !(b = malloc((n = strlen(hex) / 2) + 1)))) {
+		jfail(j, where, "input_hex", "must be an even number of hex digits");
+		return;
+	}
+	for (size_t i = 0; hex && i < n; i++) {
+		int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
+		if (hi < 0 || lo < 0) {
+			free(b);
+			jfail(j, where, "input_hex", "must be hex digits");
+			return;
+		}
+		b[i] = (uint8_t)(hi << 4 | lo);
+	}
+	if (file) {
+		FILE *f = fopen(file, "rb");
+		long len = -1;
+		if (f && fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) >= 0 && len <= (16 << 20) &&
+		    fseek(f, 0, SEEK_SET) == 0 && (b = malloc((size_t)len + 1)) && fread(b, 1, (size_t)len, f) == (size_t)len)
+			n = (size_t)len;
+		else
+			jfail(j, where, "input_file", "cannot be read (or is above 16 MiB)");
+		if (f)
+			fclose(f);
+	}
+	r->input = b;
+	r->input_len = (uint32_t)n;
+}
+
+/* "exec": [{"opcode", "class", "method", "mode", "create", "input"|"input_hex"|"input_file",
+ * "max_input"}]: the namespace's vendor Exec allowlist (checked again by the core at startup). */
+static void load_exec(struct jctx *j, struct conf_subsys *s, unsigned nsi, json_object *arr, const char *nswhere)
+{
+	static const char *const known[] = {"opcode", "class", "method", "mode", "create", "input", "input_hex",
+					    "input_file", "max_input", NULL};
+	size_t n = json_object_array_length(arr);
+	struct nkv_exec_rule *r = n ? calloc(n, sizeof(*r)) : NULL;
+
+	if (n && !r) {
+		jfail(j, nswhere, "exec", "out of memory");
+		return;
+	}
+	s->exec[nsi] = r;
+	for (size_t i = 0; i < n && !j->err; i++) {
+		json_object *jr = json_object_array_get_idx(arr, i), *jo;
+		char where[400];
+		int64_t opc = -1, maxin = 0;
+		snprintf(where, sizeof(where), "%s: exec %zu", nswhere, i);
+		if (!json_object_is_type(jr, json_type_object)) {
+			jfail(j, nswhere, "exec", "entries must be objects");
+			return;
+		}
+		jkeys(j, jr, where, known);
+		/* the opcode as a number (130) or a hex string ("0x82", "82h") */
+		if (json_object_object_get_ex(jr, "opcode", &jo) && json_object_is_type(jo, json_type_string)) {
+			char *end;
+			const char *t = json_object_get_string(jo);
+			opc = (int64_t)strtol(t, &end, 16);
+			if (end == t || (*end && strcmp(end, "h")))
+				opc = -1;
+		} else {
+			jnum(j, jr, where, "opcode", 128, 255, &opc);
+		}
+		if (opc < 128 || opc > 255) {
+			jfail(j, where, "opcode", "must be a vendor opcode, 0x80-0xff");
+			return;
+		}
+		const char *cls = jstr(j, jr, where, "class"), *meth = jstr(j, jr, where, "method");
+		const char *mode = jstr(j, jr, where, "mode");
+		if (!cls || !meth || !mode || (strcmp(mode, "read") && strcmp(mode, "write"))) {
+			jfail(j, where, "class", "method and mode (\"read\" or \"write\") are required");
+			return;
+		}
+		jnum(j, jr, where, "max_input", 0, 16 << 20, &maxin);
+		r[i].opcode = (uint8_t)opc;
+		r[i].cls = strdup(cls);
+		r[i].method = strdup(meth);
+		r[i].write = strcmp(mode, "write") == 0;
+		r[i].create = jbool(j, jr, where, "create");
+		r[i].max_input = (uint32_t)maxin;
+		load_exec_input(j, jr, where, &r[i]);
+		s->nexec[nsi] = (unsigned)i + 1; /* what conf_free releases */
+	}
+}
+
+void conf_free(struct daemon_conf *c)
+{
+	for (unsigned i = 0; i < c->nsubsys; i++)
+		for (unsigned k = 0; k < c->subsys[i].nns; k++) {
+			for (unsigned e = 0; e < c->subsys[i].nexec[k]; e++) {
+				struct nkv_exec_rule *r = &c->subsys[i].exec[k][e];
+				free((void *)r->cls);
+				free((void *)r->method);
+				free((void *)r->input);
+			}
+			free(c->subsys[i].exec[k]);
+			c->subsys[i].exec[k] = NULL;
+			c->subsys[i].nexec[k] = 0;
+		}
+}
+
 static void load_ns(struct jctx *j, struct conf_subsys *s, json_object *jn, size_t i)
 {
-	static const char *const known[] = {"nsid", "rados_namespace", "max_value", "read_only", NULL};
+	static const char *const known[] = {"nsid", "rados_namespace", "max_value", "read_only", "exec", NULL};
 	char where[320];
 	int64_t nsid = 0, max = 0;
 	uint64_t m = 0;
@@ -370,6 +489,9 @@ static void load_ns(struct jctx *j, struct conf_subsys *s, json_object *jn, size
 	bool ro = jbool(j, jn, where, "read_only");
 	if (!j->err && add_ns(s, (uint32_t)nsid, rns ? rns : "", m, ro) < 0)
 		jfail(j, where, "nsid", "is a duplicate, or the RADOS namespace name is too long");
+	json_object *arr = jget(j, jn, where, "exec", json_type_array);
+	if (arr && !j->err)
+		load_exec(j, s, s->nns - 1, arr, where);
 }
 
 static void load_subsys(struct jctx *j, struct daemon_conf *c, json_object *js, size_t idx)

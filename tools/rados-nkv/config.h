@@ -26,6 +26,10 @@ struct conf_subsys {
 	struct nkv_ns_conf ns[CONF_MAX_NS];
 	char rados_ns[CONF_MAX_NS][128];
 	unsigned nns;
+	struct nkv_exec_rule *exec[CONF_MAX_NS]; /* each namespace's Exec allowlist (malloc'ed, with its
+						 * strings and inputs; conf_free) */
+	unsigned nexec[CONF_MAX_NS];
+	struct nkv_subsys *ss;                   /* the running subsystem (for SIGHUP) */
 	char hosts[CONF_MAX_HOSTS][224];
 	unsigned nhosts;
 	bool allow_any_host; /* explicit: no allowlist, any host (required off loopback) */
@@ -67,6 +71,9 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv);
  * @return 0 or -1 with a message.
  */
 int conf_finish(struct daemon_conf *c);
+
+/** Free what conf_load_file() allocated (Exec allowlists). */
+void conf_free(struct daemon_conf *c);
 
 /** Is @addr (a listener address; "" = every address) reachable only from this machine? */
 bool conf_addr_is_loopback(const char *addr);

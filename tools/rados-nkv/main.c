@@ -67,9 +67,14 @@ static void print_plan(const struct daemon_conf *c)
 		const struct conf_subsys *s = &c->subsys[i];
 		describe_access(s, who, sizeof(who));
 		printf("subsystem %s: pool %s; may connect: %s\n", s->nqn, s->pool, who);
-		for (unsigned j = 0; j < s->nns; j++)
+		for (unsigned j = 0; j < s->nns; j++) {
 			printf("  nsid %u: RADOS namespace '%s'%s\n", s->ns[j].nsid, s->rados_ns[j],
 			       s->ns[j].read_only ? ", read-only" : "");
+			for (unsigned e = 0; e < s->nexec[j]; e++)
+				printf("    exec %02xh: %s.%s (%s%s, bound input %u bytes)\n", s->exec[j][e].opcode,
+				       s->exec[j][e].cls, s->exec[j][e].method, s->exec[j][e].write ? "write" : "read",
+				       s->exec[j][e].create ? ", may create" : "", s->exec[j][e].input_len);
+		}
 		if (*s->shm_path)
 			printf("  shared memory: %s (mode %04o%s%s)\n", s->shm_path, c->shm_mode,
 			       *c->shm_group ? ", group " : "", c->shm_group);
@@ -101,8 +106,11 @@ static int build(struct daemon_conf *c, struct nkv_target **tgt)
 			}
 		describe_access(s, who, sizeof(who));
 		NKV_INFO("subsystem %s may be used by %s", s->nqn, who);
+		s->ss = ss;
 		for (unsigned j = 0; j < s->nns; j++) {
 			s->ns[j].rados_ns = s->rados_ns[j];
+			s->ns[j].exec = s->exec[j];
+			s->ns[j].nexec = s->nexec[j];
 			if ((rc = nkv_ns_add(ss, &s->ns[j])) < 0) {
 				NKV_ERR("%s: cannot add namespace %u (RADOS namespace '%s'): %s%s", s->nqn, s->ns[j].nsid,
 					s->rados_ns[j], strerror(-rc),
@@ -250,7 +258,34 @@ static int pid_file_write(const char *path)
 }
 
 /* SIGHUP: the log level is the one setting applied live (from the file, unless a flag set it). */
-static void reload(const char *cfile, int argc, char **argv)
+/* SIGHUP, Exec allowlists: each running namespace takes the file's allowlist (none if the file has
+ * none for it). Namespaces the file adds or drops need a restart. */
+static void reload_exec(const struct daemon_conf *run, const struct daemon_conf *fresh)
+{
+	for (unsigned i = 0; i < run->nsubsys; i++) {
+		const struct conf_subsys *rs = &run->subsys[i], *fs = NULL;
+		for (unsigned k = 0; k < fresh->nsubsys && !fs; k++)
+			if (strcmp(fresh->subsys[k].nqn, rs->nqn) == 0)
+				fs = &fresh->subsys[k];
+		for (unsigned j = 0; rs->ss && j < rs->nns; j++) {
+			unsigned n = 0;
+			const struct nkv_exec_rule *r = NULL;
+			for (unsigned k = 0; fs && k < fs->nns; k++)
+				if (fs->ns[k].nsid == rs->ns[j].nsid) {
+					r = fs->exec[k];
+					n = fs->nexec[k];
+				}
+			int rc = nkv_ns_set_exec(rs->ss, rs->ns[j].nsid, r, n);
+			if (rc < 0)
+				NKV_ERR("SIGHUP: %s nsid %u: Exec allowlist refused (%s); the previous one stays", rs->nqn,
+					rs->ns[j].nsid, strerror(-rc));
+		}
+	}
+}
+
+/* SIGHUP: what applies live is the log level (from the file, unless a flag set it) and each
+ * namespace's Exec allowlist. */
+static void reload(const struct daemon_conf *run, const char *cfile, int argc, char **argv)
 {
 	static struct daemon_conf fresh;
 
@@ -261,14 +296,17 @@ static void reload(const char *cfile, int argc, char **argv)
 	}
 	if (conf_load_file(&fresh, cfile) < 0) {
 		NKV_ERR("SIGHUP: %s is not valid; the running configuration stays", cfile);
+		conf_free(&fresh);
 		return;
 	}
 	conf_parse_args(&fresh, argc, argv); /* flags still override the file (validated at startup) */
 	if (fresh.log_level < 0)
 		fresh.log_level = 2;
 	nkv_log_set_level((enum nkv_log_level)fresh.log_level);
-	NKV_INFO("SIGHUP: re-read %s: log level %d applied; listeners, subsystems, namespaces and limits "
-		 "need a restart", cfile, fresh.log_level);
+	reload_exec(run, &fresh);
+	NKV_INFO("SIGHUP: re-read %s: log level %d and Exec allowlists applied; listeners, subsystems, "
+		 "namespaces and limits need a restart", cfile, fresh.log_level);
+	conf_free(&fresh);
 }
 
 int main(int argc, char **argv)
@@ -283,13 +321,14 @@ int main(int argc, char **argv)
 	bool pid_written = false;
 
 	conf_defaults(&conf);
-	if (cfile && conf_load_file(&conf, cfile) < 0)
+	if ((cfile && conf_load_file(&conf, cfile) < 0) || conf_parse_args(&conf, argc, argv) < 0 ||
+	    conf_finish(&conf) < 0) {
+		conf_free(&conf);
 		return 1;
-	conf_parse_args(&conf, argc, argv);
-	if (conf_finish(&conf) < 0)
-		return 1;
+	}
 	if (conf.check) {
 		print_plan(&conf);
+		conf_free(&conf);
 		return 0;
 	}
 	nkv_log_set_level((enum nkv_log_level)conf.log_level);
@@ -299,6 +338,7 @@ int main(int argc, char **argv)
 	if (owner) {
 		NKV_ERR("%s belongs to a running rados-nkv (pid %ld); stop it or use another --pid-file",
 			conf.pid_file, owner);
+		conf_free(&conf);
 		return 1;
 	}
 	if (strcmp(conf.backend_name, "rados") == 0 && (!*conf.client_id || strcmp(conf.client_id, "admin") == 0))
@@ -334,7 +374,7 @@ int main(int argc, char **argv)
 	 * window's end, even when nothing else is logged; SIGHUP re-reads the configuration. */
 	while ((sig = sigtimedwait(&sigs, NULL, &(struct timespec){.tv_sec = 1})) < 0 || sig == SIGHUP) {
 		if (sig == SIGHUP)
-			reload(cfile, argc, argv);
+			reload(&conf, cfile, argc, argv);
 		nkv_log_tick();
 	}
 	NKV_INFO("%s: shutting down (up to %u ms for commands in flight)", strsignal(sig),
@@ -344,6 +384,7 @@ out:
 	nkv_shm_destroy(shm, (int)conf.grace_ms);
 	nkv_tcp_destroy(tcp, (int)conf.grace_ms);
 	nkv_target_destroy(tgt);
+	conf_free(&conf);
 	if (pid_written) /* every exit after it was written: never a stale pid file */
 		unlink(conf.pid_file);
 	if (rc == 0)
