@@ -3,7 +3,8 @@
  * over two transports, NVMe/TCP (nkv_connect) and the target's shared-memory PCIe-style controller
  * (nkv_connect_shm: a register page, SQ/CQ rings and PRPs in memory shared over a Unix socket).
  * Connect to a subsystem (directly or through a discovery controller), identify its KV namespaces,
- * and run Store / Retrieve / Delete / Exist / List synchronously or asynchronously. Every call below
+ * and run Store / Retrieve / Delete / Exist / List and vendor Exec (allowlisted RADOS class methods)
+ * synchronously or asynchronously. Every call below
  * works over both transports unless it says otherwise.
  *
  * Errors: every call returns 0 (or a count) on success and -errno on failure. A command that
@@ -250,6 +251,17 @@ NKV_API int nkv_retrieve_async(struct nkv_qpair *qp, uint32_t nsid, const void *
 NKV_API int nkv_delete_async(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned klen, nkv_cb cb, void *arg);
 NKV_API int nkv_exist_async(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned klen, nkv_cb cb, void *arg);
 
+/**
+ * Queue a vendor Exec (an allowlisted RADOS class method run next to the data; nkv_spec.h "vendor
+ * Exec"), as nkv_vendor_exec() describes, completing through @cb: on success cpl->dw0 is the
+ * method's full output length and cpl->xfer the bytes placed in @out. Decode a failed completion
+ * with nkv_cpl_errno() rather than nkv_status_errno(): Method Failed (C1h) carries the method's
+ * errno in DW0. @in and @out must stay valid until @cb runs.
+ * @return 0, -EINVAL (bad key, opcode or buffers, as for nkv_vendor_exec()), -EAGAIN, -ENOTCONN.
+ */
+NKV_API int nkv_vendor_exec_async(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned klen, uint8_t opc,
+			  const void *in, uint32_t in_len, void *out, uint32_t out_len, nkv_cb cb, void *arg);
+
 /* ---- synchronous KV commands ------------------------------------------------------------------- */
 
 /**
@@ -267,6 +279,28 @@ NKV_API int nkv_store(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsi
  */
 NKV_API int nkv_retrieve(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned klen, void *buf,
 		 uint32_t len, uint32_t *value_size, struct nkv_cpl *cpl);
+
+/**
+ * Run vendor Exec opcode @opc (80h-FFh) on @key (1..16 bytes): the target runs the RADOS class
+ * method that namespace @nsid allowlists for @opc on the key's object. The opcode's bits 1:0 say
+ * what moves, and so what @in and @out are:
+ *   00b  no data: @in holds 0 to 8 inline input bytes (CDW12-13); @out must be NULL/0;
+ *   01b  host to controller: @in is the input buffer (@in_len bytes, CDW10); @out must be NULL/0;
+ *   10b  controller to host: @in holds 0 to 8 inline bytes; @out receives up to @out_len bytes of
+ *        output (CDW10; 0 probes the output length without moving any);
+ *   11b  refused (-EINVAL): one NVMe data pointer cannot move data both ways.
+ * *@out_size (if not NULL) gets CQE DW0 on success: the full output length, which may exceed
+ * @out_len (then only @out_len bytes were returned; the method is not re-run, it may have side
+ * effects). Over shm, @out and @in must be at least their lengths (PRPs carry none).
+ * @return 0; -EINVAL (key of 0 or > 16 bytes, opcode below 80h or direction 11b, more than 8
+ * inline bytes, a buffer the direction does not use, NULL with a nonzero length); -EOPNOTSUPP when
+ * the namespace does not allowlist @opc (Invalid Command Opcode, 01h) or the OSD lacks the class
+ * or method (C0h; cpl->status tells which); the method's own -errno when it failed (C1h, errno in
+ * DW0; -EIO if DW0 holds none); or any other -errno as nkv_store(). Same queue pair thread rules.
+ */
+NKV_API int nkv_vendor_exec(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned klen, uint8_t opc,
+		    const void *in, uint32_t in_len, void *out, uint32_t out_len, uint32_t *out_size,
+		    struct nkv_cpl *cpl);
 
 /** @return 0, -ENOENT (absent), or -errno. */
 NKV_API int nkv_delete(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned klen, struct nkv_cpl *cpl);
@@ -294,7 +328,7 @@ NKV_API int nkv_list_next(const void *buf, uint32_t len, uint64_t *pos, uint8_t 
  * Run one raw command synchronously on a queue pair (submit, then poll until it completes or
  * opts.timeout_ms passes). On timeout the queue pair is failed (closed; every outstanding command
  * completes with NKV_STATUS_HOST_PATH), because the target could still write into @buf later.
- * @return as nkv_store(); -ETIMEDOUT on timeout; the connection's -errno (e.g. -EPROTO,
+ * @return as nkv_store() (the errno of nkv_cpl_errno()); -ETIMEDOUT on timeout; the connection's -errno (e.g. -EPROTO,
  * -ECONNRESET) if it failed.
  */
 NKV_API int nkv_exec(struct nkv_qpair *qp, const struct nkv_sqe *sqe, void *buf, uint32_t len, struct nkv_cpl *cpl);
@@ -312,9 +346,17 @@ NKV_API int nkv_exec(struct nkv_qpair *qp, const struct nkv_sqe *sqe, void *buf,
  * 80h -EPROTO, 84h -EACCES (Connect Invalid Host), 91h -EACCES. Fabrics Connect statuses are
  * decoded by nkv_connect() itself (82h on Connect is Invalid Parameters: -ENOENT for an unknown
  * SUBNQN, -EINVAL otherwise; 81h Controller Busy: -EBUSY).
+ * Vendor Exec (SCT 0): C0h -EOPNOTSUPP (class or method not available on the OSD), C1h -EIO (the
+ * method failed; its own errno is in DW0: nkv_cpl_errno() returns that).
  * Path (SCT 3): 60h/70h -ENOTCONN (NKV_STATUS_HOST_PATH), others -EIO. Anything unknown: -EIO.
  */
 NKV_API int nkv_status_errno(uint16_t status);
+/**
+ * -errno for a whole completion: nkv_status_errno(cpl->status), except that Method Failed (SCT 0h
+ * SC C1h) returns the method's errno from DW0, negated (-EIO when DW0 is not an errno, 1..4095).
+ * The synchronous calls return this; asynchronous callbacks can use it. -EINVAL for NULL.
+ */
+NKV_API int nkv_cpl_errno(const struct nkv_cpl *cpl);
 /** Human-readable name of an NVMe status ("Key Does Not Exist (SCT 1h SC 87h)"). Static storage. */
 NKV_API const char *nkv_status_string(uint16_t status);
 

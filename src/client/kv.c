@@ -1,6 +1,6 @@
 /*
- * kv.c - the KV command helpers of libnkv (Store, Retrieve, Delete, Exist, List), the List data
- * walker, and the NVMe status -> errno/name tables (docs/nvme-kv-wire.md A.2-A.6).
+ * kv.c - the KV command helpers of libnkv (Store, Retrieve, Delete, Exist, List, vendor Exec), the
+ * List data walker, and the NVMe status -> errno/name tables (docs/nvme-kv-wire.md A.2-A.6).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -59,6 +59,50 @@ int nkv_exist_async(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsign
 	return key_only_async(qp, NKV_KV_EXIST, nsid, key, klen, cb, arg);
 }
 
+/*
+ * Check a vendor Exec's arguments and build its SQE; *@buf and *@blen get the one data buffer the
+ * opcode's direction moves. Refusing a buffer the direction does not use (rather than ignoring it)
+ * catches a caller who picked the wrong opcode before the target sees the command.
+ */
+static int exec_prep(struct nkv_sqe *sqe, uint32_t nsid, const void *key, unsigned klen, uint8_t opc,
+		     const void *in, uint32_t in_len, void *out, uint32_t out_len, void **buf, uint32_t *blen)
+{
+	if (check_key(key, klen, false) || opc < NKV_EXEC_OPC_FIRST || (in_len && !in) || (out_len && !out))
+		return -EINVAL;
+	switch (nkv_opc_xfer(opc)) {
+	case NKV_XFER_H2C: /* @in is the host buffer; CDW10 = its size, no inline bytes */
+		if (out_len)
+			return -EINVAL;
+		nkv_sqe_exec(sqe, opc, nsid, key, klen, in_len, NULL, 0);
+		/* The engines only read host-to-controller buffers: dropping const is safe. */
+		*buf = (void *)in;
+		*blen = in_len;
+		return 0;
+	case NKV_XFER_NONE: /* as 10b without a buffer: @in inline, CDW10 0 */
+	case NKV_XFER_C2H:  /* @in inline; @out is the host buffer, CDW10 = its size */
+		if (in_len > NKV_EXEC_INLINE_MAX || (nkv_opc_xfer(opc) == NKV_XFER_NONE && out_len))
+			return -EINVAL;
+		nkv_sqe_exec(sqe, opc, nsid, key, klen, out_len, in, in_len);
+		*buf = out;
+		*blen = out_len;
+		return 0;
+	default: /* 11b: one NVMe data pointer cannot move data both ways; never allowlisted */
+		return -EINVAL;
+	}
+}
+
+int nkv_vendor_exec_async(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned klen, uint8_t opc,
+			  const void *in, uint32_t in_len, void *out, uint32_t out_len, nkv_cb cb, void *arg)
+{
+	struct nkv_sqe sqe;
+	void *buf = NULL;
+	uint32_t blen = 0;
+	int rc = exec_prep(&sqe, nsid, key, klen, opc, in, in_len, out, out_len, &buf, &blen);
+	if (rc)
+		return rc;
+	return nkv_submit(qp, &sqe, buf, blen, cb, arg);
+}
+
 /* ---- synchronous ------------------------------------------------------------------------------- */
 
 int nkv_store(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned klen, const void *val,
@@ -82,6 +126,25 @@ int nkv_retrieve(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned 
 	int rc = nkv_exec(qp, &sqe, buf, len, &c);
 	if (rc == 0 && value_size)
 		*value_size = c.dw0;
+	if (cpl)
+		*cpl = c;
+	return rc;
+}
+
+int nkv_vendor_exec(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned klen, uint8_t opc,
+		    const void *in, uint32_t in_len, void *out, uint32_t out_len, uint32_t *out_size,
+		    struct nkv_cpl *cpl)
+{
+	struct nkv_sqe sqe;
+	struct nkv_cpl c = {0};
+	void *buf = NULL;
+	uint32_t blen = 0;
+	int rc = exec_prep(&sqe, nsid, key, klen, opc, in, in_len, out, out_len, &buf, &blen);
+	if (rc)
+		return rc;
+	rc = nkv_exec(qp, &sqe, buf, blen, &c); /* errno from nkv_cpl_errno(): C1h gives the method's */
+	if (rc == 0 && out_size)
+		*out_size = c.dw0;
 	if (cpl)
 		*cpl = c;
 	return rc;
@@ -187,6 +250,9 @@ static const struct status_info g_status[] = {
 	{0x087, ENOENT, "Key Does Not Exist (SCT 0h SC 87h)"},
 	{0x088, EIO, "Unrecovered Error (SCT 0h SC 88h)"},
 	{0x089, EEXIST, "Key Exists (SCT 0h SC 89h)"},
+	/* rados-nkv vendor Exec (nkv_spec.h); C1h's real errno is in DW0 (nkv_cpl_errno) */
+	{0x0c0, EOPNOTSUPP, "Class or Method Not Available (SCT 0h SC C0h)"},
+	{0x0c1, EIO, "Method Failed (SCT 0h SC C1h)"},
 	{0x101, EINVAL, "Invalid Queue Identifier (SCT 1h SC 01h)"},
 	{0x102, EINVAL, "Invalid Queue Size (SCT 1h SC 02h)"},
 	{0x105, EBUSY, "Asynchronous Event Request Limit Exceeded (SCT 1h SC 05h)"},
@@ -231,6 +297,17 @@ int nkv_status_errno(uint16_t status)
 	if (s)
 		return -s->err;
 	return ((status >> 8) & 7) == NKV_SCT_PATH ? -ENOTCONN : -EIO;
+}
+
+int nkv_cpl_errno(const struct nkv_cpl *cpl)
+{
+	if (!cpl)
+		return -EINVAL;
+	/* Method Failed: the method's own errno says more than the status; a DW0 that is no errno (a
+	 * broken target) keeps the table's -EIO rather than inventing one. */
+	if ((cpl->status & 0x7ff) == (NKV_SCT_GENERIC << 8 | NKV_SC_EXEC_FAILED) && cpl->dw0 >= 1 && cpl->dw0 <= 4095)
+		return -(int)cpl->dw0;
+	return nkv_status_errno(cpl->status);
 }
 
 const char *nkv_status_string(uint16_t status)

@@ -107,7 +107,7 @@ int nkv_exec_flags(struct nkv_qpair *qp, const struct nkv_sqe *sqe, void *buf, u
 		*cpl = w.cpl;
 	if (w.cpl.status == NKV_STATUS_HOST_PATH && qp->err)
 		return qp->err;
-	return nkv_status_errno(w.cpl.status);
+	return nkv_cpl_errno(&w.cpl); /* not just the status: Method Failed's errno is in DW0 */
 }
 
 int nkv_exec(struct nkv_qpair *qp, const struct nkv_sqe *sqe, void *buf, uint32_t len, struct nkv_cpl *cpl)

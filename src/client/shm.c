@@ -205,7 +205,8 @@ static uint32_t c2h_bytes(const struct nkv_qpair *qp, const struct nkv_shm_slot 
 	if (qp->qid == 0)
 		return sl->len;
 	uint32_t lim = sl->cdw10 < sl->len ? sl->cdw10 : sl->len;
-	if (sl->opc == NKV_KV_RETRIEVE) /* min(value size in DW0, host buffer) */
+	/* Retrieve: min(value size in DW0, host buffer); a 10b vendor Exec likewise (DW0 = output length) */
+	if (sl->opc == NKV_KV_RETRIEVE || sl->opc >= NKV_EXEC_OPC_FIRST)
 		return cpl->dw0 < lim ? cpl->dw0 : lim;
 	if (sl->opc == NKV_KV_LIST) { /* the count and the whole entries that fit */
 		if (lim < NKV_LIST_HDR)
@@ -282,6 +283,10 @@ static uint64_t cmd_bytes(const struct nkv_qpair *qp, const struct nkv_sqe *sqe)
 		return 0;
 	}
 	if (sqe->opc == NKV_KV_STORE || sqe->opc == NKV_KV_RETRIEVE || sqe->opc == NKV_KV_LIST)
+		return nkv_get32(&sqe->cdw10);
+	/* vendor Exec with data: CDW10 is the input size (01b) or the host buffer size (10b) */
+	if (sqe->opc >= NKV_EXEC_OPC_FIRST &&
+	    (nkv_opc_xfer(sqe->opc) == NKV_XFER_H2C || nkv_opc_xfer(sqe->opc) == NKV_XFER_C2H))
 		return nkv_get32(&sqe->cdw10);
 	return 0;
 }

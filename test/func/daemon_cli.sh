@@ -680,6 +680,28 @@ run 10 "$CLI" --timeout 2000 -s "$PSPARE" -n "$NQN_OPEN" -o json identify
 	ok "-o json error fields: status names the errno when no NVMe status came back" ||
 	{ fail "-o json error fields of a refused connection"; show; }
 
+# exec (vendor Exec, issue 13): usage errors are caught before connecting (exit 64); an opcode that
+# no namespace allowlists (none here) is Invalid Command Opcode, reported like any NVMe error (exit 1).
+run 10 "$CLI" exec k 0x7f; check "exec with an opcode below 0x80 is a usage error" 64 "bad opcode '0x7f'"
+run 10 "$CLI" exec k 256; check "exec with an opcode above 0xff is a usage error" 64 "bad opcode '256'"
+run 10 "$CLI" exec k 0x83; check "exec with a bidirectional (11b) opcode is a usage error" 64 "direction 11b"
+run 10 "$CLI" exec k 0x82 --arg 010203040506070809
+check "exec --arg longer than 8 bytes is a usage error" 64 "is 9 bytes; an Exec carries at most 8 inline bytes"
+run 10 "$CLI" exec k 0x81 --in "$T/v1" --arg 01; check "exec with both --in and --arg is a usage error" 64 "--in and --arg exclude each other"
+run 10 "$CLI" exec k 0x82 --in "$T/v1"; check "exec --in with a 10b opcode is a usage error" 64 "takes no input buffer"
+run 10 "$CLI" exec k 0x81 --out "$T/eo"; check "exec --out with a 01b opcode is a usage error" 64 "returns no output data"
+run 10 "$CLI" -o json exec k 0x82 --arg 0x0102030405060708ff; check_one_json "-o json exec --arg of 9 bytes" 64 err exec
+no exec k 0x82
+check "exec of an opcode nothing allowlists: Invalid Command Opcode, exit 1" 1 "^nkv: exec failed: Invalid Command Opcode \(opcode 0x82 is not allowlisted"
+no exec k 0x81 --in "$T/v1m"; check "exec 0x81 with 1 MiB of input (R2T): Invalid Command Opcode" 1 "Invalid Command Opcode"
+no exec k 128 --arg 00ff; check "exec 128 (decimal, 00b) with inline bytes: Invalid Command Opcode" 1 "Invalid Command Opcode"
+no -o json exec k 0x82
+check_one_json "-o json exec of an opcode nothing allowlists" 1 err exec
+[ "$(json_get 'j["status"], j["nvme_status"], j["errno"]')" = "Invalid Command Opcode 1 95" ] &&
+	ok "-o json exec error fields: Invalid Command Opcode, nvme_status 1, errno EOPNOTSUPP" ||
+	{ fail "-o json exec error fields"; show; }
+no exist big1; check "the connection's subsystem still serves after the Exec refusals" 0
+
 # Digests.
 head -c 1048576 /dev/urandom >"$T/vdg"
 no --hdgst --ddgst store dgst "$T/vdg"

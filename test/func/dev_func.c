@@ -12,6 +12,11 @@
  *  torn     a fake controller thread writes CQEs dword by dword (phase dword last, with delays):
  *           every completion the waiters collect carries the DW0 of its own command
  *  bounded  waits that cannot succeed return NKV_DEV_ETIMEDOUT / NKV_DEV_EBUSY within their budget
+ *  exec     vendor Exec: nkv_dev_sqe_exec() refuses bad opcodes/inline lengths and packs opcode, key,
+ *           inline bytes, CDW10 and PRPs; a vendor opcode no namespace allowlists (none here) completes
+ *           with Invalid Command Opcode (01h) in every direction, also through libnkv's
+ *           nkv_vendor_exec() (sync and async, registered and bounced buffers), and the queues keep
+ *           serving Store/Retrieve
  *  cuda     nkv_shm_reg_cuda() with a made-up CUDA IPC handle fails cleanly (-ENOTSUP where the target
  *           loads no CUDA runtime, -ENODEV where it does but cannot open the handle), bad arguments
  *           are -EINVAL, nothing stays registered, and the controller still serves Store/Retrieve
@@ -149,6 +154,137 @@ static int dev_cmd(struct nkv_dev_qp *qp, struct nkv_sqe *s, struct nkv_dev_cpl 
 	if ((rc = nkv_dev_wait(qp, t, c, BUDGET)))
 		return rc;
 	return c->status & 0x7ff;
+}
+
+/* ---- vendor Exec ------------------------------------------------------------------------------- */
+
+static void exec_cb(void *arg, const struct nkv_cpl *cpl)
+{
+	*(struct nkv_cpl *)arg = *cpl;
+}
+
+/* libnkv's vendor Exec over the shm driver: every direction reaches the target and comes back 01h. */
+static void exec_libnkv(const uint8_t *key, unsigned klen, const uint8_t inl[8])
+{
+	struct nkv_qpair *lq;
+	struct nkv_cpl cpl;
+	int rc = nkv_qpair_create(g_ctrl, 8, &lq);
+	CHECK(rc == 0, "qpair create: %d", rc);
+	if (rc)
+		return;
+	uint8_t *reg = nkv_buf_alloc(g_ctrl, 8192); /* zero copy */
+	uint8_t *bounced = malloc(8192);            /* through the bounce area */
+	CHECK(reg && bounced, "buffers");
+	if (!reg || !bounced)
+		goto out;
+	uint32_t osz = 0xabcd;
+	memset(&cpl, 0xff, sizeof(cpl));
+	rc = nkv_vendor_exec(lq, NSID, key, klen, 0x82, inl, 8, reg, 8192, &osz, &cpl);
+	CHECK(rc == -EOPNOTSUPP && (cpl.status & 0x7ff) == NKV_SC_INVALID_OPCODE && cpl.xfer == 0 && osz == 0xabcd,
+	      "nkv_vendor_exec 82h (registered): %d status %#x xfer %u out_size %u", rc, cpl.status, cpl.xfer, osz);
+	rc = nkv_vendor_exec(lq, NSID, key, klen, 0xfe, NULL, 0, bounced, 8192, &osz, &cpl);
+	CHECK(rc == -EOPNOTSUPP && (cpl.status & 0x7ff) == NKV_SC_INVALID_OPCODE && cpl.xfer == 0,
+	      "nkv_vendor_exec FEh (bounced): %d status %#x", rc, cpl.status);
+	memset(bounced, 0x5a, 8192);
+	rc = nkv_vendor_exec(lq, NSID, key, klen, 0x81, bounced, 8192, NULL, 0, NULL, &cpl);
+	CHECK(rc == -EOPNOTSUPP && (cpl.status & 0x7ff) == NKV_SC_INVALID_OPCODE, "nkv_vendor_exec 81h: %d status %#x",
+	      rc, cpl.status);
+	rc = nkv_vendor_exec(lq, NSID, key, klen, 0x80, inl, 3, NULL, 0, NULL, &cpl);
+	CHECK(rc == -EOPNOTSUPP && (cpl.status & 0x7ff) == NKV_SC_INVALID_OPCODE, "nkv_vendor_exec 80h: %d status %#x",
+	      rc, cpl.status);
+	/* a buffer shorter than CDW10 would let the controller run past it (PRPs carry no length) */
+	struct nkv_sqe raw;
+	nkv_sqe_exec(&raw, 0x82, NSID, key, klen, 8192, NULL, 0);
+	rc = nkv_submit(lq, &raw, reg, 4096, NULL, NULL);
+	CHECK(rc == -EINVAL, "raw 82h with CDW10 8192 over a 4096-byte buffer: %d", rc);
+	nkv_sqe_exec(&raw, 0x81, NSID, key, klen, 8192, NULL, 0);
+	rc = nkv_submit(lq, &raw, reg, 4096, NULL, NULL);
+	CHECK(rc == -EINVAL, "raw 81h with CDW10 8192 over a 4096-byte buffer: %d", rc);
+	/* async: the callback gets the completion; nkv_cpl_errno() decodes it */
+	struct nkv_cpl acpl;
+	memset(&acpl, 0xff, sizeof(acpl));
+	rc = nkv_vendor_exec_async(lq, NSID, key, klen, 0x82, inl, 8, reg, 8192, exec_cb, &acpl);
+	CHECK(rc == 0, "nkv_vendor_exec_async: %d", rc);
+	for (int i = 0; rc == 0 && i < 1000 && nkv_qpair_outstanding(lq); i++)
+		nkv_qpair_poll(lq, 100);
+	CHECK((acpl.status & 0x7ff) == NKV_SC_INVALID_OPCODE && nkv_cpl_errno(&acpl) == -EOPNOTSUPP,
+	      "async 82h: status %#x errno %d", acpl.status, nkv_cpl_errno(&acpl));
+	/* the queue pair still serves KV */
+	memset(reg, 0x3c, 4096);
+	rc = nkv_store(lq, NSID, key, klen, reg, 4096, 0, NULL);
+	CHECK(rc == 0, "store after the Exec refusals: %d", rc);
+	uint32_t vs = 0;
+	rc = nkv_retrieve(lq, NSID, key, klen, bounced, 8192, &vs, NULL);
+	CHECK(rc == 0 && vs == 4096 && bounced[4095] == 0x3c, "retrieve after the Exec refusals: %d, %u", rc, vs);
+out:
+	if (reg)
+		nkv_buf_free(g_ctrl, reg);
+	free(bounced);
+	nkv_qpair_destroy(lq);
+}
+
+static void test_exec(void)
+{
+	struct nkv_devq *dq;
+	struct area a;
+	struct nkv_sqe s;
+	struct nkv_dev_cpl c;
+	uint8_t key[16], k2[16];
+	unsigned klen;
+	const uint8_t inl[8] = {0xca, 0xfe, 0xba, 0xbe, 1, 2, 3, 4};
+	key_of(0xe4ec, key, &klen);
+
+	/* Checked, not clamped: an opcode below 80h would build a KV command (01h is Store). */
+	memset(&s, 0xa5, sizeof(s));
+	CHECK(nkv_dev_sqe_exec(&s, NKV_KV_STORE, NSID, key, klen, 16, NULL, 0, 0, 0) == NKV_DEV_EINVAL, "opcode 01h");
+	CHECK(nkv_dev_sqe_exec(&s, 0x7f, NSID, key, klen, 0, NULL, 0, 0, 0) == NKV_DEV_EINVAL, "opcode 7Fh");
+	CHECK(nkv_dev_sqe_exec(&s, 0x83, NSID, key, klen, 16, NULL, 0, 0, 0) == NKV_DEV_EINVAL, "direction 11b");
+	CHECK(nkv_dev_sqe_exec(&s, 0x82, NSID, key, klen, 16, inl, 9, 0, 0) == NKV_DEV_EINVAL, "9 inline bytes");
+	CHECK(nkv_dev_sqe_exec(&s, 0x81, NSID, key, klen, 16, inl, 1, 0, 0) == NKV_DEV_EINVAL, "inline with 01b");
+	CHECK(nkv_dev_sqe_exec(&s, 0x80, NSID, key, klen, 16, inl, 1, 0, 0) == NKV_DEV_EINVAL, "a size with 00b");
+	CHECK(((const uint8_t *)&s)[0] == 0xa5 && ((const uint8_t *)&s)[63] == 0xa5, "SQE written on a refusal");
+
+	int rc = nkv_devq_create(g_ctrl, 16, &dq);
+	CHECK(rc == 0, "devq create: %d", rc);
+	if (rc)
+		return;
+	struct nkv_dev_qp *qp = nkv_devq_qp(dq);
+	CHECK(area_init(&a, 1, VLEN), "area");
+
+	/* 10b: inline input, output into the PRP buffer */
+	CHECK(nkv_dev_sqe_exec(&s, 0x82, NSID, key, klen, VLEN, inl, 8, a.prp1[0], a.prp2[0]) == NKV_DEV_OK, "82h");
+	nkv_sqe_get_key(&s, k2);
+	CHECK(s.opc == 0x82 && nkv_get32(&s.nsid) == NSID && nkv_get32(&s.cdw10) == VLEN && nkv_sqe_klen(&s) == klen &&
+		      nkv_sqe_exec_inline_len(&s) == 8 && memcmp(&s.cdw12, inl, 8) == 0 && memcmp(k2, key, klen) == 0 &&
+		      nkv_get64(s.dptr) == a.prp1[0] && nkv_get64(s.dptr + 8) == a.prp2[0] && (nkv_get32(&s.cdw11) >> 12) == 0,
+	      "82h SQE packing: opc %#x cdw10 %u cdw11 %#x", s.opc, nkv_get32(&s.cdw10), nkv_get32(&s.cdw11));
+	rc = dev_cmd(qp, &s, &c);
+	CHECK(rc == NKV_SC_INVALID_OPCODE, "82h (allowlisted nowhere): %#x, want 01h", rc);
+	/* 01b: the buffer is the input */
+	fill(&a, 0, 0xe4ec);
+	CHECK(nkv_dev_sqe_exec(&s, 0x81, NSID, key, klen, VLEN, NULL, 0, a.prp1[0], a.prp2[0]) == NKV_DEV_OK, "81h");
+	CHECK(nkv_get32(&s.cdw10) == VLEN && nkv_sqe_exec_inline_len(&s) == 0 && nkv_get32(&s.cdw12) == 0,
+	      "81h SQE packing");
+	rc = dev_cmd(qp, &s, &c);
+	CHECK(rc == NKV_SC_INVALID_OPCODE, "81h: %#x, want 01h", rc);
+	/* 00b: inline bytes only, no data pointer */
+	CHECK(nkv_dev_sqe_exec(&s, 0x80, NSID, key, klen, 0, inl, 3, 0, 0) == NKV_DEV_OK, "80h");
+	CHECK(nkv_sqe_exec_inline_len(&s) == 3 && nkv_get32(&s.cdw10) == 0 && nkv_get32(&s.cdw13) == 0 &&
+		      memcmp(&s.cdw12, inl, 3) == 0 && ((const uint8_t *)&s.cdw12)[3] == 0,
+	      "80h SQE packing");
+	rc = dev_cmd(qp, &s, &c);
+	CHECK(rc == NKV_SC_INVALID_OPCODE, "80h: %#x, want 01h", rc);
+	/* the device queue still serves KV */
+	sqe_for(&s, NKV_KV_STORE, 0xe4ec, &a, 0);
+	CHECK((rc = dev_cmd(qp, &s, &c)) == 0, "store after the Exec refusals: %#x", rc);
+	memset(a.data, 0, VLEN);
+	sqe_for(&s, NKV_KV_RETRIEVE, 0xe4ec, &a, 0);
+	CHECK((rc = dev_cmd(qp, &s, &c)) == 0 && c.dw0 == VLEN && verify(&a, 0, 0xe4ec), "retrieve: %#x", rc);
+	CHECK(qp->bad_cqes == 0 && qp->inflight == 0, "bad %u inflight %u", qp->bad_cqes, qp->inflight);
+	area_free(&a);
+	nkv_devq_destroy(dq);
+
+	exec_libnkv(key, klen, inl);
 }
 
 /* ---- basic and wrap ----------------------------------------------------------------------------- */
@@ -652,7 +788,7 @@ int main(void)
 	} groups[] = {
 		{"basic", test_basic}, {"wrap", test_wrap},   {"ticket", test_ticket},
 		{"batch", test_batch}, {"torn", test_torn},   {"bounded", test_bounded},
-		{"cuda", test_cuda},
+		{"exec", test_exec},   {"cuda", test_cuda},
 	};
 	for (unsigned i = 0; i < sizeof(groups) / sizeof(groups[0]); i++) {
 		unsigned f0 = h_fail;

@@ -102,6 +102,39 @@ static void status_errno(void **state)
 	assert_int_equal(nkv_status_errno(0x0ff), -EIO);      /* unknown generic status */
 }
 
+/* Vendor Exec statuses: C0h is -EOPNOTSUPP; C1h is the method's errno from DW0 (-EIO without one). */
+static void exec_status_errno(void **state)
+{
+	(void)state;
+	assert_int_equal(nkv_status_errno(0x0c0), -EOPNOTSUPP);
+	assert_int_equal(nkv_status_errno(0x40c0), -EOPNOTSUPP);
+	assert_int_equal(nkv_status_errno(0x0c1), -EIO); /* the status alone has no errno */
+	assert_int_equal(nkv_status_errno(0x001), -EOPNOTSUPP); /* opcode not allowlisted */
+	struct nkv_cpl c = {.status = 0x40c1, .dnr = true, .dw0 = ENOENT};
+	assert_int_equal(nkv_cpl_errno(&c), -ENOENT);
+	c.dw0 = EPERM;
+	assert_int_equal(nkv_cpl_errno(&c), -EPERM);
+	c.dw0 = 0; /* no errno: the table's -EIO */
+	assert_int_equal(nkv_cpl_errno(&c), -EIO);
+	c.dw0 = 4096;
+	assert_int_equal(nkv_cpl_errno(&c), -EIO);
+	c.dw0 = 0xffffffffu; /* a negative errno sent by mistake is not trusted either */
+	assert_int_equal(nkv_cpl_errno(&c), -EIO);
+	c.status = 0x1c1; /* SCT 1 C1h is not Method Failed: DW0 means nothing */
+	c.dw0 = ENOENT;
+	assert_int_equal(nkv_cpl_errno(&c), -EIO);
+	c.status = 0x0c0; /* C0h ignores DW0 */
+	assert_int_equal(nkv_cpl_errno(&c), -EOPNOTSUPP);
+	c.status = 0; /* success: DW0 is the output length, not an errno */
+	c.dw0 = 5;
+	assert_int_equal(nkv_cpl_errno(&c), 0);
+	c.status = 0x087;
+	assert_int_equal(nkv_cpl_errno(&c), -ENOENT);
+	assert_int_equal(nkv_cpl_errno(NULL), -EINVAL);
+	assert_string_equal(nkv_status_string(0x0c0), "Class or Method Not Available (SCT 0h SC C0h)");
+	assert_string_equal(nkv_status_string(0x40c1), "Method Failed (SCT 0h SC C1h)");
+}
+
 static void status_string(void **state)
 {
 	(void)state;
@@ -131,6 +164,26 @@ static void kv_args(void **state)
 	assert_int_equal(nkv_retrieve_async(NULL, 1, "0123456789abcdefX", 17, NULL, 0, NULL, NULL), -EINVAL);
 	assert_int_equal(nkv_delete_async(NULL, 1, NULL, 3, NULL, NULL), -EINVAL);
 	assert_int_equal(nkv_submit(NULL, NULL, NULL, 0, NULL, NULL), -EINVAL);
+	/* vendor Exec: opcode, direction, inline and buffer rules, all before the queue pair is used */
+	uint8_t in[9] = {0}, out[16];
+	uint32_t osz = 77;
+	assert_int_equal(nkv_vendor_exec(NULL, 1, "k", 1, 0x02, NULL, 0, out, 16, &osz, NULL), -EINVAL); /* < 80h */
+	assert_int_equal(nkv_vendor_exec(NULL, 1, "k", 1, 0x7e, NULL, 0, out, 16, &osz, NULL), -EINVAL);
+	assert_int_equal(nkv_vendor_exec(NULL, 1, "k", 1, 0x83, in, 4, out, 16, &osz, NULL), -EINVAL); /* 11b */
+	assert_int_equal(nkv_vendor_exec(NULL, 1, "k", 1, 0xff, NULL, 0, NULL, 0, &osz, NULL), -EINVAL);
+	assert_int_equal(nkv_vendor_exec(NULL, 1, "k", 1, 0x82, in, 9, out, 16, &osz, NULL), -EINVAL); /* inline > 8 */
+	assert_int_equal(nkv_vendor_exec(NULL, 1, "k", 1, 0x80, in, 9, NULL, 0, &osz, NULL), -EINVAL);
+	assert_int_equal(nkv_vendor_exec(NULL, 1, "k", 1, 0x80, NULL, 0, out, 16, &osz, NULL), -EINVAL); /* 00b + out */
+	assert_int_equal(nkv_vendor_exec(NULL, 1, "k", 1, 0x81, in, 4, out, 16, &osz, NULL), -EINVAL); /* 01b + out */
+	assert_int_equal(nkv_vendor_exec(NULL, 1, "k", 1, 0x81, NULL, 4, NULL, 0, &osz, NULL), -EINVAL); /* NULL in */
+	assert_int_equal(nkv_vendor_exec(NULL, 1, "k", 1, 0x82, in, 8, NULL, 16, &osz, NULL), -EINVAL); /* NULL out */
+	assert_int_equal(nkv_vendor_exec(NULL, 1, "k", 0, 0x82, in, 8, out, 16, &osz, NULL), -EINVAL); /* KL 0 */
+	assert_int_equal(nkv_vendor_exec(NULL, 1, "0123456789abcdefX", 17, 0x82, in, 8, out, 16, &osz, NULL), -EINVAL);
+	assert_int_equal(nkv_vendor_exec_async(NULL, 1, "k", 1, 0x83, NULL, 0, NULL, 0, NULL, NULL), -EINVAL);
+	assert_int_equal(nkv_vendor_exec_async(NULL, 1, "k", 1, 0x82, in, 9, out, 16, NULL, NULL), -EINVAL);
+	assert_int_equal(osz, 77); /* untouched on failure */
+	/* valid arguments reach the queue pair: a NULL one is refused there */
+	assert_int_equal(nkv_vendor_exec_async(NULL, 1, "k", 1, 0x82, in, 8, out, 16, NULL, NULL), -EINVAL);
 }
 
 /* Write @text to a fresh temporary file; @return its path (static per @slot). */
@@ -223,6 +276,7 @@ int main(void)
 		cmocka_unit_test(list_empty_and_malformed),
 		cmocka_unit_test(status_errno),
 		cmocka_unit_test(status_string),
+		cmocka_unit_test(exec_status_errno),
 		cmocka_unit_test(kv_args),
 		cmocka_unit_test(connect_args),
 		cmocka_unit_test(host_ident),

@@ -1,7 +1,8 @@
 /*
  * test_client_tcp.c - libnkv end to end against a rados-nkv daemon (mem backend) that the test
  * starts itself: discovery, every digest combination, in-capsule and R2T stores, C2HData
- * retrieves, truncation, a pipelined async workload, List paging, keep alive, error statuses.
+ * retrieves, truncation, a pipelined async workload, List paging, keep alive, error statuses (vendor
+ * Exec of an opcode nothing allowlists included).
  *
  * usage: test_client_tcp PATH_TO_RADOS_NKV   (exit 77 = skipped: no daemon binary)
  */
@@ -340,6 +341,21 @@ static void t_errors(void)
 	CHECK_RC(nkv_store(qp, 1, "nobig", 5, big, 1, NKV_STORE_MUST_EXIST, &cpl), -ENOENT);
 	CHECK_RC(nkv_store(qp, 1, "01234567890123456", 17, big, 1, 0, &cpl), -EINVAL);
 	CHECK_RC(nkv_retrieve(qp, 9, "big", 3, big, 1, NULL, &cpl), -ENXIO);
+	/* vendor Exec of an opcode no namespace allowlists: 01h (-EOPNOTSUPP) in every direction, with
+	 * the input in-capsule (4 KiB) and through R2T (64 KiB), and the connection keeps serving */
+	static uint8_t out[65536];
+	const uint8_t inl[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+	uint32_t osz = 12345;
+	CHECK_RC(nkv_vendor_exec(qp, 1, "big", 3, 0x82, inl, 8, out, sizeof(out), &osz, &cpl), -EOPNOTSUPP);
+	CHECK((cpl.status & 0x7ff) == NKV_SC_INVALID_OPCODE && cpl.xfer == 0 && osz == 12345);
+	CHECK_RC(nkv_vendor_exec(qp, 1, "big", 3, 0x81, big, 4096, NULL, 0, NULL, &cpl), -EOPNOTSUPP);
+	CHECK_RC(nkv_vendor_exec(qp, 1, "big", 3, 0x81, big, sizeof(big), NULL, 0, NULL, &cpl), -EOPNOTSUPP);
+	CHECK((cpl.status & 0x7ff) == NKV_SC_INVALID_OPCODE);
+	CHECK_RC(nkv_vendor_exec(qp, 1, "big", 3, 0x80, inl, 2, NULL, 0, NULL, &cpl), -EOPNOTSUPP);
+	CHECK_RC(nkv_vendor_exec(qp, 1, "big", 3, 0x83, NULL, 0, NULL, 0, NULL, &cpl), -EINVAL);
+	uint32_t vs = 0;
+	CHECK_RC(nkv_retrieve(qp, 1, "big", 3, out, sizeof(out), &vs, &cpl), 0);
+	CHECK(vs == sizeof(big));
 	nkv_disconnect(c);
 }
 

@@ -1,4 +1,4 @@
-/* test_spec.c - SQE/CQE encoders and decoders, status words, List entry sizes. */
+/* test_spec.c - SQE/CQE encoders and decoders (KV and vendor Exec), status words, List entry sizes. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -73,6 +73,66 @@ static void status_word(void **state)
 	assert_int_equal(st, 0x82);
 }
 
+/* Vendor Exec: key and KL as for Store, CDW10 = size, CDW11 bits 11:8 = inline count, CDW12-13 = bytes. */
+static void exec_sqe_layout(void **state)
+{
+	(void)state;
+	struct nkv_sqe s;
+	const uint8_t key[16] = {'o', 'b', 'j', '0', '1', '2', '3', '4', 8, 9, 10, 11, 12, 13, 14, 15};
+	const uint8_t in[9] = {0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4, 0x99};
+	memset(&s, 0xff, sizeof(s));
+	nkv_sqe_exec(&s, 0x82, 3, key, 16, 0x100000, in, 5);
+	const uint8_t *b = (const uint8_t *)&s;
+	assert_int_equal(b[0], 0x82);
+	assert_int_equal(b[1], 0); /* no fuse, PRP: the SQE was zeroed first */
+	assert_int_equal(nkv_get32(b + 4), 3);
+	assert_memory_equal(b + 8, key, 8);
+	assert_memory_equal(b + 56, key + 8, 8);
+	assert_int_equal(nkv_get32(b + 40), 0x100000); /* CDW10: host buffer size (10b) */
+	assert_int_equal(b[44], 16);                  /* CDW11 7:0 KL */
+	assert_int_equal(b[45], 5);                   /* CDW11 11:8 inline count, 15:12 reserved (0) */
+	assert_int_equal(b[46], 0);
+	assert_int_equal(b[47], 0);
+	assert_int_equal(nkv_sqe_exec_inline_len(&s), 5);
+	assert_int_equal(nkv_sqe_klen(&s), 16);
+	assert_memory_equal(b + 48, in, 5); /* CDW12-13, in byte order */
+	for (int i = 53; i < 56; i++)
+		assert_int_equal(b[i], 0); /* unused inline bytes are zero */
+	for (int i = 24; i < 40; i++)
+		assert_int_equal(b[i], 0); /* MPTR/DPTR are the caller's */
+
+	/* All 8 inline bytes; more are clamped to 8, never past CDW13. */
+	nkv_sqe_exec(&s, 0x80, 1, key, 3, 0, in, 9);
+	assert_int_equal(nkv_sqe_exec_inline_len(&s), 8);
+	assert_memory_equal(b + 48, in, 8);
+	assert_int_equal(nkv_get32(b + 44), 8u << 8 | 3u);
+	assert_int_equal(nkv_get32(b + 40), 0);
+	assert_memory_equal(b + 56, (const uint8_t[8]){0}, 8); /* key bytes past KL 3..: zero */
+
+	/* 01b: no inline bytes, CDW10 = input size. */
+	nkv_sqe_exec(&s, 0x81, 1, key, 8, 4096, NULL, 0);
+	assert_int_equal(nkv_sqe_exec_inline_len(&s), 0);
+	assert_int_equal(nkv_get32(b + 44), 8);
+	assert_int_equal(nkv_get32(b + 40), 4096);
+	assert_int_equal(nkv_get32(b + 48) | nkv_get32(b + 52), 0);
+}
+
+static void exec_directions(void **state)
+{
+	(void)state;
+	/* Direction = opcode bits 1:0, as for every NVMe opcode. */
+	assert_int_equal(nkv_opc_xfer(0x80), NKV_XFER_NONE);
+	assert_int_equal(nkv_opc_xfer(0x81), NKV_XFER_H2C);
+	assert_int_equal(nkv_opc_xfer(0x82), NKV_XFER_C2H);
+	assert_int_equal(nkv_opc_xfer(0x83), NKV_XFER_BIDI);
+	assert_int_equal(nkv_opc_xfer(0xfe), NKV_XFER_C2H);
+	assert_int_equal(nkv_opc_xfer(NKV_KV_STORE), NKV_XFER_H2C);
+	assert_int_equal(nkv_opc_xfer(NKV_KV_RETRIEVE), NKV_XFER_C2H);
+	assert_int_equal(NKV_EXEC_OPC_FIRST, 0x80);
+	assert_int_equal(nkv_status_make(NKV_SCT_GENERIC, NKV_SC_EXEC_UNAVAILABLE, 1) & 0x7ff, 0x0c0);
+	assert_int_equal(nkv_status_make(NKV_SCT_GENERIC, NKV_SC_EXEC_FAILED, 1) & 0x7ff, 0x0c1);
+}
+
 static void list_entry_sizes(void **state)
 {
 	(void)state;
@@ -102,6 +162,7 @@ int main(void)
 		cmocka_unit_test(kv_sqe_layout),   cmocka_unit_test(short_key_zero_fills),
 		cmocka_unit_test(le_accessors),    cmocka_unit_test(status_word),
 		cmocka_unit_test(list_entry_sizes), cmocka_unit_test(identify_layouts),
+		cmocka_unit_test(exec_sqe_layout),  cmocka_unit_test(exec_directions),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -28,6 +28,11 @@ struct cli {
 	unsigned store_opts;
 	uint64_t max_size;     /* retrieve --max-size (0: namespace KVVML) */
 	uint64_t max_keys;     /* list --max (0: all) */
+	const char *exec_in;   /* exec --in FILE ("-": stdin) */
+	const char *exec_arg;  /* exec --arg HEX */
+	const char *exec_out;  /* exec --out FILE ("-": stdout) */
+	uint64_t exec_size;    /* exec --size (host buffer for 10b opcodes) */
+	bool exec_size_set;    /* --size given (0 is valid: it probes the output length) */
 	struct nkv_conn_opts opts;
 	struct nkv_host_ident host; /* the host NQN and ID sent (opts points at them), and their sources */
 	const char *cmd;
@@ -88,11 +93,14 @@ int cmd_delete(struct cli *c);
 int cmd_exist(struct cli *c);
 int cmd_list(struct cli *c);
 int cmd_show_host(struct cli *c);
+int cmd_exec(struct cli *c);  /* exec.c */
 int cmd_bench(struct cli *c); /* bench.c */
 
 /* util.c */
 /** Parse a key (text, or hex with --hex). @return 0 or -EINVAL (with a message printed). */
 int key_parse(const struct cli *c, const char *s, uint8_t key[16], unsigned *klen);
+/** JSON members "key" (text, or hex with --hex) and "key_hex" (cmds.c). */
+void json_key(const struct cli *c, const uint8_t *key, unsigned klen);
 /** Key for people: text (non-printable bytes as \xNN), or hex with --hex. */
 void key_print(FILE *f, const struct cli *c, const uint8_t *key, unsigned klen);
 void key_hex(char out[33], const uint8_t *key, unsigned klen);

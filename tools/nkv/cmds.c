@@ -199,7 +199,7 @@ static uint32_t ns_kvvml(struct cli *c)
 	return v;
 }
 
-static void json_key(const struct cli *c, const uint8_t *key, unsigned klen)
+void json_key(const struct cli *c, const uint8_t *key, unsigned klen)
 {
 	char h[33];
 	key_hex(h, key, klen);

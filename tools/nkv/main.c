@@ -28,6 +28,10 @@ static const char g_usage[] =
 	"  delete KEY                    delete a key\n"
 	"  exist KEY                     exit 0 if KEY exists, 2 if not\n"
 	"  list [START_KEY] [--max N]    list keys >= START_KEY in order (all pages)\n"
+	"  exec KEY OPCODE               run vendor Exec OPCODE (0x80-0xff): the RADOS class method\n"
+	"                                the namespace allowlists for it, on KEY's object\n"
+	"        [--in FILE|- | --arg HEX]  input: a file (01b opcodes) or up to 8 bytes (00b, 10b)\n"
+	"        [--out FILE|-] [--size N]  output of 10b opcodes (default stdout), buffer (default 1M)\n"
 	"  show-host                     the host NQN and ID nkv sends, and where they come from\n"
 	"  bench [KEY=VALUE...]          load generator (nkv bench help)\n"
 	"\n"
@@ -89,6 +93,15 @@ static const struct cmd g_cmds[] = {
 	{"exist", cmd_exist, 1, 1, "nkv exist KEY\n  Exit 0 if KEY exists, 2 if not."},
 	{"list", cmd_list, 0, 1,
 	 "nkv list [START_KEY] [--max N]\n  Print the keys >= START_KEY (default: all) in ascending byte order."},
+	{"exec", cmd_exec, 2, 2,
+	 "nkv exec KEY OPCODE [--in FILE|- | --arg HEX] [--out FILE|-] [--size N]\n"
+	 "  Run rados-nkv vendor Exec OPCODE (0x80 to 0xff, hex with 0x or decimal) on KEY: the target runs\n"
+	 "  the RADOS class method the namespace allowlists for OPCODE on KEY's object. OPCODE bits 1:0 give\n"
+	 "  the data direction: 00b no data, 01b input from --in FILE (or - for stdin; none: empty),\n"
+	 "  10b output to --out FILE or stdout (binary; --size N is the buffer, default 1M: a longer output\n"
+	 "  is truncated with a warning, the method is not re-run). --arg HEX: up to 8 inline input bytes\n"
+	 "  (00b and 10b). Errors: Invalid Command Opcode (not allowlisted), \"class or method not\n"
+	 "  available on the OSD\" (C0h), \"method failed: ERRNO\" (C1h); exit 1."},
 	{"show-host", cmd_show_host, 0, 0,
 	 "nkv show-host\n  Print the host NQN and host ID nkv sends in Connect (and to --allow-host lists),\n"
 	 "  and where each comes from: option, file, hostnqn (the UUID of a uuid host NQN), hostid\n"
@@ -107,6 +120,10 @@ enum {
 	OPT_MUST_NOT_EXIST,
 	OPT_MAX_SIZE,
 	OPT_MAX,
+	OPT_IN,
+	OPT_ARG,
+	OPT_OUT,
+	OPT_SIZE,
 };
 
 /* A leading ':' tells a missing argument (':') from an unknown option ('?'); opterr is 0, the
@@ -134,6 +151,10 @@ static const struct option g_opts[] = {
 	{"must-not-exist", no_argument, NULL, OPT_MUST_NOT_EXIST},
 	{"max-size", required_argument, NULL, OPT_MAX_SIZE},
 	{"max", required_argument, NULL, OPT_MAX},
+	{"in", required_argument, NULL, OPT_IN},
+	{"arg", required_argument, NULL, OPT_ARG},
+	{"out", required_argument, NULL, OPT_OUT},
+	{"size", required_argument, NULL, OPT_SIZE},
 	{NULL, 0, NULL, 0},
 };
 
@@ -430,6 +451,21 @@ static int run(struct cli *c, int argc, char **argv)
 			if (parse_size(optarg, &v) || v == 0)
 				return cli_usage(c, "bad --max '%s'", optarg);
 			c->max_keys = v;
+			break;
+		case OPT_IN:
+			c->exec_in = optarg;
+			break;
+		case OPT_ARG:
+			c->exec_arg = optarg;
+			break;
+		case OPT_OUT:
+			c->exec_out = optarg;
+			break;
+		case OPT_SIZE:
+			if (parse_size(optarg, &v) || v > 0xffffffffull)
+				return cli_usage(c, "bad --size '%s' (0 bytes to 4 GiB - 1)", optarg);
+			c->exec_size = v;
+			c->exec_size_set = true;
 			break;
 		case ':':
 			return cli_usage(c, "option '%s' needs an argument", argv[optind - 1]);
