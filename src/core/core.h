@@ -257,7 +257,7 @@ nkv_status nkv_exec_status(struct nkv_req *req, int rc);
 /** Mark @ss's allowlisted opcodes in the KV command set's effects (log 05h, 256 dwords). */
 void nkv_exec_effects(struct nkv_subsys *ss, uint32_t iocs[256]);
 /** Set the allowlist of a namespace not yet published (nkv_ns_add). @return as nkv_ns_set_exec(). */
-int nkv_exec_init(struct nkv_ns *ns, const struct nkv_exec_rule *rules, unsigned n);
+int nkv_exec_init(struct nkv_subsys *ss, struct nkv_ns *ns, const struct nkv_exec_rule *rules, unsigned n);
 /** Free a namespace's allowlist and every replaced one (namespace teardown). */
 void nkv_exec_free(struct nkv_ns *ns);
 

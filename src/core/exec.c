@@ -81,12 +81,22 @@ static struct nkv_exec_table *table_build(const struct nkv_exec_rule *rules, uns
 	return t;
 }
 
-int nkv_exec_init(struct nkv_ns *ns, const struct nkv_exec_rule *rules, unsigned n)
+/* One line per allowlisted opcode: what an operator needs to audit what hosts may run. */
+static void log_table(const struct nkv_subsys *ss, uint32_t nsid, const struct nkv_exec_table *t)
+{
+	for (unsigned i = 0; t && i < t->n; i++)
+		NKV_INFO("%s: nsid %u: opcode %02xh runs %s.%s (%s%s, bound input %u bytes)", ss->nqn, nsid, t->e[i].opc,
+			 t->e[i].cls, t->e[i].method, t->e[i].write ? "write" : "read",
+			 t->e[i].create ? ", may create" : "", t->e[i].input_len);
+}
+
+int nkv_exec_init(struct nkv_subsys *ss, struct nkv_ns *ns, const struct nkv_exec_rule *rules, unsigned n)
 {
 	int rc;
 	struct nkv_exec_table *t = table_build(rules, n, &rc);
 
 	atomic_init(&ns->exec, t);
+	log_table(ss, ns->nsid, t);
 	return rc;
 }
 
@@ -112,11 +122,8 @@ int nkv_ns_set_exec(struct nkv_subsys *ss, uint32_t nsid, const struct nkv_exec_
 		*p = old;
 		pthread_mutex_unlock(&ss->tgt->lock);
 	}
-	NKV_INFO("%s: nsid %u: %u Exec opcode(s) allowlisted", ss->nqn, nsid, n);
-	for (unsigned i = 0; t && i < t->n; i++)
-		NKV_INFO("%s: nsid %u: opcode %02xh runs %s.%s (%s%s, bound input %u bytes)", ss->nqn, nsid, t->e[i].opc,
-			 t->e[i].cls, t->e[i].method, t->e[i].write ? "write" : "read",
-			 t->e[i].create ? ", may create" : "", t->e[i].input_len);
+	NKV_INFO("%s: nsid %u: Exec allowlist replaced: %u opcode(s)", ss->nqn, nsid, n);
+	log_table(ss, nsid, t);
 	return 0;
 }
 

@@ -220,7 +220,7 @@ int nkv_ns_add(struct nkv_subsys *ss, const struct nkv_ns_conf *conf)
 	ns->max_value = conf->max_value ? conf->max_value : NKV_DEFAULT_MAX_VALUE;
 	if (ns->max_value > limit)
 		ns->max_value = limit;
-	if ((rc = nkv_exec_init(ns, conf->exec, conf->nexec)) < 0) {
+	if ((rc = nkv_exec_init(ss, ns, conf->exec, conf->nexec)) < 0) {
 		t->be->ns_close(ns->kvns);
 		free(ns);
 		return rc;
