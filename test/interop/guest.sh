@@ -186,6 +186,18 @@ t_same_rados_ns() { # a key stored through NSID 1 exists through NSID 2, which i
 	delete shared
 }
 
+# Vendor Exec (nkv_spec.h): run.sh's configuration allowlists 82h = hello.say_hello (read, bound input
+# "rados-") on NSID 1. Inline "nkv" = CDW12 0x00766b6e with its length 3 in CDW11 bits 11:8; CDW10 =
+# the 64-byte host buffer. RADOS runs read methods only on existing objects: the key is stored first.
+# rados: "Hello, rados-nkv!" and DW0 17; mem (no object classes): C0h. 9Ah is allowlisted nowhere: 01h.
+exec82() { kv 0x82 exkey 5 3 64 64 --cdw12=0x00766b6e --read --input-file=$T/got; }
+t_exec() {
+	rm -f $T/got
+	if [ "$BACKEND" = mem ]; then ! exec82 && is_status 0xc0; return; fi
+	exec82 && is_result 17 && [ "$(head -c 17 $T/got)" = "Hello, rados-nkv!" ]
+}
+t_exec_free() { ! kv 0x9a exkey 5 0 64 64 --read --input-file=$T/got && is_status 0x01; }
+
 suite() { # TAG: the KV checks on the current connection
 	tag=$1
 	check "[$tag] id-ctrl: CNTLID matches the connection, SUBNQN, KAS, IOCCSZ, IORCSZ" t_idctrl
@@ -242,6 +254,15 @@ check "both NSIDs on one RADOS namespace attach (/dev/ngXnY each, no duplicate-I
 [ -n "$NG2" ] && check "NSIDs 1 and 2 report different EUI64/NGUID/UUID (ns-descs)" t_ids_differ
 [ -n "$NG2" ] && check "NSID 2 sees NSID 1's keys (same RADOS namespace) and is read-only" t_same_rados_ns
 [ -n "$NG" ] && suite plain
+if [ -n "$NG" ]; then
+	want="'Hello, rados-nkv!', DW0 17"
+	[ "$BACKEND" = mem ] && want="C0h (no object classes in memory)"
+	check "Store the key the read method runs on" store exkey $T/v100
+	check "vendor Exec 82h (allowlisted hello.say_hello, inline 'nkv'): $want" t_exec
+	check "vendor opcode 9Ah (not allowlisted): 01h" t_exec_free
+	delete exkey
+	dmesg | grep -i 'effects' | sed 's/^/# kernel: /'
+fi
 check "nvme disconnect -n $NQN; the namespace device goes away" disconnect
 
 check "nvme connect with header and data digests (-g -G)" connect -g -G

@@ -68,14 +68,21 @@ trap 'exit 1' INT TERM
 # somebody else took one in between).
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 NQN="nqn.2026-11.io.rados-nkv:interop-$BACKEND"
-RADOS_NS="interop-$$-$(date +%s)"
-args=(--backend "$BACKEND" -s "$NQN" --log-level debug --grace-ms 2000)
+RADOS_NS=""
+[ "$BACKEND" = rados ] && RADOS_NS="interop-$$-$(date +%s)"
+# The subsystem comes from a JSON configuration, the only place Exec allowlists live (issue 13): NSID 1
+# allowlists vendor opcode 82h = hello.say_hello (read, bound input "rados-"); the guest sends 82h
+# with inline "nkv" and 9Ah, which is not allowlisted. Flags still set the rest (and would override).
+cat >"$WORK/rados-nkv.json" <<EOF
+{ "subsystems": [ { "nqn": "$NQN", "pool": "${NKV_CEPH_POOL:-nkv}", "namespaces": [
+    { "nsid": 1, "rados_namespace": "$RADOS_NS", "max_value": "4M",
+      "exec": [ { "opcode": "0x82", "class": "hello", "method": "say_hello", "mode": "read", "input": "rados-" } ] },
+    { "nsid": 2, "rados_namespace": "$RADOS_NS", "max_value": "4M", "read_only": true } ] } ] }
+EOF
+args=(-c "$WORK/rados-nkv.json" --backend "$BACKEND" --log-level debug --grace-ms 2000)
 if [ "$BACKEND" = rados ]; then
-  args+=(--ceph-conf "$NKV_CEPH_CONF" --client-id "${NKV_CEPH_USER:-admin}" --pool "${NKV_CEPH_POOL:-nkv}"
-         --ns "1:$RADOS_NS:4M" --ns "2:$RADOS_NS:4M:ro" --op-timeout 20)
+  args+=(--ceph-conf "$NKV_CEPH_CONF" --client-id "${NKV_CEPH_USER:-admin}" --op-timeout 20)
   [ -n "${NKV_CEPH_KEYRING:-}" ] && args+=(--keyring "$NKV_CEPH_KEYRING")
-else
-  args+=(--ns 1::4M --ns 2::4M:ro)
 fi
 for _ in 1 2 3 4 5; do
   PORT=$(free_port); DPORT=$(free_port)
@@ -173,6 +180,9 @@ hcheck "an admin Connect carried KATO 2000 ms (nvme connect -k 2)" "grep -q 'fct
 hcheck "that Connect asked for SQ flow control off (CATTR bit 2, --disable-sqflow)" "grep -q 'fctype 01h .* cdw11 0004001fh cdw12 000007d0h' '$DL'"
 ka=$(awk '/fctype 01h .* cdw12 000007d0h/ { on = 1 } on && / cmd opc 18h / { n++ } END { print n + 0 }' "$DL")
 hcheck "Keep Alive (18h) every KATO/2 on that controller ($ka seen, want >= 3)" "[ $ka -ge 3 ]"
+# Vendor Exec: the kernel passed both vendor opcodes through (it refuses none host-side).
+hcheck "vendor opcodes 82h (allowlisted) and 9Ah (not) reached the target from the kernel" \
+  "grep -q ' cmd opc 82h ' '$DL' && grep -q ' cmd opc 9ah ' '$DL'"
 
 # The kernel's attach sequence on the admin queue of the first I/O controller, decoded.
 attach_sequence() {
