@@ -31,31 +31,13 @@
 
 #include "nkv/nkv.h"
 #include "nkv/nkv_spec.h"
-
-/* The sum, in Lua inside the OSD: the object's little-endian signed 64-bit words (a tail of fewer
- * than 8 bytes added byte by byte), read in 4 MiB pieces; integer overflow wraps as in C. */
-static const char g_lua_script[] =
-	"function sum(input, output)\n"
-	"  local size = objclass.stat()\n"
-	"  local acc, off = 0, 0\n"
-	"  while off < size do\n"
-	"    local n = math.min(4194304, size - off)\n"
-	"    local s = objclass.read(off, n):str()\n"
-	"    local i, m = 1, n - n % 8\n"
-	"    while i <= m do acc = acc + string.unpack('<i8', s, i); i = i + 8 end\n"
-	"    while i <= n do acc = acc + string.byte(s, i); i = i + 1 end\n"
-	"    off = off + n\n"
-	"  end\n"
-	"  output:append(string.format('%d', acc))\n"
-	"end\n"
-	"objclass.register(sum)\n";
+#include "lua_sum.h"
 
 static void print_lua_input(void)
 {
-	printf("{\"script\": \"");
-	for (const char *p = g_lua_script; *p; p++)
-		fputs(*p == '\n' ? "\\n" : (char[]){*p, 0}, stdout);
-	printf("\", \"handler\": \"sum\", \"input\": \"\"}");
+	char json[2048];
+	if (nkv_lua_sum_json(json, sizeof(json)))
+		fputs(json, stdout);
 }
 
 static int64_t words_sum(const uint8_t *b, size_t n)

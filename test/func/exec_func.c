@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "lua_sum.h"
 
 #define OPC_SAY 0x82     /* C2H, read: hello.say_hello, bound "rados-" */
 #define OPC_RECORD 0x81  /* H2C, write, create: hello.record_hello */
@@ -38,22 +39,6 @@
 #define NS_NONE 3
 #define ADDS_PER_WORKER 250
 #define LUA_VALUE (1u << 20)
-
-static const char g_lua_script[] =
-	"function sum(input, output)\n"
-	"  local size = objclass.stat()\n"
-	"  local acc, off = 0, 0\n"
-	"  while off < size do\n"
-	"    local n = math.min(4194304, size - off)\n"
-	"    local s = objclass.read(off, n):str()\n"
-	"    local i, m = 1, n - n % 8\n"
-	"    while i <= m do acc = acc + string.unpack('<i8', s, i); i = i + 8 end\n"
-	"    while i <= n do acc = acc + string.byte(s, i); i = i + 1 end\n"
-	"    off = off + n\n"
-	"  end\n"
-	"  output:append(string.format('%d', acc))\n"
-	"end\n"
-	"objclass.register(sum)\n";
 
 /* numops.add input: two Ceph-encoded strings (u32 length, bytes): the omap key and the addend. */
 static const uint8_t g_add_in[] = {1, 0, 0, 0, 'n', 1, 0, 0, 0, '1'};
@@ -168,12 +153,7 @@ int main(int argc, char **argv)
 	bool rados = argc > 1 && strcmp(argv[1], "rados") == 0;
 
 	h_init(argc, argv, "exec_func");
-	/* The script as eval_json's JSON: {"script": ..., "handler": "sum", "input": ""} (no quotes or
-	 * backslashes in it to escape, but newlines). */
-	size_t o = (size_t)snprintf(lua_json, sizeof(lua_json), "{\"script\": \"");
-	for (const char *p = g_lua_script; *p && o < sizeof(lua_json) - 64; p++)
-		o += (size_t)snprintf(lua_json + o, sizeof(lua_json) - o, *p == '\n' ? "\\n" : "%c", *p);
-	snprintf(lua_json + o, sizeof(lua_json) - o, "\", \"handler\": \"sum\", \"input\": \"\"}");
+	CHECK(nkv_lua_sum_json(lua_json, sizeof(lua_json)) > 0, "the Lua script's JSON fits");
 	rules(r, &n, lua_json);
 
 	char rns[128];
