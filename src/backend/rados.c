@@ -6,17 +6,21 @@
  *
  * Deadlines are the target's, not librados': every I/O carries a deadline (op timeout), and a
  * watchdog thread cancels late ops with rados_aio_cancel(), which completes them with 82h (DNR clear).
- * rados_osd_op_timeout is deliberately NOT set on the I/O handle: with it (and equally with cancel
- * alone), ops that time out before the Objecter marks them laggy (objecter_timeout, 10 s) never make
- * it ask the monitor for a newer OSD map, so after an OSD restarts the client keeps sending to the
- * dead OSD's old address and every op times out for minutes (seen with a plain librados program).
- * The watchdog therefore also asks for the latest OSD map (rados_wait_for_latest_osdmap, on its own
- * thread) once a second while any op is stalled or was cancelled: the Objecter then resends in-flight
- * ops to the OSD's new address, and the gateway serves again within a second or two of the cluster.
+ * rados_osd_op_timeout is deliberately NOT set on the I/O handle.
+ *
+ * Recovery after an OSD restart: the Objecter asks the monitor for a newer OSD map only when, at one
+ * of its ticks (objecter_tick_interval, 5 s), an op has been in flight longer than objecter_timeout
+ * (10 s) - "laggy". Ops that end sooner (by rados_osd_op_timeout or by a cancel) never trigger it, so
+ * after an OSD restart (a new address) the client kept sending to the old one and every op timed out
+ * for minutes (seen with a plain librados program). Both handles therefore tick every second and call
+ * an op laggy after 1 s: while ops stall, the Objecter pings the OSD and renews its map subscription,
+ * asynchronously, and resends in-flight ops as soon as the new map names the OSD's new address.
+ * (A blocking rados_wait_for_latest_osdmap() on a helper thread did the same but hung shutdown while
+ * the monitor was down: it has no timeout.)
  *
  * List is a namespace scan with librados' blocking listing calls, run by a small pool of worker
  * threads on a second cluster handle that does carry rados_osd_op_timeout (a blocking call cannot be
- * cancelled); its map is refreshed the same way.
+ * cancelled).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -37,10 +41,6 @@
 /* In-flight lists: sharded so submitters on different threads rarely meet on one mutex. */
 #define FLIGHT_SHARDS 8
 #define WATCHDOG_TICK_MS 100
-/* An op in flight this long is "stalled": refresh the OSD map (at most once a second) so the
- * Objecter learns where a restarted OSD now listens. Well below objecter_timeout (10 s). */
-#define STALL_MS 1500
-#define REFRESH_EVERY_MS 1000
 #define CANCEL_BATCH 64
 
 struct flight {
@@ -70,15 +70,13 @@ struct nkv_kvdev {
 	/* List workers: namespace scans are blocking librados calls, kept off the owner threads. */
 	struct list_worker workers[LIST_WORKERS_MAX];
 	unsigned nworkers;
-	pthread_mutex_t lock;         /* the List queue, the workers' jobs, the refresher's flags */
+	pthread_mutex_t lock;         /* the List queue, the workers' jobs, stop */
 	pthread_cond_t cond;
 	struct nkv_kvio *head, *tail; /* queued Lists, linked through be_next, oldest first */
 	bool stop;
-	/* watchdog (cancels late ops) and map refresher (blocking mon round trips) */
-	pthread_t watchdog, refresher;
-	pthread_cond_t wd_cond, refresh_cond;
-	bool refresh_wanted, refreshing;
-	_Atomic uint64_t cancelled, refreshes; /* counters, for logs */
+	pthread_t watchdog;           /* cancels late ops */
+	pthread_cond_t wd_cond;
+	_Atomic uint64_t cancelled;   /* ops cancelled at their deadline, for the log */
 };
 
 struct nkv_kvns {
@@ -168,7 +166,9 @@ static int cluster_open(const struct nkv_backend_conf *conf, unsigned osd_timeou
 	    (rc = conf_set(c, "rados_mon_op_timeout", op_to)) < 0 ||
 	    (rc = conf_set(c, "client_mount_timeout", conn_to)) < 0 ||
 	    (rc = conf_set(c, "objecter_inflight_ops", 1u << 20)) < 0 ||
-	    (rc = conf_set(c, "objecter_inflight_op_bytes", 1ull << 40)) < 0)
+	    (rc = conf_set(c, "objecter_inflight_op_bytes", 1ull << 40)) < 0 ||
+	    /* see the top of this file: stalled ops make the Objecter fetch a newer OSD map */
+	    (rc = conf_set(c, "objecter_tick_interval", 1)) < 0 || (rc = conf_set(c, "objecter_timeout", 1)) < 0)
 		goto fail;
 	if ((rc = rados_connect(c)) < 0) {
 		NKV_ERR("rados: cannot connect to the cluster as client.%s within %u s: %s", id, conn_to,
@@ -185,23 +185,19 @@ fail:
 static void *list_worker(void *arg);
 static void lists_expire(struct nkv_kvdev *d, uint64_t now);
 static void *watchdog_main(void *arg);
-static void *refresher_main(void *arg);
 
 /* Stop and join every thread rados_open() started. */
-static void threads_stop(struct nkv_kvdev *d, bool wd, bool rf)
+static void threads_stop(struct nkv_kvdev *d, bool wd)
 {
 	pthread_mutex_lock(&d->lock);
 	d->stop = true;
 	pthread_cond_broadcast(&d->cond);
 	pthread_cond_broadcast(&d->wd_cond);
-	pthread_cond_broadcast(&d->refresh_cond);
 	pthread_mutex_unlock(&d->lock);
 	for (unsigned i = 0; i < d->nworkers; i++)
 		pthread_join(d->workers[i].thread, NULL);
 	if (wd)
 		pthread_join(d->watchdog, NULL);
-	if (rf)
-		pthread_join(d->refresher, NULL);
 }
 
 static int rados_open(const struct nkv_backend_conf *conf, struct nkv_kvdev **out)
@@ -209,7 +205,7 @@ static int rados_open(const struct nkv_backend_conf *conf, struct nkv_kvdev **ou
 	struct nkv_kvdev *d = calloc(1, sizeof(*d));
 	unsigned op_to = conf->op_timeout_s ? conf->op_timeout_s : 30;
 	unsigned want = conf->list_workers ? conf->list_workers : 4;
-	bool wd = false, rf = false;
+	bool wd = false;
 	int rc;
 
 	if (!d)
@@ -237,18 +233,15 @@ static int rados_open(const struct nkv_backend_conf *conf, struct nkv_kvdev **ou
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_cond_init(&d->cond, NULL);
 	pthread_cond_init(&d->wd_cond, &ca);
-	pthread_cond_init(&d->refresh_cond, &ca);
 	pthread_condattr_destroy(&ca);
 	rc = -pthread_create(&d->watchdog, NULL, watchdog_main, d);
 	wd = rc == 0;
-	if (rc == 0)
-		rf = (rc = -pthread_create(&d->refresher, NULL, refresher_main, d)) == 0;
 	for (; rc == 0 && d->nworkers < want && d->nworkers < LIST_WORKERS_MAX; d->nworkers++) {
 		d->workers[d->nworkers].d = d;
 		rc = -pthread_create(&d->workers[d->nworkers].thread, NULL, list_worker, &d->workers[d->nworkers]);
 	}
 	if (rc < 0) {
-		threads_stop(d, wd, rf);
+		threads_stop(d, wd);
 		rados_shutdown(d->list_cluster);
 		rados_shutdown(d->cluster);
 		free(d);
@@ -264,15 +257,13 @@ static int rados_open(const struct nkv_backend_conf *conf, struct nkv_kvdev **ou
 
 static void rados_close(struct nkv_kvdev *d)
 {
-	threads_stop(d, true, true);
-	NKV_DEBUG("rados: %" PRIu64 " ops cancelled at their deadline, %" PRIu64 " OSD map refreshes",
-		  atomic_load(&d->cancelled), atomic_load(&d->refreshes));
+	threads_stop(d, true);
+	NKV_DEBUG("rados: %" PRIu64 " ops cancelled at their deadline", atomic_load(&d->cancelled));
 	for (unsigned i = 0; i < FLIGHT_SHARDS; i++)
 		pthread_mutex_destroy(&d->flight[i].lock);
 	pthread_mutex_destroy(&d->lock);
 	pthread_cond_destroy(&d->cond);
 	pthread_cond_destroy(&d->wd_cond);
-	pthread_cond_destroy(&d->refresh_cond);
 	rados_shutdown(d->list_cluster);
 	rados_shutdown(d->cluster);
 	free(d);
@@ -417,33 +408,18 @@ static void io_put(struct nkv_kvio *io)
 		io_finish(io);
 }
 
-/* Ask the refresher for the latest OSD map (rate-limited there). */
-static void want_refresh(struct nkv_kvdev *d)
-{
-	pthread_mutex_lock(&d->lock);
-	if (!d->refresh_wanted) {
-		d->refresh_wanted = true;
-		pthread_cond_signal(&d->refresh_cond);
-	}
-	pthread_mutex_unlock(&d->lock);
-}
-
 /*
  * Cancel the late ops of one shard. The ops to cancel are collected under the shard lock with an
  * extra reference each, and cancelled after it is dropped: librados may run the completion (which
  * takes the shard lock to unlink) from inside rados_aio_cancel, and the reference keeps the
- * completion alive until the cancel returned. @return the submit time of the shard's oldest op, or
- * @now when it has none.
+ * completion alive until the cancel returned.
  */
-static uint64_t shard_expire(struct nkv_kvdev *d, struct flight *f, uint64_t now)
+static void shard_expire(struct nkv_kvdev *d, struct flight *f, uint64_t now)
 {
 	struct nkv_kvio *batch[CANCEL_BATCH];
 	unsigned n = 0;
-	uint64_t oldest = now;
 
 	pthread_mutex_lock(&f->lock);
-	if (f->head)
-		oldest = f->head->be_deadline_ms - d->op_timeout_ms;
 	for (struct nkv_kvio *io = f->head; io && io->be_deadline_ms <= now && n < CANCEL_BATCH; io = io->be_next) {
 		if (io->be_cancelled)
 			continue; /* cancelled already; its completion is on the way */
@@ -463,10 +439,9 @@ static uint64_t shard_expire(struct nkv_kvdev *d, struct flight *f, uint64_t now
 		NKV_WARN("rados: %u ops passed the %" PRIu64 " s op timeout: answered 82h (Namespace Not Ready)", n,
 			 d->op_timeout_ms / 1000);
 	}
-	return oldest;
 }
 
-/* Every WATCHDOG_TICK_MS: cancel late ops; while any op is stalled, keep the OSD map fresh. */
+/* Every WATCHDOG_TICK_MS: cancel late ops. */
 static void *watchdog_main(void *arg)
 {
 	struct nkv_kvdev *d = arg;
@@ -476,48 +451,11 @@ static void *watchdog_main(void *arg)
 		struct timespec ts = nkv_abstime_in_ms(WATCHDOG_TICK_MS);
 		pthread_cond_timedwait(&d->wd_cond, &d->lock, &ts);
 		pthread_mutex_unlock(&d->lock);
-		uint64_t now = nkv_now_ms(), oldest = now;
-		for (unsigned i = 0; i < FLIGHT_SHARDS; i++) {
-			uint64_t o = shard_expire(d, &d->flight[i], now);
-			if (o < oldest)
-				oldest = o;
-		}
-		if (now - oldest >= STALL_MS)
-			want_refresh(d);
+		uint64_t now = nkv_now_ms();
+		for (unsigned i = 0; i < FLIGHT_SHARDS; i++)
+			shard_expire(d, &d->flight[i], now);
 		pthread_mutex_lock(&d->lock);
 		lists_expire(d, nkv_now_ms());
-	}
-	pthread_mutex_unlock(&d->lock);
-	return NULL;
-}
-
-/*
- * Fetch the latest OSD map on both handles, at most once per REFRESH_EVERY_MS. Blocking mon round
- * trips live on this thread alone so that the watchdog keeps cancelling on time while the monitor is
- * unreachable.
- */
-static void *refresher_main(void *arg)
-{
-	struct nkv_kvdev *d = arg;
-
-	pthread_mutex_lock(&d->lock);
-	for (;;) {
-		while (!d->refresh_wanted && !d->stop)
-			pthread_cond_wait(&d->refresh_cond, &d->lock);
-		if (d->stop)
-			break;
-		d->refresh_wanted = false;
-		pthread_mutex_unlock(&d->lock);
-		uint64_t t0 = nkv_now_ms();
-		int rc = rados_wait_for_latest_osdmap(d->cluster);
-		int rc2 = rados_wait_for_latest_osdmap(d->list_cluster);
-		atomic_fetch_add(&d->refreshes, 1);
-		NKV_DEBUG("rados: OSD map refreshed in %" PRIu64 " ms (%d, %d)", nkv_now_ms() - t0, rc, rc2);
-		uint64_t took = nkv_now_ms() - t0;
-		struct timespec ts = nkv_abstime_in_ms(took < REFRESH_EVERY_MS ? REFRESH_EVERY_MS - took : 0);
-		pthread_mutex_lock(&d->lock);
-		while (!d->stop && pthread_cond_timedwait(&d->refresh_cond, &d->lock, &ts) == 0)
-			; /* rate limit: a kick during the pause only leaves refresh_wanted set */
 	}
 	pthread_mutex_unlock(&d->lock);
 	return NULL;
@@ -700,8 +638,6 @@ static void *list_worker(void *arg)
 
 		struct nkv_keyheap heap;
 		int rc = scan(h, &start, cap > LIST_MAX_KEYS ? LIST_MAX_KEYS : cap, deadline, &heap);
-		if (rc == -ETIMEDOUT)
-			want_refresh(d); /* the list handle may be holding a stale OSD map */
 		pthread_mutex_lock(&d->lock);
 		bool mine = w->job == io;
 		w->job = NULL;
