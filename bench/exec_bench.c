@@ -40,19 +40,6 @@ static void print_lua_input(void)
 		fputs(json, stdout);
 }
 
-static int64_t words_sum(const uint8_t *b, size_t n)
-{
-	uint64_t acc = 0, w;
-	size_t i = 0;
-	for (; i + 8 <= n; i += 8) {
-		memcpy(&w, b + i, 8);
-		acc += w;
-	}
-	for (; i < n; i++)
-		acc += b[i];
-	return (int64_t)acc;
-}
-
 static double now_ms(void)
 {
 	struct timespec ts;
@@ -150,7 +137,7 @@ int main(int argc, char **argv)
 		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
 		memcpy(val + i, &x, 8);
 	}
-	int64_t want = words_sum(val, size);
+	int64_t want = nkv_lua_sum_local(val, size);
 
 	struct nkv_conn_opts co = {.timeout_ms = 300000};
 	struct nkv_ctrl *c;
@@ -211,7 +198,7 @@ int main(int argc, char **argv)
 		uint32_t vs = 0;
 		rc = nkv_retrieve(q, nsid, key, (unsigned)strlen(key), buf, (uint32_t)size, &vs, &cpl);
 		double m = now_ms();
-		int64_t got_r = words_sum(buf, cpl.xfer);
+		int64_t got_r = nkv_lua_sum_local(buf, cpl.xfer);
 		b = now_ms();
 		tcp_bytes(&r1, &t1);
 		if (rc != 0 || vs != size || cpl.xfer != size) {

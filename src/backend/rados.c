@@ -138,6 +138,17 @@ static uint64_t query_max_object(rados_t c)
 	return best;
 }
 
+/* The cephx user and the op timeout, with their defaults. */
+static const char *client_id(const struct nkv_backend_conf *conf)
+{
+	return conf->client_id && *conf->client_id ? conf->client_id : "admin";
+}
+
+static unsigned op_timeout_s(const struct nkv_backend_conf *conf)
+{
+	return conf->op_timeout_s ? conf->op_timeout_s : 30;
+}
+
 /*
  * Create and connect one cluster handle. @osd_timeout_s: rados_osd_op_timeout (0: unset, the I/O
  * handle, whose deadlines are the watchdog's). The Objecter's own throttle (objecter_inflight_ops,
@@ -147,8 +158,8 @@ static uint64_t query_max_object(rados_t c)
  */
 static int cluster_open(const struct nkv_backend_conf *conf, unsigned osd_timeout_s, rados_t *out)
 {
-	const char *id = conf->client_id && *conf->client_id ? conf->client_id : "admin";
-	unsigned op_to = conf->op_timeout_s ? conf->op_timeout_s : 30;
+	const char *id = client_id(conf);
+	unsigned op_to = op_timeout_s(conf);
 	unsigned conn_to = conf->connect_timeout_s ? conf->connect_timeout_s : 15;
 	rados_t c;
 	int rc;
@@ -203,7 +214,7 @@ static void threads_stop(struct nkv_kvdev *d, bool wd)
 static int rados_open(const struct nkv_backend_conf *conf, struct nkv_kvdev **out)
 {
 	struct nkv_kvdev *d = calloc(1, sizeof(*d));
-	unsigned op_to = conf->op_timeout_s ? conf->op_timeout_s : 30;
+	unsigned op_to = op_timeout_s(conf);
 	unsigned want = conf->list_workers ? conf->list_workers : 4;
 	bool wd = false;
 	int rc;
@@ -249,7 +260,7 @@ static int rados_open(const struct nkv_backend_conf *conf, struct nkv_kvdev **ou
 	}
 	NKV_INFO("rados: connected as client.%s, fsid %s, osd max object size %" PRIu64
 		 ", op timeout %u s, %u list workers",
-		 conf->client_id && *conf->client_id ? conf->client_id : "admin", d->fsid, d->max_object, op_to,
+		 client_id(conf), d->fsid, d->max_object, op_to,
 		 d->nworkers);
 	*out = d;
 	return 0;

@@ -60,19 +60,6 @@ static unsigned ex(struct h_qp *q, uint8_t opc, uint32_t nsid, const char *key, 
 	return h_status(&cqe);
 }
 
-static uint64_t words_sum(const uint8_t *b, size_t n)
-{
-	uint64_t acc = 0, w;
-	size_t i = 0;
-	for (; i + 8 <= n; i += 8) {
-		memcpy(&w, b + i, 8);
-		acc += w;
-	}
-	for (; i < n; i++)
-		acc += b[i];
-	return acc;
-}
-
 struct adder {
 	pthread_t th;
 	struct h_ctrl *c;
@@ -245,7 +232,7 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(big); i++)
 		big[i] = (uint8_t)(i * 2654435761u >> 13);
 	CHECK(h_kv(q, NKV_KV_STORE, 1, "lua-value", 9, sizeof(big), 0, big, sizeof(big), NULL, NULL) == 0, "store 1 MiB");
-	snprintf(expect, sizeof(expect), "%lld", (long long)words_sum(big, sizeof(big)));
+	snprintf(expect, sizeof(expect), "%lld", (long long)nkv_lua_sum_local(big, sizeof(big)));
 	memset(buf, 0, sizeof(buf));
 	CHECK(ex(q, OPC_LUA, 1, "lua-value", NULL, 0, buf, 64, &dw0, &xfer) == 0 && xfer == strlen(expect) &&
 		      memcmp(buf, expect, xfer) == 0,
