@@ -356,8 +356,13 @@ static void load_exec_input(struct jctx *j, json_object *jr, const char *where, 
 		jfail(j, where, "input", "and input_hex / input_file exclude each other");
 		return;
 	}
-	if (text && (b = malloc((n = strlen(text)) + 1)))
+	if (text) {
+		if (!(b = malloc((n = strlen(text)) + 1))) {
+			jfail(j, where, "input", "out of memory");
+			return;
+		}
 		memcpy(b, text, n);
+	}
 	if (hex && (strlen(hex) % 2 || !(b = malloc((n = strlen(hex) / 2) + 1)))) {
 		jfail(j, where, "input_hex", "must be an even number of hex digits");
 		return;
