@@ -153,6 +153,25 @@ NKV_API void *nkv_buf_alloc(struct nkv_ctrl *ctrl, size_t len);
 /** Free a buffer from nkv_buf_alloc() on the same controller (no command may still use it). */
 NKV_API void nkv_buf_free(struct nkv_ctrl *ctrl, void *buf);
 
+/**
+ * Register the caller's memory [@addr, @addr + @len) with @ctrl, so that commands whose buffers
+ * lie inside it move data with no copy, as with nkv_buf_alloc() (e.g. a tensor arena allocated
+ * by someone else). Over shm the whole pages inside the range are converted in place into a
+ * registered memfd mapping (same addresses, same contents; bytes of partial pages at the ends
+ * keep going through the bounce area); the memory must be private anonymous memory (malloc,
+ * mmap MAP_PRIVATE|MAP_ANONYMOUS) that no other thread touches during the call, and it stays
+ * shared with any child forked later. Over TCP nothing needs registering: 0.
+ * @return 0, -EINVAL (NULL, zero length, not anonymous private memory), -EEXIST (overlaps a
+ * registered buffer), -ENOSPC (the controller's registration limits), -ENOMEM.
+ */
+NKV_API int nkv_buf_register(struct nkv_ctrl *ctrl, void *addr, size_t len);
+/**
+ * Undo nkv_buf_register() for the region starting at @addr (the memory stays mapped, with its
+ * contents, at the same addresses). No command may still use it.
+ * @return 0, -ENOENT (not registered), -EBUSY (the controller still uses it).
+ */
+NKV_API int nkv_buf_unregister(struct nkv_ctrl *ctrl, void *addr);
+
 /** Delete all queue pairs, disconnect and free the controller. NULL is a no-op. */
 NKV_API void nkv_disconnect(struct nkv_ctrl *ctrl);
 
@@ -252,6 +271,13 @@ NKV_API int nkv_delete_async(struct nkv_qpair *qp, uint32_t nsid, const void *ke
 NKV_API int nkv_exist_async(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned klen, nkv_cb cb, void *arg);
 
 /**
+ * Queue a Retrieve Range (nkv_spec.h, opcode F2h): up to @len bytes of the value starting at byte
+ * @offset into @buf. cpl->dw0 is the full value size, cpl->xfer the bytes received.
+ */
+NKV_API int nkv_retrieve_range_async(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned klen,
+			     uint64_t offset, void *buf, uint32_t len, nkv_cb cb, void *arg);
+
+/**
  * Queue a vendor Exec (an allowlisted RADOS class method run next to the data; nkv_spec.h "vendor
  * Exec"), as nkv_vendor_exec() describes, completing through @cb: on success cpl->dw0 is the
  * method's full output length and cpl->xfer the bytes placed in @out. Decode a failed completion
@@ -279,6 +305,14 @@ NKV_API int nkv_store(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsi
  */
 NKV_API int nkv_retrieve(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned klen, void *buf,
 		 uint32_t len, uint32_t *value_size, struct nkv_cpl *cpl);
+
+/**
+ * Retrieve up to @len bytes of the value starting at byte @offset (Retrieve Range, F2h). *@xfer
+ * (if not NULL) gets the bytes moved (0 when @offset is at or past the end), *@value_size (if not
+ * NULL) the full value size. @return 0, -ENOENT, or -errno as nkv_retrieve().
+ */
+NKV_API int nkv_retrieve_range(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned klen, uint64_t offset,
+		       void *buf, uint32_t len, uint32_t *xfer, uint32_t *value_size, struct nkv_cpl *cpl);
 
 /**
  * Run vendor Exec opcode @opc (80h-FFh) on @key (1..16 bytes): the target runs the RADOS class
@@ -332,6 +366,92 @@ NKV_API int nkv_list_next(const void *buf, uint32_t len, uint64_t *pos, uint8_t 
  * -ECONNRESET) if it failed.
  */
 NKV_API int nkv_exec(struct nkv_qpair *qp, const struct nkv_sqe *sqe, void *buf, uint32_t len, struct nkv_cpl *cpl);
+
+/*
+ * ---- engine: many commands in flight on several queue pairs, from any thread ------------------
+ * An engine owns @queues I/O queue pairs of one controller, each driven by its own thread. Callers
+ * on any thread hand it batches of struct nkv_op; it spreads them over the queues, keeps up to
+ * each queue's depth in flight, and reports each batch's completion either to the thread waiting in
+ * nkv_engine_run() or through nkv_engine_reap() and an eventfd (for event loops: asyncio,
+ * LMCache's native plugin, NIXL's poll). Every op has a deadline (opts.timeout_ms from its
+ * submission): an op still unanswered then fails its queue pair (the target could otherwise still
+ * write into the buffer later), completes with -ETIMEDOUT, and the engine opens a new queue pair.
+ * A queue pair that fails (connection lost) is reopened the same way; its ops complete with
+ * NKV_STATUS_HOST_PATH (-ENOTCONN: they may or may not have run).
+ */
+struct nkv_engine;
+
+enum nkv_op_type {
+	NKV_OP_STORE = 1,    /* store @len bytes of @buf (opts: NKV_STORE_*) */
+	NKV_OP_RETRIEVE = 2, /* read up to @len bytes into @buf, from byte @offset (nonzero: Retrieve Range) */
+	NKV_OP_DELETE = 3,
+	NKV_OP_EXIST = 4,
+	NKV_OP_LIST = 5,     /* keys >= @key (klen 0: from the start) into @buf, as nkv_list() */
+};
+
+/** One command of a batch. The caller owns it (and @buf) until its batch completes. */
+struct nkv_op {
+	/* in */
+	uint8_t type;        /* enum nkv_op_type */
+	uint8_t klen;        /* 1..16 (LIST: 0..16) */
+	uint8_t opts;        /* STORE: NKV_STORE_* options */
+	uint8_t rsvd0;
+	uint32_t nsid;
+	uint8_t key[16];
+	void *buf;
+	uint32_t len;
+	uint32_t rsvd1;
+	uint64_t offset;     /* RETRIEVE: byte offset into the value */
+	uint64_t user;       /* the caller's; untouched */
+	/* out, valid once the batch completed */
+	int32_t rc;          /* 0 or -errno as nkv_cpl_errno(): -ENOENT for a missing key, ... */
+	uint16_t status;     /* NVMe status (SCT << 8 | SC), NKV_STATUS_HOST_PATH for a lost queue */
+	uint16_t rsvd2;
+	uint32_t value_size; /* RETRIEVE: the full value size (CQE DW0) */
+	uint32_t xfer;       /* RETRIEVE, LIST: bytes moved into @buf */
+};
+NKV_SIZE(struct nkv_op, 72); /* a fixed layout: bindings (Python ctypes) mirror it */
+
+/** Engine options; zeroed fields take the defaults noted. */
+struct nkv_engine_opts {
+	unsigned queues;     /* I/O queue pairs (and threads); 0: 4, at most what the controller grants */
+	uint16_t depth;      /* entries per queue pair; 0: the connection's queue_depth */
+	int timeout_ms;      /* per-op deadline; 0: the connection's timeout_ms */
+	unsigned max_ops;    /* ops accepted and not yet completed, in all; 0: 65536 (-EAGAIN beyond) */
+};
+
+/**
+ * Create an engine over @ctrl (which must outlive it). @opts may be NULL.
+ * @return 0, -ENOSPC (no I/O queue could be created), or -errno as nkv_qpair_create().
+ */
+NKV_API int nkv_engine_create(struct nkv_ctrl *ctrl, const struct nkv_engine_opts *opts, struct nkv_engine **out);
+/** Wait for every accepted op to complete (each within its deadline), stop the threads, close
+ *  the queue pairs and free the engine. Batches completed and not reaped are dropped. NULL: no-op. */
+NKV_API void nkv_engine_destroy(struct nkv_engine *e);
+/**
+ * Submit @n ops as one batch named @tag (any value; the caller's). When every op completed, @tag
+ * is queued for nkv_engine_reap() and the eventfd becomes readable. Any thread.
+ * @return 0 (each op's outcome is in its rc), -EINVAL (n == 0, or an op with a bad type, key length
+ * or buffer: nothing is submitted and that op's rc says -EINVAL), -EAGAIN (max_ops reached),
+ * -ESHUTDOWN (the engine is being destroyed).
+ */
+NKV_API int nkv_engine_submit(struct nkv_engine *e, struct nkv_op *ops, unsigned n, uint64_t tag);
+/**
+ * Submit @n ops and wait for all of them (any thread; several threads may run batches at once).
+ * @return the number of ops that failed (rc != 0; a miss counts), or -errno as nkv_engine_submit().
+ */
+NKV_API int nkv_engine_run(struct nkv_engine *e, struct nkv_op *ops, unsigned n);
+/**
+ * Take the tags of up to @max completed batches of nkv_engine_submit(), oldest first, waiting up to
+ * @timeout_ms for the first (0: no wait, < 0: forever). The eventfd is readable while any remain.
+ * @return the number of tags stored (0 on timeout), or -EINVAL.
+ */
+NKV_API int nkv_engine_reap(struct nkv_engine *e, uint64_t *tags, unsigned max, int timeout_ms);
+/** An eventfd (EFD_NONBLOCK) readable while completed batches wait in nkv_engine_reap(); do not
+ *  read or close it. */
+NKV_API int nkv_engine_eventfd(const struct nkv_engine *e);
+/** Queue pairs the engine drives (opts.queues, clamped to what the controller granted). */
+NKV_API unsigned nkv_engine_queues(const struct nkv_engine *e);
 
 /* ---- status helpers ----------------------------------------------------------------------------- */
 

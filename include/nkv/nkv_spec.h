@@ -317,6 +317,31 @@ static inline NKV_HD void nkv_sqe_exec(struct nkv_sqe *sqe, uint8_t opc, uint32_
 	memcpy(&sqe->cdw12, b, 8);
 }
 
+/*
+ * ---- rados-nkv built-in vendor commands (KV command set, opcodes F0h-FFh) ----------------------
+ * Opcodes F0h-FFh are rados-nkv's own vendor commands, served on every KV namespace; an Exec
+ * allowlist may use 80h-EFh only. Each follows the NVMe direction rule of bits 1:0.
+ *
+ * Retrieve Range (F2h, controller to host): Retrieve's layout (key in CDW2-3/14-15, its length in
+ * CDW11 bits 7:0, CDW10 = Host Buffer Size) plus a 64-bit byte offset into the value in CDW12
+ * (low) and CDW13 (high). Moves min(HBS, value size - offset) bytes starting at the offset (none
+ * when the offset is at or past the end: success, like pread at end of file). CQE DW0 = the full
+ * value size, as Retrieve. CDW11 bits 15:8 are reserved (Invalid Field when set). Statuses as
+ * Retrieve (87h for an absent key). Lets a host read part of a large value straight into its
+ * destination (a tensor inside a chunk, a payload after a header) without moving the rest.
+ */
+#define NKV_VS_OPC_FIRST 0xf0
+#define NKV_VS_RETRIEVE_RANGE 0xf2
+
+/** Build a Retrieve Range command (HBS @size, byte @offset). The caller fills CID and DPTR. */
+static inline NKV_HD void nkv_sqe_retrieve_range(struct nkv_sqe *sqe, uint32_t nsid, const uint8_t *key,
+						 unsigned klen, uint32_t size, uint64_t offset)
+{
+	nkv_sqe_kv(sqe, NKV_VS_RETRIEVE_RANGE, nsid, key, klen, size, 0);
+	nkv_put32(&sqe->cdw12, (uint32_t)offset);
+	nkv_put32(&sqe->cdw13, (uint32_t)(offset >> 32));
+}
+
 /** List data: 4-byte NRK, then entries {u16 KL, key, pad to 4 bytes} (docs/nvme-kv-wire.md A.4). */
 #define NKV_LIST_HDR 4u
 static inline NKV_HD uint32_t nkv_list_entry_size(unsigned klen)
