@@ -453,6 +453,38 @@ NKV_API int nkv_engine_eventfd(const struct nkv_engine *e);
 /** Queue pairs the engine drives (opts.queues, clamped to what the controller granted). */
 NKV_API unsigned nkv_engine_queues(const struct nkv_engine *e);
 
+/*
+ * ---- long names: keys longer than 16 bytes ------------------------------------------------------
+ * Frameworks key their objects by names far longer than a KV key (LMCache's
+ * "model@world@worker@hash@dtype", object names). The scheme: the key is the first 16 bytes of
+ * SHA-256(name), and the value starts with a header carrying the whole name, so a reader tells a
+ * hash collision or a foreign object under the same key from a hit (and treats it as a miss):
+ *
+ *   bytes 0-3   magic "NKVL"          bytes 4-5  header size H (little endian; multiple of 8)
+ *   byte  6     version (1)           byte  7    flags (0)
+ *   bytes 8-15  payload length (LE)   bytes 16-17 name length N (LE), 18-23 zero
+ *   bytes 24..  the name, zero padded to H;  then the payload at byte H.
+ *
+ * H depends only on N, so a reader that knows the name can read the header and the payload at
+ * once (a Retrieve Range of the payload at offset H straight into its buffer, beside a small read
+ * of the header) and check the header afterwards.
+ */
+#define NKV_LNAME_MAX 4096u /* longest name */
+
+/** The 16-byte key for @name (@len bytes, 1..NKV_LNAME_MAX): SHA-256's first 16 bytes. @return 0 or -EINVAL. */
+NKV_API int nkv_lname_key(const void *name, size_t len, uint8_t key[16]);
+/** The header size H for a name of @len bytes (0 for a bad length). */
+NKV_API uint32_t nkv_lname_hdr_size(size_t len);
+/** Write the header for @name and @payload_len into @buf (@buf_len >= nkv_lname_hdr_size()).
+ *  @return H, or -EINVAL. */
+NKV_API int nkv_lname_hdr_pack(const void *name, size_t len, uint64_t payload_len, void *buf, size_t buf_len);
+/**
+ * Check a value's header (its first @buf_len bytes) against @name. *@payload_len gets the payload length.
+ * @return H when it is @name's header; -ENOENT when it is a valid header of another name (a hash
+ * collision: a miss); -EPROTO when the bytes are no such header (a foreign object: a miss too).
+ */
+NKV_API int nkv_lname_hdr_check(const void *buf, size_t buf_len, const void *name, size_t len, uint64_t *payload_len);
+
 /* ---- status helpers ----------------------------------------------------------------------------- */
 
 /**
