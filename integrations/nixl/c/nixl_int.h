@@ -1,0 +1,101 @@
+/*
+ * nixl_int.h - internals of the RADOS_NKV NIXL table shared by nixl_reg.c (backend, registrations)
+ * and nixl_xfer.c (requests, query).
+ *
+ * Locks: reg_lock guards the devId table; req_lock guards the request list, the backlog and every
+ * request's state, and is held around nkv_engine_submit()/nkv_engine_reap() so that a batch's tag
+ * is never reaped before its request says it is in flight. Neither is taken while holding the other.
+ */
+#ifndef NKV_NIXL_INT_H
+#define NKV_NIXL_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "nkv/nkv.h"
+#include "nkv_nixl.h"
+
+/**
+ * A registration. OBJ ones are reference counted: one reference is the caller's (dropped by
+ * nkv_nixl_deregister()), one more per request using it, so a request keeps the name it was
+ * prepared with even when the devId is registered again or deregistered while it is in flight.
+ */
+struct nkv_nixl_md {
+	int mem;                 /* NKV_NIXL_DRAM_SEG or NKV_NIXL_OBJ_SEG */
+	atomic_uint refs;        /* OBJ: the caller's + one per request */
+	/* DRAM */
+	void *addr;
+	size_t len;
+	bool buf_registered;     /* nkv_buf_register() took it (shm) */
+	/* OBJ */
+	uint64_t dev_id;
+	uint64_t base, span;     /* valid object offsets [base, base + span); span 0: unbounded */
+	struct nkv_nixl_md *hnext; /* OBJ: devId hash chain */
+	bool in_table;           /* OBJ: the devId's current registration (under reg_lock) */
+	struct nkv_nixl_md *prev, *next; /* b->regs: registrations not yet deregistered */
+	uint8_t key[16];
+	uint32_t hdr_size;       /* nkv_lname_hdr_size(name_len) */
+	size_t name_len;
+	char name[];             /* name_len bytes + NUL */
+};
+
+/** State of a request (under req_lock). */
+enum nixl_req_state {
+	REQ_IDLE,   /* prepared, never posted */
+	REQ_QUEUED, /* posted, waiting in the backlog for engine room */
+	REQ_POSTED, /* its batch is in the engine */
+	REQ_DONE,   /* its batch completed; result holds the status */
+};
+
+/** One descriptor pair of a request. */
+struct nixl_xd {
+	struct nkv_nixl_md *md; /* referenced */
+	uint64_t off;           /* payload offset (remote addr) */
+	uint64_t len;
+	void *local;
+	unsigned op;            /* index of its payload op (read with len 0: none, UINT32_MAX) */
+	unsigned hdr;           /* read: index of its object's header op */
+};
+
+struct nkv_nixl_req {
+	struct nkv_nixl *b;
+	struct nkv_nixl_req *prev, *next;       /* b->reqs (all live requests) */
+	struct nkv_nixl_req *q_next;             /* b->backlog */
+	int op;                                  /* NKV_NIXL_READ / WRITE */
+	enum nixl_req_state state;
+	bool detached;                           /* released while in flight: free on completion */
+	int result;                              /* REQ_DONE: the status */
+	unsigned nd, nops;
+	struct nixl_xd *xd;
+	struct nkv_op *ops;
+	uint8_t *bufs;                           /* read: header buffers; write: staging (header + payload) */
+};
+
+struct nkv_nixl {
+	struct nkv_nixl_opts o;
+	struct nkv_ctrl *ctrl;
+	struct nkv_engine *eng;
+	bool shm;
+	/* devId -> current OBJ registration: chained hash, power-of-two buckets (under reg_lock) */
+	pthread_mutex_t reg_lock;
+	struct nkv_nixl_md **tab;
+	size_t tab_size, tab_count;
+	/* requests */
+	pthread_mutex_t req_lock;
+	struct nkv_nixl_req *reqs;               /* every live request (to free them at destroy) */
+	struct nkv_nixl_req *backlog, *backlog_tail;
+	unsigned live;
+	struct nkv_nixl_md *regs;                /* registrations not deregistered (under reg_lock; freed at destroy) */
+};
+
+/** Take a reference on an OBJ registration. */
+void nixl_md_get(struct nkv_nixl_md *md);
+/** Drop one; the last frees it. */
+void nixl_md_put(struct nkv_nixl_md *md);
+/** The devId's current OBJ registration, referenced, or NULL. */
+struct nkv_nixl_md *nixl_md_lookup(struct nkv_nixl *b, uint64_t dev_id);
+/** Free every request left (destroy, after the engine is gone). */
+void nixl_reqs_free_all(struct nkv_nixl *b);
+
+#endif
