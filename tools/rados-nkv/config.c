@@ -425,8 +425,15 @@ static void load_exec(struct jctx *j, struct conf_subsys *s, unsigned nsi, json_
 		} else {
 			jnum(j, jr, where, "opcode", 128, 255, &opc);
 		}
+		if (opc >= NKV_VS_OPC_FIRST && opc <= 255) {
+			char why[160];
+			snprintf(why, sizeof(why), "0x%02x is reserved: 0xf0-0xff are rados-nkv's built-in vendor commands "
+				 "(0xf2: Retrieve Range); Exec opcodes are 0x80-0xef", (unsigned)opc);
+			jfail(j, where, "opcode", why);
+			return;
+		}
 		if (opc < 128 || opc > 255) {
-			jfail(j, where, "opcode", "must be a vendor opcode, 0x80-0xff");
+			jfail(j, where, "opcode", "must be a vendor Exec opcode, 0x80-0xef");
 			return;
 		}
 		const char *cls = jstr(j, jr, where, "class"), *meth = jstr(j, jr, where, "method");
