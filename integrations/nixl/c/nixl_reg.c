@@ -289,8 +289,6 @@ static int reg_obj(struct nkv_nixl *b, uint64_t addr, uint64_t len, uint64_t dev
 	}
 	if (!meta || meta_len > NKV_LNAME_MAX)
 		return NKV_NIXL_ERR_INVALID_PARAM;
-	if (len && addr + len < addr)
-		return NKV_NIXL_ERR_INVALID_PARAM;
 	struct nkv_nixl_md *m = malloc(sizeof(*m) + meta_len + 1);
 	if (!m)
 		return NKV_NIXL_ERR_BACKEND;
@@ -299,7 +297,9 @@ static int reg_obj(struct nkv_nixl *b, uint64_t addr, uint64_t len, uint64_t dev
 	atomic_init(&m->refs, 1);
 	m->dev_id = dev_id;
 	m->base = addr;
-	m->span = len;
+	/* NIXL reads len 0 on object segments as unbounded (and so SIZE_MAX): a range that runs past
+	 * 2^64 is unbounded here too */
+	m->span = addr + len < addr ? 0 : len;
 	m->name_len = meta_len;
 	memcpy(m->name, meta, meta_len);
 	m->name[meta_len] = 0;

@@ -137,7 +137,7 @@ int nkv_nixl_is_shm(const struct nkv_nixl *b);
  * shm (nkv_buf_register(); memory it cannot take, e.g. not private anonymous, or overlapping an
  * earlier registration, still works through the bounce area: logged at info, success). OBJ: the
  * object @meta (@meta_len bytes; 0: the decimal @dev_id) under @dev_id, valid for transfers at
- * object offsets [@addr, @addr + @len) (@len 0: unbounded); it replaces an earlier registration of
+ * object offsets [@addr, @addr + @len) (@len 0, or a range past 2^64: unbounded); it replaces an earlier registration of
  * @dev_id for requests prepared from now on (those prepared before keep theirs).
  * @return SUCCESS with *@out set; NOT_SUPPORTED (another memory type); INVALID_PARAM (name longer
  * than NKV_LNAME_MAX, DRAM at NULL or of length 0); BACKEND (out of memory).

@@ -351,6 +351,13 @@ static void t_replace(struct nkv_nixl *b)
 	CHECK(nkv_nixl_deregister(b, mb) == NKV_NIXL_SUCCESS, "deregister B");
 	CHECK(xfer1(b, NKV_NIXL_READ, out, 10, 7, 0) == NKV_NIXL_ERR_INVALID_PARAM, "devId 7 unregistered");
 
+	/* NIXL's unbounded length (SIZE_MAX) from a nonzero base: unbounded, not an overflow */
+	struct nkv_nixl_md *mu = NULL;
+	CHECK(nkv_nixl_register(b, NKV_NIXL_OBJ_SEG, 4096, UINT64_MAX, 8, a, strlen(a), &mu) == 0, "SIZE_MAX length");
+	CHECK(xfer1(b, NKV_NIXL_READ, out, 10, 8, 4096) == NKV_NIXL_ERR_INVALID_PARAM, "read past A's end (4000 B)");
+	CHECK(xfer1(b, NKV_NIXL_READ, out, 10, 8, 4095) == NKV_NIXL_ERR_INVALID_PARAM, "below the base");
+	nkv_nixl_deregister(b, mu);
+
 	/* an empty metaInfo names the object by its devId, as NIXL's S3 backend does */
 	struct nkv_nixl_md *mn = NULL;
 	CHECK(nkv_nixl_register(b, NKV_NIXL_OBJ_SEG, 0, 0, 4242, NULL, 0, &mn) == 0, "register without a name");
