@@ -2,9 +2,10 @@
  * nixl_int.h - internals of the RADOS_NKV NIXL table shared by nixl_reg.c (backend, registrations)
  * and nixl_xfer.c (requests, query).
  *
- * Locks: reg_lock guards the devId table; req_lock guards the request list, the backlog and every
+ * Locks: reg_lock guards the devId table and the registration list; stage_lock the kept staging
+ * buffers (taken inside req_lock, never the other way round); req_lock guards the request list, the backlog and every
  * request's state, and is held around nkv_engine_submit()/nkv_engine_reap() so that a batch's tag
- * is never reaped before its request says it is in flight. Neither is taken while holding the other.
+ * is never reaped before its request says it is in flight. reg_lock is never held with another.
  */
 #ifndef NKV_NIXL_INT_H
 #define NKV_NIXL_INT_H
@@ -70,6 +71,17 @@ struct nkv_nixl_req {
 	struct nixl_xd *xd;
 	struct nkv_op *ops;
 	uint8_t *bufs;                           /* read: header buffers; write: staging (header + payload) */
+	size_t stage_cap;                        /* write: the staging buffer's size */
+	bool stage_lib;                          /* write: it came from nkv_buf_alloc() */
+};
+
+#define NKV_NIXL_STAGE_KEEP 32 /* staging buffers kept for reuse, at most */
+
+/** A staging buffer kept for reuse. */
+struct nixl_stage {
+	void *p;
+	size_t cap;
+	bool lib; /* from nkv_buf_alloc() (else malloc) */
 };
 
 struct nkv_nixl {
@@ -87,6 +99,10 @@ struct nkv_nixl {
 	struct nkv_nixl_req *backlog, *backlog_tail;
 	unsigned live;
 	struct nkv_nixl_md *regs;                /* registrations not deregistered (under reg_lock; freed at destroy) */
+	/* staging buffers of finished writes (nixl_stage.c) */
+	pthread_mutex_t stage_lock;
+	struct nixl_stage stage[NKV_NIXL_STAGE_KEEP];
+	size_t nstage, stage_bytes;
 };
 
 /** Take a reference on an OBJ registration. */
@@ -95,6 +111,12 @@ void nixl_md_get(struct nkv_nixl_md *md);
 void nixl_md_put(struct nkv_nixl_md *md);
 /** The devId's current OBJ registration, referenced, or NULL. */
 struct nkv_nixl_md *nixl_md_lookup(struct nkv_nixl *b, uint64_t dev_id);
+/** A staging buffer of at least @size bytes (*@cap: its size; *@lib: from nkv_buf_alloc()), or NULL. */
+void *nixl_stage_get(struct nkv_nixl *b, size_t size, size_t *cap, bool *lib);
+/** Give a staging buffer back: kept for reuse within the limits, else freed. NULL: no-op. */
+void nixl_stage_put(struct nkv_nixl *b, void *p, size_t cap, bool lib);
+/** Free every kept staging buffer (destroy, before disconnecting). */
+void nixl_stage_drain(struct nkv_nixl *b);
 /** Free every request left (destroy, after the engine is gone). */
 void nixl_reqs_free_all(struct nkv_nixl *b);
 

@@ -40,6 +40,7 @@ static const struct pkey g_keys[] = {
 	NUM("queue_depth", "NKV_NIXL_QUEUE_DEPTH", depth, 0, 65535),
 	NUM("timeout_ms", "NKV_NIXL_TIMEOUT_MS", timeout_ms, 1, 3600000),
 	NUM("max_ops", "NKV_NIXL_MAX_OPS", max_ops, 1, 1ul << 24),
+	NUM("staging_mb", "NKV_NIXL_STAGING_MB", staging_mb, 0, 65536),
 };
 
 static void say(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -110,6 +111,7 @@ int nkv_nixl_parse_params(const struct nkv_nixl_param *params, size_t n, struct 
 	o->queues = 4;
 	o->timeout_ms = 30000;
 	o->max_ops = 65536;
+	o->staging_mb = 256;
 	for (size_t i = 0; i < sizeof(g_keys) / sizeof(g_keys[0]); i++) {
 		const char *from, *v = lookup(&g_keys[i], params, n, &from);
 		if (!v)

@@ -166,6 +166,7 @@ int nkv_nixl_create(const struct nkv_nixl_param *params, size_t n, struct nkv_ni
 	}
 	pthread_mutex_init(&b->reg_lock, NULL);
 	pthread_mutex_init(&b->req_lock, NULL);
+	pthread_mutex_init(&b->stage_lock, NULL);
 
 	struct nkv_conn_opts co = {
 		.hostnqn = b->o.hostnqn[0] ? b->o.hostnqn : NULL,
@@ -212,6 +213,7 @@ fail:
 	nkv_disconnect(b->ctrl);
 	pthread_mutex_destroy(&b->reg_lock);
 	pthread_mutex_destroy(&b->req_lock);
+	pthread_mutex_destroy(&b->stage_lock);
 	free(b->tab);
 	free(b);
 	return st;
@@ -226,6 +228,7 @@ void nkv_nixl_destroy(struct nkv_nixl *b)
 	nkv_engine_destroy(b->eng);
 	b->eng = NULL;
 	nixl_reqs_free_all(b);
+	nixl_stage_drain(b); /* registered with the controller: before it goes */
 	while (b->regs) {
 		struct nkv_nixl_md *m = b->regs;
 		regs_unlink(b, m);
@@ -236,6 +239,7 @@ void nkv_nixl_destroy(struct nkv_nixl *b)
 	nkv_disconnect(b->ctrl);
 	pthread_mutex_destroy(&b->reg_lock);
 	pthread_mutex_destroy(&b->req_lock);
+	pthread_mutex_destroy(&b->stage_lock);
 	free(b->tab);
 	free(b);
 }

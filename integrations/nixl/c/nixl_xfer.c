@@ -40,9 +40,12 @@ static void req_free_locked(struct nkv_nixl *b, struct nkv_nixl_req *r)
 	b->live--;
 	for (unsigned i = 0; i < r->nd; i++)
 		nixl_md_put(r->xd[i].md);
+	if (r->op == NKV_NIXL_WRITE)
+		nixl_stage_put(b, r->bufs, r->stage_cap, r->stage_lib);
+	else
+		free(r->bufs);
 	free(r->xd);
 	free(r->ops);
-	free(r->bufs);
 	free(r);
 }
 
@@ -101,11 +104,11 @@ static int judge(const struct nkv_nixl_req *r)
 	return NKV_NIXL_SUCCESS;
 }
 
-/* A write's staging buffers live only while it is in flight: a prepared request holds no payload copy. */
+/* A write's staging buffer is held only while it is in flight: a prepared request holds no payload copy. */
 static void drop_staging(struct nkv_nixl_req *r)
 {
 	if (r->op == NKV_NIXL_WRITE) {
-		free(r->bufs);
+		nixl_stage_put(r->b, r->bufs, r->stage_cap, r->stage_lib);
 		r->bufs = NULL;
 	}
 }
@@ -355,13 +358,13 @@ int nkv_nixl_prep(struct nkv_nixl *b, int op, int local_mem, const struct nkv_ni
 
 /* ---- post, check, release -------------------------------------------------------------------- */
 
-/* Header + payload of every write into fresh staging buffers (the local bytes as they are now). */
+/* Header + payload of every write into one staging buffer (the local bytes as they are now). */
 static int stage_writes(struct nkv_nixl_req *r)
 {
 	size_t total = 0;
 	for (unsigned i = 0; i < r->nd; i++)
 		total += r->xd[i].md->hdr_size + r->xd[i].len;
-	r->bufs = malloc(total ? total : 1);
+	r->bufs = nixl_stage_get(r->b, total, &r->stage_cap, &r->stage_lib);
 	if (!r->bufs)
 		return NKV_NIXL_ERR_BACKEND;
 	uint8_t *p = r->bufs;

@@ -16,7 +16,8 @@
  *   object does not exist (NKV_NIXL_ERR_NOT_FOUND).
  * - Writes are whole-object: a write descriptor replaces the object with its local bytes, and must
  *   say offset 0 (another offset: NKV_NIXL_ERR_NOT_SUPPORTED). The header must precede the payload
- *   in one value, so each write copies header + payload into a staging buffer when it is posted.
+ *   in one value, so each write copies header + payload into a staging buffer when it is posted
+ *   (nkv_buf_alloc() memory, registered with the controller over shm; kept for reuse).
  * - A DRAM registration over the shared-memory transport is registered with the controller
  *   (nkv_buf_register()), so reads land in it and writes leave from it with no copy in between;
  *   over NVMe/TCP it is only recorded.
@@ -84,13 +85,14 @@ struct nkv_nixl_opts {
 	unsigned depth;      /* "queue_depth": entries per queue pair, 0 (libnkv's 128) or 2..65535 */
 	unsigned timeout_ms; /* "timeout_ms": connect timeout and per-op deadline, 1..3600000; default 30000 */
 	unsigned max_ops;    /* "max_ops": ops in flight in the engine, 1..16777216; default 65536 */
+	unsigned staging_mb; /* "staging_mb": write staging buffers kept for reuse, MiB, 0..65536; default 256 */
 };
 
 /**
  * Fill @o from @params (@n entries; keys above), then from the environment for keys the
  * parameters do not give (NKV_NIXL_TRADDR, NKV_NIXL_PORT, NKV_NIXL_SUBNQN, NKV_NIXL_SHM,
  * NKV_NIXL_HOSTNQN, NKV_NIXL_NSID, NKV_NIXL_QUEUES, NKV_NIXL_QUEUE_DEPTH, NKV_NIXL_TIMEOUT_MS,
- * NKV_NIXL_MAX_OPS: how a plugin installed under another backend's name, e.g. OBJ, is configured
+ * NKV_NIXL_MAX_OPS, NKV_NIXL_STAGING_MB: how a plugin installed under another backend's name, e.g. OBJ, is configured
  * when the framework passes that backend's parameters), then the defaults. An empty value counts
  * as not given. Unknown keys (S3's bucket, endpoint_override, access_key, ...) are ignored. @err
  * (may be NULL) gets a message.

@@ -701,6 +701,39 @@ static void t_errors(struct nkv_nixl *b_rw)
 	CHECK(st == NKV_NIXL_ERR_INVALID_PARAM && !x && strstr(err, "nsid"), "nsid=one: %s (%s)", S(st), err);
 }
 
+/* Writes with no staging buffer kept (staging_mb 0): each is freed after its write. */
+static void t_no_stage_cache(void)
+{
+	struct nkv_nixl_param p[4] = {{"subnqn", g_subnqn}, {"staging_mb", "0"}};
+	if (strcmp(g_transport, "shm") == 0) {
+		p[2] = (struct nkv_nixl_param){"shm", g_sock};
+		p[3] = (struct nkv_nixl_param){"nsid", "1"};
+	} else {
+		p[2] = (struct nkv_nixl_param){"port", g_port};
+		p[3] = (struct nkv_nixl_param){"nsid", "1"};
+	}
+	struct nkv_nixl *b = NULL;
+	char err[256] = "", nm[128];
+	int st = nkv_nixl_create(p, 4, &b, err, sizeof(err));
+	CHECK(st == NKV_NIXL_SUCCESS, "staging_mb=0: %s %s", S(st), err);
+	if (!b)
+		return;
+	name_of(nm, sizeof(nm), "no-stage-cache");
+	struct nkv_nixl_md *m = reg_obj(b, 1, nm);
+	int ok = 0;
+	for (int i = 0; i < 8; i++) {
+		size_t len = 100000 + (size_t)i * 70000;
+		fill(g_mem, len, 40 + (unsigned)i);
+		memset(g_mem + (8u << 20), 0, len);
+		ok += xfer1(b, NKV_NIXL_WRITE, g_mem, len, 1, 0) == 0 &&
+		      xfer1(b, NKV_NIXL_READ, g_mem + (8u << 20), len, 1, 0) == 0 &&
+		      memcmp(g_mem, g_mem + (8u << 20), len) == 0;
+	}
+	CHECK(ok == 8, "%d of 8 round trips without kept staging", ok);
+	nkv_nixl_deregister(b, m);
+	nkv_nixl_destroy(b);
+}
+
 /* Several threads preparing, posting, checking and releasing at once, each on its own objects. */
 struct thr {
 	struct nkv_nixl *b;
@@ -791,6 +824,7 @@ int main(int argc, char **argv)
 		t_release_inflight(b);
 		t_errors(b);
 		t_threads(b);
+		t_no_stage_cache();
 		CHECK(nkv_nixl_deregister(b, pool) == NKV_NIXL_SUCCESS, "deregister the pool");
 		nkv_nixl_destroy(b);
 	}

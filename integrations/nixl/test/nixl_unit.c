@@ -29,8 +29,9 @@ static void t_defaults(void)
 	      o.port);
 	CHECK(strcmp(o.subnqn, "nqn.2026-11.io.rados-nkv:nkv") == 0, "default subnqn %s", o.subnqn);
 	CHECK(o.shm[0] == 0 && o.hostnqn[0] == 0, "no shm, no host NQN by default");
-	CHECK(o.nsid == 1 && o.queues == 4 && o.depth == 0 && o.timeout_ms == 30000 && o.max_ops == 65536,
-	      "numbers %u %u %u %u %u", o.nsid, o.queues, o.depth, o.timeout_ms, o.max_ops);
+	CHECK(o.nsid == 1 && o.queues == 4 && o.depth == 0 && o.timeout_ms == 30000 && o.max_ops == 65536 &&
+		      o.staging_mb == 256,
+	      "numbers %u %u %u %u %u %u", o.nsid, o.queues, o.depth, o.timeout_ms, o.max_ops, o.staging_mb);
 	CHECK(nkv_nixl_parse_params(NULL, 0, &o, NULL, 0) == NKV_NIXL_SUCCESS, "no parameters at all");
 }
 
@@ -41,12 +42,14 @@ static void t_values(void)
 	struct nkv_nixl_param p[] = {{"traddr", "10.1.2.3"}, {"trsvcid", "4421"}, {"subnqn", "nqn.x:y"},
 				     {"shm", "/run/rados-nkv/kv/shm.sock"}, {"nsid", "7"}, {"queues", "16"},
 				     {"queue_depth", "512"}, {"timeout_ms", "0x100"}, {"max_ops", "1000"},
-				     {"hostnqn", "nqn.2014-08.org.nvmexpress:uuid:1"}, {"nsid", "8"}};
+				     {"hostnqn", "nqn.2014-08.org.nvmexpress:uuid:1"}, {"nsid", "8"},
+				     {"staging_mb", "0"}};
 	CHECK(nkv_nixl_parse_params(p, N(p), &o, err, sizeof(err)) == 0, "%s", err);
 	CHECK(strcmp(o.traddr, "10.1.2.3") == 0 && strcmp(o.port, "4421") == 0, "trsvcid is port");
 	CHECK(strcmp(o.shm, "/run/rados-nkv/kv/shm.sock") == 0 && strcmp(o.subnqn, "nqn.x:y") == 0, "strings");
 	CHECK(o.nsid == 8, "the last of a repeated key wins (%u)", o.nsid);
-	CHECK(o.queues == 16 && o.depth == 512 && o.timeout_ms == 256 && o.max_ops == 1000, "numbers");
+	CHECK(o.queues == 16 && o.depth == 512 && o.timeout_ms == 256 && o.max_ops == 1000 && o.staging_mb == 0,
+	      "numbers");
 	CHECK(strcmp(o.hostnqn, "nqn.2014-08.org.nvmexpress:uuid:1") == 0, "hostnqn");
 
 	struct {
@@ -54,7 +57,7 @@ static void t_values(void)
 	} bad[] = {{"nsid", "0"},         {"nsid", "-1"},       {"nsid", "4294967295"}, {"nsid", "1x"},
 		   {"nsid", " 1"},        {"queues", "0"},      {"queues", "65"},       {"queue_depth", "1"},
 		   {"queue_depth", "65536"}, {"timeout_ms", "0"}, {"max_ops", "16777217"}, {"port", "123456789"},
-		   {"nsid", "99999999999999999999999"}};
+		   {"nsid", "99999999999999999999999"}, {"staging_mb", "65537"}};
 	for (size_t i = 0; i < N(bad); i++) {
 		struct nkv_nixl_param one = {bad[i].k, bad[i].v};
 		err[0] = 0;
