@@ -191,15 +191,53 @@ private:
 // so a framework passing these back unchanged still gets the environment and the defaults.
 const nixl_b_params_t kOptions = {{"traddr", ""},  {"port", ""},    {"subnqn", ""},      {"shm", ""},
 				  {"hostnqn", ""}, {"nsid", ""},    {"queues", ""},      {"queue_depth", ""},
-				  {"timeout_ms", ""}, {"max_ops", ""}};
+				  {"timeout_ms", ""}, {"max_ops", ""}, {"staging_mb", ""}};
+
+// The plugin record, filled by hand rather than by nixlBackendPluginCreator: that template logs
+// through Abseil, which would tie the plugin to the exact Abseil libraries NIXL was built with.
+nixlBackendEngine *create_engine(const nixlBackendInitParams *init)
+{
+	try {
+		return new nixlRadosNkvEngine(init);
+	} catch (const std::exception &e) {
+		std::fprintf(stderr, "RADOS_NKV: %s\n", e.what());
+		return nullptr;
+	}
+}
+
+void destroy_engine(nixlBackendEngine *e)
+{
+	delete e;
+}
+
+const char *plugin_name()
+{
+	return "RADOS_NKV";
+}
+
+const char *plugin_version()
+{
+	return RADOS_NKV_PLUGIN_VERSION;
+}
+
+nixl_b_params_t plugin_options()
+{
+	return kOptions;
+}
+
+nixl_mem_list_t plugin_mems()
+{
+	return {DRAM_SEG, OBJ_SEG};
+}
+
+nixlBackendPlugin g_plugin = {NIXL_PLUGIN_API_VERSION, create_engine, destroy_engine, plugin_name,
+			      plugin_version,          plugin_options, plugin_mems};
 
 } // namespace
 
 extern "C" NIXL_PLUGIN_EXPORT nixlBackendPlugin *nixl_plugin_init()
 {
-	return nixlBackendPluginCreator<nixlRadosNkvEngine>::create(NIXL_PLUGIN_API_VERSION, "RADOS_NKV",
-								    RADOS_NKV_PLUGIN_VERSION, kOptions,
-								    {DRAM_SEG, OBJ_SEG});
+	return &g_plugin;
 }
 
 extern "C" NIXL_PLUGIN_EXPORT void nixl_plugin_fini() {}
