@@ -76,6 +76,7 @@ struct nkv_nixl_req {
 };
 
 #define NKV_NIXL_STAGE_KEEP 32 /* staging buffers kept for reuse, at most */
+struct stage_dead;         /* nixl_stage.c */
 
 /** A staging buffer kept for reuse. */
 struct nixl_stage {
@@ -103,6 +104,7 @@ struct nkv_nixl {
 	pthread_mutex_t stage_lock;
 	struct nixl_stage stage[NKV_NIXL_STAGE_KEEP];
 	size_t nstage, stage_bytes;
+	struct stage_dead *stage_dead;           /* given back, not kept: freed by nixl_stage_reclaim() */
 };
 
 /** Take a reference on an OBJ registration. */
@@ -113,8 +115,11 @@ void nixl_md_put(struct nkv_nixl_md *md);
 struct nkv_nixl_md *nixl_md_lookup(struct nkv_nixl *b, uint64_t dev_id);
 /** A staging buffer of at least @size bytes (*@cap: its size; *@lib: from nkv_buf_alloc()), or NULL. */
 void *nixl_stage_get(struct nkv_nixl *b, size_t size, size_t *cap, bool *lib);
-/** Give a staging buffer back: kept for reuse within the limits, else freed. NULL: no-op. */
+/** Give a staging buffer back: kept for reuse within the limits, else queued for
+ *  nixl_stage_reclaim(); never frees (callers hold req_lock). NULL: no-op. */
 void nixl_stage_put(struct nkv_nixl *b, void *p, size_t cap, bool lib);
+/** Free the buffers queued by nixl_stage_put() (not under req_lock: over shm a free is a round trip). */
+void nixl_stage_reclaim(struct nkv_nixl *b);
 /** Free every kept staging buffer (destroy, before disconnecting). */
 void nixl_stage_drain(struct nkv_nixl *b);
 /** Free every request left (destroy, after the engine is gone). */

@@ -427,6 +427,7 @@ int nkv_nixl_post(struct nkv_nixl *b, struct nkv_nixl_req *r)
 		drop_staging(r);
 	}
 	pthread_mutex_unlock(&b->req_lock);
+	nixl_stage_reclaim(b);
 	if (rc && rc != -EAGAIN) {
 		NKV_WARN("posting a request of %u op(s): %s", r->nops, strerror(-rc));
 		return rc == -EINVAL ? NKV_NIXL_ERR_INVALID_PARAM : NKV_NIXL_ERR_BACKEND;
