@@ -160,7 +160,8 @@ NKV_API void nkv_buf_free(struct nkv_ctrl *ctrl, void *buf);
  * registered memfd mapping (same addresses, same contents; bytes of partial pages at the ends
  * keep going through the bounce area); the memory must be private anonymous memory (malloc,
  * mmap MAP_PRIVATE|MAP_ANONYMOUS) that no other thread touches during the call, and it stays
- * shared with any child forked later. Over TCP nothing needs registering: 0.
+ * shared with any child forked later. A range without a whole page registers nothing (and
+ * succeeds). Over TCP nothing needs registering: 0 (nkv_buf_unregister too).
  * @return 0, -EINVAL (NULL, zero length, not anonymous private memory), -EEXIST (overlaps a
  * registered buffer), -ENOSPC (the controller's registration limits), -ENOMEM.
  */

@@ -103,6 +103,9 @@ struct nkv_transport_ops {
 	/** nkv_buf_alloc / nkv_buf_free. */
 	void *(*buf_alloc)(struct nkv_ctrl *ctrl, size_t len);
 	void (*buf_free)(struct nkv_ctrl *ctrl, void *p);
+	/** nkv_buf_register / nkv_buf_unregister; NULL: nothing to register (0). */
+	int (*buf_register)(struct nkv_ctrl *ctrl, void *addr, size_t len);
+	int (*buf_unregister)(struct nkv_ctrl *ctrl, void *addr);
 };
 
 extern const struct nkv_transport_ops nkv_tcp_ops;

@@ -53,6 +53,20 @@ void nkv_buf_free(struct nkv_ctrl *ctrl, void *p)
 		ctrl->ops->buf_free(ctrl, p);
 }
 
+int nkv_buf_register(struct nkv_ctrl *ctrl, void *addr, size_t len)
+{
+	if (!ctrl || !addr || !len)
+		return -EINVAL;
+	return ctrl->ops->buf_register ? ctrl->ops->buf_register(ctrl, addr, len) : 0;
+}
+
+int nkv_buf_unregister(struct nkv_ctrl *ctrl, void *addr)
+{
+	if (!ctrl || !addr)
+		return -EINVAL;
+	return ctrl->ops->buf_unregister ? ctrl->ops->buf_unregister(ctrl, addr) : 0;
+}
+
 /* ---- synchronous execution --------------------------------------------------------------------- */
 
 struct waiter {

@@ -564,4 +564,6 @@ const struct nkv_transport_ops nkv_shm_ops = {
 	.ctrl_close = nkv_shm_ctrl_close,
 	.buf_alloc = nkv_shm_buf_alloc,
 	.buf_free = nkv_shm_buf_free,
+	.buf_register = nkv_shm_buf_register,
+	.buf_unregister = nkv_shm_buf_unregister,
 };

@@ -367,8 +367,10 @@ static void shm_state_free(struct nkv_ctrl *ctrl)
 	while (s->bufs) {
 		struct nkv_shm_buf *b = s->bufs;
 		s->bufs = b->next;
-		munmap(b->va, b->len);
-		close(b->fd);
+		if (!b->user) /* the caller's registered memory stays theirs, mapped */
+			munmap(b->va, b->len);
+		if (b->fd >= 0)
+			close(b->fd);
 		free(b);
 	}
 	if (s->sock >= 0)
@@ -521,7 +523,7 @@ void nkv_shm_buf_free(struct nkv_ctrl *ctrl, void *p)
 	struct nkv_shm_buf *b = NULL;
 	pthread_rwlock_wrlock(&s->buf_lock);
 	for (struct nkv_shm_buf **pp = &s->bufs; *pp; pp = &(*pp)->next)
-		if ((*pp)->va == p) {
+		if ((*pp)->va == p && !(*pp)->user) {
 			b = *pp;
 			*pp = b->next;
 			break;

@@ -33,6 +33,7 @@ struct nkv_shm_buf {
 	size_t len;
 	uint64_t iova;
 	int fd;
+	void *user;                /* nkv_buf_register(): the caller's address (va..va+len: its whole pages) */
 };
 
 /** Controller-wide shm state. */
@@ -124,6 +125,9 @@ volatile uint32_t *nkv_shm_doorbell(struct nkv_ctrl *ctrl, uint32_t off);
 void nkv_shm_ctrl_close(struct nkv_ctrl *ctrl);
 void *nkv_shm_buf_alloc(struct nkv_ctrl *ctrl, size_t len);
 void nkv_shm_buf_free(struct nkv_ctrl *ctrl, void *p);
+/** Transport ops (shm_bufreg.c): nkv_buf_register / nkv_buf_unregister. */
+int nkv_shm_buf_register(struct nkv_ctrl *ctrl, void *addr, size_t len);
+int nkv_shm_buf_unregister(struct nkv_ctrl *ctrl, void *addr);
 
 /* shm.c */
 /** Allocate and register a queue pair's memory (@entries ring entries, @slots <= entries - 1). */

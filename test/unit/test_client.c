@@ -269,6 +269,40 @@ static void host_ident(void **state)
 	unsetenv("NKV_HOSTID_FILE");
 }
 
+/* Long names: the key is SHA-256's first 16 bytes (FIPS 180-2 "abc" vector); the header round trips,
+ * tells a collision (-ENOENT) from bytes that are no header at all (-EPROTO). */
+static void lname(void **state)
+{
+	(void)state;
+	static const uint8_t abc[16] = {0xba, 0x78, 0x16, 0xbf, 0x8f, 0x01, 0xcf, 0xea,
+					0x41, 0x41, 0x40, 0xde, 0x5d, 0xae, 0x22, 0x23};
+	uint8_t key[16];
+	assert_int_equal(nkv_lname_key("abc", 3, key), 0);
+	assert_memory_equal(key, abc, 16);
+	assert_int_equal(nkv_lname_key("abc", 0, key), -EINVAL);
+	assert_int_equal(nkv_lname_key("abc", NKV_LNAME_MAX + 1, key), -EINVAL);
+
+	assert_int_equal(nkv_lname_hdr_size(0), 0);
+	assert_int_equal(nkv_lname_hdr_size(1), 32);
+	assert_int_equal(nkv_lname_hdr_size(8), 32);
+	assert_int_equal(nkv_lname_hdr_size(9), 40);
+	uint8_t h[64];
+	uint64_t plen = 0;
+	assert_int_equal(nkv_lname_hdr_pack("model@1@0@ab", 12, 1234567, h, sizeof(h)), 40);
+	assert_memory_equal(h, "NKVL", 4);
+	assert_int_equal(nkv_lname_hdr_pack("model@1@0@ab", 12, 1, h, 39), -EINVAL);
+	assert_int_equal(nkv_lname_hdr_check(h, 40, "model@1@0@ab", 12, &plen), 40);
+	assert_int_equal(plen, 1234567);
+	assert_int_equal(nkv_lname_hdr_check(h, 40, "model@1@0@ac", 12, &plen), -ENOENT); /* same length */
+	assert_int_equal(nkv_lname_hdr_check(h, 40, "model@1@0@abcdefgh", 18, &plen), -ENOENT);
+	assert_int_equal(nkv_lname_hdr_check(h, 39, "model@1@0@ab", 12, &plen), -EPROTO); /* cut short */
+	assert_int_equal(nkv_lname_hdr_check(h, 20, "model@1@0@ab", 12, &plen), -EPROTO);
+	h[4] ^= 8; /* H that does not match the name length */
+	assert_int_equal(nkv_lname_hdr_check(h, 40, "model@1@0@ab", 12, &plen), -EPROTO);
+	memset(h, 0x5a, sizeof(h)); /* a foreign value */
+	assert_int_equal(nkv_lname_hdr_check(h, 40, "model@1@0@ab", 12, &plen), -EPROTO);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -280,6 +314,7 @@ int main(void)
 		cmocka_unit_test(kv_args),
 		cmocka_unit_test(connect_args),
 		cmocka_unit_test(host_ident),
+		cmocka_unit_test(lname),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,644 @@
+/*
+ * engine.c - many KV commands in flight on several queue pairs, from any thread (nkv.h "engine").
+ *
+ * One worker thread per queue pair owns it (the queue pair rules of nkv.h): callers push the ops of
+ * a batch into the workers' inboxes (a mutex-guarded list and an eventfd to wake the worker), the
+ * worker moves them onto its queue pair as far as the queue depth allows, polls, and completes
+ * each op into the caller's struct nkv_op. The last op of a batch wakes the thread waiting in
+ * nkv_engine_run(), or queues the batch's tag for nkv_engine_reap() and makes the engine's eventfd
+ * readable.
+ *
+ * Deadlines: an op's clock starts when it is sent. A worker whose oldest op outlives the deadline
+ * fails its queue pair (every op on it completes; the late ones with -ETIMEDOUT, the others with
+ * Host Pathing Error: they may have run) and opens a new one: nothing can then write into a buffer
+ * the caller already got back. Ops waiting while a worker has no queue pair (the connection was lost
+ * and reopening fails) complete with the reopen error once they waited a whole deadline.
+ *
+ * Waiting: an idle worker sleeps in poll() on its eventfd. A busy NVMe/TCP worker sleeps in poll()
+ * on the socket and the eventfd together; the shared-memory transport has no interrupts, so a busy
+ * shm worker polls the CQ, spinning first and then napping a few microseconds on the eventfd.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client/internal.h"
+#include "common/log.h"
+
+#define ENG_DEFAULT_QUEUES 4u
+#define ENG_DEFAULT_MAX_OPS 65536u
+#define ENG_SHM_SPINS 2000u          /* empty CQ polls before napping (as shm.c's own poll) */
+#define ENG_SHM_NAP_NS 10000L        /* then 10 us naps, cut short by new work */
+#define ENG_REOPEN_MIN_MS 50
+#define ENG_REOPEN_MAX_MS 1000
+#define ENG_IDLE_TICK_MS 1000        /* an idle worker still wakes up now and then to check stop */
+
+struct eng_batch;
+
+/** One op on its way: inbox, pending list and in-flight list links. */
+struct eng_item {
+	struct nkv_op *op;
+	struct eng_batch *b;
+	struct eng_worker *w;
+	struct eng_item *next, *prev;
+	int64_t t_ms;     /* pending: when it reached the worker; in flight: when it was sent */
+	bool expired;     /* its deadline passed: complete with -ETIMEDOUT */
+};
+
+struct eng_batch {
+	atomic_uint left;
+	unsigned n;
+	uint64_t tag;
+	bool run;                  /* nkv_engine_run(): a thread waits on cv; else reap */
+	bool done;                 /* run: set under mu */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct eng_batch *next;    /* the engine's completed list (reap) */
+	struct eng_item items[];
+};
+
+/** An intrusive FIFO of items. */
+struct eng_list {
+	struct eng_item *head, *tail;
+	unsigned n;
+};
+
+struct eng_worker {
+	struct nkv_engine *e;
+	pthread_t th;
+	bool started;
+	struct nkv_qpair *qp;
+	int wake_fd;
+	pthread_mutex_t mu;
+	struct eng_list inbox;     /* guarded by mu */
+	bool stop;                 /* guarded by mu */
+	atomic_uint load;          /* ops given to this worker and not completed */
+	/* the worker thread's own */
+	struct eng_list pend;      /* taken from the inbox, not yet sent */
+	struct eng_list inflight;  /* sent, in send order (oldest first) */
+	int64_t reopen_at;
+	int reopen_ms;
+	int last_err;
+	unsigned spins;
+};
+
+struct nkv_engine {
+	struct nkv_ctrl *ctrl;
+	unsigned nw;
+	uint16_t depth;
+	int timeout_ms;
+	unsigned max_ops;
+	atomic_uint ops;           /* accepted and not completed */
+	atomic_uint rr;            /* where the next batch starts */
+	atomic_bool closing;
+	atomic_uint entering;      /* submit calls between their closing check and their last push */
+	int done_fd;               /* readable while done_head != NULL */
+	pthread_mutex_t done_mu;
+	pthread_cond_t done_cv;
+	struct eng_batch *done_head, *done_tail;
+	struct eng_worker w[];
+};
+
+/* ---- lists ------------------------------------------------------------------------------------- */
+
+static void list_push(struct eng_list *l, struct eng_item *it)
+{
+	it->next = NULL;
+	it->prev = l->tail;
+	if (l->tail)
+		l->tail->next = it;
+	else
+		l->head = it;
+	l->tail = it;
+	l->n++;
+}
+
+static void list_del(struct eng_list *l, struct eng_item *it)
+{
+	if (it->prev)
+		it->prev->next = it->next;
+	else
+		l->head = it->next;
+	if (it->next)
+		it->next->prev = it->prev;
+	else
+		l->tail = it->prev;
+	it->next = it->prev = NULL;
+	l->n--;
+}
+
+/** Move all of @src to the end of @dst. */
+static void list_splice(struct eng_list *dst, struct eng_list *src)
+{
+	if (!src->head)
+		return;
+	if (dst->tail) {
+		dst->tail->next = src->head;
+		src->head->prev = dst->tail;
+	} else {
+		dst->head = src->head;
+	}
+	dst->tail = src->tail;
+	dst->n += src->n;
+	*src = (struct eng_list){0};
+}
+
+/* ---- completion -------------------------------------------------------------------------------- */
+
+static void batch_free(struct eng_batch *b)
+{
+	pthread_mutex_destroy(&b->mu);
+	pthread_cond_destroy(&b->cv);
+	free(b);
+}
+
+/** The batch's last op completed: wake its waiter, or queue its tag for reap. */
+static void batch_finish(struct nkv_engine *e, struct eng_batch *b)
+{
+	atomic_fetch_sub(&e->ops, b->n);
+	if (b->run) {
+		pthread_mutex_lock(&b->mu);
+		b->done = true;
+		pthread_cond_signal(&b->cv);
+		pthread_mutex_unlock(&b->mu);
+		return;
+	}
+	pthread_mutex_lock(&e->done_mu);
+	b->next = NULL;
+	if (e->done_tail)
+		e->done_tail->next = b;
+	else
+		e->done_head = b;
+	bool was_empty = e->done_tail == NULL;
+	e->done_tail = b;
+	if (was_empty) {
+		uint64_t one = 1;
+		if (write(e->done_fd, &one, sizeof(one)) < 0)
+			NKV_WARN("engine: eventfd write: %s", strerror(errno));
+	}
+	pthread_cond_broadcast(&e->done_cv);
+	pthread_mutex_unlock(&e->done_mu);
+}
+
+/** Complete one op with @rc (and, when it reached the controller, its CQE). */
+static void item_complete(struct eng_worker *w, struct eng_item *it, int rc, const struct nkv_cpl *cpl)
+{
+	struct nkv_op *op = it->op;
+	op->rc = rc;
+	op->status = cpl ? cpl->status : 0;
+	op->value_size = cpl ? cpl->dw0 : 0;
+	op->xfer = cpl ? cpl->xfer : 0;
+	atomic_fetch_sub(&w->load, 1);
+	struct eng_batch *b = it->b;
+	if (atomic_fetch_sub(&b->left, 1) == 1)
+		batch_finish(w->e, b);
+}
+
+/* Queue pair callback: runs inside nkv_qpair_poll() (or the queue's failure) on the worker. */
+static void op_cb(void *arg, const struct nkv_cpl *cpl)
+{
+	struct eng_item *it = arg;
+	struct eng_worker *w = it->w;
+	list_del(&w->inflight, it);
+	int rc = nkv_cpl_errno(cpl);
+	if (cpl->status == NKV_STATUS_HOST_PATH)
+		rc = it->expired ? -ETIMEDOUT : -ENOTCONN;
+	item_complete(w, it, rc, cpl);
+}
+
+/* ---- the worker -------------------------------------------------------------------------------- */
+
+/** Build @op's command. @return 0 or -EINVAL. */
+static int op_sqe(const struct nkv_op *op, struct nkv_sqe *sqe)
+{
+	unsigned opc;
+	switch (op->type) {
+	case NKV_OP_STORE:
+		opc = NKV_KV_STORE;
+		break;
+	case NKV_OP_RETRIEVE:
+		opc = NKV_KV_RETRIEVE;
+		break;
+	case NKV_OP_DELETE:
+		opc = NKV_KV_DELETE;
+		break;
+	case NKV_OP_EXIST:
+		opc = NKV_KV_EXIST;
+		break;
+	case NKV_OP_LIST:
+		opc = NKV_KV_LIST;
+		break;
+	default:
+		return -EINVAL;
+	}
+	bool has_data = op->type == NKV_OP_STORE || op->type == NKV_OP_RETRIEVE || op->type == NKV_OP_LIST;
+	if (op->klen > NKV_KEY_MAX || (op->klen == 0 && op->type != NKV_OP_LIST) || (op->len && !op->buf) ||
+	    (!has_data && op->len) || (op->offset && op->type != NKV_OP_RETRIEVE) ||
+	    (op->opts && op->type != NKV_OP_STORE) || (op->type == NKV_OP_LIST && op->len < NKV_LIST_HDR))
+		return -EINVAL;
+	if (op->type == NKV_OP_RETRIEVE && op->offset)
+		nkv_sqe_retrieve_range(sqe, op->nsid, op->key, op->klen, op->len, op->offset);
+	else
+		nkv_sqe_kv(sqe, (uint8_t)opc, op->nsid, op->key, op->klen, op->len, op->opts);
+	return 0;
+}
+
+/** Drop the queue pair: fail what is on it (the callbacks complete those ops), close it. */
+static void worker_drop_qp(struct eng_worker *w, int err)
+{
+	if (!w->qp)
+		return;
+	if (!w->qp->err)
+		w->qp->ops->fail(w->qp, err);
+	nkv_qpair_destroy(w->qp);
+	w->qp = NULL;
+	w->last_err = err;
+	int64_t now = nkv_client_now_ms();
+	for (struct eng_item *it = w->pend.head; it; it = it->next)
+		it->t_ms = now; /* from now on they wait for a queue, not for room in one */
+	w->reopen_at = 0; /* at once the first time */
+}
+
+static void worker_reopen(struct eng_worker *w, int64_t now)
+{
+	if (w->qp || now < w->reopen_at)
+		return;
+	int rc = nkv_qpair_create(w->e->ctrl, w->e->depth, &w->qp);
+	if (rc == 0) {
+		w->reopen_ms = 0;
+		return;
+	}
+	w->qp = NULL;
+	w->last_err = rc;
+	w->reopen_ms = w->reopen_ms ? w->reopen_ms * 2 : ENG_REOPEN_MIN_MS;
+	if (w->reopen_ms > ENG_REOPEN_MAX_MS)
+		w->reopen_ms = ENG_REOPEN_MAX_MS;
+	w->reopen_at = now + w->reopen_ms;
+	NKV_WARN("engine: reopening a queue pair: %s (next try in %d ms)", strerror(-rc), w->reopen_ms);
+}
+
+/** Send pending ops while the queue takes them. @return ops sent. */
+static unsigned worker_send(struct eng_worker *w, int64_t now)
+{
+	unsigned sent = 0;
+	while (w->qp && w->pend.head) {
+		struct eng_item *it = w->pend.head;
+		struct nkv_sqe sqe;
+		int rc = op_sqe(it->op, &sqe); /* checked at submit: cannot fail here */
+		if (rc == 0)
+			rc = nkv_submit(w->qp, &sqe, it->op->buf, it->op->len, op_cb, it);
+		if (rc == -EAGAIN && nkv_qpair_outstanding(w->qp) == 0)
+			rc = -ENOBUFS; /* nothing to wait for: it can never fit (shm bounce area) */
+		if (rc == -EAGAIN)
+			break;
+		list_del(&w->pend, it);
+		if (rc == 0) {
+			it->t_ms = now;
+			list_push(&w->inflight, it);
+			sent++;
+		} else if (rc == -ENOTCONN) {
+			list_push(&w->pend, it); /* back in line (at the end: order is not promised) */
+			worker_drop_qp(w, w->qp->err ? w->qp->err : rc);
+		} else {
+			item_complete(w, it, rc, NULL);
+		}
+	}
+	return sent;
+}
+
+/** Deadlines: fail the queue under an op sent too long ago; give up on ops waiting for a queue. */
+static void worker_expire(struct eng_worker *w, int64_t now)
+{
+	int64_t tmo = w->e->timeout_ms;
+	struct eng_item *it = w->inflight.head;
+	if (w->qp && it && now - it->t_ms >= tmo) {
+		unsigned late = 0;
+		for (; it && now - it->t_ms >= tmo; it = it->next, late++)
+			it->expired = true;
+		NKV_WARN("engine: qid %u: %u command(s) unanswered after %d ms; reopening the queue", w->qp->qid,
+			 late, w->e->timeout_ms);
+		worker_drop_qp(w, -ETIMEDOUT);
+	}
+	if (!w->qp) {
+		while ((it = w->pend.head) && now - it->t_ms >= tmo) {
+			list_del(&w->pend, it);
+			item_complete(w, it, w->last_err ? w->last_err : -ETIMEDOUT, NULL);
+		}
+	}
+}
+
+/** Sleep until new work, I/O on the queue, or the next deadline. */
+static void worker_wait(struct eng_worker *w, int64_t now)
+{
+	int64_t until = now + ENG_IDLE_TICK_MS;
+	if (w->inflight.head && w->inflight.head->t_ms + w->e->timeout_ms < until)
+		until = w->inflight.head->t_ms + w->e->timeout_ms;
+	if (!w->qp && w->pend.head) {
+		if (w->pend.head->t_ms + w->e->timeout_ms < until)
+			until = w->pend.head->t_ms + w->e->timeout_ms;
+		if (w->reopen_at < until)
+			until = w->reopen_at;
+	}
+	int tmo = until > now ? (int)(until - now) : 0;
+	struct pollfd p[2] = {{.fd = w->wake_fd, .events = POLLIN}};
+	nfds_t n = 1;
+	if (w->qp && w->inflight.head) {
+		if (w->qp->shm) {
+			if (w->spins < ENG_SHM_SPINS) {
+				w->spins++;
+				return;
+			}
+			struct timespec ts = {.tv_sec = 0, .tv_nsec = ENG_SHM_NAP_NS};
+			ppoll(p, 1, &ts, NULL);
+			goto drain;
+		}
+		p[1] = (struct pollfd){.fd = w->qp->fd, .events = POLLIN | (w->qp->txq_head >= 0 ? POLLOUT : 0)};
+		n = 2;
+	}
+	poll(p, n, tmo);
+drain:
+	if (p[0].revents & POLLIN) {
+		uint64_t v;
+		if (read(w->wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+			NKV_WARN("engine: eventfd read: %s", strerror(errno));
+	}
+}
+
+static void *worker_main(void *arg)
+{
+	struct eng_worker *w = arg;
+	for (;;) {
+		int64_t now = nkv_client_now_ms();
+		pthread_mutex_lock(&w->mu);
+		for (struct eng_item *it = w->inbox.head; it; it = it->next)
+			it->t_ms = now;
+		list_splice(&w->pend, &w->inbox);
+		bool stop = w->stop;
+		pthread_mutex_unlock(&w->mu);
+		if (stop && !w->pend.head && !w->inflight.head)
+			break;
+		if (!w->qp && w->pend.head)
+			worker_reopen(w, now);
+		unsigned sent = worker_send(w, now);
+		int got = 0;
+		if (w->qp && w->inflight.head) {
+			got = nkv_qpair_poll(w->qp, 0);
+			if (got < 0) { /* the connection failed: its ops completed with Host Pathing Error */
+				NKV_WARN("engine: qid %u failed: %s; reopening", w->qp->qid, strerror(-got));
+				worker_drop_qp(w, got);
+				got = 0;
+			}
+		}
+		worker_expire(w, nkv_client_now_ms());
+		if (sent || got > 0) {
+			w->spins = 0;
+			continue;
+		}
+		worker_wait(w, nkv_client_now_ms());
+	}
+	return NULL;
+}
+
+/* ---- public ------------------------------------------------------------------------------------ */
+
+static void engine_stop(struct nkv_engine *e)
+{
+	for (unsigned i = 0; i < e->nw; i++) {
+		struct eng_worker *w = &e->w[i];
+		if (!w->started)
+			continue;
+		pthread_mutex_lock(&w->mu);
+		w->stop = true;
+		pthread_mutex_unlock(&w->mu);
+		uint64_t one = 1;
+		if (write(w->wake_fd, &one, sizeof(one)) < 0)
+			NKV_WARN("engine: eventfd write: %s", strerror(errno));
+		pthread_join(w->th, NULL);
+		w->started = false;
+	}
+}
+
+void nkv_engine_destroy(struct nkv_engine *e)
+{
+	if (!e)
+		return;
+	atomic_store(&e->closing, true);
+	while (atomic_load(&e->entering))
+		sched_yield();
+	engine_stop(e);
+	for (unsigned i = 0; i < e->nw; i++) {
+		struct eng_worker *w = &e->w[i];
+		if (w->qp)
+			nkv_qpair_destroy(w->qp);
+		if (w->wake_fd >= 0)
+			close(w->wake_fd);
+		pthread_mutex_destroy(&w->mu);
+	}
+	for (struct eng_batch *b = e->done_head, *nb; b; b = nb) {
+		nb = b->next;
+		batch_free(b);
+	}
+	if (e->done_fd >= 0)
+		close(e->done_fd);
+	pthread_mutex_destroy(&e->done_mu);
+	pthread_cond_destroy(&e->done_cv);
+	free(e);
+}
+
+int nkv_engine_create(struct nkv_ctrl *ctrl, const struct nkv_engine_opts *opts, struct nkv_engine **out)
+{
+	struct nkv_engine_opts o = opts ? *opts : (struct nkv_engine_opts){0};
+	if (!ctrl || !out || ctrl->discovery)
+		return -EINVAL;
+	unsigned nw = o.queues ? o.queues : ENG_DEFAULT_QUEUES;
+	if (nw > ctrl->nio)
+		nw = ctrl->nio;
+	if (nw == 0)
+		return -ENOSPC;
+	struct nkv_engine *e = calloc(1, sizeof(*e) + nw * sizeof(e->w[0]));
+	if (!e)
+		return -ENOMEM;
+	e->ctrl = ctrl;
+	e->depth = o.depth;
+	e->timeout_ms = o.timeout_ms > 0 ? o.timeout_ms : ctrl->opts.timeout_ms;
+	e->max_ops = o.max_ops ? o.max_ops : ENG_DEFAULT_MAX_OPS;
+	pthread_mutex_init(&e->done_mu, NULL);
+	pthread_cond_init(&e->done_cv, NULL);
+	e->done_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	int rc = e->done_fd < 0 ? -errno : 0;
+	for (unsigned i = 0; i < nw; i++) {
+		struct eng_worker *w = &e->w[i];
+		w->e = e;
+		w->wake_fd = -1;
+		pthread_mutex_init(&w->mu, NULL);
+		e->nw = i + 1;
+		if (rc)
+			break;
+		w->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		if (w->wake_fd < 0) {
+			rc = -errno;
+			break;
+		}
+		rc = nkv_qpair_create(ctrl, o.depth, &w->qp);
+		if (rc == -ENOSPC && i > 0) { /* fewer queues than asked: run with those */
+			close(w->wake_fd);
+			pthread_mutex_destroy(&w->mu);
+			e->nw = i;
+			rc = 0;
+			break;
+		}
+		if (rc)
+			break;
+		rc = -pthread_create(&w->th, NULL, worker_main, w);
+		if (rc)
+			break;
+		w->started = true;
+	}
+	if (rc) {
+		nkv_engine_destroy(e);
+		return rc;
+	}
+	*out = e;
+	return 0;
+}
+
+/** Check the ops, then hand them to the workers as one batch. */
+static int engine_submit(struct nkv_engine *e, struct nkv_op *ops, unsigned n, uint64_t tag, bool run,
+			 struct eng_batch **bout)
+{
+	if (!e || !ops || n == 0)
+		return -EINVAL;
+	int bad = 0;
+	for (unsigned i = 0; i < n; i++) {
+		struct nkv_sqe sqe;
+		ops[i].rc = op_sqe(&ops[i], &sqe);
+		ops[i].status = 0;
+		ops[i].value_size = ops[i].xfer = 0;
+		if (ops[i].rc)
+			bad = -EINVAL;
+	}
+	if (bad)
+		return bad;
+	/* Destroy sets closing and then waits for entering to drain: a batch is either refused or fully
+	 * handed to workers that are still running. */
+	atomic_fetch_add(&e->entering, 1);
+	int rc = 0;
+	struct eng_batch *b = NULL;
+	if (atomic_load(&e->closing))
+		rc = -ESHUTDOWN;
+	else if (atomic_fetch_add(&e->ops, n) + n > e->max_ops)
+		rc = -EAGAIN;
+	else if (!(b = calloc(1, sizeof(*b) + n * sizeof(b->items[0]))))
+		rc = -ENOMEM;
+	if (rc) {
+		if (rc != -ESHUTDOWN)
+			atomic_fetch_sub(&e->ops, n);
+		atomic_fetch_sub(&e->entering, 1);
+		return rc;
+	}
+	atomic_init(&b->left, n);
+	b->n = n;
+	b->tag = tag;
+	b->run = run;
+	pthread_mutex_init(&b->mu, NULL);
+	pthread_cond_init(&b->cv, NULL);
+	if (bout)
+		*bout = b;
+	/*
+	 * Contiguous slices, one per worker, starting where the last batch stopped: a big batch uses
+	 * every queue; single ops rotate over them.
+	 */
+	unsigned nw = e->nw, slices = n < nw ? n : nw, per = (n + slices - 1) / slices;
+	unsigned first = atomic_fetch_add(&e->rr, slices);
+	for (unsigned s = 0, i = 0; s < slices && i < n; s++) {
+		struct eng_worker *w = &e->w[(first + s) % nw];
+		unsigned end = i + per < n ? i + per : n;
+		atomic_fetch_add(&w->load, end - i);
+		pthread_mutex_lock(&w->mu);
+		for (; i < end; i++) {
+			b->items[i] = (struct eng_item){.op = &ops[i], .b = b, .w = w};
+			list_push(&w->inbox, &b->items[i]);
+		}
+		pthread_mutex_unlock(&w->mu);
+		uint64_t one = 1;
+		if (write(w->wake_fd, &one, sizeof(one)) < 0)
+			NKV_WARN("engine: eventfd write: %s", strerror(errno));
+	}
+	atomic_fetch_sub(&e->entering, 1);
+	return 0;
+}
+
+int nkv_engine_submit(struct nkv_engine *e, struct nkv_op *ops, unsigned n, uint64_t tag)
+{
+	return engine_submit(e, ops, n, tag, false, NULL);
+}
+
+int nkv_engine_run(struct nkv_engine *e, struct nkv_op *ops, unsigned n)
+{
+	struct eng_batch *b = NULL;
+	int rc = engine_submit(e, ops, n, 0, true, &b);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&b->mu);
+	while (!b->done)
+		pthread_cond_wait(&b->cv, &b->mu); /* every op has a deadline: this ends */
+	pthread_mutex_unlock(&b->mu);
+	batch_free(b);
+	int failed = 0;
+	for (unsigned i = 0; i < n; i++)
+		failed += ops[i].rc != 0;
+	return failed;
+}
+
+int nkv_engine_reap(struct nkv_engine *e, uint64_t *tags, unsigned max, int timeout_ms)
+{
+	if (!e || (!tags && max))
+		return -EINVAL;
+	pthread_mutex_lock(&e->done_mu);
+	if (!e->done_head && timeout_ms != 0) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		int64_t ns = (int64_t)ts.tv_nsec + (int64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000;
+		ts.tv_sec += ns / 1000000000;
+		ts.tv_nsec = ns % 1000000000;
+		while (!e->done_head) {
+			if (timeout_ms < 0)
+				pthread_cond_wait(&e->done_cv, &e->done_mu);
+			else if (pthread_cond_timedwait(&e->done_cv, &e->done_mu, &ts) == ETIMEDOUT)
+				break;
+		}
+	}
+	unsigned got = 0;
+	while (got < max && e->done_head) {
+		struct eng_batch *b = e->done_head;
+		e->done_head = b->next;
+		if (!e->done_head)
+			e->done_tail = NULL;
+		tags[got++] = b->tag;
+		batch_free(b);
+	}
+	if (!e->done_head) {
+		uint64_t v;
+		if (read(e->done_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+			NKV_WARN("engine: eventfd read: %s", strerror(errno));
+	}
+	pthread_mutex_unlock(&e->done_mu);
+	return (int)got;
+}
+
+int nkv_engine_eventfd(const struct nkv_engine *e)
+{
+	return e ? e->done_fd : -EINVAL;
+}
+
+unsigned nkv_engine_queues(const struct nkv_engine *e)
+{
+	return e ? e->nw : 0;
+}
