@@ -1,37 +1,28 @@
 #!/usr/bin/env bash
-# CTest entry of the LMCache integration tests (pytest in this directory):
-#   run.sh mem|rados LIBNKV DAEMON
-# mem: every test that needs no cluster (mem backend over NVMe/TCP and shm, and the
-# backend-independent ones); rados: the same tests on the micro cluster named by NKV_CEPH_CONF
-# (exit 77 without it, 1 with NKV_REQUIRE_RADOS=1). An AddressSanitizer libnkv gets libasan
-# preloaded into python. NKV_PYTHON picks the interpreter (default /usr/bin/python3: Debian's,
-# with python3-pytest, python3-torch and python3-numpy).
+# CTest entry of the LMCache integration tests (python/tests/lmcache, pytest):
+#   run.sh mem|rados [PYTHON]
+# against the daemon python/tests/conftest.py starts for that backend (over NVMe/TCP and shm).
+# rados without a cluster (scripts/ceph-dev.sh env) exits 77 (skipped), or 1 with
+# NKV_REQUIRE_RADOS=1. NKV_DAEMON, NKV_LIBRARY and, for the asan build, LD_PRELOAD come from the
+# ctest registration in test/CMakeLists.txt.
 set -u
-backend=${1:?usage: run.sh mem|rados LIBNKV DAEMON}
-export NKV_LIBRARY=${2:?libnkv path} NKV_DAEMON=${3:?rados-nkv path}
-here=$(cd "$(dirname "$0")" && pwd)
-py=${NKV_PYTHON:-/usr/bin/python3}
+backend="${1:?usage: run.sh mem|rados [PYTHON]}"
+py="${2:-/usr/bin/python3}"
+here="$(cd "$(dirname "$0")" && pwd)"
 
 if [ "$backend" = rados ] && [ -z "${NKV_CEPH_CONF:-}" ]; then
-	if [ "${NKV_REQUIRE_RADOS:-}" = 1 ]; then
-		echo "FAIL - NKV_REQUIRE_RADOS=1 but NKV_CEPH_CONF is not set (scripts/ceph-dev.sh env)"
-		exit 1
-	fi
-	echo "skip: NKV_CEPH_CONF not set (start a cluster: scripts/ceph-dev.sh start; eval \"\$(scripts/ceph-dev.sh env)\")"
-	exit 77
+  if [ "${NKV_REQUIRE_RADOS:-0}" = 1 ]; then
+    echo "python_lmcache_rados: NKV_REQUIRE_RADOS=1 but no cluster (eval \"\$(scripts/ceph-dev.sh env)\")" >&2
+    exit 1
+  fi
+  echo "python_lmcache_rados: no cluster (NKV_CEPH_CONF unset): skipped"
+  exit 77
 fi
-if ! "$py" -c "import pytest, torch, numpy" 2>/dev/null; then
-	echo "FAIL - $py lacks pytest, torch or numpy (Debian: python3-pytest python3-torch python3-numpy; scripts/deps.sh)"
-	exit 1
-fi
-if ldd "$NKV_LIBRARY" 2>/dev/null | grep -q libasan; then
-	LD_PRELOAD=$(gcc -print-file-name=libasan.so)
-	export LD_PRELOAD ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}
-fi
-case "$backend" in
-	mem) sel="not rados" ;;
-	rados) sel="rados" ;;
-	*) echo "run.sh: backend must be mem or rados, not '$backend'"; exit 64 ;;
-esac
-export PYTHONDONTWRITEBYTECODE=1
-exec "$py" -m pytest -p no:cacheprovider -q -rs "$here" -k "$sel"
+for m in pytest numpy torch; do
+  if ! "$py" -c "import $m" 2>/dev/null; then
+    echo "python_lmcache_$backend: $py lacks $m (apt-get install python3-$m; scripts/deps.sh)" >&2
+    exit 1
+  fi
+done
+export PYTHONDONTWRITEBYTECODE=1   # nothing written into the source tree
+exec "$py" -m pytest -q -p no:cacheprovider -o console_output_style=classic "$here" --nkv-backend "$backend" -rfEsx

@@ -286,13 +286,27 @@ def test_zero_copy_into_the_memory_obj(lmc_endpoint):
         arena_bytes = bytes(memoryview(alloc.buffer.numpy())[start:start + nbytes])
         assert arena_bytes == bytes(src.byte_array)
         assert peak < src.get_size() // 4, "%d bytes allocated by Python during a get of %d" % (peak, src.get_size())
+        if lmc_endpoint["transport"] == "shm":
+            # the MemoryObj's pages are the registered shared mapping the target writes into
+            mapping = _mapping_of(got.tensor.data_ptr(), nbytes)
+            assert mapping is not None and "rw-s" in mapping and "memfd:nkv" in mapping, mapping
     finally:
         c.close_sync()
 
 
-def test_allocation_failure_is_a_miss(lmc_mem_endpoint):
+def _mapping_of(addr, n):
+    """The /proc/self/maps line whose mapping holds [addr, addr + n), or None."""
+    with open("/proc/self/maps") as f:
+        for line in f:
+            lo, hi = (int(x, 16) for x in line.split()[0].split("-"))
+            if lo <= addr and addr + n <= hi:
+                return line.strip()
+    return None
+
+
+def test_allocation_failure_is_a_miss(lmc_endpoint):
     be = H.arena(64 << 10)                               # room for four 16 KiB chunks
-    c = H.connector(lmc_mem_endpoint, be)
+    c = H.connector(lmc_endpoint, be)
     try:
         m = H.model()
         o = H.chunk(be, torch.bfloat16, 5)
@@ -311,9 +325,9 @@ def test_allocation_failure_is_a_miss(lmc_mem_endpoint):
         c.close_sync()
 
 
-def test_list_remove_ping_close(lmc_mem_endpoint):
+def test_list_remove_ping_close(lmc_endpoint):
     be = H.arena()
-    c = H.connector(lmc_mem_endpoint, be)
+    c = H.connector(lmc_endpoint, be)
     m = H.model()
     long_model = m + "/" + "x" * 700                     # a name longer than list()'s first read
     keys = [H.key(m, 0), H.key(long_model, 1)]
@@ -332,16 +346,19 @@ def test_list_remove_ping_close(lmc_mem_endpoint):
     assert c.client.closed
 
 
-def test_adapter_plugin_instance(lmc_mem_endpoint, caplog):
+def test_adapter_plugin_instance(lmc_endpoint, caplog):
     """class_name RadosNkvAdapter with a plugin instance: plugin://rados_nkv.primary, settings
     under remote_storage_plugin.rados_nkv.primary.*; an unknown setting is reported."""
     be = H.arena()
+    ep = dict(lmc_endpoint, subnqn=None)          # TCP: the subsystem from the discovery controller
+    extra = {"remote_storage_plugin.rados_nkv.primary.queus": 3,
+             "remote_storage_plugin.rados_nkv.primary.discovery_port": lmc_endpoint["daemon"].disc_port}
     with caplog.at_level(logging.WARNING, logger="rados_nkv.lmcache"):
-        c = H.connector(lmc_mem_endpoint, be, plugin="rados_nkv.primary", class_name="RadosNkvAdapter",
-                        instance_keys=True, extra={"remote_storage_plugin.rados_nkv.primary.queus": 3})
+        c = H.connector(ep, be, plugin="rados_nkv.primary", class_name="RadosNkvAdapter", instance_keys=True,
+                        extra=extra)
     try:
         assert isinstance(c, RadosNkvConnector) and c.plugin_name == "rados_nkv.primary"
-        assert c.client.queues == 2 and c.client.transport == lmc_mem_endpoint["transport"]
+        assert c.client.queues == 2 and c.client.transport == lmc_endpoint["transport"]
         assert "remote_storage_plugin.rados_nkv.primary.queus" in caplog.text
         a = RadosNkvAdapter()
         assert a.can_parse("plugin://rados_nkv") and a.can_parse("plugin://rados_nkv.x")
@@ -350,10 +367,10 @@ def test_adapter_plugin_instance(lmc_mem_endpoint, caplog):
         c.close_sync()
 
 
-def test_put_on_a_closed_connection_raises(lmc_mem_endpoint):
+def test_put_on_a_closed_connection_raises(lmc_endpoint):
     """A put that cannot be sent fails loudly (LMCache logs it), never silently."""
     be = H.arena()
-    c = H.connector(lmc_mem_endpoint, be)
+    c = H.connector(lmc_endpoint, be)
     try:
         o = H.chunk(be, torch.bfloat16, 1)
         c.client.close()                                  # the connection is gone
@@ -363,8 +380,8 @@ def test_put_on_a_closed_connection_raises(lmc_mem_endpoint):
         c.close_sync()
 
 
-def test_bad_target_fails_construction(lmc_mem_endpoint):
+def test_bad_target_fails_construction(lmc_endpoint):
     be = H.arena()
-    bad = dict(lmc_mem_endpoint, target="127.0.0.1:1")
+    bad = dict(lmc_endpoint, target="127.0.0.1:1")
     with pytest.raises(rados_nkv.NkvError):
         H.connector(bad, be)

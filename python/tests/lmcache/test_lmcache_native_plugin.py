@@ -175,8 +175,8 @@ def test_many_threads_many_batches(plugin):
     assert not errors, errors[:5]
 
 
-def test_bad_arguments_and_close(lmc_mem_endpoint):
-    p = NativePlugin(target=lmc_mem_endpoint["target"], subnqn=lmc_mem_endpoint["subnqn"])
+def test_bad_arguments_and_close(lmc_endpoint):
+    p = NativePlugin(target=lmc_endpoint["target"], subnqn=lmc_endpoint["subnqn"])
     with pytest.raises(ValueError):
         p.submit_batch_get(["a"], [])
     with pytest.raises(TypeError):
@@ -188,4 +188,4 @@ def test_bad_arguments_and_close(lmc_mem_endpoint):
     with pytest.raises(NkvError, match="closed"):
         p.submit_batch_exists(["x"])
     with pytest.raises(ValueError, match="queues"):
-        NativePlugin(target=lmc_mem_endpoint["target"], queues=0)
+        NativePlugin(target=lmc_endpoint["target"], queues=0)
