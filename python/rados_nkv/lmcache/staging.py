@@ -12,37 +12,33 @@ import threading
 
 from ..errors import NkvError
 
-_CLASS = 1 << 16   # sizes are rounded up to 64 KiB, then to a power of two above 1 MiB
-
-
-def size_class(n):
-    """The buffer size serving @n bytes."""
-    c = max(_CLASS, -(-n // _CLASS) * _CLASS)
-    if c > 1 << 20:
-        c = 1 << (c - 1).bit_length()
-    return c
+GRAIN = 1 << 16   # buffers are whole multiples of 64 KiB
 
 
 class StagingPool:
-    """Reusable staging memoryviews; thread-safe."""
+    """Reusable staging memoryviews; thread-safe. A request takes the smallest free buffer that
+    holds it without wasting more than its own size (best fit), else a new one."""
 
     def __init__(self, client, limit_bytes):
         self._client = client
         self._limit = limit_bytes
         self._used = 0          # bytes alloc()ed (registered) so far
-        self._free = {}         # size class -> [memoryview]
+        self._free = []         # idle registered buffers
         self._lock = threading.Lock()
-        self.registered_hits = 0
+        self.reused = 0
         self.plain = 0          # buffers that had to be plain bytearrays
 
     def get(self, n):
         """A writable memoryview of at least @n bytes (slice it to @n)."""
-        c = size_class(n)
         with self._lock:
-            lst = self._free.get(c)
-            if lst:
-                self.registered_hits += 1
-                return lst.pop()
+            best = None
+            for i, mv in enumerate(self._free):
+                if n <= mv.nbytes <= 2 * n + GRAIN and (best is None or mv.nbytes < self._free[best].nbytes):
+                    best = i
+            if best is not None:
+                self.reused += 1
+                return self._free.pop(best)
+            c = max(GRAIN, -(-n // GRAIN) * GRAIN)
             grow = self._used + c <= self._limit
             if grow:
                 self._used += c
@@ -62,4 +58,4 @@ class StagingPool:
         if isinstance(mv.obj, bytearray):
             return
         with self._lock:
-            self._free.setdefault(mv.nbytes, []).append(mv)
+            self._free.append(mv)

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tracemalloc
 
+import numpy as np
 import pytest
 import torch
 
@@ -385,3 +386,36 @@ def test_bad_target_fails_construction(lmc_endpoint):
     bad = dict(lmc_endpoint, target="127.0.0.1:1")
     with pytest.raises(rados_nkv.NkvError):
         H.connector(bad, be)
+
+
+def test_staging_pool():
+    """Stores reuse registered staging buffers (best fit), and past the cap fall back to plain
+    memory rather than failing."""
+    from rados_nkv.lmcache.staging import StagingPool
+
+    class FakeClient:
+        def __init__(self):
+            self.allocs = []
+
+        def alloc(self, n):
+            self.allocs.append(n)
+            return memoryview(np.zeros(n, np.uint8)).cast("B")
+
+    fc = FakeClient()
+    pool = StagingPool(fc, 1 << 20)
+    a = pool.get(100_000)
+    assert a.nbytes == 131072 and fc.allocs == [131072]
+    pool.put(a)
+    b = pool.get(70_000)                      # fits the idle 128 KiB buffer
+    assert b is a and pool.reused == 1
+    c = pool.get(900_000)                     # 128 KiB + 896 KiB = the 1 MiB cap
+    assert c.nbytes == 917504 and len(fc.allocs) == 2
+    d = pool.get(10)                          # over the cap: plain memory
+    assert isinstance(d.obj, bytearray) and pool.plain == 1
+    pool.put(d)
+    pool.put(c)
+    pool.put(b)
+    assert pool.get(60_000) is b              # the smallest that fits, not the 896 KiB one
+    e = pool.get(300_000)                     # c would waste more than the request: not taken
+    assert e is not c and isinstance(e.obj, bytearray)
+    assert pool.get(500_000) is c
