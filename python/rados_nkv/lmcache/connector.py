@@ -18,6 +18,7 @@ LMCache is imported only to subclass its RemoteConnector and ConnectorAdapter; w
 classes still import (their base is object) so tooling and tests can load this module.
 """
 
+import asyncio
 import ctypes
 import logging
 
@@ -243,13 +244,22 @@ class RadosNkvConnector(_ConnectorBase):
                     roffs.append(hs[i] + meta)
             if not rkeys:
                 break
+            taken = list(objs.values())
+
+            def release(taken=taken):
+                for obj in taken:
+                    obj.ref_count_down()
             try:
-                sizes = await self._client.aio.retrieve_many(rkeys, routs, offsets=roffs)
+                sizes = await _io(self._client.aio.retrieve_many(rkeys, routs, offsets=roffs), release)
             except NkvError as e:
                 log.warning("rados_nkv: read of %d chunks failed: %s", len(hdrs), e)
-                for obj in objs.values():
-                    obj.ref_count_down()
+                release()
                 return out
+            except asyncio.CancelledError:
+                raise                     # release() runs once the reads are over
+            except BaseException:
+                release()
+                raise
             again = []
             for i in hdrs:
                 obj = objs.get(i)
@@ -361,17 +371,24 @@ class RadosNkvConnector(_ConnectorBase):
 
     async def _write_chunks(self, keys, objs):
         stagings, kk, vals = [], [], []
+
+        def release():
+            for v in vals:
+                v.release()
+            for st in stagings:
+                self._staging.put(st)
         try:
             for key, obj in zip(keys, objs):
                 k, v = self._stage(key, obj, stagings)
                 kk.append(k)
                 vals.append(v)
-            await self._client.aio.store_many(kk, vals)
-        finally:
-            for v in vals:
-                v.release()
-            for st in stagings:
-                self._staging.put(st)
+            await _io(self._client.aio.store_many(kk, vals), release)
+        except asyncio.CancelledError:
+            raise                         # release() runs once the stores are over
+        except BaseException:
+            release()
+            raise
+        release()
 
     async def put(self, key, memory_obj):
         """Store @memory_obj's chunk under @key (LMCache drops its reference afterwards). Raises
@@ -521,6 +538,25 @@ class RadosNkvConnector(_ConnectorBase):
 
     def __repr__(self):
         return "<RadosNkvConnector %s %s>" % (self.plugin_name, self._client)
+
+
+async def _io(coro, release):
+    """Await the I/O @coro. When the caller is cancelled, the I/O runs on (the target may still be
+    writing into a MemoryObj or reading a staging buffer) and @release runs when it is over, so
+    that memory is not handed to anyone else while a command uses it."""
+    task = asyncio.ensure_future(coro)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        if task.done():
+            release()
+        else:
+            def done(t):
+                if not t.cancelled():
+                    t.exception()         # retrieved: no "never retrieved" warning
+                release()
+            task.add_done_callback(done)
+        raise
 
 
 def _warn_unknown_keys(extra, plugin_name):

@@ -5,6 +5,7 @@ import asyncio
 import inspect
 import logging
 import os
+import signal
 import subprocess
 import sys
 import tracemalloc
@@ -419,3 +420,49 @@ def test_staging_pool():
     e = pool.get(300_000)                     # c would waste more than the request: not taken
     assert e is not c and isinstance(e.obj, bytearray)
     assert pool.get(500_000) is c
+
+
+def test_cancelled_get_and_put_release_only_after_the_io(lmc_endpoint):
+    """LMCache may cancel a get or put: the MemoryObj (get) and the staging buffer (put) go back
+    only when the command is over (the target could still write into or read from them), and then
+    nothing leaks. The daemon is stopped (SIGSTOP) so the commands are surely in flight."""
+    be = H.arena()
+    alloc = be.memory_allocator.pin_allocator
+    c = H.connector(lmc_endpoint, be)
+    proc = lmc_endpoint["daemon"].proc
+    try:
+        m = H.model()
+        o = H.chunk(be, torch.bfloat16, 21, tokens=64)
+        k = H.key(m, 0)
+        H.run(c.put(k, o))
+        H.run(c.get(k)).ref_count_down()          # learn the layout: the next get reads at once
+        base, idle0 = alloc.live, len(c._staging._free)
+
+        async def go():
+            proc.send_signal(signal.SIGSTOP)
+            try:
+                g = asyncio.ensure_future(c.get(k))
+                p = asyncio.ensure_future(c.put(H.key(m, 1), o))
+                await asyncio.sleep(0.2)              # both submitted, no answer possible
+                g.cancel()
+                p.cancel()
+                for t in (g, p):
+                    with pytest.raises(asyncio.CancelledError):
+                        await t
+                await asyncio.sleep(0.2)
+                held = (alloc.live, len(c._staging._free))
+            finally:
+                proc.send_signal(signal.SIGCONT)
+            for _ in range(1000):                     # the commands finish; then the memory comes back
+                if alloc.live == base and len(c._staging._free) == idle0:
+                    break
+                await asyncio.sleep(0.01)
+            return held, (alloc.live, len(c._staging._free))
+        held, after = H.run(go())
+        assert held == (base + 1, idle0 - 1), held    # still lent to the commands in flight
+        assert after == (base, idle0), after
+        got = H.run(c.get(k))
+        assert torch.equal(got.tensor, o.tensor)
+    finally:
+        proc.send_signal(signal.SIGCONT)
+        c.close_sync()
