@@ -128,10 +128,6 @@ def test_threads_share_a_client(client, key):
     assert not errors, errors
 
 
-@pytest.mark.xfail(reason="libnkv/target NVMe/TCP: with 4 connections x 64 Stores of 16 KiB in flight, the "
-                          "H2CData of the last CIDs never goes out (target: 'H2C data 0 of 16384 bytes "
-                          "after 30000 ms'); nkv bench qd=64 conns=4 size=16K keys=256 shows it too",
-                   strict=False)
 def test_store_many_256_r2t_values_tcp(daemon, key):
     """256 Stores needing an R2T each (16 KiB > the 8 KiB in-capsule size) at once on 4 TCP queues."""
     with daemon.connect("tcp", timeout=3) as c:
