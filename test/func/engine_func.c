@@ -397,6 +397,14 @@ int main(int argc, char **argv)
 		test_lname();
 		nkv_engine_destroy(g_e);
 	}
+	if (h_is_shm()) { /* nkv_connect's "shm:" form with no SUBNQN takes the socket's subsystem */
+		char addr[128];
+		struct nkv_ctrl *sc = NULL;
+		snprintf(addr, sizeof(addr), "shm:%s", H.sock);
+		rc = nkv_connect(addr, NULL, NULL, NULL, &sc);
+		CHECK(rc == 0, "nkv_connect(\"shm:...\", NULL subnqn): %d", rc);
+		nkv_disconnect(sc);
+	}
 	h_disconnect(c);
 	return h_finish();
 }
