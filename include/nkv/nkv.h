@@ -273,7 +273,9 @@ NKV_API int nkv_exist_async(struct nkv_qpair *qp, uint32_t nsid, const void *key
 
 /**
  * Queue a Retrieve Range (nkv_spec.h, opcode F2h): up to @len bytes of the value starting at byte
- * @offset into @buf. cpl->dw0 is the full value size, cpl->xfer the bytes received.
+ * @offset into @buf. cpl->dw0 is the full value size, cpl->xfer the bytes received (0 when @offset
+ * is at or past the end, which is a success). Over shm @buf must hold @len bytes: the target may
+ * fill all of them (PRPs carry no length). @return as the other asynchronous calls.
  */
 NKV_API int nkv_retrieve_range_async(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned klen,
 			     uint64_t offset, void *buf, uint32_t len, nkv_cb cb, void *arg);
@@ -308,15 +310,18 @@ NKV_API int nkv_retrieve(struct nkv_qpair *qp, uint32_t nsid, const void *key, u
 		 uint32_t len, uint32_t *value_size, struct nkv_cpl *cpl);
 
 /**
- * Retrieve up to @len bytes of the value starting at byte @offset (Retrieve Range, F2h). *@xfer
- * (if not NULL) gets the bytes moved (0 when @offset is at or past the end), *@value_size (if not
- * NULL) the full value size. @return 0, -ENOENT, or -errno as nkv_retrieve().
+ * Retrieve up to @len bytes of the value starting at byte @offset (Retrieve Range, F2h): bytes
+ * [@offset, min(@offset + @len, value size)) land at @buf. *@xfer (if not NULL) gets the bytes
+ * moved (0 when @offset is at or past the end: still success), *@value_size (if not NULL) the full
+ * value size (CQE DW0). @len 0 probes the size. @return 0, -ENOENT (absent key), -EINVAL (key of 0
+ * or > 16 bytes, NULL @buf with a nonzero @len), -EOPNOTSUPP (a target without Retrieve Range:
+ * Invalid Command Opcode), or -errno as nkv_retrieve().
  */
 NKV_API int nkv_retrieve_range(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned klen, uint64_t offset,
 		       void *buf, uint32_t len, uint32_t *xfer, uint32_t *value_size, struct nkv_cpl *cpl);
 
 /**
- * Run vendor Exec opcode @opc (80h-FFh) on @key (1..16 bytes): the target runs the RADOS class
+ * Run vendor Exec opcode @opc (80h-EFh) on @key (1..16 bytes): the target runs the RADOS class
  * method that namespace @nsid allowlists for @opc on the key's object. The opcode's bits 1:0 say
  * what moves, and so what @in and @out are:
  *   00b  no data: @in holds 0 to 8 inline input bytes (CDW12-13); @out must be NULL/0;
@@ -327,7 +332,8 @@ NKV_API int nkv_retrieve_range(struct nkv_qpair *qp, uint32_t nsid, const void *
  * *@out_size (if not NULL) gets CQE DW0 on success: the full output length, which may exceed
  * @out_len (then only @out_len bytes were returned; the method is not re-run, it may have side
  * effects). Over shm, @out and @in must be at least their lengths (PRPs carry none).
- * @return 0; -EINVAL (key of 0 or > 16 bytes, opcode below 80h or direction 11b, more than 8
+ * @return 0; -EINVAL (key of 0 or > 16 bytes, opcode below 80h, a built-in vendor opcode (F0h-FFh,
+ * nkv_spec.h; Retrieve Range has nkv_retrieve_range()) or direction 11b, more than 8
  * inline bytes, a buffer the direction does not use, NULL with a nonzero length); -EOPNOTSUPP when
  * the namespace does not allowlist @opc (Invalid Command Opcode, 01h) or the OSD lacks the class
  * or method (C0h; cpl->status tells which); the method's own -errno when it failed (C1h, errno in

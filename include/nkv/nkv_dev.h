@@ -517,21 +517,37 @@ static inline NKV_HD void nkv_dev_sqe_kv(struct nkv_sqe *sqe, uint8_t opc, uint3
 }
 
 /**
+ * Build a Retrieve Range (nkv_spec.h, opcode F2h; nkv_sqe_retrieve_range) with PRP1/PRP2 (CID is
+ * set by nkv_dev_put): up to @size bytes of the value from byte @offset land in the buffer at
+ * PRP1/PRP2, which must hold @size bytes. The completion's DW0 is the full value size; the bytes
+ * moved are nkv_range_xfer(dw0, @offset, @size) (a PCIe CQE does not say).
+ */
+static inline NKV_HD void nkv_dev_sqe_retrieve_range(struct nkv_sqe *sqe, uint32_t nsid, const uint8_t *key,
+						     unsigned klen, uint32_t size, uint64_t offset, uint64_t prp1,
+						     uint64_t prp2)
+{
+	nkv_sqe_retrieve_range(sqe, nsid, key, klen, size, offset);
+	nkv_put64(sqe->dptr, prp1);
+	nkv_put64(sqe->dptr + 8, prp2);
+}
+
+/**
  * Build a vendor Exec (nkv_spec.h "vendor Exec"; nkv_sqe_exec) with PRP1/PRP2 (CID is set by
  * nkv_dev_put). @size is CDW10: the input size for direction 01b (the buffer at PRP1/PRP2 holds the
  * input), the host buffer size for 10b (the output lands there, DW0 = its full length), 0 for 00b;
  * @inl holds @inl_len (0-8) inline input bytes, for 00b and 10b only. Checked rather than clamped,
- * because an opcode below 80h would silently build a KV command (01h is Store).
- * @return NKV_DEV_OK, or NKV_DEV_EINVAL (opcode below 80h, direction 11b, @inl_len > 8 or inline
- * bytes with 01b, a nonzero @size with 00b) with *@sqe untouched.
+ * because an opcode below 80h would silently build a KV command (01h is Store), and one of F0h-FFh
+ * a built-in vendor command with a layout of its own (F2h is Retrieve Range).
+ * @return NKV_DEV_OK, or NKV_DEV_EINVAL (opcode below 80h or above EFh, direction 11b, @inl_len > 8
+ * or inline bytes with 01b, a nonzero @size with 00b) with *@sqe untouched.
  */
 static inline NKV_HD int nkv_dev_sqe_exec(struct nkv_sqe *sqe, uint8_t opc, uint32_t nsid, const uint8_t *key,
 					  unsigned klen, uint32_t size, const uint8_t *inl, unsigned inl_len,
 					  uint64_t prp1, uint64_t prp2)
 {
 	unsigned x = nkv_opc_xfer(opc);
-	if (opc < NKV_EXEC_OPC_FIRST || x == NKV_XFER_BIDI || inl_len > NKV_EXEC_INLINE_MAX ||
-	    (x == NKV_XFER_H2C && inl_len) || (x == NKV_XFER_NONE && size))
+	if (opc < NKV_EXEC_OPC_FIRST || opc >= NKV_VS_OPC_FIRST || x == NKV_XFER_BIDI ||
+	    inl_len > NKV_EXEC_INLINE_MAX || (x == NKV_XFER_H2C && inl_len) || (x == NKV_XFER_NONE && size))
 		return NKV_DEV_EINVAL;
 	nkv_sqe_exec(sqe, opc, nsid, key, klen, size, inl, inl_len);
 	nkv_put64(sqe->dptr, prp1);

@@ -265,9 +265,9 @@ static inline NKV_HD void nkv_sqe_kv(struct nkv_sqe *sqe, uint8_t opc, uint32_t 
 }
 
 /*
- * ---- rados-nkv vendor Exec: allowlisted RADOS class methods (KV command set, opcodes 80h-FFh) ----
+ * ---- rados-nkv vendor Exec: allowlisted RADOS class methods (KV command set, opcodes 80h-EFh) ----
  * Each namespace maps vendor opcodes to class methods (its allowlist); an opcode that is not in it is
- * Invalid Command Opcode. The opcode's bits 1:0 give the data direction (NVMe base spec):
+ * Invalid Command Opcode. F0h-FFh are not Exec opcodes: see "built-in vendor commands" below. The opcode's bits 1:0 give the data direction (NVMe base spec):
  *   00b  no data: the input is the allowlisted bound input + the inline bytes;
  *   01b  host to controller: the host buffer (CDW10 bytes) is appended to the bound input;
  *   10b  controller to host: the output lands in the host buffer (CDW10 = its size), truncated
@@ -320,7 +320,9 @@ static inline NKV_HD void nkv_sqe_exec(struct nkv_sqe *sqe, uint8_t opc, uint32_
 /*
  * ---- rados-nkv built-in vendor commands (KV command set, opcodes F0h-FFh) ----------------------
  * Opcodes F0h-FFh are rados-nkv's own vendor commands, served on every KV namespace; an Exec
- * allowlist may use 80h-EFh only. Each follows the NVMe direction rule of bits 1:0.
+ * allowlist may use 80h-EFh only (the target refuses F0h-FFh in one). Each follows the NVMe
+ * direction rule of bits 1:0. An unassigned one is Invalid Command Opcode (01h). The Commands
+ * Supported and Effects log (05h, CSI 01h) lists the assigned ones.
  *
  * Retrieve Range (F2h, controller to host): Retrieve's layout (key in CDW2-3/14-15, its length in
  * CDW11 bits 7:0, CDW10 = Host Buffer Size) plus a 64-bit byte offset into the value in CDW12
@@ -340,6 +342,13 @@ static inline NKV_HD void nkv_sqe_retrieve_range(struct nkv_sqe *sqe, uint32_t n
 	nkv_sqe_kv(sqe, NKV_VS_RETRIEVE_RANGE, nsid, key, klen, size, 0);
 	nkv_put32(&sqe->cdw12, (uint32_t)offset);
 	nkv_put32(&sqe->cdw13, (uint32_t)(offset >> 32));
+}
+
+/** Bytes a Retrieve Range moves: min(@hbs, @value_size - @offset); 0 when @offset >= @value_size. */
+static inline NKV_HD uint32_t nkv_range_xfer(uint64_t value_size, uint64_t offset, uint32_t hbs)
+{
+	uint64_t left = value_size > offset ? value_size - offset : 0;
+	return left < hbs ? (uint32_t)left : hbs;
 }
 
 /** List data: 4-byte NRK, then entries {u16 KL, key, pad to 4 bytes} (docs/nvme-kv-wire.md A.4). */

@@ -42,7 +42,8 @@ struct nkv_backend_conf {
  * named by the command's key (see "vendor Exec" in nkv_spec.h for the wire format).
  */
 struct nkv_exec_rule {
-	uint8_t opcode;          /* 80h-FFh; bits 1:0 the data direction, never 11b */
+	uint8_t opcode;          /* 80h-EFh (F0h-FFh are built-in vendor commands); bits 1:0 the data
+				  * direction, never 11b */
 	const char *cls;         /* RADOS class, e.g. "hello" (at most 63 bytes) */
 	const char *method;      /* its method, e.g. "say_hello" (at most 63 bytes) */
 	bool write;              /* a write method (rados_write_op_exec): no output (directions 00b and
@@ -88,8 +89,8 @@ int nkv_subsys_add(struct nkv_target *tgt, const char *nqn, const char *pool, st
  * rules they were parsed with; every later command sees the new ones. The rules are copied; a
  * replaced allowlist is kept (small) until the namespace is destroyed, since a command in flight may
  * still point at it. Not for concurrent use with itself (the daemon calls it from its main thread).
- * @return 0, -ENOENT (no such namespace), -EINVAL (an opcode below 80h or with direction 11b, an
- * opcode twice, a write method with output (direction 10b), a class or method name that is empty or
+ * @return 0, -ENOENT (no such namespace), -EINVAL (an opcode below 80h, a built-in vendor opcode
+ * (F0h-FFh) or one with direction 11b, an opcode twice, a write method with output (direction 10b), a class or method name that is empty or
  * longer than 63 bytes), -ENOMEM.
  */
 int nkv_ns_set_exec(struct nkv_subsys *ss, uint32_t nsid, const struct nkv_exec_rule *rules, unsigned n);

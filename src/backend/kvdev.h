@@ -22,7 +22,8 @@ struct nkv_kvns;
 
 enum nkv_kvio_op {
 	NKV_IO_STORE,    /* write the whole value (buf, len) */
-	NKV_IO_RETRIEVE, /* read up to len bytes into buf; value_size = full size */
+	NKV_IO_RETRIEVE, /* read up to len bytes from byte offset into buf (none when offset is at or
+			  * past the end); value_size = full size */
 	NKV_IO_DELETE,   /* remove the key */
 	NKV_IO_EXIST,    /* succeed iff the key exists */
 	NKV_IO_LIST,     /* pack keys >= key, ascending, into buf (len >= 4) */
@@ -39,6 +40,7 @@ struct nkv_kvio {
 	struct nkv_key key;
 	void *buf;
 	uint32_t len;
+	uint64_t offset;     /* Retrieve: first byte of the value to read (Retrieve Range; 0 otherwise) */
 	/* Exec: the method and its input in up to two pieces (bound + host), output for read methods */
 	const char *cls, *method;
 	bool exec_write;

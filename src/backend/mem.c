@@ -225,9 +225,9 @@ static int do_io(struct nkv_kvns *h, struct nkv_kvio *io)
 			break;
 		}
 		io->value_size = t->vals[i].len;
-		io->xfer = (uint32_t)(t->vals[i].len < io->len ? t->vals[i].len : io->len);
-		if (io->xfer)
-			memcpy(io->buf, t->vals[i].data, io->xfer);
+		io->xfer = nkv_range_xfer(t->vals[i].len, io->offset, io->len); /* offset 0: Retrieve */
+		if (io->xfer) /* an offset at or past the end moves nothing, and still succeeds */
+			memcpy(io->buf, t->vals[i].data + io->offset, io->xfer);
 		break;
 	case NKV_IO_DELETE:
 		if (!found) {

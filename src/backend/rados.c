@@ -42,6 +42,8 @@
 #define FLIGHT_SHARDS 8
 #define WATCHDOG_TICK_MS 100
 #define CANCEL_BATCH 64
+/* Retrieve Range: no value reaches this offset (KVVML is at most 4 GiB - 1, DW0 is 32 bits). */
+#define RANGE_OFFSET_MAX (1ull << 32)
 
 struct flight {
 	pthread_mutex_t lock;
@@ -554,10 +556,13 @@ static int build_op(struct nkv_kvio *io)
 	if (io->op == NKV_IO_EXIST) {
 		rados_read_op_assert_exists(op);
 	} else {
-		/* stat and read in one op: DW0 carries the full size even when the read is truncated. */
+		/* stat and read in one op: DW0 carries the full size even when the read is truncated, and
+		 * a range is cut from the same version of the value the size describes. The OSD answers a
+		 * read at or past the end with 0 bytes; an offset past what any object can hold (and
+		 * where offset + len would wrap) is not sent at all: nothing can be there. */
 		rados_read_op_stat(op, &io->be_size, &io->be_mtime, &io->be_rval[0]);
-		if (io->len)
-			rados_read_op_read(op, 0, io->len, io->buf, &io->be_read, &io->be_rval[1]);
+		if (io->len && io->offset < RANGE_OFFSET_MAX)
+			rados_read_op_read(op, io->offset, io->len, io->buf, &io->be_read, &io->be_rval[1]);
 	}
 	io->be_op = op;
 	return 0;

@@ -1,5 +1,6 @@
 /*
- * kv.c - the KV command helpers of libnkv (Store, Retrieve, Delete, Exist, List, vendor Exec), the
+ * kv.c - the KV command helpers of libnkv (Store, Retrieve, Retrieve Range, Delete, Exist, List,
+ * vendor Exec), the
  * List data walker, and the NVMe status -> errno/name tables (docs/nvme-kv-wire.md A.2-A.6).
  */
 #include <errno.h>
@@ -38,6 +39,16 @@ int nkv_retrieve_async(struct nkv_qpair *qp, uint32_t nsid, const void *key, uns
 	return nkv_submit(qp, &sqe, buf, len, cb, arg);
 }
 
+int nkv_retrieve_range_async(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned klen, uint64_t offset,
+			     void *buf, uint32_t len, nkv_cb cb, void *arg)
+{
+	struct nkv_sqe sqe;
+	if (check_key(key, klen, false) || (len && !buf))
+		return -EINVAL;
+	nkv_sqe_retrieve_range(&sqe, nsid, key, klen, len, offset);
+	return nkv_submit(qp, &sqe, buf, len, cb, arg);
+}
+
 /* Delete and Exist: a key, no data. */
 static int key_only_async(struct nkv_qpair *qp, uint8_t opc, uint32_t nsid, const void *key, unsigned klen,
 			  nkv_cb cb, void *arg)
@@ -67,7 +78,9 @@ int nkv_exist_async(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsign
 static int exec_prep(struct nkv_sqe *sqe, uint32_t nsid, const void *key, unsigned klen, uint8_t opc,
 		     const void *in, uint32_t in_len, void *out, uint32_t out_len, void **buf, uint32_t *blen)
 {
-	if (check_key(key, klen, false) || opc < NKV_EXEC_OPC_FIRST || (in_len && !in) || (out_len && !out))
+	/* F0h-FFh are built-in vendor commands with layouts of their own: never an Exec */
+	if (check_key(key, klen, false) || opc < NKV_EXEC_OPC_FIRST || opc >= NKV_VS_OPC_FIRST || (in_len && !in) ||
+	    (out_len && !out))
 		return -EINVAL;
 	switch (nkv_opc_xfer(opc)) {
 	case NKV_XFER_H2C: /* @in is the host buffer; CDW10 = its size, no inline bytes */
@@ -126,6 +139,24 @@ int nkv_retrieve(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned 
 	int rc = nkv_exec(qp, &sqe, buf, len, &c);
 	if (rc == 0 && value_size)
 		*value_size = c.dw0;
+	if (cpl)
+		*cpl = c;
+	return rc;
+}
+
+int nkv_retrieve_range(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned klen, uint64_t offset,
+		       void *buf, uint32_t len, uint32_t *xfer, uint32_t *value_size, struct nkv_cpl *cpl)
+{
+	struct nkv_sqe sqe;
+	struct nkv_cpl c = {0};
+	if (check_key(key, klen, false) || (len && !buf))
+		return -EINVAL;
+	nkv_sqe_retrieve_range(&sqe, nsid, key, klen, len, offset);
+	int rc = nkv_exec(qp, &sqe, buf, len, &c);
+	if (rc == 0 && value_size)
+		*value_size = c.dw0;
+	if (rc == 0 && xfer)
+		*xfer = c.xfer;
 	if (cpl)
 		*cpl = c;
 	return rc;

@@ -205,6 +205,9 @@ static uint32_t c2h_bytes(const struct nkv_qpair *qp, const struct nkv_shm_slot 
 	if (qp->qid == 0)
 		return sl->len;
 	uint32_t lim = sl->cdw10 < sl->len ? sl->cdw10 : sl->len;
+	/* Retrieve Range: what the value holds past the offset (DW0 is the full size), up to the buffer */
+	if (sl->opc == NKV_VS_RETRIEVE_RANGE)
+		return nkv_range_xfer(cpl->dw0, sl->offset, lim);
 	/* Retrieve: min(value size in DW0, host buffer); a 10b vendor Exec likewise (DW0 = output length) */
 	if (sl->opc == NKV_KV_RETRIEVE || sl->opc >= NKV_EXEC_OPC_FIRST)
 		return cpl->dw0 < lim ? cpl->dw0 : lim;
@@ -282,7 +285,8 @@ static uint64_t cmd_bytes(const struct nkv_qpair *qp, const struct nkv_sqe *sqe)
 		}
 		return 0;
 	}
-	if (sqe->opc == NKV_KV_STORE || sqe->opc == NKV_KV_RETRIEVE || sqe->opc == NKV_KV_LIST)
+	if (sqe->opc == NKV_KV_STORE || sqe->opc == NKV_KV_RETRIEVE || sqe->opc == NKV_KV_LIST ||
+	    sqe->opc == NKV_VS_RETRIEVE_RANGE)
 		return nkv_get32(&sqe->cdw10);
 	/* vendor Exec with data: CDW10 is the input size (01b) or the host buffer size (10b) */
 	if (sqe->opc >= NKV_EXEC_OPC_FIRST &&
@@ -370,6 +374,7 @@ static int shm_submit(struct nkv_qpair *qp, const struct nkv_sqe *sqe, void *buf
 	sl->ubuf = buf;
 	sl->len = len;
 	sl->cdw10 = nkv_get32(&sqe->cdw10);
+	sl->offset = (uint64_t)nkv_get32(&sqe->cdw13) << 32 | nkv_get32(&sqe->cdw12);
 	sl->opc = sqe->opc;
 	sl->dir = dir;
 	sl->bounce_pg = bn ? (uint32_t)bpg : 0;

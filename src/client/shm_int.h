@@ -68,6 +68,7 @@ struct nkv_shm_slot {
 	void *ubuf;          /* the caller's buffer */
 	uint32_t len;
 	uint32_t cdw10;      /* KV: value size / host buffer size */
+	uint64_t offset;     /* Retrieve Range: CDW13:CDW12, the first byte of the value asked for */
 	uint32_t bounce_pg;  /* first bounce page; bounce_n 0: zero copy or no data */
 	uint32_t bounce_n;
 	uint32_t list_pg;    /* first PRP list page; list_n 0: none */

@@ -1,5 +1,5 @@
 /*
- * exec.c - vendor Exec commands (KV command set, opcodes 80h-FFh): each namespace allowlists opcodes
+ * exec.c - vendor Exec commands (KV command set, opcodes 80h-EFh): each namespace allowlists opcodes
  * that run a RADOS class method on the object a key names (wire format: "vendor Exec" in nkv_spec.h).
  * The allowlist is an immutable table published with a release store: a command takes the entry it
  * was parsed with, and a replaced table is only retired (freed with the namespace), so a reload never
@@ -44,7 +44,9 @@ static struct nkv_exec_table *table_build(const struct nkv_exec_rule *rules, uns
 		const struct nkv_exec_rule *r = &rules[i];
 		struct nkv_exec_entry *e = &t->e[i];
 		unsigned dir = nkv_opc_xfer(r->opcode);
-		const char *why = r->opcode < NKV_EXEC_OPC_FIRST	 ? "is not a vendor opcode (80h-FFh)"
+		const char *why = r->opcode < NKV_EXEC_OPC_FIRST	 ? "is not a vendor opcode (80h-EFh)"
+				  : r->opcode >= NKV_VS_OPC_FIRST ? "is reserved for rados-nkv's built-in vendor "
+								    "commands (F0h-FFh): use 80h-EFh"
 				  : dir == NKV_XFER_BIDI		 ? "has data direction 11b (bidirectional)"
 				  : t->by_opc[r->opcode - NKV_EXEC_OPC_FIRST] ? "is allowlisted twice"
 				  : !name_ok(r->cls) || !name_ok(r->method) ? "needs a class and a method of 1-63 bytes"

@@ -1,7 +1,8 @@
 /*
  * kv_cmd.c - the Key Value I/O command set (CSI 01h): parse each SQE into a kvdev I/O or a status,
- * execute it on the namespace's backend, and map the result to a CQE. Vendor opcodes (80h-FFh) are
- * the namespace's Exec allowlist (exec.c).
+ * execute it on the namespace's backend, and map the result to a CQE. Vendor opcodes 80h-EFh are
+ * the namespace's Exec allowlist (exec.c); F0h-FFh are rados-nkv's built-in vendor commands, served
+ * on every KV namespace from the same table as the standard ones (Retrieve Range, F2h).
  */
 #include <errno.h>
 #include <stddef.h>
@@ -27,7 +28,14 @@ static const struct kv_op g_kv_ops[256] = {
 	[NKV_KV_LIST] = {NKV_IO_LIST, 0, true, false},
 	[NKV_KV_DELETE] = {NKV_IO_DELETE, 1, true, true},
 	[NKV_KV_EXIST] = {NKV_IO_EXIST, 1, true, false},
+	[NKV_VS_RETRIEVE_RANGE] = {NKV_IO_RETRIEVE, 1, true, false},
 };
+
+/* 80h-EFh: the namespace's Exec allowlist decides; F0h-FFh are built in (g_kv_ops). */
+static bool is_exec_opc(uint8_t opc)
+{
+	return opc >= NKV_EXEC_OPC_FIRST && opc < NKV_VS_OPC_FIRST;
+}
 
 static struct nkv_req *req_of(struct nkv_kvio *io)
 {
@@ -93,7 +101,7 @@ nkv_status nkv_kv_parse(struct nkv_req *req)
 	uint32_t size = nkv_get32(&cmd->cdw10);
 	unsigned klen = nkv_sqe_klen(cmd), opts = nkv_sqe_kv_opts(cmd);
 
-	if (!op->has_key && cmd->opc != NKV_KV_FLUSH && cmd->opc < NKV_EXEC_OPC_FIRST)
+	if (!op->has_key && cmd->opc != NKV_KV_FLUSH && !is_exec_opc(cmd->opc))
 		return ST(GENERIC, INVALID_OPCODE);
 	if (!(req->ns = nkv_subsys_ns(c->ss, nkv_get32(&cmd->nsid))))
 		return ST(GENERIC, INVALID_NS);
@@ -103,7 +111,7 @@ nkv_status nkv_kv_parse(struct nkv_req *req)
 		req->execute = exec_flush;
 		return OK;
 	}
-	if (cmd->opc >= NKV_EXEC_OPC_FIRST) {
+	if (is_exec_opc(cmd->opc)) {
 		nkv_status st = nkv_exec_parse(req);
 		req->io.done = kv_done;
 		return st;
@@ -129,7 +137,13 @@ nkv_status nkv_kv_parse(struct nkv_req *req)
 		req->length = size;
 		break;
 	case NKV_IO_RETRIEVE:
-		/* No value exceeds max_value, so a larger host buffer is only ever filled up to it. */
+		if (cmd->opc == NKV_VS_RETRIEVE_RANGE) {
+			if (opts) /* CDW11 bits 15:8 are reserved: Retrieve's options have no meaning here */
+				return ST(GENERIC, INVALID_FIELD);
+			io->offset = (uint64_t)nkv_get32(&cmd->cdw13) << 32 | nkv_get32(&cmd->cdw12);
+		}
+		/* No value exceeds max_value, so a larger host buffer is only ever filled up to it (from
+		 * any offset: at most max_value - offset bytes remain). */
 		req->length = size < req->ns->max_value ? size : (uint32_t)req->ns->max_value;
 		break;
 	case NKV_IO_LIST:

@@ -1,7 +1,8 @@
 /*
  * kv_func.c - the KV command set end to end through the loop transport: every command and option,
- * every status code, value sizes 0 B..64 MiB, binary keys, truncated Retrieve, List paging against
- * a sorted reference, concurrent Stores of one key, and 10,000 mixed operations against a model.
+ * every status code, value sizes 0 B..64 MiB, binary keys, truncated Retrieve, Retrieve Range (F2h),
+ * List paging against a sorted reference, concurrent Stores of one key, and 10,000 mixed operations
+ * (Retrieve Range among them) against a model.
  * Usage: kv_func mem|rados
  */
 #include <errno.h>
@@ -197,6 +198,146 @@ static void test_sizes(void)
 	}
 	CHECK(get(NS_MAIN, "trunc", out, 1000, &size, NULL) == G && memcmp(out, val, 1000) == 0,
 	      "rejected store left the value");
+	free(val);
+	free(out);
+}
+
+/* ---- Retrieve Range (vendor F2h) ----------------------------------------------------------------- */
+
+/* One Retrieve Range: HBS @hbs from byte @off, into @buf of @len bytes. @return the status. */
+static unsigned rget(uint32_t nsid, const void *key, unsigned klen, uint64_t off, uint32_t hbs, void *buf,
+		     uint32_t len, uint32_t *dw0, uint32_t *xfer)
+{
+	struct nkv_sqe s;
+	struct nkv_cqe c;
+	uint32_t x = 0;
+
+	nkv_sqe_retrieve_range(&s, nsid, key, klen > 16 ? 16 : klen, hbs, off);
+	if (klen > 16) /* a key length the encoder refuses: put it in CDW11 by hand */
+		nkv_put32(&s.cdw11, (nkv_get32(&s.cdw11) & ~0xffu) | klen);
+	if (h_exec(Q, &s, buf, len, &c, &x) < 0)
+		return 0xffff;
+	if (dw0)
+		*dw0 = nkv_get32(&c.dw0);
+	if (xfer)
+		*xfer = x;
+	return h_status(&c);
+}
+
+/*
+ * Check one range of @key (value @val of @vlen bytes): status G, DW0 = @vlen, the expected bytes at
+ * the start of @out and the canary byte EEh right after them (nothing written past what moved).
+ */
+static void range_case(const char *what, const char *key, const uint8_t *val, uint32_t vlen, uint64_t off,
+		       uint32_t hbs, uint8_t *out)
+{
+	uint32_t dw0 = 0xdeadbeef, xfer = 0xdeadbeef;
+	uint32_t want = nkv_range_xfer(vlen, off, hbs);
+
+	memset(out, 0xee, (size_t)hbs + 1);
+	unsigned st = rget(NS_MAIN, key, (unsigned)strlen(key), off, hbs, out, hbs, &dw0, &xfer);
+	CHECK(st == G && dw0 == vlen && xfer == want && (want == 0 || memcmp(out, val + off, want) == 0) &&
+		      out[want] == 0xee,
+	      "range %s (offset %llu, HBS %u): st %03x DW0 %u xfer %u (want %u)", what, (unsigned long long)off, hbs,
+	      st, dw0, xfer, want);
+}
+
+static void test_range(struct h_qp *admin)
+{
+	const uint32_t big = 4u << 20, mib = 1u << 20;
+	uint8_t *val = malloc(big), *out = malloc(mib + 1);
+	uint32_t dw0 = 0, xfer = 0;
+	unsigned st;
+
+	h_fill(val, 1000, 4711);
+	CHECK(put(NS_MAIN, "range", val, 1000, 0) == G, "store 1000 bytes for ranges");
+	range_case("at 0, shorter than the value", "range", val, 1000, 0, 100, out);
+	range_case("at 0, the whole value", "range", val, 1000, 0, 1000, out);
+	range_case("at 0, a larger buffer", "range", val, 1000, 0, 4096, out);
+	range_case("in the middle", "range", val, 1000, 300, 200, out);
+	range_case("at an odd offset", "range", val, 1000, 1, 3, out);
+	range_case("straddling the end", "range", val, 1000, 900, 200, out);
+	range_case("the last byte", "range", val, 1000, 999, 16, out);
+	range_case("exactly at the end", "range", val, 1000, 1000, 100, out);
+	range_case("past the end", "range", val, 1000, 1001, 100, out);
+	range_case("far past the end (4 GiB)", "range", val, 1000, 1ull << 32, 100, out);
+	range_case("far past the end (2^63 + 5)", "range", val, 1000, (1ull << 63) + 5, 100, out);
+	range_case("at the top offset (2^64 - 1)", "range", val, 1000, UINT64_MAX, 100, out);
+	st = rget(NS_MAIN, "range", 5, 500, 0, NULL, 0, &dw0, &xfer);
+	CHECK(st == G && dw0 == 1000 && xfer == 0, "range with HBS 0 probes the size: st %03x DW0 %u", st, dw0);
+	/* the read-only namespace over the same RADOS namespace reads ranges too */
+	st = rget(NS_RO, "range", 5, 10, 10, out, 10, &dw0, &xfer);
+	CHECK(st == G && dw0 == 1000 && xfer == 10 && memcmp(out, val + 10, 10) == 0, "range on the read-only ns: %03x",
+	      st);
+
+	/* an empty value: success, DW0 0, nothing moves */
+	CHECK(put(NS_MAIN, "range-empty", "", 0, 0) == G, "store an empty value");
+	range_case("of an empty value", "range-empty", val, 0, 0, 64, out);
+
+	/* a 4 MiB value read at unaligned offsets into a 1 MiB buffer */
+	h_fill(val, big, 4242);
+	CHECK(put(NS_MAIN, "range-4m", val, big, 0) == G, "store 4 MiB");
+	range_case("4 MiB value at an unaligned offset", "range-4m", val, big, 1234567, mib, out);
+	range_case("4 MiB value, the last MiB + 1", "range-4m", val, big, big - mib - 1, mib, out);
+	range_case("4 MiB value, straddling the end", "range-4m", val, big, big - 4099, mib, out);
+	range_case("4 MiB value at offset 0", "range-4m", val, big, 0, mib, out);
+
+	/* errors: nothing moves, the canary stays */
+	memset(out, 0xee, 64);
+	st = rget(NS_MAIN, "range-absent", 12, 0, 64, out, 64, &dw0, &xfer);
+	CHECK(st == SC(0, NKV_SC_KV_KEY_NOT_EXIST) && xfer == 0 && out[0] == 0xee, "range of an absent key: %03x", st);
+	st = rget(NS_MAIN, "range-absent", 12, 5000, 64, out, 64, &dw0, &xfer);
+	CHECK(st == SC(0, NKV_SC_KV_KEY_NOT_EXIST), "range past the end of an absent key: %03x", st);
+	uint8_t k[17] = {0};
+	st = rget(NS_MAIN, k, 0, 0, 8, out, 8, NULL, &xfer);
+	CHECK(st == SC(0, NKV_SC_KV_INVALID_KEY_SIZE) && xfer == 0, "range KL 0: %03x", st);
+	st = rget(NS_MAIN, k, 17, 0, 8, out, 8, NULL, &xfer);
+	CHECK(st == SC(0, NKV_SC_KV_INVALID_KEY_SIZE) && xfer == 0, "range KL 17: %03x", st);
+	for (unsigned bit = 8; bit < 16; bit++) { /* CDW11 bits 15:8 are reserved */
+		struct nkv_sqe s;
+		struct nkv_cqe c;
+		nkv_sqe_retrieve_range(&s, NS_MAIN, (const uint8_t *)"range", 5, 8, 0);
+		nkv_put32(&s.cdw11, nkv_get32(&s.cdw11) | 1u << bit);
+		memset(out, 0xee, 8);
+		xfer = 0;
+		int rc = h_exec(Q, &s, out, 8, &c, &xfer);
+		CHECK(rc == 0 && h_status(&c) == SC(0, NKV_SC_INVALID_FIELD) && h_dnr(&c) && xfer == 0 && out[0] == 0xee,
+		      "range with CDW11 bit %u set: rc %d %03x", bit, rc, rc == 0 ? h_status(&c) : 0);
+	}
+	st = rget(99, "range", 5, 0, 8, out, 8, NULL, NULL);
+	CHECK(st == SC(0, NKV_SC_INVALID_NS), "range on an inactive NSID: %03x", st);
+	if (h_is_shm()) { /* PRPs carry no length: libnkv refuses a buffer shorter than HBS */
+		struct nkv_sqe s;
+		struct nkv_cqe c;
+		nkv_sqe_retrieve_range(&s, NS_MAIN, (const uint8_t *)"range", 5, 100, 10);
+		CHECK(h_exec(Q, &s, out, 99, &c, NULL) == -EINVAL, "range into a short buffer refused by the PRP driver");
+	} else {
+		st = rget(NS_MAIN, "range", 5, 10, 100, out, 99, NULL, NULL);
+		CHECK(st == SC(0, NKV_SC_DATA_SGL_LENGTH_INVALID), "range into a short buffer: %03x", st);
+	}
+	/* the other built-in vendor opcodes are not assigned: 01h, like any unknown opcode */
+	static const uint8_t unassigned[] = {0xf0, 0xf1, 0xf3, 0xf6, 0xfa, 0xfe};
+	for (size_t i = 0; i < sizeof(unassigned); i++) {
+		bool c2h = nkv_opc_xfer(unassigned[i]) == NKV_XFER_C2H; /* the others without data */
+		st = h_kv(Q, unassigned[i], NS_MAIN, "range", 5, c2h ? 8 : 0, 0, c2h ? out : NULL, c2h ? 8 : 0, NULL, NULL);
+		CHECK(st == SC(0, NKV_SC_INVALID_OPCODE), "built-in vendor opcode %02xh (unassigned): %03x", unassigned[i],
+		      st);
+	}
+	/* Commands Supported and Effects (CSI 01h) lists F2h: read-only, no LBCC */
+	{
+		static uint8_t log[4096];
+		struct nkv_sqe s = {.opc = NKV_ADM_GET_LOG_PAGE};
+		nkv_put32(&s.cdw10, NKV_LID_CMD_EFFECTS | ((4096 / 4 - 1) << 16));
+		nkv_put32(&s.cdw14, (uint32_t)NKV_CSI_KV << 24);
+		st = h_admin(admin, &s, log, sizeof(log), NULL);
+		const struct nkv_log_effects *e = (const struct nkv_log_effects *)log;
+		unsigned others = 0;
+		for (unsigned o = NKV_VS_OPC_FIRST; o < 256; o++)
+			others += o != NKV_VS_RETRIEVE_RANGE && nkv_get32(&e->iocs[o]) != 0;
+		CHECK(st == G && nkv_get32(&e->iocs[NKV_VS_RETRIEVE_RANGE]) == NKV_EFFECTS_CSUPP && others == 0,
+		      "effects log: F2h CSUPP only (%#x), no other F0h-FFh (%u)", nkv_get32(&e->iocs[NKV_VS_RETRIEVE_RANGE]),
+		      others);
+	}
 	free(val);
 	free(out);
 }
@@ -454,17 +595,21 @@ static void test_model(struct h_qp *admin)
 				m[k] = (struct model_ent){true, len, seed};
 			}
 			counts[0]++;
-		} else if (op < 70) {
+		} else if (op < 70) { /* retrieve; one in three a Retrieve Range anywhere up to past the end */
 			uint32_t hbs = (uint32_t)(h_rand(&rs) % 10000);
-			st = h_kv(Q, NKV_KV_RETRIEVE, NS_MODEL, key, klen, hbs, 0, out, hbs, &size, &xfer);
+			uint64_t off = op >= 58 ? h_rand(&rs) % 9000 : 0;
+			if (op >= 58)
+				st = rget(NS_MODEL, key, klen, off, hbs, out, hbs, &size, &xfer);
+			else
+				st = h_kv(Q, NKV_KV_RETRIEVE, NS_MODEL, key, klen, hbs, 0, out, hbs, &size, &xfer);
 			expect = m[k].present ? G : SC(0, NKV_SC_KV_KEY_NOT_EXIST);
 			if (st == G && expect == G) {
-				uint32_t want = m[k].len < hbs ? m[k].len : hbs;
+				uint32_t want = nkv_range_xfer(m[k].len, off, hbs);
 				h_fill(val, m[k].len, m[k].seed);
-				if (size != m[k].len || xfer != want || memcmp(out, val, want) != 0)
+				if (size != m[k].len || xfer != want || (want && memcmp(out, val + off, want) != 0))
 					st = 0xfff; /* content mismatch */
 			}
-			counts[1]++;
+			counts[op >= 58 ? 5 : 1]++;
 		} else if (op < 85) {
 			st = h_kv(Q, NKV_KV_DELETE, NS_MODEL, key, klen, 0, 0, NULL, 0, NULL, NULL);
 			expect = m[k].present ? G : SC(0, NKV_SC_KV_KEY_NOT_EXIST);
@@ -489,8 +634,8 @@ static void test_model(struct h_qp *admin)
 			fprintf(stderr, "model op %d (kind %u, key %d): status %03x, expected %03x\n", i, op, k, st, expect);
 	}
 	CHECK(mismatches == 0, "%u of %d operations disagreed with the model", mismatches, MODEL_OPS);
-	printf("model: %u stores, %u retrieves, %u deletes, %u exists, %u lists\n", counts[0], counts[1], counts[2],
-	       counts[3], counts[4]);
+	printf("model: %u stores, %u retrieves, %u ranges, %u deletes, %u exists, %u lists\n", counts[0], counts[1],
+	       counts[5], counts[2], counts[3], counts[4]);
 	free(val);
 	free(out);
 }
@@ -533,6 +678,80 @@ static void batch_wait(struct nkv_qpair *qp, struct batch *b, int n)
 			break;
 }
 
+static void range_cb(void *arg, const struct nkv_cpl *cpl)
+{
+	*(struct nkv_cpl *)arg = *cpl;
+}
+
+/*
+ * nkv_retrieve_range() / _async() of key "zc" (@big bytes, pattern 4242): into the registered
+ * buffer @rb (over shm: zero copy, PRP lists), into plain memory @plain (shm: bounced, also from an
+ * address that is not dword aligned), past the end, absent keys and argument checks.
+ */
+static void test_lib_range(struct nkv_ctrl *ctrl, struct nkv_qpair *qp, uint8_t *rb, uint8_t *plain, uint32_t big)
+{
+	const uint32_t mib = 1u << 20;
+	uint8_t *ref = malloc(big);
+	uint32_t size = 0, x = 0;
+	int rc;
+
+	(void)ctrl;
+	if (!ref)
+		return;
+	h_fill(ref, big, 4242);
+	memset(rb, 0xee, 2 * mib + 4096);
+	rc = nkv_retrieve_range(qp, NS_MAIN, "zc", 2, 777777, rb + 4096 + 8, mib, &x, &size, NULL);
+	CHECK(rc == 0 && x == mib && size == big && memcmp(rb + 4096 + 8, ref + 777777, mib) == 0 &&
+		      rb[4096 + 7] == 0xee && rb[4096 + 8 + mib] == 0xee,
+	      "nkv_retrieve_range: 1 MiB at 777777 into a registered buffer: rc %d xfer %u size %u", rc, x, size);
+	memset(rb, 0xee, mib + 1);
+	rc = nkv_retrieve_range(qp, NS_MAIN, "zc", 2, big - 5000, rb, mib, &x, &size, NULL);
+	CHECK(rc == 0 && x == 5000 && size == big && memcmp(rb, ref + big - 5000, 5000) == 0 && rb[5000] == 0xee,
+	      "nkv_retrieve_range straddling the end (registered): rc %d xfer %u", rc, x);
+	memset(plain, 0xee, mib + 2);
+	rc = nkv_retrieve_range(qp, NS_MAIN, "zc", 2, 3, plain + 1, 65536, &x, &size, NULL);
+	CHECK(rc == 0 && x == 65536 && size == big && memcmp(plain + 1, ref + 3, 65536) == 0 && plain[0] == 0xee &&
+		      plain[65537] == 0xee,
+	      "nkv_retrieve_range at 3 into unaligned plain memory: rc %d xfer %u", rc, x);
+	rc = nkv_retrieve_range(qp, NS_MAIN, "zc", 2, (uint64_t)big - mib + 1, plain, mib, &x, &size, NULL);
+	CHECK(rc == 0 && x == mib - 1 && memcmp(plain, ref + big - mib + 1, mib - 1) == 0 && plain[mib - 1] == 0xee,
+	      "nkv_retrieve_range straddling the end (plain): rc %d xfer %u", rc, x);
+	x = 99;
+	rc = nkv_retrieve_range(qp, NS_MAIN, "zc", 2, big, rb, 4096, &x, &size, NULL);
+	CHECK(rc == 0 && x == 0 && size == big, "nkv_retrieve_range at the end: rc %d xfer %u size %u", rc, x, size);
+	rc = nkv_retrieve_range(qp, NS_MAIN, "zc", 2, 12345, NULL, 0, &x, &size, NULL);
+	CHECK(rc == 0 && x == 0 && size == big, "nkv_retrieve_range probe (len 0): rc %d size %u", rc, size);
+	struct nkv_cpl cpl = {0};
+	rc = nkv_retrieve_range(qp, NS_MAIN, "zc-absent", 9, 0, rb, 4096, &x, &size, &cpl);
+	CHECK(rc == -ENOENT && (cpl.status & 0xff) == NKV_SC_KV_KEY_NOT_EXIST, "nkv_retrieve_range absent: rc %d", rc);
+	CHECK(nkv_retrieve_range(qp, NS_MAIN, "zc", 0, 0, rb, 16, NULL, NULL, NULL) == -EINVAL &&
+		      nkv_retrieve_range(qp, NS_MAIN, "zc-seventeen-byte", 17, 0, rb, 16, NULL, NULL, NULL) == -EINVAL &&
+		      nkv_retrieve_range(qp, NS_MAIN, NULL, 2, 0, rb, 16, NULL, NULL, NULL) == -EINVAL &&
+		      nkv_retrieve_range(qp, NS_MAIN, "zc", 2, 0, NULL, 16, NULL, NULL, NULL) == -EINVAL &&
+		      nkv_retrieve_range_async(qp, NS_MAIN, "zc", 0, 0, rb, 16, range_cb, &cpl) == -EINVAL &&
+		      nkv_retrieve_range_async(qp, NS_MAIN, "zc", 2, 0, NULL, 16, range_cb, &cpl) == -EINVAL,
+	      "nkv_retrieve_range argument checks (key 0/17 bytes, NULL key or buffer)");
+	/* asynchronous: one into registered memory, one into plain memory, one past the end, one absent */
+	struct nkv_cpl c[4];
+	memset(c, 0xff, sizeof(c));
+	memset(rb, 0xee, 8192);
+	memset(plain, 0xee, 8192);
+	rc = nkv_retrieve_range_async(qp, NS_MAIN, "zc", 2, 1000000, rb, 4096, range_cb, &c[0]);
+	rc |= nkv_retrieve_range_async(qp, NS_MAIN, "zc", 2, 2000001, plain, 4095, range_cb, &c[1]);
+	rc |= nkv_retrieve_range_async(qp, NS_MAIN, "zc", 2, (uint64_t)big + 1, rb + 4096, 4096, range_cb, &c[2]);
+	rc |= nkv_retrieve_range_async(qp, NS_MAIN, "zc-absent", 9, 7, rb + 4096, 4096, range_cb, &c[3]);
+	CHECK(rc == 0, "4 asynchronous ranges queued");
+	for (int i = 0; i < 1000 && nkv_qpair_outstanding(qp); i++)
+		nkv_qpair_poll(qp, 100);
+	CHECK(c[0].status == 0 && c[0].dw0 == big && c[0].xfer == 4096 && memcmp(rb, ref + 1000000, 4096) == 0 &&
+		      c[1].status == 0 && c[1].dw0 == big && c[1].xfer == 4095 && memcmp(plain, ref + 2000001, 4095) == 0 &&
+		      plain[4095] == 0xee && c[2].status == 0 && c[2].dw0 == big && c[2].xfer == 0 && rb[4096] == 0xee &&
+		      (c[3].status & 0xff) == NKV_SC_KV_KEY_NOT_EXIST && c[3].xfer == 0,
+	      "async ranges: xfer %u/%u/%u, statuses %#x/%#x/%#x/%#x", c[0].xfer, c[1].xfer, c[2].xfer, c[0].status,
+	      c[1].status, c[2].status, c[3].status);
+	free(ref);
+}
+
 /*
  * libnkv only (TCP, shm): buffers from nkv_buf_alloc() (shm: registered, zero copy; a 3 MiB value at
  * a page offset needs a chained PRP list), mixed with plain memory (shm: bounce copies), and the
@@ -558,6 +777,8 @@ static void test_lib_bufs(struct h_ctrl *c)
 	memset(plain, 0, big);
 	CHECK(nkv_retrieve(qp, NS_MAIN, "zc", 2, plain, big, &size, NULL) == 0 && h_verify(plain, big, 4242),
 	      "retrieve into plain memory");
+
+	test_lib_range(ctrl, qp, rb, plain, big);
 
 	struct batch b = {0};
 	enum { N = 32, V = 4096 };
@@ -613,6 +834,7 @@ int main(int argc, char **argv)
 	test_options();
 	test_sizes();
 	test_generic();
+	test_range(h_admin_qp(c));
 	test_list();
 	test_race(c);
 	test_model(h_admin_qp(c));

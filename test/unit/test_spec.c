@@ -133,6 +133,55 @@ static void exec_directions(void **state)
 	assert_int_equal(nkv_status_make(NKV_SCT_GENERIC, NKV_SC_EXEC_FAILED, 1) & 0x7ff, 0x0c1);
 }
 
+/* Retrieve Range (F2h): Retrieve's layout, options byte 0 (reserved), the offset in CDW12 (low) and CDW13 (high). */
+static void retrieve_range_sqe(void **state)
+{
+	(void)state;
+	struct nkv_sqe s;
+	const uint8_t key[16] = {'t', 'e', 'n', 's', 'o', 'r', '0', '1', 0, 9, 10, 11, 12, 13, 14, 0xff};
+	memset(&s, 0xff, sizeof(s));
+	nkv_sqe_retrieve_range(&s, 7, key, 16, 0x100000, 0x0123456789abcdefull);
+	const uint8_t *b = (const uint8_t *)&s;
+	assert_int_equal(NKV_VS_RETRIEVE_RANGE, 0xf2);
+	assert_int_equal(NKV_VS_OPC_FIRST, 0xf0);
+	assert_int_equal(nkv_opc_xfer(NKV_VS_RETRIEVE_RANGE), NKV_XFER_C2H); /* 10b: controller to host */
+	assert_int_equal(b[0], 0xf2);
+	assert_int_equal(b[1], 0); /* no fuse, PRP: the SQE was zeroed first */
+	assert_int_equal(nkv_get16(b + 2), 0); /* CID: the caller's */
+	assert_int_equal(nkv_get32(b + 4), 7);
+	assert_memory_equal(b + 8, key, 8);
+	assert_memory_equal(b + 56, key + 8, 8);
+	assert_int_equal(nkv_get32(b + 40), 0x100000); /* CDW10: host buffer size */
+	assert_int_equal(nkv_get32(b + 44), 16);       /* CDW11: KL 16, bits 15:8 reserved (0) */
+	assert_int_equal(nkv_get32(b + 48), 0x89abcdefu); /* CDW12: offset bits 31:0 */
+	assert_int_equal(nkv_get32(b + 52), 0x01234567u); /* CDW13: offset bits 63:32 */
+	for (int i = 16; i < 40; i++)
+		assert_int_equal(b[i], 0); /* MPTR/DPTR are the caller's */
+	assert_int_equal(nkv_sqe_klen(&s), 16);
+	assert_int_equal(nkv_sqe_kv_opts(&s), 0);
+
+	/* A short key: bytes past KL zero; offset 0 and the top offset. */
+	nkv_sqe_retrieve_range(&s, 1, key, 3, 0, 0);
+	assert_int_equal(nkv_get32(b + 44), 3);
+	assert_int_equal(nkv_get32(b + 48) | nkv_get32(b + 52) | nkv_get32(b + 40), 0);
+	assert_memory_equal(b + 8, key, 3);
+	assert_memory_equal(b + 56, (const uint8_t[8]){0}, 8);
+	nkv_sqe_retrieve_range(&s, 1, key, 1, 1, UINT64_MAX);
+	assert_int_equal(nkv_get32(b + 48), 0xffffffffu);
+	assert_int_equal(nkv_get32(b + 52), 0xffffffffu);
+
+	/* Bytes moved: min(HBS, size - offset), none at or past the end. */
+	assert_int_equal(nkv_range_xfer(1000, 0, 100), 100);
+	assert_int_equal(nkv_range_xfer(1000, 950, 100), 50);
+	assert_int_equal(nkv_range_xfer(1000, 900, 100), 100);
+	assert_int_equal(nkv_range_xfer(1000, 1000, 100), 0);
+	assert_int_equal(nkv_range_xfer(1000, 1001, 100), 0);
+	assert_int_equal(nkv_range_xfer(1000, UINT64_MAX, 100), 0);
+	assert_int_equal(nkv_range_xfer(0, 0, 100), 0);
+	assert_int_equal(nkv_range_xfer(1000, 10, 0), 0);
+	assert_int_equal(nkv_range_xfer(0xffffffffull, 1, 0xffffffffu), 0xfffffffeu);
+}
+
 static void list_entry_sizes(void **state)
 {
 	(void)state;
@@ -163,6 +212,7 @@ int main(void)
 		cmocka_unit_test(le_accessors),    cmocka_unit_test(status_word),
 		cmocka_unit_test(list_entry_sizes), cmocka_unit_test(identify_layouts),
 		cmocka_unit_test(exec_sqe_layout),  cmocka_unit_test(exec_directions),
+		cmocka_unit_test(retrieve_range_sqe),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

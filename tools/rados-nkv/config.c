@@ -425,8 +425,13 @@ static void load_exec(struct jctx *j, struct conf_subsys *s, unsigned nsi, json_
 		} else {
 			jnum(j, jr, where, "opcode", 128, 255, &opc);
 		}
+		if (opc >= NKV_VS_OPC_FIRST && opc <= 255) {
+			jfail(j, where, "opcode", "0xf0-0xff are reserved for rados-nkv's built-in vendor commands "
+						  "(0xf2: Retrieve Range); use 0x80-0xef");
+			return;
+		}
 		if (opc < 128 || opc > 255) {
-			jfail(j, where, "opcode", "must be a vendor opcode, 0x80-0xff");
+			jfail(j, where, "opcode", "must be a vendor Exec opcode, 0x80-0xef");
 			return;
 		}
 		const char *cls = jstr(j, jr, where, "class"), *meth = jstr(j, jr, where, "method");
