@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +98,7 @@ struct nkv_engine {
 	atomic_uint ops;           /* accepted and not completed */
 	atomic_uint rr;            /* where the next batch starts */
 	atomic_bool closing;
+	atomic_uint entering;      /* submit calls between their closing check and their last push */
 	int done_fd;               /* readable while done_head != NULL */
 	pthread_mutex_t done_mu;
 	pthread_cond_t done_cv;
@@ -428,6 +430,8 @@ void nkv_engine_destroy(struct nkv_engine *e)
 	if (!e)
 		return;
 	atomic_store(&e->closing, true);
+	while (atomic_load(&e->entering))
+		sched_yield();
 	engine_stop(e);
 	for (unsigned i = 0; i < e->nw; i++) {
 		struct eng_worker *w = &e->w[i];
@@ -522,16 +526,22 @@ static int engine_submit(struct nkv_engine *e, struct nkv_op *ops, unsigned n, u
 	}
 	if (bad)
 		return bad;
+	/* Destroy sets closing and then waits for entering to drain: a batch is either refused or fully
+	 * handed to workers that are still running. */
+	atomic_fetch_add(&e->entering, 1);
+	int rc = 0;
+	struct eng_batch *b = NULL;
 	if (atomic_load(&e->closing))
-		return -ESHUTDOWN;
-	if (atomic_fetch_add(&e->ops, n) + n > e->max_ops) {
-		atomic_fetch_sub(&e->ops, n);
-		return -EAGAIN;
-	}
-	struct eng_batch *b = calloc(1, sizeof(*b) + n * sizeof(b->items[0]));
-	if (!b) {
-		atomic_fetch_sub(&e->ops, n);
-		return -ENOMEM;
+		rc = -ESHUTDOWN;
+	else if (atomic_fetch_add(&e->ops, n) + n > e->max_ops)
+		rc = -EAGAIN;
+	else if (!(b = calloc(1, sizeof(*b) + n * sizeof(b->items[0]))))
+		rc = -ENOMEM;
+	if (rc) {
+		if (rc != -ESHUTDOWN)
+			atomic_fetch_sub(&e->ops, n);
+		atomic_fetch_sub(&e->entering, 1);
+		return rc;
 	}
 	atomic_init(&b->left, n);
 	b->n = n;
@@ -561,6 +571,7 @@ static int engine_submit(struct nkv_engine *e, struct nkv_op *ops, unsigned n, u
 		if (write(w->wake_fd, &one, sizeof(one)) < 0)
 			NKV_WARN("engine: eventfd write: %s", strerror(errno));
 	}
+	atomic_fetch_sub(&e->entering, 1);
 	return 0;
 }
 

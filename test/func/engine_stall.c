@@ -1,0 +1,156 @@
+/*
+ * engine_stall.c - the engine's deadlines against a target that stops answering: a rados-nkv daemon
+ * (mem) this test starts is frozen with SIGSTOP while a batch is in flight.
+ *   - NVMe/TCP: every op of the batch completes with -ETIMEDOUT within the deadline (1.5 s) plus a
+ *     grace, none hangs; after SIGCONT the engine has reopened its queue pairs and a new batch of
+ *     Stores and Retrieves succeeds, values intact;
+ *   - shared memory: the same batch completes within the deadline plus a grace (the queue cannot be
+ *     deleted while the controller is frozen, so what follows is the controller's fate, not checked).
+ * Usage: engine_stall PATH_TO_RADOS_NKV   (77: no daemon binary)
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include "check.h"
+#include "daemon_spawn.h"
+#include "nkv/nkv.h"
+
+#define NQN "nqn.2026-11.io.rados-nkv:stall"
+#define DEADLINE_MS 1500
+#define GRACE_MS 2500
+#define NOPS 16
+
+unsigned h_pass, h_fail;
+
+static unsigned free_port(void)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	unsigned p = 0;
+	if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+		p = ntohs(a.sin_port);
+	if (fd >= 0)
+		close(fd);
+	return p;
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static void fill_ops(struct nkv_op *ops, uint8_t type, uint8_t *buf, uint32_t len)
+{
+	memset(ops, 0, NOPS * sizeof(*ops));
+	for (unsigned i = 0; i < NOPS; i++) {
+		int n = snprintf((char *)ops[i].key, sizeof(ops[i].key), "stall%u", i);
+		ops[i].klen = (uint8_t)n;
+		ops[i].nsid = 1;
+		ops[i].type = type;
+		ops[i].buf = buf ? buf + (size_t)i * len : NULL;
+		ops[i].len = buf ? len : 0;
+	}
+}
+
+/** Freeze the daemon under a batch: every op must end by the deadline plus the grace. */
+static void frozen_batch(const char *what, struct nkv_engine *e, pid_t pid)
+{
+	struct nkv_op ops[NOPS];
+	fill_ops(ops, NKV_OP_EXIST, NULL, 0);
+	kill(pid, SIGSTOP);
+	double t0 = now_ms();
+	int rc = nkv_engine_run(e, ops, NOPS);
+	double took = now_ms() - t0;
+	unsigned timed_out = 0;
+	for (unsigned i = 0; i < NOPS; i++)
+		timed_out += ops[i].rc == -ETIMEDOUT || ops[i].rc == -ENOTCONN;
+	printf("%s: frozen target: %d of %d ops failed (%u timed out or lost) in %.0f ms\n", what, rc, NOPS,
+	       timed_out, took);
+	CHECK(rc == NOPS && timed_out == NOPS, "%s: every op fails with -ETIMEDOUT/-ENOTCONN (%d failed, %u)", what,
+	      rc, timed_out);
+	CHECK(took >= DEADLINE_MS - 50 && took < DEADLINE_MS + GRACE_MS, "%s: ended in %.0f ms (deadline %d ms)",
+	      what, took, DEADLINE_MS);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2 || access(argv[1], X_OK)) {
+		fprintf(stderr, "usage: engine_stall PATH_TO_RADOS_NKV\n");
+		return 77;
+	}
+	char port[16], listen[64], sock[108], shm_arg[160];
+	snprintf(port, sizeof(port), "%u", free_port());
+	snprintf(listen, sizeof(listen), "127.0.0.1:%s", port);
+	snprintf(sock, sizeof(sock), "%s/engine_stall.%d.sock", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
+		 (int)getpid());
+	snprintf(shm_arg, sizeof(shm_arg), "%s", sock);
+	const char *argv_d[] = {argv[1], "--backend", "mem", "--listen", listen, "--subsys", NQN, "--shm", shm_arg,
+				"--ns", "1", "--log-level", "warn", NULL};
+	pid_t pid = daemon_spawn(argv_d, NULL, NULL);
+	if (pid < 0 || !daemon_wait_port(pid, atoi(port))) {
+		fprintf(stderr, "engine_stall: daemon did not start\n");
+		return 1;
+	}
+	struct nkv_conn_opts o = {.timeout_ms = DEADLINE_MS, .no_keepalive = true};
+	struct nkv_ctrl *c = NULL;
+	struct nkv_engine *e = NULL;
+	struct nkv_engine_opts eo = {.queues = 2, .depth = 16};
+
+	int rc = nkv_connect("127.0.0.1", port, NQN, &o, &c);
+	CHECK(rc == 0, "connect over TCP: %d", rc);
+	if (rc == 0 && (rc = nkv_engine_create(c, &eo, &e)) == 0) {
+		frozen_batch("tcp", e, pid);
+		kill(pid, SIGCONT);
+		/* the engine reopens its queue pairs; ops sent now succeed */
+		enum { LEN = 65536 };
+		uint8_t *buf = malloc((size_t)NOPS * LEN);
+		for (size_t i = 0; i < (size_t)NOPS * LEN; i++)
+			buf[i] = (uint8_t)(i * 7 + 3);
+		struct nkv_op ops[NOPS];
+		fill_ops(ops, NKV_OP_STORE, buf, LEN);
+		double t0 = now_ms();
+		rc = nkv_engine_run(e, ops, NOPS);
+		printf("tcp: after SIGCONT: %d of %d stores failed (first rc %d), %.0f ms\n", rc, NOPS, ops[0].rc,
+		       now_ms() - t0);
+		CHECK(rc == 0, "stores after the target is back: %d failed (rc %d)", rc, ops[0].rc);
+		memset(buf, 0, (size_t)NOPS * LEN);
+		fill_ops(ops, NKV_OP_RETRIEVE, buf, LEN);
+		rc = nkv_engine_run(e, ops, NOPS);
+		bool same = true;
+		for (size_t i = 0; i < (size_t)NOPS * LEN; i++)
+			same &= buf[i] == (uint8_t)(i * 7 + 3);
+		CHECK(rc == 0 && same, "retrieves after the target is back: %d failed, intact %d", rc, same);
+		free(buf);
+		nkv_engine_destroy(e);
+	}
+	nkv_disconnect(c);
+	kill(pid, SIGCONT);
+
+	c = NULL;
+	rc = nkv_connect_shm(sock, &o, &c);
+	CHECK(rc == 0, "connect over shm: %d", rc);
+	if (rc == 0 && (rc = nkv_engine_create(c, &eo, &e)) == 0) {
+		frozen_batch("shm", e, pid);
+		kill(pid, SIGCONT);
+		double t0 = now_ms();
+		nkv_engine_destroy(e);
+		CHECK(now_ms() - t0 < 2.0 * DEADLINE_MS + GRACE_MS, "shm: engine destroyed in %.0f ms", now_ms() - t0);
+	}
+	nkv_disconnect(c);
+	kill(pid, SIGCONT);
+	daemon_stop(pid, 10);
+	printf("%u passed, %u failed\n", h_pass, h_fail);
+	return h_fail ? 1 : 0;
+}
