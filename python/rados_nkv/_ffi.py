@@ -248,6 +248,7 @@ nkv_version = _proto("nkv_version", _cp)
 nkv_status_string = _proto("nkv_status_string", _cp, ctypes.c_uint16)
 nkv_status_errno = _proto("nkv_status_errno", ctypes.c_int, ctypes.c_uint16)
 nkv_connect = _proto("nkv_connect", ctypes.c_int, _cp, _cp, _cp, ctypes.POINTER(ConnOpts), ctypes.POINTER(_vp))
+nkv_connect_shm = _proto("nkv_connect_shm", ctypes.c_int, _cp, ctypes.POINTER(ConnOpts), ctypes.POINTER(_vp))
 nkv_disconnect = _proto("nkv_disconnect", None, _vp)
 nkv_discover = _proto("nkv_discover", ctypes.c_int, _cp, _cp, ctypes.POINTER(ConnOpts),
                       ctypes.POINTER(ctypes.POINTER(DiscEntry)), ctypes.POINTER(ctypes.c_uint))

@@ -214,8 +214,10 @@ def connect(target, *, subnqn=None, nsid=1, queues=4, depth=128, timeout=30.0, h
         traddr, trsvcid = where.encode(), str(port).encode()
         desc = "%s:%d" % (("[%s]" % where) if ":" in where else where, port)
     ctrl = ctypes.c_void_p()
-    rc = _ffi.nkv_connect(traddr, trsvcid, subnqn.encode() if subnqn else None, ctypes.byref(opts),
-                          ctypes.byref(ctrl))
+    if kind == "shm" and subnqn is None:
+        rc = _ffi.nkv_connect_shm(where.encode(), ctypes.byref(opts), ctypes.byref(ctrl))
+    else:  # nkv_connect() checks a given SUBNQN against the shm socket's subsystem
+        rc = _ffi.nkv_connect(traddr, trsvcid, subnqn.encode(), ctypes.byref(opts), ctypes.byref(ctrl))
     del keep
     if rc:
         raise NkvError(rc, "connect to %s%s" % (desc, " (%s)" % subnqn if subnqn else ""))
@@ -384,7 +386,7 @@ class Client:
 
     def close(self):
         """Wait for calls in progress, stop the engine, release alloc()ed and registered memory,
-        disconnect. Idempotent. Coroutines of .aio still waiting fail with NkvError(ESHUTDOWN)."""
+        disconnect. Idempotent. Coroutines of .aio waiting on a batch get its results (every accepted op completes first)."""
         with self._cv:
             if self._closed:
                 return
@@ -398,7 +400,7 @@ class Client:
             _ffi.nkv_engine_destroy(self._eng)   # waits for every accepted op
             self._eng = None
         if aio is not None:
-            aio._fail_pending()
+            aio._complete_all()
         for addr in list(self._registered):
             _ffi.nkv_buf_unregister(self._ctrl, addr)
         self._registered.clear()
