@@ -86,15 +86,14 @@ def test_load_into_module(client, model_dir, model_name, window, read_size, work
 def test_tensors_outlive_client(daemon, transport, model_dir, model_name):
     """Tensors handed out stay valid after the client closes (windows are the tensors' memory,
     unregistered before they are handed out)."""
-    import rados_nkv
     d, tensors = model_dir
-    with rados_nkv.connect(daemon.target(transport), subnqn=daemon.subnqn) as c:
+    with daemon.connect(transport) as c:
         m = upload(c, d, model_name, "main", chunk_size=4096, progress=False)
         got = dict(iter_tensors(c, m, window=8192))
     for name, src in tensors.items():
         assert torch.equal(got[name], src)
     got["lm_head.weight"].add_(1)  # writable, own memory
-    with rados_nkv.connect(daemon.target(transport), subnqn=daemon.subnqn) as c:
+    with daemon.connect(transport) as c:
         remove(c, model_name, "main")
 
 

@@ -81,7 +81,7 @@ def _load_config(**extra):
     return LoadConfig(load_format="RADOS_NKV", model_loader_extra_config=extra)
 
 
-def test_loader_through_vllm_registry(vllm_standins, daemon, transport, client, model_dir, model_name):
+def test_loader_through_vllm_registry(vllm_standins, daemon, transport, client, subnqn, model_dir, model_name):
     """--load-format rados_nkv + --model-loader-extra-config, as vLLM resolves them, then
     load_model -> load_weights -> model.load_weights(iterator): every tensor bit-exact."""
     from rados_nkv.weights import vllm_plugin
@@ -90,7 +90,7 @@ def test_loader_through_vllm_registry(vllm_standins, daemon, transport, client, 
     d, tensors = model_dir
     upload(client, d, model_name, "abc123", chunk_size=4096, progress=False)
     assert vllm_plugin.register()
-    lc = _load_config(target=daemon.target(transport), subnqn=daemon.subnqn, window="8k", read_size=1500,
+    lc = _load_config(target=daemon.target(transport), subnqn=subnqn, window="8k", read_size=1500,
                       workers=2, queues=2)
     loader = get_model_loader(lc)
     assert type(loader).__name__ == "RadosNkvModelLoader"
@@ -102,7 +102,7 @@ def test_loader_through_vllm_registry(vllm_standins, daemon, transport, client, 
         t = model.tensor(name)
         assert torch.equal(t, src) and raw_bytes(t) == fb[name], name
     # model/rev from the extra config instead of vLLM's --model/--revision
-    lc2 = _load_config(target=daemon.target(transport), subnqn=daemon.subnqn, model=model_name, rev="abc123")
+    lc2 = _load_config(target=daemon.target(transport), subnqn=subnqn, model=model_name, rev="abc123")
     m2 = Holder(tensors)
     get_model_loader(lc2).load_weights(m2, ModelConfig("/some/local/path"))
     assert all(torch.equal(m2.tensor(n), tensors[n]) for n in tensors)
@@ -114,7 +114,7 @@ def test_loader_through_vllm_registry(vllm_standins, daemon, transport, client, 
     remove(client, model_name, "abc123")
 
 
-def test_loader_strict(vllm_standins, daemon, client, model_dir, model_name):
+def test_loader_strict(vllm_standins, daemon, client, subnqn, model_dir, model_name):
     """A model parameter the upload does not have fails the load (strict, the default)."""
     from vllm.model_executor.model_loader.base_loader import BaseModelLoader
     from vllm.config import ModelConfig
@@ -123,10 +123,10 @@ def test_loader_strict(vllm_standins, daemon, client, model_dir, model_name):
     extra = dict(tensors)
     extra["extra.weight"] = torch.zeros(3)
     cls = loader_class(BaseModelLoader)
-    lc = _load_config(target=daemon.target("tcp"), subnqn=daemon.subnqn)
+    lc = _load_config(target=daemon.target("tcp"), subnqn=subnqn)
     with pytest.raises(ValueError, match="did not initialize these parameters: extra.weight"):
         cls(lc).load_weights(Holder(extra), ModelConfig(model_name, revision="main"))
-    lc = _load_config(target=daemon.target("tcp"), subnqn=daemon.subnqn, strict=False)
+    lc = _load_config(target=daemon.target("tcp"), subnqn=subnqn, strict=False)
     cls(lc).load_weights(Holder(extra), ModelConfig(model_name, revision="main"))
     remove(client, model_name, "main")
 
