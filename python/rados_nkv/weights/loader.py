@@ -17,10 +17,11 @@ Options (the extra config, a JSON object; unknown keys are refused):
     timeout    seconds per command (default 30)
     model      the uploaded model name (default: vLLM's model, i.e. --model)
     rev        the uploaded revision (default: vLLM's --revision, else "main")
-    window     bytes of tensors allocated and read at once (default 1G; "512M" style strings too)
+    window     bytes of tensors allocated and read at once (default 256M; "512M" style strings too)
     read_size  largest single read (default 8M)   batch  bytes per batch of reads (default 64M)
     workers    threads running batches (default 4)   prefetch  windows read ahead (default 1)
-    register   register each window for zero-copy shm reads (default true over shm)
+    register   "reuse" (default over shm: register a window's memory when it is recycled, then reads
+               are zero copy), "always", "never"; true/false = always/never
     strict     fail when the model has parameters the upload did not set (default true)
 """
 
@@ -44,15 +45,16 @@ class LoaderOptions:
     _SIZES = {"window": DEFAULT_WINDOW, "read_size": DEFAULT_READ, "batch": DEFAULT_BATCH}
     _INTS = {"nsid": 1, "queues": 4, "workers": DEFAULT_WORKERS, "prefetch": DEFAULT_PREFETCH}
     _STRS = ("target", "subnqn", "model", "rev")
-    _BOOLS = {"register": None, "strict": True}
+    _BOOLS = {"strict": True}
 
     def __init__(self, **kw):
-        unknown = set(kw) - set(self._SIZES) - set(self._INTS) - set(self._STRS) - set(self._BOOLS) - {"timeout"}
+        unknown = (set(kw) - set(self._SIZES) - set(self._INTS) - set(self._STRS) - set(self._BOOLS)
+                   - {"timeout", "register"})
         if unknown:
             raise ValueError("rados_nkv loader: unknown option(s) %s in the model loader extra config (known: %s)"
                              % (", ".join(sorted(unknown)), ", ".join(sorted(set(self._SIZES) | set(self._INTS) |
                                                                            set(self._STRS) | set(self._BOOLS) |
-                                                                           {"timeout"}))))
+                                                                           {"timeout", "register"}))))
         for k, d in self._SIZES.items():
             v = kw.get(k, d)
             try:
@@ -78,6 +80,11 @@ class LoaderOptions:
             if v is not None and not isinstance(v, bool):
                 raise ValueError("rados_nkv loader: %s must be true or false, got %r" % (k, v))
             setattr(self, k, v)
+        reg = kw.get("register")
+        if reg is not None and reg not in (True, False, "reuse", "always", "never"):
+            raise ValueError("rados_nkv loader: register must be \"reuse\", \"always\", \"never\", true or "
+                             "false, got %r" % (reg,))
+        self.register = reg
         t = kw.get("timeout", 30.0)
         if isinstance(t, bool) or not isinstance(t, (int, float)) or not t > 0:
             raise ValueError("rados_nkv loader: timeout must be a positive number of seconds, got %r" % (t,))

@@ -28,7 +28,7 @@ import math
 import time
 from urllib.parse import quote
 
-from .safetensors import DTYPES, TensorInfo, parse_header, SafetensorsError
+from .safetensors import parse_header, SafetensorsError
 
 __all__ = ["FORMAT", "VERSION", "INDEX_NAME", "ManifestError", "Manifest", "FileEntry", "component",
            "prefix", "manifest_name", "chunk_name", "chunk_len"]

@@ -5,15 +5,23 @@ with offsets = the chunk's long-name header size + the tensor's offset inside th
 into the tensor's storage at the matching offset; reads longer than `read_size` are split so that
 one large tensor still spreads over every queue pair. No byte is copied on the host.
 
-Memory: tensors are laid out in windows of about `window` bytes. A window is one anonymous mmap
-(page aligned, owned by the tensors made from it: torch.frombuffer keeps the mapping alive, so it is
-unmapped when the last tensor of the window is freed); each tensor is a 64-byte aligned view of it
-with its own dtype and shape. Over shm the window is registered with Client.register() while its
-reads run (nkv_buf_register turns its pages into registered memory in place: the target writes the
-tensor bytes straight into them; zero copy) and unregistered before its tensors are handed out (the
-memory stays mapped, contents intact). Up to `prefetch` windows are read ahead while the consumer
-works on the current one; reads run in batches on `workers` threads, each batch one
-retrieve_many() with all its reads in flight across the client's queue pairs.
+Memory: tensors are laid out in windows of about `window` bytes; a tensor larger than that gets a
+window of its own. A window lives in a slot: an anonymous private mapping (page aligned) shared by
+the tensors handed out of it, each a 64-byte aligned view with its own dtype and shape
+(torch.frombuffer: the tensors keep the mapping alive; it is unmapped when the last of them goes).
+Slots are recycled: once the consumer has dropped every tensor of a window (Python's reference
+count of the mapping says so exactly; vLLM's load_weights copies each tensor into the model and
+drops it), the slot takes a later window, its pages already faulted in. Memory a consumer keeps is
+never reused.
+
+Over shm, a slot is registered with Client.register() (nkv_buf_register turns its pages into
+registered memory in place, so the target writes the tensor bytes straight into them: zero copy)
+the first time it is reused ("reuse", the default), at once ("always") or never ("never": the
+library's bounce buffers). Registration copies the region into a memfd, which for fresh memory
+costs more than the bounce copy the first read would make; a recycled slot, registered once, then
+takes window after window with no copy at all. Up to `prefetch` windows are read ahead while the
+consumer works on the current one; reads run in batches of about `batch` bytes on `workers`
+threads, each batch one retrieve_many() with all its reads in flight across the queue pairs.
 
 Before any data moves, the header of every chunk is read (one small batch) and checked: it must be
 the chunk's own long-name header announcing the manifest's length, so a missing chunk, a foreign
@@ -24,6 +32,7 @@ each data read reports is checked again.
 import concurrent.futures as cf
 import logging
 import mmap
+import sys
 
 from .. import longname
 from ..errors import NkvError, BatchError
@@ -35,7 +44,7 @@ __all__ = ["LoadError", "iter_tensors", "load_state_dict", "DEFAULT_WINDOW", "DE
 
 log = logging.getLogger("rados_nkv.weights")
 
-DEFAULT_WINDOW = 1 << 30     # bytes of tensors per window
+DEFAULT_WINDOW = 256 << 20   # bytes of tensors per window
 DEFAULT_READ = 8 << 20       # largest single read
 DEFAULT_BATCH = 64 << 20     # bytes per retrieve_many() batch (the progress bar's step)
 DEFAULT_WORKERS = 4          # threads running batches
@@ -60,20 +69,107 @@ class _Piece:
 
 
 class _Window:
-    """Tensors [(file entry, tensor info, offset in the window)] laid out in one mapping."""
+    """Tensors [(file entry, tensor info, offset in the window)] laid out in one slot of memory."""
 
     def __init__(self):
         self.items = []
         self.size = 0
-        self.mm = None
-        self.arena = None
-        self.registered = False
+        self.slot = None
         self.futures = []
 
     def add(self, fe, t):
         off = (self.size + ALIGN - 1) // ALIGN * ALIGN
         self.items.append((fe, t, off))
         self.size = off + t.nbytes
+
+
+class _Slot:
+    """An anonymous private mapping windows are read into; .idle_refs is its reference count when
+    nothing but the pool (and the client, while registered) holds it."""
+
+    def __init__(self, size):
+        self.size = size
+        self.mm = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        self.registered = False
+        self.uses = 0
+        self.last = -1  # the window that used it last
+        self.idle_refs = sys.getrefcount(self.mm)
+
+    def idle(self):
+        """No tensor (nor anything else) of an earlier window still uses this memory. Every tensor
+        made from it holds, through torch.frombuffer's storage, a reference to the mapping."""
+        return sys.getrefcount(self.mm) == self.idle_refs
+
+
+class _SlotPool:
+    """Memory for windows, reused once the consumer has dropped every tensor of a window.
+
+    A consumer that copies each tensor away and drops it (vLLM's load_weights copies into the
+    model's parameters) gets its windows recycled: the pages are already faulted in and, over shm,
+    already registered, so reads land in them at memory speed with no copy. Registration copies the
+    region into a memfd (nkv_buf_register), which costs more than reading through the bounce
+    buffer into fresh memory; mode "reuse" therefore registers a slot only when it is used a second
+    time, "always" at once, "never" not at all. A slot still in use by the consumer when the pool
+    looks for memory is retired: unregistered (its memory stays mapped for the tensors) and left to
+    them."""
+
+    def __init__(self, client, mode, keep):
+        self.client, self.mode, self.keep = client, mode, keep
+        self.slots = []
+        self.warned = False
+        self.stats = {"windows": 0, "slots": 0, "reused": 0, "registered": 0, "retired": 0}
+
+    def _register(self, s):
+        try:
+            self.client.register(s.mm)
+            s.registered = True
+            self.stats["registered"] += 1
+        except NkvError as e:
+            if not self.warned:
+                self.warned = True
+                log.warning("rados_nkv weights: cannot register a %d-byte window (%s): reads go through the "
+                            "bounce buffer", s.size, e)
+        s.idle_refs = sys.getrefcount(s.mm)
+
+    def _retire(self, s):
+        self.slots.remove(s)
+        if s.registered:
+            self.client.unregister(s.mm)
+            s.registered = False
+
+    def acquire(self, size, busy, now, win):
+        """A slot of at least @size bytes for window @win, not in @busy (slots of windows being read
+        or handed out), while the consumer works on window @now."""
+        free = [s for s in self.slots if s not in busy and s.size >= size and s.idle()]
+        if free:
+            s = min(free, key=lambda x: x.size)
+            self.stats["reused"] += 1
+            if self.mode == "reuse" and not s.registered:
+                self._register(s)
+        else:
+            # The consumer may still hold the last tensor of the window before @now (a loop variable
+            # is rebound only when the next item arrives); older windows still held are its to keep.
+            for old in [x for x in self.slots if x not in busy and x.last < now - 1 and not x.idle()]:
+                self._retire(old)
+                self.stats["retired"] += 1
+            while len(self.slots) >= self.keep:
+                idle = [x for x in self.slots if x not in busy and x.idle()]
+                if not idle:
+                    break
+                self._retire(min(idle, key=lambda x: x.size))
+            s = _Slot((size + mmap.PAGESIZE - 1) // mmap.PAGESIZE * mmap.PAGESIZE)
+            if self.mode == "always":
+                self._register(s)
+            self.slots.append(s)
+            self.stats["slots"] += 1
+        s.uses += 1
+        s.last = win
+        self.stats["windows"] += 1
+        return s
+
+    def close(self):
+        for s in list(self.slots):
+            self._retire(s)
 
 
 def _plan_windows(m, window, names):
@@ -159,10 +255,13 @@ def _run_batch(client, m, mv, pieces):
 
 
 def iter_tensors(client, manifest, *, window=DEFAULT_WINDOW, read_size=DEFAULT_READ, batch=DEFAULT_BATCH,
-                 workers=DEFAULT_WORKERS, prefetch=DEFAULT_PREFETCH, register=None, progress=None, names=None):
+                 workers=DEFAULT_WORKERS, prefetch=DEFAULT_PREFETCH, register=None, progress=None, names=None,
+                 stats=None):
     """Yield (name, CPU torch tensor) for every tensor of @manifest (a Manifest), file by file in
-    data order. @register: register each window with the client (None: over shm only). @progress: a
-    tqdm-like object with update(nbytes), or None. @names: only these tensor names (a set).
+    data order. @register: "reuse" (register a slot when it is reused), "always", "never", True
+    (always), False (never), None ("reuse" over shm, "never" over TCP, where registering is a no-op).
+    @progress: a tqdm-like object with update(nbytes), or None. @names: only these tensor names (a
+    set). @stats: a dict filled at the end with windows, slots, reused, registered, retired.
     Raises LoadError."""
     import torch
 
@@ -172,8 +271,6 @@ def iter_tensors(client, manifest, *, window=DEFAULT_WINDOW, read_size=DEFAULT_R
     if prefetch < 0:
         raise ValueError("prefetch must be >= 0")
     m = manifest
-    if register is None:
-        register = client.transport == "shm"
     wins = _plan_windows(m, window, names)
     used = {}
     for w in wins:
@@ -191,27 +288,23 @@ def iter_tensors(client, manifest, *, window=DEFAULT_WINDOW, read_size=DEFAULT_R
             if t.dtype not in dtypes:
                 dtypes[t.dtype] = torch_dtype(t.dtype)
 
+    if register is None:
+        mode = "reuse" if client.transport == "shm" else "never"
+    else:
+        mode = {True: "always", False: "never"}.get(register, register)
+        if mode not in ("always", "never", "reuse"):
+            raise ValueError("register must be True, False, None, \"always\", \"never\" or \"reuse\"")
+    slots = _SlotPool(client, mode, prefetch + 3)  # being read, handed out, just handed out, reusable
     pool = cf.ThreadPoolExecutor(workers, thread_name_prefix="nkv-weights")
-    warned = []
 
-    def start(w):
+    def start(w, busy, now, idx):
         if w.size:
-            w.mm = mmap.mmap(-1, (w.size + mmap.PAGESIZE - 1) // mmap.PAGESIZE * mmap.PAGESIZE,
-                             flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-            w.arena = torch.frombuffer(w.mm, dtype=torch.uint8)
-            if register:
-                try:
-                    client.register(w.arena)
-                    w.registered = True
-                except NkvError as e:
-                    if not warned:
-                        warned.append(1)
-                        log.warning("rados_nkv weights: cannot register a %d-byte window (%s): reads go "
-                                    "through the bounce buffer", w.size, e)
-        mv = memoryview(w.mm) if w.mm is not None else None
-        pieces = _pieces(m, w, read_size, hsize)
+            w.slot = slots.acquire(w.size, busy, now, idx)
+            mv = memoryview(w.slot.mm)
+        else:
+            mv = None
         cur, nbytes = [], 0
-        for p in pieces:
+        for p in _pieces(m, w, read_size, hsize):
             if cur and (nbytes + p.length > batch or len(cur) >= MAX_OPS):
                 w.futures.append(pool.submit(_run_batch, client, m, mv, cur))
                 cur, nbytes = [], 0
@@ -230,25 +323,27 @@ def iter_tensors(client, manifest, *, window=DEFAULT_WINDOW, read_size=DEFAULT_R
             for f in w.futures:
                 f.cancel()
             cf.wait(w.futures)
-            if w.registered:
-                client.unregister(w.arena)
-                w.registered = False
+            w.futures = []
 
     started = 0
     try:
         for i, w in enumerate(wins):
             while started < len(wins) and started <= i + prefetch:
-                start(wins[started])
+                busy = {x.slot for x in wins[i:started] if x is not None and x.slot is not None}
+                start(wins[started], busy, i, started)
                 started += 1
             finish(w)
+            arena = torch.frombuffer(w.slot.mm, dtype=torch.uint8) if w.slot is not None else None
             for fe, t, off in w.items:
                 dt = dtypes[t.dtype]
                 if t.nbytes:
-                    ten = w.arena[off:off + t.nbytes].view(dt).view(t.shape)
+                    ten = arena[off:off + t.nbytes].view(dt).view(t.shape)
                 else:
                     ten = torch.empty(t.shape, dtype=dt)
                 yield t.name, ten
-            wins[i] = None  # the tensors own the window's memory from here
+                del ten  # hold nothing of the window once the consumer has it
+            del arena
+            wins[i] = None
     finally:
         for w in wins[:started]:
             if w is None:
@@ -256,12 +351,10 @@ def iter_tensors(client, manifest, *, window=DEFAULT_WINDOW, read_size=DEFAULT_R
             for f in w.futures:
                 f.cancel()
             cf.wait(w.futures)
-            if w.registered:
-                try:
-                    client.unregister(w.arena)
-                except (NkvError, ValueError):
-                    pass
         pool.shutdown(wait=True)
+        if stats is not None:
+            stats.update(slots.stats)
+        slots.close()
 
 
 def load_state_dict(client, manifest, **kw):

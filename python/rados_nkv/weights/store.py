@@ -8,7 +8,6 @@ read from the file straight into the bytes that are sent (Client.put_named() wou
 """
 
 import concurrent.futures as cf
-import errno as E
 import hashlib
 import json
 import logging

@@ -175,3 +175,58 @@ def test_not_found_and_bad_dir(client, model_name, tmp_path):
     with pytest.raises(WeightsError, match="x.safetensors"):
         upload(client, str(tmp_path), model_name, "main", progress=False)
     assert not client.exists_named(manifest_name(model_name, "main"))
+
+
+def _big_model(d, n=24, size=9000):
+    """@n tensors of @size bytes (f32): two per 20,000-byte window: 12 windows."""
+    from rados_nkv.weights.safetensors import save_file
+    g = torch.Generator().manual_seed(5)
+    ts = {"t%02d" % i: torch.randn(size // 4, generator=g) for i in range(n)}
+    os.makedirs(d, exist_ok=True)
+    save_file(ts, os.path.join(d, "model.safetensors"))
+    return ts
+
+
+def test_windows_recycled_when_dropped(client, model_name, tmp_path):
+    """A consumer that copies each tensor and drops it (vLLM's pattern) gets its windows recycled:
+    few mappings for many windows, over shm registered once reused; every tensor still exact."""
+    d = str(tmp_path / "m")
+    ts = _big_model(d)
+    m = upload(client, d, model_name, "main", chunk_size=4096, progress=False)
+    model = Holder(ts)
+    stats = {}
+    model.load_weights(iter_tensors(client, m, window=20000, read_size=3000, stats=stats))
+    assert all(torch.equal(model.tensor(n), t) for n, t in ts.items())
+    assert stats["windows"] == 12 and stats["slots"] <= 4 and stats["reused"] >= 8, stats
+    assert stats["retired"] == 0, stats
+    if client.transport == "shm":
+        assert 1 <= stats["registered"] <= stats["slots"], stats  # registered on first reuse only
+    else:
+        assert stats["registered"] == 0, stats
+    for mode in ("always", "never"):
+        stats = {}
+        model = Holder(ts)
+        model.load_weights(iter_tensors(client, m, window=20000, register=mode, stats=stats))
+        assert all(torch.equal(model.tensor(n), t) for n, t in ts.items())
+        assert (stats["registered"] == 0) == (mode == "never"), (mode, stats)  # (a no-op over TCP)
+    remove(client, model_name, "main")
+
+
+def test_windows_kept_by_consumer_never_overwritten(client, model_name, tmp_path):
+    """A consumer keeping tensors, or only views of them, never sees them overwritten by later
+    windows: memory still referenced is never reused."""
+    d = str(tmp_path / "m")
+    ts = _big_model(d)
+    m = upload(client, d, model_name, "main", chunk_size=4096, progress=False)
+    stats = {}
+    views = {n: t[1:-1].view(torch.int32)[::3] for n, t in iter_tensors(client, m, window=20000, stats=stats)}
+    for n, v in views.items():
+        assert torch.equal(v, ts[n][1:-1].view(torch.int32)[::3]), n
+    assert stats["reused"] == 0 and stats["retired"] >= 1, stats
+    # every other tensor kept: their windows stay theirs, the others may be reused
+    kept, stats = {}, {}
+    for i, (n, t) in enumerate(iter_tensors(client, m, window=20000, stats=stats)):
+        if i % 4 == 0:
+            kept[n] = t
+    assert len(kept) == 6 and all(torch.equal(t, ts[n]) for n, t in kept.items())
+    remove(client, model_name, "main")

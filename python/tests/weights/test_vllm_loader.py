@@ -138,7 +138,7 @@ def test_loader_strict(vllm_standins, daemon, client, subnqn, model_dir, model_n
     ({"target": "x", "workers": 0}, "workers must be an integer >= 1"),
     ({"target": "x", "nsid": "1"}, "nsid must be an integer"),
     ({"target": ""}, "target must be a non-empty string"),
-    ({"target": "x", "register": "yes"}, "register must be true or false"),
+    ({"target": "x", "register": "yes"}, 'register must be "reuse"'),
     ({"target": "x", "timeout": -1}, "timeout must be a positive"),
     ({}, "no target"),
 ])
