@@ -7,7 +7,9 @@
    256 KiB to 64 MiB, a few odd-sized) into a temporary directory.
 2. Local baseline: every tensor read from the files into torch.empty() storage with preadv, as a
    loader without mmap does; once cold (the files' pages dropped with posix_fadvise(DONTNEED) after
-   fsync: only these files, the rest of the page cache is left alone) and once from the page cache.
+   fsync: only these files, the rest of the page cache is left alone; mincore says how much was
+   resident), once from the page cache, and once from the page cache into one reused, already
+   faulted-in buffer (the copy alone, no page faults: what the loader's recycled windows get).
 3. For each backend (mem; rados too when a cluster is configured: NKV_CEPH_CONF, as
    `scripts/ceph-dev.sh env` prints) it starts a rados-nkv daemon serving NVMe/TCP and shared memory,
    and for each transport: `upload` (chunks + manifest, timed), `load` (rados_nkv.weights.iter_tensors,
@@ -47,7 +49,7 @@ def parse_args():
     p.add_argument("--read-size", default="8M", help="loader's largest read (default 8M)")
     p.add_argument("--workers", type=int, default=4, help="loader threads (default 4)")
     p.add_argument("--register", default=None, choices=("always", "reuse", "never"),
-                   help="window registration over shm (default: the loader's: reuse)")
+                   help="window registration over shm (default: the loader's: always)")
     p.add_argument("--build", default=None, help="build directory (default build/release, else build/asan)")
     p.add_argument("--workdir", default=None, help="where the model files go (default a temporary directory)")
     p.add_argument("--no-check", action="store_true", help="skip the bit-exact check after each load")
@@ -117,18 +119,26 @@ def write_model(d, total, files):
 
 # ---- local baseline ------------------------------------------------------------------------------
 
-def local_load(d, names, check=None):
-    """Read every tensor into torch.empty() storage with preadv; returns (tensor bytes, seconds)."""
+def local_load(d, names, check=None, reuse=False):
+    """Read every tensor into torch.empty() storage with preadv (@reuse: into one buffer, reused);
+    returns (tensor bytes, seconds)."""
     import torch
     from rados_nkv.weights.safetensors import read_header, torch_dtype
     total, t0 = 0, time.monotonic()
+    buf = None
     for n in names:
         p = os.path.join(d, n)
         h = read_header(p)
         fd = os.open(p, os.O_RDONLY)
         try:
             for t in h.tensors:
-                ten = torch.empty(t.shape, dtype=torch_dtype(t.dtype))
+                if reuse:
+                    if buf is None or buf.numel() < t.nbytes:
+                        buf = torch.empty(max(t.nbytes, 64 << 20), dtype=torch.uint8)
+                        buf.fill_(0)  # faulted in once, as the loader's recycled windows are
+                    ten = buf[:t.nbytes].view(torch_dtype(t.dtype)).view(t.shape)
+                else:
+                    ten = torch.empty(t.shape, dtype=torch_dtype(t.dtype))
                 if t.nbytes:
                     mv = memoryview(ten.view(-1).view(torch.uint8).numpy())
                     got = 0
@@ -300,8 +310,10 @@ def main():
     rf2 = resident_fraction(d, names)
     rows.append(("local disk, page cache (%s resident)" % ("%.0f%%" % (rf2 * 100) if rf2 is not None else "?"),
                  None, nb / s))
+    nb, s = local_load(d, names, reuse=True)
+    rows.append(("local disk, page cache, into one reused buffer (copy only)", None, nb / s))
     results["local"] = {"cold_GBps": rows[0][2] / 1e9, "cached_GBps": rows[1][2] / 1e9,
-                        "resident_before_cold": rf, "resident_cached": rf2}
+                        "cached_reused_GBps": rows[2][2] / 1e9, "resident_before_cold": rf, "resident_cached": rf2}
     for b in backends:
         dm = Daemon(bd, b, tmp)
         try:
@@ -323,7 +335,7 @@ def main():
     print("\n%s, chunks of %s, %d queue pairs, loader window %s, reads up to %s, %d threads, registration %s; "
           "%s build%s; %d CPUs, load average %.1f -> %.1f"
           % (fmt_size(file_bytes), fmt_size(cs) if cs else "-", a.queues, a.window or fmt_size(DEFAULT_WINDOW),
-             a.read_size, a.workers, a.register or "reuse (shm)",
+             a.read_size, a.workers, a.register or "always (shm)",
              bd.name, " (AddressSanitizer: slow)" if asan else "", os.cpu_count(), results["loadavg_start"],
              results["loadavg_end"]))
     if a.json:

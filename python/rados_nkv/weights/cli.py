@@ -136,14 +136,15 @@ def build_parser():
     ld = sub.add_parser("load", help="stream every tensor into memory (as the vLLM loader does) and report "
                                      "the rate; nothing is kept")
     _model_opts(ld)
-    ld.add_argument("--window", type=_size_arg, default=256 << 20, metavar="SIZE",
-                    help="tensor bytes allocated and read at once (default 256M)")
+    ld.add_argument("--window", type=_size_arg, default=64 << 20, metavar="SIZE",
+                    help="tensor bytes allocated and read at once (default 64M)")
     ld.add_argument("--read-size", type=_size_arg, default=8 << 20, metavar="SIZE",
                     help="largest single read (default 8M)")
     ld.add_argument("--workers", type=_pos_int(1, 256), default=4, metavar="N",
                     help="threads running batches of reads (default 4)")
     ld.add_argument("--register", choices=("reuse", "always", "never"), default=None,
-                    help="shm: register window memory when it is reused (default), always, or never")
+                    help="shm: register window memory when made (always, the default), when first reused, "
+                         "or never (bounce buffers)")
     _target_opts(ld, True)
     return p
 

@@ -17,11 +17,11 @@ Options (the extra config, a JSON object; unknown keys are refused):
     timeout    seconds per command (default 30)
     model      the uploaded model name (default: vLLM's model, i.e. --model)
     rev        the uploaded revision (default: vLLM's --revision, else "main")
-    window     bytes of tensors allocated and read at once (default 256M; "512M" style strings too)
+    window     bytes of tensors allocated and read at once (default 64M; "128M" style strings too)
     read_size  largest single read (default 8M)   batch  bytes per batch of reads (default 64M)
     workers    threads running batches (default 4)   prefetch  windows read ahead (default 1)
-    register   "reuse" (default over shm: register a window's memory when it is recycled, then reads
-               are zero copy), "always", "never"; true/false = always/never
+    register   shm: "always" (default: window memory registered, reads zero copy), "reuse" (registered
+               when first recycled), "never" (bounce buffers); true/false = always/never
     strict     fail when the model has parameters the upload did not set (default true)
 """
 

@@ -14,14 +14,15 @@ count of the mapping says so exactly; vLLM's load_weights copies each tensor int
 drops it), the slot takes a later window, its pages already faulted in. Memory a consumer keeps is
 never reused.
 
-Over shm, a slot is registered with Client.register() (nkv_buf_register turns its pages into
-registered memory in place, so the target writes the tensor bytes straight into them: zero copy)
-the first time it is reused ("reuse", the default), at once ("always") or never ("never": the
-library's bounce buffers). Registration copies the region into a memfd, which for fresh memory
-costs more than the bounce copy the first read would make; a recycled slot, registered once, then
-takes window after window with no copy at all. Up to `prefetch` windows are read ahead while the
-consumer works on the current one; reads run in batches of about `batch` bytes on `workers`
-threads, each batch one retrieve_many() with all its reads in flight across the queue pairs.
+Over shm, every slot is registered with Client.register() when it is made ("always", the default):
+nkv_buf_register turns its pages into registered memory in place, so the target writes the tensor
+bytes straight into them (zero copy). Registering costs a copy of the region into a memfd and the
+target's page faults on its new mapping, paid once per slot; recycling spreads it over every
+window the slot takes. With small windows (64 MiB) that beats the library's bounce buffers (one
+more copy per read); "never" uses them, "reuse" registers a slot only when it is reused. Up to
+`prefetch` windows are read ahead while the consumer works on the current one; reads run in
+batches of about `batch` bytes on `workers` threads, each batch one retrieve_many() with all its
+reads in flight across the queue pairs.
 
 Before any data moves, the header of every chunk is read (one small batch) and checked: it must be
 the chunk's own long-name header announcing the manifest's length, so a missing chunk, a foreign
@@ -44,7 +45,7 @@ __all__ = ["LoadError", "iter_tensors", "load_state_dict", "DEFAULT_WINDOW", "DE
 
 log = logging.getLogger("rados_nkv.weights")
 
-DEFAULT_WINDOW = 256 << 20   # bytes of tensors per window
+DEFAULT_WINDOW = 64 << 20    # bytes of tensors per window
 DEFAULT_READ = 8 << 20       # largest single read
 DEFAULT_BATCH = 64 << 20     # bytes per retrieve_many() batch (the progress bar's step)
 DEFAULT_WORKERS = 4          # threads running batches
@@ -106,12 +107,9 @@ class _SlotPool:
 
     A consumer that copies each tensor away and drops it (vLLM's load_weights copies into the
     model's parameters) gets its windows recycled: the pages are already faulted in and, over shm,
-    already registered, so reads land in them at memory speed with no copy. Registration copies the
-    region into a memfd (nkv_buf_register), which costs more than reading through the bounce
-    buffer into fresh memory; mode "reuse" therefore registers a slot only when it is used a second
-    time, "always" at once, "never" not at all. A slot still in use by the consumer when the pool
-    looks for memory is retired: unregistered (its memory stays mapped for the tensors) and left to
-    them."""
+    already registered, so reads land in them at memory speed with no copy. A slot still in use by
+    the consumer when the pool looks for memory is retired: unregistered (its memory stays mapped
+    for the tensors) and left to them."""
 
     def __init__(self, client, mode, keep):
         self.client, self.mode, self.keep = client, mode, keep
@@ -258,8 +256,9 @@ def iter_tensors(client, manifest, *, window=DEFAULT_WINDOW, read_size=DEFAULT_R
                  workers=DEFAULT_WORKERS, prefetch=DEFAULT_PREFETCH, register=None, progress=None, names=None,
                  stats=None):
     """Yield (name, CPU torch tensor) for every tensor of @manifest (a Manifest), file by file in
-    data order. @register: "reuse" (register a slot when it is reused), "always", "never", True
-    (always), False (never), None ("reuse" over shm, "never" over TCP, where registering is a no-op).
+    data order. @register: "always" (register each slot when made), "reuse" (when first reused),
+    "never", True (always), False (never), None ("always" over shm, "never" over TCP, where
+    registering is a no-op).
     @progress: a tqdm-like object with update(nbytes), or None. @names: only these tensor names (a
     set). @stats: a dict filled at the end with windows, slots, reused, registered, retired.
     Raises LoadError."""
@@ -289,7 +288,7 @@ def iter_tensors(client, manifest, *, window=DEFAULT_WINDOW, read_size=DEFAULT_R
                 dtypes[t.dtype] = torch_dtype(t.dtype)
 
     if register is None:
-        mode = "reuse" if client.transport == "shm" else "never"
+        mode = "always" if client.transport == "shm" else "never"
     else:
         mode = {True: "always", False: "never"}.get(register, register)
         if mode not in ("always", "never", "reuse"):
