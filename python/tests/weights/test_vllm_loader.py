@@ -2,6 +2,7 @@
 
 import json
 import logging
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -155,3 +156,43 @@ def test_loader_options_defaults(monkeypatch):
     assert o.nsid == 1 and o.queues == 4 and o.register is None and o.strict is True
     with pytest.raises(ValueError, match="JSON object"):
         LoaderOptions.from_extra_config([1])
+
+
+def test_installed_entry_points(tmp_path, daemon, subnqn):
+    """pip-installed (from a copy of python/): vLLM finds the plugin through the
+    vllm.general_plugins entry point (as vllm.plugins.load_general_plugins does, with
+    importlib.metadata) and registers the loader, and the nkv-weights console script runs."""
+    import importlib.util
+    import shutil
+    if not importlib.util.find_spec("pip") or not importlib.util.find_spec("setuptools"):
+        pytest.skip("pip or setuptools missing")
+    root = Path(__file__).resolve().parents[3]
+    src, inst = tmp_path / "src", tmp_path / "inst"
+    shutil.copytree(root / "python", src, ignore=shutil.ignore_patterns("tests", "__pycache__", "build", "*.egg-info"))
+    r = subprocess.run([sys.executable, "-m", "pip", "install", "--no-build-isolation", "--no-deps", "--no-index",
+                        "--target", str(inst), str(src)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    import rados_nkv
+    env = cli_env()
+    env["NKV_LIBRARY"] = rados_nkv.library_path  # the installed copy finds no build tree
+    env["PYTHONPATH"] = os.pathsep.join([str(inst), STANDINS])
+    code = ("import importlib.metadata as md, rados_nkv\n"
+            "assert rados_nkv.__file__.startswith(%r), rados_nkv.__file__\n"
+            "eps = [e for e in md.entry_points(group='vllm.general_plugins') if e.name == 'rados_nkv']\n"
+            "assert len(eps) == 1, eps\n"
+            "fn = eps[0].load()\n"
+            "assert fn() is True and fn() is True\n"
+            "from vllm.model_executor.model_loader import get_model_loader, _LOAD_FORMAT_TO_MODEL_LOADER\n"
+            "from vllm.config import LoadConfig\n"
+            "l = get_model_loader(LoadConfig(load_format='rados_nkv', model_loader_extra_config={'target': 'x'}))\n"
+            "print(type(l).__name__)\n" % str(inst))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "RadosNkvModelLoader", r.stdout + r.stderr
+    script = inst / "bin" / "nkv-weights"
+    assert script.exists()
+    env["PYTHONPATH"] = str(inst)
+    r = subprocess.run([sys.executable, str(script), "-t", daemon.target("shm"), "--subnqn", subnqn, "ls"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run([sys.executable, str(script), "bogus"], capture_output=True, text=True, env=env, timeout=60)
+    assert r.returncode == 64
