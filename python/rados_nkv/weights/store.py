@@ -8,11 +8,14 @@ read from the file straight into the bytes that are sent (Client.put_named() wou
 """
 
 import concurrent.futures as cf
+import contextlib
 import hashlib
 import json
 import logging
 import os
+import threading
 import time
+import weakref
 
 from .. import longname
 from ..errors import NkvError, BatchError
@@ -108,6 +111,34 @@ class _Slots:
         return self.halves[half][base:base + nbytes]
 
 
+# Client.alloc() memory lives as long as its client, so the buffers of one upload or verify are
+# kept for the next call on the same client instead of allocating more each time; a call takes a
+# set out of the cache and puts it back, so calls running at once never share one.
+_cache = weakref.WeakKeyDictionary()
+_cache_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _slots_for(client, n, slot):
+    with _cache_lock:
+        free = _cache.setdefault(client, [])
+        fit = [x for x in free if x.slot >= slot and x.n >= n]
+        got = min(fit, key=lambda x: x.n * x.slot) if fit else None
+        if got is not None:
+            free.remove(got)
+    if got is None:
+        got = _Slots(client, n, slot)
+    try:
+        yield got
+    finally:
+        with _cache_lock:
+            free = _cache.setdefault(client, [])
+            free.append(got)
+            if len(free) > 2:  # keep the two largest
+                free.sort(key=lambda x: x.n * x.slot)
+                del free[0]
+
+
 def _batches(items, per):
     for i in range(0, len(items), per):
         yield items[i:i + per]
@@ -164,7 +195,8 @@ def upload(client, model_dir, model, rev, *, chunk_size=None, force=False, infli
     todo = [(entries[n], i) for n in files for i in range(entries[n].chunks)]
     slot = _round_up(hmax + chunk_size, PAGE)
     per = max(1, min(len(todo), MAX_BATCH, inflight // (2 * slot)))
-    slots = _Slots(client, per, slot)
+    hold = _slots_for(client, per, slot)
+    slots = hold.__enter__()
     bar = _progress(progress, sum(sizes.values()), "upload %s %s" % (model, rev))
     fsha = {n: hashlib.sha256() for n in files}
     fds = {}
@@ -195,7 +227,8 @@ def upload(client, model_dir, model, rev, *, chunk_size=None, force=False, infli
                            sum(fe.chunk_len(i) for fe, i in batch))
             if pending is not None:
                 _finish_store(pending, bar)
-    finally:
+    finally:  # (the pool's exit waited for any store in flight: the buffers are free again)
+        hold.__exit__(None, None, None)
         for f in fds.values():
             f.close()
         if bar is not None:
@@ -269,7 +302,8 @@ def verify(client, model, rev, *, model_dir=None, inflight=DEFAULT_INFLIGHT, pro
     hmax = max([longname.header_size(nm) for _f, _i, nm in todo] or [0])
     slot = _round_up(hmax + m.chunk_size, PAGE)
     per = max(1, min(len(todo) or 1, MAX_BATCH, inflight // (2 * slot)))
-    slots = _Slots(client, per, slot)
+    hold = _slots_for(client, per, slot)
+    slots = hold.__enter__()
     fsha = {f.name: hashlib.sha256() for f in m.files}
     broken = set()  # files with a chunk that could not be hashed in sequence
     bar = _progress(progress, m.total_bytes, "verify %s %s" % (model, rev))
@@ -334,6 +368,7 @@ def verify(client, model, rev, *, model_dir=None, inflight=DEFAULT_INFLIGHT, pro
     except NkvError as e:
         raise WeightsError("reading chunks: %s" % _fmt_err(e)) from None
     finally:
+        hold.__exit__(None, None, None)
         if bar is not None:
             bar.close()
     for f in m.files:

@@ -115,6 +115,9 @@ def test_upload_twice_and_force(client, model_dir, model_name, tmp_path):
     probs = verify(client, model_name, "main", model_dir=d, progress=False)[1]
     assert len(probs) == 2 and all("local SHA-256" in p for p in probs)
     remove(client, model_name, "main")
+    # the transfer buffers (Client.alloc memory, which lives as long as the client) are reused
+    from rados_nkv.weights import store
+    assert 1 <= len(store._cache[client]) <= 2
 
 
 def test_chunk_size_limits(client, model_dir, model_name):
