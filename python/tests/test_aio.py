@@ -184,3 +184,24 @@ def test_aclose(daemon, transport, key):
         with pytest.raises(ValueError, match="closed"):
             await aio.retrieve(key("x"))
     run(main())
+
+
+def test_close_while_tasks_wait(daemon, transport, key):
+    """close() from another thread while coroutines await their batches: the engine completes every
+    accepted op first, so each waiting call gets its real result; later calls see a closed client."""
+    c = daemon.connect(transport)
+    v = os.urandom(16 << 20)
+    c.store(key("w"), v)
+
+    async def main():
+        outs = [bytearray(len(v)) for _ in range(4)]
+        tasks = [asyncio.ensure_future(c.aio.retrieve_into(key("w"), o)) for o in outs]
+        await asyncio.sleep(0)          # all four submitted
+        await asyncio.get_running_loop().run_in_executor(None, c.close)
+        assert await asyncio.gather(*tasks) == [len(v)] * 4
+        assert all(o == v for o in outs)
+        with pytest.raises(ValueError):
+            await c.aio.exist(key("w"))
+    run(main())
+    with daemon.connect(transport) as c2:
+        assert c2.delete(key("w"))

@@ -160,3 +160,21 @@ def test_errors_pickle(client, key):
     e2 = pickle.loads(pickle.dumps(ei.value))
     assert type(e2) is NkvError and e2.errno == ei.value.errno and e2.status == ei.value.status
     assert str(e2) == str(ei.value)
+
+
+def test_close_releases_threads_and_fds(daemon, transport):
+    """Each client owns an engine (a thread per queue pair), sockets and, over shm, memfds: close()
+    gives all of them back."""
+    import os
+
+    def counts():
+        return len(os.listdir("/proc/self/task")), len(os.listdir("/proc/self/fd"))
+    daemon.connect(transport).close()          # first-use allocations (libraries, caches) out of the way
+    before = counts()
+    for _ in range(10):
+        c = daemon.connect(transport, queues=3)
+        c.alloc(1 << 20)
+        c.store(b"cyc", b"x")
+        c.aio                                   # an AsyncClient too
+        c.close()
+    assert counts() == before

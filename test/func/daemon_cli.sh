@@ -418,6 +418,29 @@ check "store a 1 MiB file" 0 "stored big1 \(1 MiB\)"
 no retrieve big1 "$T/r1m"
 check "retrieve to a file" 0
 cmp -s "$T/v1m" "$T/r1m" && ok "retrieved file == stored file (1 MiB)" || fail "retrieved 1 MiB file differs"
+# Part of a value (--offset: Retrieve Range, vendor F2h), compared with the same bytes cut from the file.
+no retrieve big1 "$T/rr" --offset 123457 --max-size 4096
+check "retrieve --offset 123457 --max-size 4096: a truncation warning" 0 "only 4 KiB from offset 123457 returned"
+tail -c +123458 "$T/v1m" | head -c 4096 >"$T/want"
+cmp -s "$T/want" "$T/rr" && ok "--offset 123457: the 4 KiB at that offset" || fail "--offset 123457 bytes differ"
+no retrieve big1 "$T/rr" --offset 1048000
+check "retrieve --offset 1048000 (default buffer)" 0
+tail -c 576 "$T/v1m" >"$T/want"
+cmp -s "$T/want" "$T/rr" && ok "--offset near the end: the last 576 bytes" || fail "--offset 1048000 bytes differ"
+no retrieve big1 --offset 0x100000
+check "retrieve --offset at the end (1 MiB, hex): exit 0 and a warning" 0 "at or past the end of the value"
+if [ -s "$T/out" ]; then fail "--offset at the end wrote bytes"; show; else ok "--offset at the end writes nothing"; fi
+no retrieve big1 --offset 4096G
+check "retrieve --offset 4096G (past any value): exit 0" 0 "at or past the end"
+no -o json retrieve big1 "$T/rr" --offset 1048570
+check_json "retrieve --offset -o json is JSON"
+[ "$(json_get 'j["offset"], j["value_size"], j["bytes"], j["truncated"]')" = "1048570 1048576 6 False" ] &&
+	cmp -s <(tail -c 6 "$T/v1m") "$T/rr" && ok "retrieve --offset -o json: offset, value_size, bytes, the last 6 bytes" ||
+	{ fail "retrieve --offset -o json fields"; show; }
+no retrieve no-such-key --offset 5
+check "retrieve --offset of a missing key exits 2" 2 "not exist"
+no retrieve big1 --offset x12
+check "a bad --offset exits 64" 64 "bad --offset"
 
 printf 'hello\nfrom stdin\0with a NUL' >"$T/small"
 run_in "$T/small" 30 "$CLI" --timeout 10000 -s "$PIO" -n "$NQN_OPEN" store piped -

@@ -17,6 +17,8 @@
  *           with Invalid Command Opcode (01h) in every direction, also through libnkv's
  *           nkv_vendor_exec() (sync and async, registered and bounced buffers), and the queues keep
  *           serving Store/Retrieve
+ *  range    Retrieve Range: nkv_dev_sqe_retrieve_range() packing; 17 slices of one 64 KiB value at
+ *           unaligned offsets (the last past the end) in one batch, each verified with DW0; 87h, 02h
  *  cuda     nkv_shm_reg_cuda() with a made-up CUDA IPC handle fails cleanly (-ENOTSUP where the target
  *           loads no CUDA runtime, -ENODEV where it does but cannot open the handle), bad arguments
  *           are -EINVAL, nothing stays registered, and the controller still serves Store/Retrieve
@@ -182,9 +184,14 @@ static void exec_libnkv(const uint8_t *key, unsigned klen, const uint8_t inl[8])
 	rc = nkv_vendor_exec(lq, NSID, key, klen, 0x82, inl, 8, reg, 8192, &osz, &cpl);
 	CHECK(rc == -EOPNOTSUPP && (cpl.status & 0x7ff) == NKV_SC_INVALID_OPCODE && cpl.xfer == 0 && osz == 0xabcd,
 	      "nkv_vendor_exec 82h (registered): %d status %#x xfer %u out_size %u", rc, cpl.status, cpl.xfer, osz);
-	rc = nkv_vendor_exec(lq, NSID, key, klen, 0xfe, NULL, 0, bounced, 8192, &osz, &cpl);
+	rc = nkv_vendor_exec(lq, NSID, key, klen, 0xee, NULL, 0, bounced, 8192, &osz, &cpl);
 	CHECK(rc == -EOPNOTSUPP && (cpl.status & 0x7ff) == NKV_SC_INVALID_OPCODE && cpl.xfer == 0,
-	      "nkv_vendor_exec FEh (bounced): %d status %#x", rc, cpl.status);
+	      "nkv_vendor_exec EEh (bounced): %d status %#x", rc, cpl.status);
+	/* F0h-FFh are built-in vendor commands with layouts of their own: never sent as an Exec */
+	rc = nkv_vendor_exec(lq, NSID, key, klen, 0xfe, NULL, 0, bounced, 8192, &osz, &cpl);
+	CHECK(rc == -EINVAL, "nkv_vendor_exec FEh (a built-in vendor opcode) refused: %d", rc);
+	rc = nkv_vendor_exec(lq, NSID, key, klen, NKV_VS_RETRIEVE_RANGE, NULL, 0, bounced, 8192, &osz, &cpl);
+	CHECK(rc == -EINVAL, "nkv_vendor_exec F2h (Retrieve Range) refused: %d", rc);
 	memset(bounced, 0x5a, 8192);
 	rc = nkv_vendor_exec(lq, NSID, key, klen, 0x81, bounced, 8192, NULL, 0, NULL, &cpl);
 	CHECK(rc == -EOPNOTSUPP && (cpl.status & 0x7ff) == NKV_SC_INVALID_OPCODE, "nkv_vendor_exec 81h: %d status %#x",
@@ -242,6 +249,9 @@ static void test_exec(void)
 	CHECK(nkv_dev_sqe_exec(&s, 0x82, NSID, key, klen, 16, inl, 9, 0, 0) == NKV_DEV_EINVAL, "9 inline bytes");
 	CHECK(nkv_dev_sqe_exec(&s, 0x81, NSID, key, klen, 16, inl, 1, 0, 0) == NKV_DEV_EINVAL, "inline with 01b");
 	CHECK(nkv_dev_sqe_exec(&s, 0x80, NSID, key, klen, 16, inl, 1, 0, 0) == NKV_DEV_EINVAL, "a size with 00b");
+	CHECK(nkv_dev_sqe_exec(&s, NKV_VS_RETRIEVE_RANGE, NSID, key, klen, 16, NULL, 0, 0, 0) == NKV_DEV_EINVAL,
+	      "opcode F2h (built-in Retrieve Range)");
+	CHECK(nkv_dev_sqe_exec(&s, 0xfe, NSID, key, klen, 16, NULL, 0, 0, 0) == NKV_DEV_EINVAL, "opcode FEh (built in)");
 	CHECK(((const uint8_t *)&s)[0] == 0xa5 && ((const uint8_t *)&s)[63] == 0xa5, "SQE written on a refusal");
 
 	int rc = nkv_devq_create(g_ctrl, 16, &dq);
@@ -285,6 +295,82 @@ static void test_exec(void)
 	nkv_devq_destroy(dq);
 
 	exec_libnkv(key, klen, inl);
+}
+
+/* ---- Retrieve Range: slices of one value, one batch ------------------------------------------------ */
+
+#define RANGE_VLEN (64u << 10)
+#define RANGE_N 17 /* 16 slices of 4 KiB at unaligned offsets, the last straddling the end; one past it */
+
+static void test_range(void)
+{
+	struct nkv_devq *dq;
+	struct area big, a;
+	struct nkv_sqe s;
+	struct nkv_dev_cpl c;
+	uint8_t key[16], k2[16];
+	unsigned klen;
+	uint32_t t0 = 0;
+	key_of(0x5a1ce, key, &klen);
+
+	int rc = nkv_devq_create(g_ctrl, 32, &dq);
+	CHECK(rc == 0, "devq create: %d", rc);
+	if (rc)
+		return;
+	struct nkv_dev_qp *qp = nkv_devq_qp(dq);
+	CHECK(area_init(&big, 1, RANGE_VLEN) && area_init(&a, RANGE_N, VLEN), "areas");
+	fill(&big, 0, 0x5a1ce);
+	nkv_dev_sqe_kv(&s, NKV_KV_STORE, NSID, key, klen, RANGE_VLEN, big.prp1[0], big.prp2[0]);
+	CHECK((rc = dev_cmd(qp, &s, &c)) == 0, "store 64 KiB: %#x", rc);
+
+	/* packing: nkv_sqe_retrieve_range's fields plus the PRPs */
+	nkv_dev_sqe_retrieve_range(&s, NSID, key, klen, VLEN, 0x100000007ull, a.prp1[0], a.prp2[0]);
+	nkv_sqe_get_key(&s, k2);
+	CHECK(s.opc == NKV_VS_RETRIEVE_RANGE && nkv_get32(&s.nsid) == NSID && nkv_get32(&s.cdw10) == VLEN &&
+		      nkv_get32(&s.cdw11) == klen && nkv_get32(&s.cdw12) == 7 && nkv_get32(&s.cdw13) == 1 &&
+		      memcmp(k2, key, klen) == 0 && nkv_get64(s.dptr) == a.prp1[0] && nkv_get64(s.dptr + 8) == a.prp2[0],
+	      "F2h SQE packing: opc %#x cdw10 %u cdw11 %#x cdw12 %#x cdw13 %#x", s.opc, nkv_get32(&s.cdw10),
+	      nkv_get32(&s.cdw11), nkv_get32(&s.cdw12), nkv_get32(&s.cdw13));
+
+	/* one batch, as a warp would: reserve RANGE_N tickets, write every SQE, one doorbell */
+	memset(a.data, 0xee, (size_t)RANGE_N * VLEN);
+	rc = nkv_dev_reserve(qp, RANGE_N, BUDGET, &t0);
+	CHECK(rc == NKV_DEV_OK, "reserve %u tickets: %d", RANGE_N, rc);
+	if (rc != NKV_DEV_OK)
+		goto out;
+	for (uint32_t i = 0; i < RANGE_N; i++) {
+		uint64_t off = i < RANGE_N - 1 ? (uint64_t)i * VLEN + 3 * i + 1 : RANGE_VLEN + 1;
+		nkv_dev_sqe_retrieve_range(&s, NSID, key, klen, VLEN, off, a.prp1[i], a.prp2[i]);
+		if ((rc = nkv_dev_put(qp, t0 + i, &s, BUDGET)) < 0)
+			break;
+	}
+	CHECK(rc >= 0 && nkv_dev_publish(qp, t0, RANGE_N, BUDGET) == NKV_DEV_OK, "put and publish %u ranges", RANGE_N);
+	unsigned good = 0;
+	for (uint32_t i = 0; i < RANGE_N; i++) {
+		uint64_t off = i < RANGE_N - 1 ? (uint64_t)i * VLEN + 3 * i + 1 : RANGE_VLEN + 1;
+		uint32_t want = nkv_range_xfer(RANGE_VLEN, off, VLEN), j;
+		const uint8_t *p = a.data + (size_t)i * VLEN;
+		if (nkv_dev_wait(qp, t0 + i, &c, BUDGET) != NKV_DEV_OK || (c.status & 0x7ff) || c.dw0 != RANGE_VLEN)
+			continue;
+		for (j = 0; j < want && p[j] == val_byte(0x5a1ce, (uint32_t)off + j); j++)
+			;
+		good += j == want && (want == VLEN || p[want] == 0xee);
+	}
+	CHECK(good == RANGE_N, "%u of %u ranges in one batch: DW0 = 64 KiB and the bytes of each slice (the last "
+			       "straddling the end, one past it)", good, RANGE_N);
+	/* errors on the device queue: an absent key, reserved CDW11 bits */
+	key_of(0xdead5, k2, &klen);
+	nkv_dev_sqe_retrieve_range(&s, NSID, k2, klen, VLEN, 0, a.prp1[0], a.prp2[0]);
+	CHECK((rc = dev_cmd(qp, &s, &c)) == NKV_SC_KV_KEY_NOT_EXIST, "range of an absent key: %#x", rc);
+	key_of(0x5a1ce, key, &klen);
+	nkv_dev_sqe_retrieve_range(&s, NSID, key, klen, VLEN, 0, a.prp1[0], a.prp2[0]);
+	nkv_put32(&s.cdw11, nkv_get32(&s.cdw11) | 0x100u);
+	CHECK((rc = dev_cmd(qp, &s, &c)) == NKV_SC_INVALID_FIELD, "range with CDW11 bit 8 set: %#x", rc);
+	CHECK(qp->bad_cqes == 0 && qp->inflight == 0, "bad %u inflight %u", qp->bad_cqes, qp->inflight);
+out:
+	area_free(&big);
+	area_free(&a);
+	nkv_devq_destroy(dq);
 }
 
 /* ---- basic and wrap ----------------------------------------------------------------------------- */
@@ -788,7 +874,7 @@ int main(void)
 	} groups[] = {
 		{"basic", test_basic}, {"wrap", test_wrap},   {"ticket", test_ticket},
 		{"batch", test_batch}, {"torn", test_torn},   {"bounded", test_bounded},
-		{"exec", test_exec},   {"cuda", test_cuda},
+		{"exec", test_exec},   {"range", test_range}, {"cuda", test_cuda},
 	};
 	for (unsigned i = 0; i < sizeof(groups) / sizeof(groups[0]); i++) {
 		unsigned f0 = h_fail;

@@ -39,6 +39,13 @@ EOF
 }
 SAY='{"opcode": "0x82", "class": "hello", "method": "say_hello", "mode": "read", "input": "rados-"}'
 REPLAY='{"opcode": "0x86", "class": "hello", "method": "replay", "mode": "read"}'
+# 0xf0-0xff are rados-nkv's built-in vendor commands (0xf2: Retrieve Range): no allowlist may name one.
+for o in '"0xf2"' 240 '"ffh"'; do
+	conf "$SAY, {\"opcode\": $o, \"class\": \"hello\", \"method\": \"say_hello\", \"mode\": \"read\"}"
+	run 20 "$D" -c "$T/conf.json" --check
+	check "an allowlist naming opcode $o is refused (a built-in vendor opcode)" 1 \
+		"exec 1: \"opcode\" 0x(f2|f0|ff) is reserved: 0xf0-0xff are rados-nkv's built-in vendor commands"
+done
 conf "$SAY, $REPLAY"
 "$D" -c "$T/conf.json" --pid-file "$T/pid" 2>"$T/d.log" &
 DPID=$!
@@ -71,6 +78,8 @@ else
 fi
 run 20 "${C[@]}" exec hkey 0x9a
 check "an opcode not allowlisted: Invalid Command Opcode" 1 "Invalid Command Opcode"
+run 20 "${C[@]}" exec hkey 0xf2
+check "nkv exec 0xf2 (a built-in vendor opcode) is bad usage" 64 "0xf2 is a built-in vendor command"
 
 # SIGHUP: drop 0x82 from the allowlist, then bring it back.
 conf "$REPLAY"
@@ -85,6 +94,15 @@ if [ "$BACKEND" = rados ]; then
 else
 	check "after SIGHUP with 0x82 again: allowlisted (C0h on mem)" 1 "class or method not available on the OSD"
 fi
+conf "$REPLAY, {\"opcode\": \"0xf2\", \"class\": \"hello\", \"method\": \"say_hello\", \"mode\": \"read\"}"
+kill -HUP "$DPID"; sleep 1
+run 20 "${C[@]}" exec hkey 0x82 --arg 6e6b76
+if [ "$BACKEND" = rados ]; then
+	check "SIGHUP with 0xf2 in the allowlist: refused, 0x82 still runs" 0 "^Hello, rados-nkv!$"
+else
+	check "SIGHUP with 0xf2 in the allowlist: refused, 0x82 still allowlisted (C0h on mem)" 1 "not available on the OSD"
+fi
+grep -q '"opcode" 0xf2 is reserved' "$T/d.log" && ok "the refused reload is logged" || fail "no reload error: $(tail -3 "$T/d.log")"
 printf '{"broken' >>"$T/conf.json"
 kill -HUP "$DPID"; sleep 1
 run 20 "${C[@]}" exec hkey 0x86

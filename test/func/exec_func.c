@@ -102,6 +102,9 @@ static void test_bad_rules(void)
 		{.opcode = 0x82, .cls = "hello", .method = "record_hello", .write = true}, /* write with output */
 		{.opcode = 0x84, .cls = "", .method = "x"},                       /* no class */
 		{.opcode = 0x84, .cls = "hello", .method = "say_hello", .create = true}, /* read method "create" */
+		{.opcode = 0xf2, .cls = "hello", .method = "say_hello"},          /* built-in: Retrieve Range */
+		{.opcode = 0xf0, .cls = "hello", .method = "say_hello"},          /* built-in range, unassigned */
+		{.opcode = 0xfe, .cls = "hello", .method = "say_hello"},
 	};
 	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		CHECK(nkv_ns_set_exec(H.ss, 1, &bad[i], 1) == -EINVAL, "bad rule %u refused", i);
@@ -119,7 +122,7 @@ static void test_effects(struct h_qp *a, const struct nkv_exec_rule *r, unsigned
 	CHECK(h_admin(a, &s, log, sizeof(log), NULL) == 0, "log 05h for CSI 01h");
 	const struct nkv_log_effects *e = (const struct nkv_log_effects *)log;
 	unsigned listed = 0, wrong = 0;
-	for (unsigned opc = NKV_EXEC_OPC_FIRST; opc < 256; opc++) {
+	for (unsigned opc = NKV_EXEC_OPC_FIRST; opc < NKV_VS_OPC_FIRST; opc++) { /* F0h-FFh: built in */
 		uint32_t v = nkv_get32(&e->iocs[opc]), want = 0;
 		for (unsigned i = 0; i < n; i++)
 			if (r[i].opcode == opc)
@@ -128,6 +131,7 @@ static void test_effects(struct h_qp *a, const struct nkv_exec_rule *r, unsigned
 		wrong += v != want;
 	}
 	CHECK(listed == n && wrong == 0, "log 05h lists the %u allowlisted opcodes (%u listed, %u wrong)", n, listed, wrong);
+	CHECK(nkv_get32(&e->iocs[NKV_VS_RETRIEVE_RANGE]) == NKV_EFFECTS_CSUPP, "log 05h lists the built-in F2h too");
 }
 
 int main(int argc, char **argv)

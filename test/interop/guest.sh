@@ -115,7 +115,7 @@ t_effects() { # Commands Supported and Effects, CSI 1 (the log the kernel reads 
 	# CSUPP (bit 0) for each KV opcode in the I/O part (dword 256 + opcode)
 	nvme effects-log /dev/$CTRL --csi=1 -b >$T/eff 2>$T/out || return 1
 	[ $(wc -c <$T/eff) -ge 2048 ] || return 1
-	for o in 1 2 6 16 20; do
+	for o in 1 2 6 16 20 242; do # ... and F2h, rados-nkv's built-in Retrieve Range
 		v=$(od -An -v -tu4 -j $((1024 + o * 4)) -N 4 $T/eff | tr -d ' ')
 		echo "io opcode $o: effects $v"
 		[ $((v & 1)) -eq 1 ] || return 1
@@ -198,13 +198,23 @@ t_exec() {
 }
 t_exec_free() { ! kv 0x9a exkey 5 0 64 64 --read --input-file=$T/got && is_status 0x01; }
 
+# Retrieve Range (F2h, nkv_spec.h): Retrieve's layout plus the byte offset in CDW12 (low) / CDW13.
+range() { rm -f "$4"; kv 0xf2 "$1" ${#1} 0 "$3" "$3" --cdw12=$2 --read --input-file="$4"; } # KEY OFF HBS OUT
+t_range() { # KEY FILE OFF HBS: the bytes at OFF, DW0 = the full size
+	n=$(wc -c <"$2")
+	range "$1" $3 $4 $T/got || return 1
+	tail -c +$(($3 + 1)) "$2" | head -c $4 >$T/want
+	echo "range $3+$4 of $n: $(wc -c <$T/want) bytes expected"
+	is_result $n && cmp $T/want $T/got
+}
+
 suite() { # TAG: the KV checks on the current connection
 	tag=$1
 	check "[$tag] id-ctrl: CNTLID matches the connection, SUBNQN, KAS, IOCCSZ, IORCSZ" t_idctrl
 	check "[$tag] list-subsys shows $NQN live over tcp to $HOST:$PORT" t_subsys
 	check "[$tag] ns-descs: namespace $NSID reports CSI 1 (KV)" t_nsdescs
 	check "[$tag] KV namespace is $NG only (no block device)" t_noblock
-	check "[$tag] effects log CSI 1: CSUPP for Store, Retrieve, List, Delete, Exist" t_effects
+	check "[$tag] effects log CSI 1: CSUPP for Store, Retrieve, List, Delete, Exist, Retrieve Range (F2h)" t_effects
 	check "[$tag] Store (01h) + Retrieve (02h) 4 KiB: data identical, DW0 = 4096" t_store_retrieve k4k $T/v4k
 	check "[$tag] Retrieve into a 100-byte buffer: first 100 bytes, DW0 = 4096" t_truncated k4k $T/v4k
 	check "[$tag] Retrieve with host buffer 0: DW0 = 4096" t_probe k4k 4096
@@ -261,6 +271,14 @@ if [ -n "$NG" ]; then
 	check "vendor Exec 82h (allowlisted hello.say_hello, inline 'nkv'): $want" t_exec
 	check "vendor opcode 9Ah (not allowlisted): 01h" t_exec_free
 	delete exkey
+	check "Store 1 MiB for Retrieve Range" store k1m $T/v1m
+	check "Retrieve Range (F2h) 4 KiB at offset 123457 of 1 MiB: those bytes, DW0 = 1048576" t_range k1m $T/v1m 123457 4096
+	check "Retrieve Range straddling the end (offset 1048000, buffer 4096): the last 576 bytes" \
+		eval 'range k1m 1048000 4096 $T/got && is_result 1048576 && tail -c 576 $T/v1m >$T/want && head -c 576 $T/got | cmp $T/want -'
+	check "Retrieve Range of an absent key: 87h" t_absent range nokey 0 4096 $T/got
+	check "Retrieve Range with CDW11 bit 8 set: 02h" \
+		eval '! kv 0xf2 k1m 3 1 4096 4096 --read --input-file=$T/got && is_status 0x02'
+	delete k1m
 	dmesg | grep -i 'effects' | sed 's/^/# kernel: /'
 fi
 check "nvme disconnect -n $NQN; the namespace device goes away" disconnect

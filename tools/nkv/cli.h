@@ -27,6 +27,8 @@ struct cli {
 	bool ns;               /* identify --ns */
 	unsigned store_opts;
 	uint64_t max_size;     /* retrieve --max-size (0: namespace KVVML) */
+	uint64_t offset;       /* retrieve --offset: first byte of the value (Retrieve Range, F2h) */
+	bool offset_set;       /* --offset given (even 0): send Retrieve Range */
 	uint64_t max_keys;     /* list --max (0: all) */
 	const char *exec_in;   /* exec --in FILE ("-": stdin) */
 	const char *exec_arg;  /* exec --arg HEX */

@@ -284,16 +284,22 @@ int cmd_retrieve(struct cli *c)
 	uint8_t *buf = NULL;
 	struct nkv_cpl cpl = {0};
 	uint32_t vsize = 0;
+	uint64_t off = c->offset;
+	bool range = c->offset_set; /* Retrieve Range (F2h): the value from byte off on */
 	int rc;
 	for (int attempt = 0;; attempt++) {
 		free(buf);
 		buf = malloc(hbs ? hbs : 1);
 		if (!buf)
 			return cli_fail(c, "retrieve", -ENOMEM, NULL, NULL);
-		rc = nkv_retrieve(c->qp, c->nsid, key, klen, buf, (uint32_t)hbs, &vsize, &cpl);
-		/* The value outgrew the default buffer: retry once with its exact size. */
-		if (rc == 0 && vsize > hbs && !explicit_size && attempt == 0) {
-			hbs = vsize;
+		if (range)
+			rc = nkv_retrieve_range(c->qp, c->nsid, key, klen, off, buf, (uint32_t)hbs, NULL, &vsize, &cpl);
+		else
+			rc = nkv_retrieve(c->qp, c->nsid, key, klen, buf, (uint32_t)hbs, &vsize, &cpl);
+		/* The value (from the offset) outgrew the default buffer: retry once with its exact size. */
+		uint64_t rest = range ? (vsize > off ? vsize - off : 0) : vsize;
+		if (rc == 0 && rest > hbs && !explicit_size && attempt == 0) {
+			hbs = rest;
 			continue;
 		}
 		break;
@@ -305,13 +311,23 @@ int cmd_retrieve(struct cli *c)
 			snprintf(d, sizeof(d), "namespace %u", c->nsid);
 		return cli_fail(c, "retrieve", rc, &cpl, d);
 	}
-	uint32_t got = cpl.xfer < vsize ? cpl.xfer : vsize;
-	bool truncated = vsize > got;
+	/* what the value holds from the offset on (all of it without --offset), and what came back */
+	uint32_t rest = range ? nkv_range_xfer(vsize, off, UINT32_MAX) : vsize;
+	uint32_t got = cpl.xfer < rest ? cpl.xfer : rest;
+	bool truncated = rest > got;
 	bool to_stdout = strcmp(path, "-") == 0;
-	if (truncated) {
+	if (truncated && !range) {
 		char b1[32], b2[32];
 		fprintf(stderr, "nkv: warning: value is %s, only the first %s returned (use --max-size %u)\n",
 			size_str(vsize, b1), size_str(got, b2), vsize);
+	} else if (truncated) {
+		char b1[32], b2[32];
+		fprintf(stderr, "nkv: warning: value is %s, only %s from offset %llu returned (use --max-size %u)\n",
+			size_str(vsize, b1), size_str(got, b2), (unsigned long long)off, rest);
+	} else if (range && off >= vsize) {
+		char b1[32];
+		fprintf(stderr, "nkv: warning: offset %llu is at or past the end of the value (%s): nothing returned\n",
+			(unsigned long long)off, size_str(vsize, b1));
 	}
 	if (c->json) {
 		if (!to_stdout && (rc = write_output(path, buf, got)) < 0) {
@@ -324,6 +340,8 @@ int cmd_retrieve(struct cli *c)
 		}
 		printf("{\"command\":\"retrieve\",");
 		json_key(c, key, klen);
+		if (range)
+			printf(",\"offset\":%llu", (unsigned long long)off);
 		printf(",\"value_size\":%u,\"bytes\":%u,\"truncated\":%s", vsize, got, truncated ? "true" : "false");
 		if (to_stdout) {
 			printf(",\"value\":");

@@ -49,14 +49,17 @@ static int arg_parse(const struct cli *c, const char *s, uint8_t out[8], unsigne
 	return 0;
 }
 
-/* OPCODE: 0x80 to 0xff, hex with 0x or decimal; not direction 11b. @return 0 or EXIT_USAGE. */
+/* OPCODE: 0x80 to 0xef, hex with 0x or decimal; not direction 11b. @return 0 or EXIT_USAGE. */
 static int opcode_parse(const struct cli *c, const char *s, uint8_t *opc)
 {
 	char *end;
 	errno = 0;
 	unsigned long v = strtoul(s, &end, 0);
 	if (errno || end == s || *end || *s == '-' || v < NKV_EXEC_OPC_FIRST || v > 0xff)
-		return cli_usage(c, "exec: bad opcode '%s' (a vendor Exec opcode: 0x80 to 0xff, hex with 0x or decimal)", s);
+		return cli_usage(c, "exec: bad opcode '%s' (a vendor Exec opcode: 0x80 to 0xef, hex with 0x or decimal)", s);
+	if (v >= NKV_VS_OPC_FIRST)
+		return cli_usage(c, "exec: opcode %#lx is a built-in vendor command (0xf0-0xff), not an Exec; Retrieve Range "
+				 "(0xf2) is 'nkv retrieve --offset'", v);
 	if (nkv_opc_xfer((uint8_t)v) == NKV_XFER_BIDI)
 		return cli_usage(c, "exec: opcode %#lx has data direction 11b (bidirectional), which no Exec uses", v);
 	*opc = (uint8_t)v;

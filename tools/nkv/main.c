@@ -25,10 +25,11 @@ static const char g_usage[] =
 	"        [--must-exist | --must-not-exist]\n"
 	"  retrieve KEY [FILE|-]         write a value to FILE or stdout\n"
 	"        [--max-size N]          buffer size (default: the namespace's max value size)\n"
+	"        [--offset N]            from byte N of the value on (Retrieve Range)\n"
 	"  delete KEY                    delete a key\n"
 	"  exist KEY                     exit 0 if KEY exists, 2 if not\n"
 	"  list [START_KEY] [--max N]    list keys >= START_KEY in order (all pages)\n"
-	"  exec KEY OPCODE               run vendor Exec OPCODE (0x80-0xff): the RADOS class method\n"
+	"  exec KEY OPCODE               run vendor Exec OPCODE (0x80-0xef): the RADOS class method\n"
 	"                                the namespace allowlists for it, on KEY's object\n"
 	"        [--in FILE|- | --arg HEX]  input: a file (01b opcodes) or up to 8 bytes (00b, 10b)\n"
 	"        [--out FILE|-] [--size N]  output of 10b opcodes (default stdout), buffer (default 1M)\n"
@@ -86,16 +87,19 @@ static const struct cmd g_cmds[] = {
 	 "  Store FILE (or stdin) under KEY. --must-exist: only replace (exit 2 if absent);\n"
 	 "  --must-not-exist: only create (exit 3 if present)."},
 	{"retrieve", cmd_retrieve, 1, 2,
-	 "nkv retrieve KEY [FILE|-] [--max-size N]\n"
+	 "nkv retrieve KEY [FILE|-] [--max-size N] [--offset N]\n"
 	 "  Write KEY's value to FILE or stdout. Without --max-size the buffer is the namespace's\n"
-	 "  max value size; with it, a longer value is truncated to N bytes (with a warning)."},
+	 "  max value size; with it, a longer value is truncated to N bytes (with a warning).\n"
+	 "  --offset N: only the bytes from offset N on (rados-nkv's Retrieve Range, vendor opcode\n"
+	 "  F2h), at most --max-size of them; an offset at or past the end returns nothing (exit 0,\n"
+	 "  with a warning)."},
 	{"delete", cmd_delete, 1, 1, "nkv delete KEY\n  Delete KEY (exit 2 if absent)."},
 	{"exist", cmd_exist, 1, 1, "nkv exist KEY\n  Exit 0 if KEY exists, 2 if not."},
 	{"list", cmd_list, 0, 1,
 	 "nkv list [START_KEY] [--max N]\n  Print the keys >= START_KEY (default: all) in ascending byte order."},
 	{"exec", cmd_exec, 2, 2,
 	 "nkv exec KEY OPCODE [--in FILE|- | --arg HEX] [--out FILE|-] [--size N]\n"
-	 "  Run rados-nkv vendor Exec OPCODE (0x80 to 0xff, hex with 0x or decimal) on KEY: the target runs\n"
+	 "  Run rados-nkv vendor Exec OPCODE (0x80 to 0xef, hex with 0x or decimal) on KEY: the target runs\n"
 	 "  the RADOS class method the namespace allowlists for OPCODE on KEY's object. OPCODE bits 1:0 give\n"
 	 "  the data direction: 00b no data, 01b input from --in FILE (or - for stdin; none: empty),\n"
 	 "  10b output to --out FILE or stdout (binary; --size N is the buffer, default 1M: a longer output\n"
@@ -119,6 +123,7 @@ enum {
 	OPT_MUST_EXIST,
 	OPT_MUST_NOT_EXIST,
 	OPT_MAX_SIZE,
+	OPT_OFFSET,
 	OPT_MAX,
 	OPT_IN,
 	OPT_ARG,
@@ -150,6 +155,7 @@ static const struct option g_opts[] = {
 	{"must-exist", no_argument, NULL, OPT_MUST_EXIST},
 	{"must-not-exist", no_argument, NULL, OPT_MUST_NOT_EXIST},
 	{"max-size", required_argument, NULL, OPT_MAX_SIZE},
+	{"offset", required_argument, NULL, OPT_OFFSET},
 	{"max", required_argument, NULL, OPT_MAX},
 	{"in", required_argument, NULL, OPT_IN},
 	{"arg", required_argument, NULL, OPT_ARG},
@@ -446,6 +452,12 @@ static int run(struct cli *c, int argc, char **argv)
 			if (parse_size(optarg, &v) || v == 0 || v > 0xffffffffull)
 				return cli_usage(c, "bad --max-size '%s' (1 byte to 4 GiB - 1)", optarg);
 			c->max_size = v;
+			break;
+		case OPT_OFFSET:
+			if (parse_size(optarg, &v))
+				return cli_usage(c, "bad --offset '%s' (a byte offset, 0 to 2^64 - 1; K/M/G suffixes)", optarg);
+			c->offset = v;
+			c->offset_set = true;
 			break;
 		case OPT_MAX:
 			if (parse_size(optarg, &v) || v == 0)

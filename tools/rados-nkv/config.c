@@ -426,8 +426,10 @@ static void load_exec(struct jctx *j, struct conf_subsys *s, unsigned nsi, json_
 			jnum(j, jr, where, "opcode", 128, 255, &opc);
 		}
 		if (opc >= NKV_VS_OPC_FIRST && opc <= 255) {
-			jfail(j, where, "opcode", "0xf0-0xff are reserved for rados-nkv's built-in vendor commands "
-						  "(0xf2: Retrieve Range); use 0x80-0xef");
+			char why[160];
+			snprintf(why, sizeof(why), "0x%02x is reserved: 0xf0-0xff are rados-nkv's built-in vendor commands "
+				 "(0xf2: Retrieve Range); Exec opcodes are 0x80-0xef", (unsigned)opc);
+			jfail(j, where, "opcode", why);
 			return;
 		}
 		if (opc < 128 || opc > 255) {
