@@ -341,9 +341,8 @@ def main():
     if a.json:
         with open(a.json, "w") as f:
             json.dump(results, f, indent=1)
-    if not a.workdir:
-        import shutil
-        shutil.rmtree(tmp, ignore_errors=True)
+    import shutil
+    shutil.rmtree(tmp, ignore_errors=True)  # daemon logs (and the model unless --workdir)
     return 0 if all("MISMATCH" not in r[0] for r in rows) else 1
 
 
