@@ -135,7 +135,7 @@ NKV_API int nkv_connect(const char *traddr, const char *trsvcid, const char *sub
  * controller up as a PCIe driver does (CSTS.RDY = 0, AQA/ASQ/ACQ, CC.EN with CSS 110b, CSTS.RDY
  * within CAP.TO), Identify Controller, Set Features Number of Queues. nkv_connect() with traddr
  * "shm:/path/to/socket" does the same (trsvcid ignored; a SUBNQN other than the socket's fails with
- * -ENOENT). opts->hdgst/ddgst/kato_ms do not apply (no Keep Alive on PCIe). @opts may be NULL.
+ * -ENOENT; NULL or "" accepts the socket's). opts->hdgst/ddgst/kato_ms do not apply (no Keep Alive on PCIe). @opts may be NULL.
  * @return 0, -ENOENT / -ECONNREFUSED (no listener at @path), -EACCES (host not allowed),
  * -ETIMEDOUT (no reply, or CSTS.RDY not set within CAP.TO), -EIO (CSTS.CFS), -EPROTO (the target
  * broke the protocol), -ENAMETOOLONG, -EINVAL, -ENOMEM.

@@ -267,7 +267,8 @@ static inline NKV_HD void nkv_sqe_kv(struct nkv_sqe *sqe, uint8_t opc, uint32_t 
 /*
  * ---- rados-nkv vendor Exec: allowlisted RADOS class methods (KV command set, opcodes 80h-EFh) ----
  * Each namespace maps vendor opcodes to class methods (its allowlist); an opcode that is not in it is
- * Invalid Command Opcode. F0h-FFh are not Exec opcodes: see "built-in vendor commands" below. The opcode's bits 1:0 give the data direction (NVMe base spec):
+ * Invalid Command Opcode. F0h-FFh are not Exec opcodes: see "built-in vendor commands" below. The
+ * opcode's bits 1:0 give the data direction (NVMe base spec):
  *   00b  no data: the input is the allowlisted bound input + the inline bytes;
  *   01b  host to controller: the host buffer (CDW10 bytes) is appended to the bound input;
  *   10b  controller to host: the output lands in the host buffer (CDW10 = its size), truncated

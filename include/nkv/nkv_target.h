@@ -90,8 +90,8 @@ int nkv_subsys_add(struct nkv_target *tgt, const char *nqn, const char *pool, st
  * replaced allowlist is kept (small) until the namespace is destroyed, since a command in flight may
  * still point at it. Not for concurrent use with itself (the daemon calls it from its main thread).
  * @return 0, -ENOENT (no such namespace), -EINVAL (an opcode below 80h, a built-in vendor opcode
- * (F0h-FFh) or one with direction 11b, an opcode twice, a write method with output (direction 10b), a class or method name that is empty or
- * longer than 63 bytes), -ENOMEM.
+ * (F0h-FFh) or one with direction 11b, an opcode twice, a write method with output (direction
+ * 10b), a class or method name that is empty or longer than 63 bytes), -ENOMEM.
  */
 int nkv_ns_set_exec(struct nkv_subsys *ss, uint32_t nsid, const struct nkv_exec_rule *rules, unsigned n);
 

@@ -340,11 +340,13 @@ int nkv_connect(const char *traddr, const char *trsvcid, const char *subnqn, con
 		struct nkv_ctrl **out)
 {
 	int rc;
-	if (!traddr || !subnqn || !out)
+	if (!traddr || !out)
 		return -EINVAL;
 	const char *shm_path = nkv_shm_traddr_path(traddr);
-	if (shm_path)
+	if (shm_path) /* the socket names the subsystem: NULL or "" takes whichever it serves */
 		return nkv_connect_shm_nqn(shm_path, subnqn, opts, out);
+	if (!subnqn)
+		return -EINVAL;
 	struct nkv_ctrl *ctrl = nkv_ctrl_alloc(traddr, trsvcid ? trsvcid : "4420", subnqn, opts, false, &rc);
 	if (!ctrl)
 		return rc;

@@ -1,7 +1,7 @@
 /*
  * kv.c - the KV command helpers of libnkv (Store, Retrieve, Retrieve Range, Delete, Exist, List,
- * vendor Exec), the
- * List data walker, and the NVMe status -> errno/name tables (docs/nvme-kv-wire.md A.2-A.6).
+ * vendor Exec), the List data walker, and the NVMe status -> errno/name tables
+ * (docs/nvme-kv-wire.md A.2-A.6, A.9).
  */
 #include <errno.h>
 #include <stdio.h>

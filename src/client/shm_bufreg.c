@@ -2,11 +2,12 @@
  * shm_bufreg.c - nkv_buf_register() over shared memory: the caller's memory becomes registered in
  * place. The controller can only reach memory passed to it as a sealed memfd, and the caller's
  * memory (a tensor arena, a numpy array) is anonymous memory someone else allocated. So its whole
- * pages are copied into a new memfd mapped shared, and that mapping is moved onto the same
+ * pages are copied (those holding data: see copy_touched) into a new memfd mapped shared, and that mapping is moved onto the same
  * addresses with mremap(MREMAP_FIXED), which replaces the old pages in one step: the caller keeps
  * its pointers and its bytes, and the controller gets the memfd.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +52,37 @@ static bool anon_private(uintptr_t start, uintptr_t end)
 	return ok && covered >= end;
 }
 
+/*
+ * Copy the pages of [@src, @src + @n) that hold data into @dst (the new memfd, all zeros). A page
+ * never touched (neither present nor swapped out, per /proc/self/pagemap) reads as zeros anyway:
+ * skipping those makes registering a fresh arena nearly free. Without pagemap, copy everything.
+ */
+static void copy_touched(uint8_t *dst, const uint8_t *src, size_t n)
+{
+	int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	size_t npg = n / PG;
+	uint64_t ent[512];
+	for (size_t i = 0; i < npg;) {
+		size_t k = npg - i < 512 ? npg - i : 512;
+		off_t at = (off_t)(((uintptr_t)src / PG + i) * sizeof(uint64_t));
+		if (fd < 0 || pread(fd, ent, k * sizeof(uint64_t), at) != (ssize_t)(k * sizeof(uint64_t))) {
+			memcpy(dst + i * PG, src + i * PG, (npg - i) * PG);
+			break;
+		}
+		for (size_t j = 0; j < k;) { /* runs of pages with data, one memcpy each */
+			size_t e = j;
+			while (e < k && (ent[e] & (3ull << 62)))
+				e++;
+			if (e > j)
+				memcpy(dst + (i + j) * PG, src + (i + j) * PG, (e - j) * PG);
+			j = e + 1;
+		}
+		i += k;
+	}
+	if (fd >= 0)
+		close(fd);
+}
+
 int nkv_shm_buf_register(struct nkv_ctrl *ctrl, void *addr, size_t len)
 {
 	struct nkv_shm_ctrl *s = ctrl->shm;
@@ -83,7 +115,7 @@ int nkv_shm_buf_register(struct nkv_ctrl *ctrl, void *addr, size_t len)
 		if (m == MAP_FAILED) {
 			rc = -errno;
 		} else {
-			memcpy(m, (void *)start, n);
+			copy_touched(m, (const uint8_t *)start, n);
 			if (mremap(m, n, n, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)start) == MAP_FAILED) {
 				rc = -errno;
 				munmap(m, n);

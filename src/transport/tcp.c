@@ -992,8 +992,16 @@ static void conn_read(struct tcp_conn *c)
 		conn_close(c, "out of memory");
 		return;
 	}
-	while (!c->closed && !c->terminating && budget > 0) {
+	/*
+	 * The budget bounds what is read from the socket per event, never what was already read: bytes
+	 * left in rbuf get no new readiness event (epoll sees an empty socket), so stopping with some
+	 * there stalled the connection until the host sent more - a deadlock when it waits for the
+	 * completions of the very commands whose H2C data sat in rbuf.
+	 */
+	while (!c->closed && !c->terminating) {
 		if (c->rpos == c->rlen) {
+			if (budget == 0)
+				break; /* data still in the socket: level-triggered epoll reports it again */
 			uint8_t *dst = c->rbuf;
 			size_t want = RBUF_SIZE;
 			bool direct = c->rs == RX_DATA && c->rx_dst && c->rx_left >= DIRECT_READ_MIN;

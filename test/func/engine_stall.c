@@ -8,6 +8,7 @@
  *     deleted while the controller is frozen, so what follows is the controller's fate, not checked).
  * Usage: engine_stall PATH_TO_RADOS_NKV   (77: no daemon binary)
  */
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -64,18 +65,55 @@ static void fill_ops(struct nkv_op *ops, uint8_t type, uint8_t *buf, uint32_t le
 	}
 }
 
+/** SIGSTOP @pid and wait until every thread of it is stopped (kill() returns before they are). */
+static void freeze(pid_t pid)
+{
+	kill(pid, SIGSTOP);
+	char dir[64];
+	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
+	for (int tries = 0; tries < 400; tries++) {
+		DIR *d = opendir(dir);
+		struct dirent *de;
+		bool all = d != NULL;
+		while (d && (de = readdir(d))) {
+			if (de->d_name[0] == '.')
+				continue;
+			char path[400], buf[512];
+			snprintf(path, sizeof(path), "%s/%s/stat", dir, de->d_name);
+			FILE *f = fopen(path, "r");
+			size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+			if (f)
+				fclose(f);
+			buf[n] = 0;
+			const char *st = strrchr(buf, ')'); /* the state follows the command name */
+			if (st && st[1] == ' ' && st[2] != 'T' && st[2] != 't')
+				all = false;
+		}
+		if (d)
+			closedir(d);
+		if (all)
+			return;
+		usleep(5000);
+	}
+	fprintf(stderr, "engine_stall: pid %d did not stop within 2 s\n", (int)pid);
+}
+
 /** Freeze the daemon under a batch: every op must end by the deadline plus the grace. */
 static void frozen_batch(const char *what, struct nkv_engine *e, pid_t pid)
 {
 	struct nkv_op ops[NOPS];
 	fill_ops(ops, NKV_OP_EXIST, NULL, 0);
-	kill(pid, SIGSTOP);
+	freeze(pid);
 	double t0 = now_ms();
 	int rc = nkv_engine_run(e, ops, NOPS);
 	double took = now_ms() - t0;
 	unsigned timed_out = 0;
-	for (unsigned i = 0; i < NOPS; i++)
+	for (unsigned i = 0; i < NOPS; i++) {
 		timed_out += ops[i].rc == -ETIMEDOUT || ops[i].rc == -ENOTCONN;
+		if (ops[i].rc != -ETIMEDOUT && ops[i].rc != -ENOTCONN)
+			printf("%s: op %u: rc %d (%s) status %#x\n", what, i, ops[i].rc, strerror(-ops[i].rc),
+			       ops[i].status);
+	}
 	printf("%s: frozen target: %d of %d ops failed (%u timed out or lost) in %.0f ms\n", what, rc, NOPS,
 	       timed_out, took);
 	CHECK(rc == NOPS && timed_out == NOPS, "%s: every op fails with -ETIMEDOUT/-ENOTCONN (%d failed, %u)", what,
@@ -96,7 +134,7 @@ int main(int argc, char **argv)
 	snprintf(sock, sizeof(sock), "%s/engine_stall.%d.sock", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
 		 (int)getpid());
 	snprintf(shm_arg, sizeof(shm_arg), "%s", sock);
-	const char *argv_d[] = {argv[1], "--backend", "mem", "--listen", listen, "--subsys", NQN, "--shm", shm_arg,
+	const char *argv_d[] = {argv[1], "--backend", "mem", "--listen", listen, "--discovery", "none", "--subsys", NQN, "--shm", shm_arg,
 				"--ns", "1", "--log-level", "warn", NULL};
 	pid_t pid = daemon_spawn(argv_d, NULL, NULL);
 	if (pid < 0 || !daemon_wait_port(pid, atoi(port))) {

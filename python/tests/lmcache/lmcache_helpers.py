@@ -1,0 +1,70 @@
+"""Helpers of the LMCache integration tests (imported after conftest put the stand-ins first)."""
+
+import asyncio
+import uuid
+
+import torch
+
+from lmcache.config import LMCacheEngineMetadata
+from lmcache.utils import CacheEngineKey
+from lmcache.v1.config import LMCacheEngineConfig
+from lmcache.v1.memory_management import MemoryFormat
+from lmcache.v1.storage_backend.connector import create_plugin_connector
+from lmcache.v1.storage_backend.local_cpu_backend import LocalCPUBackend
+
+LAYERS, TOKENS, HEADS, HEAD_SIZE = 4, 16, 2, 32      # a chunk: [2, 4, 16, 64] = 8192 elements
+
+
+def model():
+    """A model name of its own per test: no keys shared between tests or runs."""
+    return "test/model-" + uuid.uuid4().hex[:10]
+
+
+def key(model_name, i, dtype=torch.bfloat16, tags=None):
+    configs = {"lmcache.tag." + k: v for k, v in (tags or {}).items()}
+    return CacheEngineKey(model_name, 1, 0, 0x9E3779B97F4A7C15 * (i + 1) % (1 << 64), dtype, configs)
+
+
+def chunk(backend, dtype, seed, tokens=TOKENS):
+    """A KV_2LTD MemoryObj of random values from @backend."""
+    shape = torch.Size([2, LAYERS, tokens, HEADS * HEAD_SIZE])
+    obj = backend.allocate(shape, dtype, MemoryFormat.KV_2LTD)
+    assert obj is not None, "the test arena is full"
+    g = torch.Generator().manual_seed(seed)
+    obj.tensor.copy_(torch.randn(shape, generator=g).to(dtype))
+    return obj
+
+
+def metadata(dtype):
+    return LMCacheEngineMetadata("test/model", 1, 0, "vllm", dtype,
+                                 (LAYERS, 2, TOKENS, HEADS, HEAD_SIZE))
+
+
+def config(endpoint, plugin="rados_nkv", class_name="RadosNkvConnector", extra=None, instance_keys=False):
+    """LMCache's config for the plugin @plugin whose settings reach @endpoint."""
+    ptype = plugin.split(".", 1)[0]
+    prefix = "remote_storage_plugin.%s." % (plugin if instance_keys else ptype)
+    ec = {
+        "remote_storage_plugin.%s.module_path" % plugin: "rados_nkv.lmcache",
+        "remote_storage_plugin.%s.class_name" % plugin: class_name,
+        prefix + "target": endpoint["target"],
+        prefix + "subnqn": endpoint["subnqn"],
+        prefix + "queues": 2,
+    }
+    ec.update(extra or {})
+    return LMCacheEngineConfig(remote_storage_plugins=[plugin], extra_config=ec)
+
+
+def connector(endpoint, backend, plugin="rados_nkv", class_name="RadosNkvConnector", extra=None,
+              meta=None, instance_keys=False):
+    """A connector built the way LMCache builds a remote storage plugin's."""
+    cfg = config(endpoint, plugin, class_name, extra, instance_keys)
+    return create_plugin_connector(plugin, None, backend, cfg, meta)
+
+
+def arena(size=64 << 20):
+    return LocalCPUBackend(size)
+
+
+def run(coro):
+    return asyncio.run(coro)
