@@ -12,10 +12,8 @@
  * (scripts/ceph-dev.sh env); without it exit 77 (skip), or 1 with NKV_REQUIRE_RADOS=1.
  * Every check counts; the last line is "N passed, N failed"; exit 0 only without failures.
  */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -23,7 +21,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -46,20 +43,6 @@ static struct nkv_ctrl *g_raw;      /* plain libnkv, to look at and plant object
 static struct nkv_qpair *g_rawqp;
 
 #define S(st) nkv_nixl_status_str(st)
-
-static unsigned free_port(void)
-{
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	unsigned p = 0;
-	if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-	    getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-		p = ntohs(a.sin_port);
-	if (fd >= 0)
-		close(fd);
-	return p;
-}
 
 static double now_s(void)
 {
@@ -90,7 +73,7 @@ static int start_daemon(const char *exe)
 	const char *argv[40];
 	int a = 0;
 	char listen[64], ns1[160], ns2[160];
-	snprintf(g_port, sizeof(g_port), "%u", free_port());
+	snprintf(g_port, sizeof(g_port), "%u", daemon_free_port());
 	snprintf(listen, sizeof(listen), "127.0.0.1:%s", g_port);
 	const char *tmp = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
 	snprintf(g_sock, sizeof(g_sock), "%s/nixl-%d.sock", tmp, (int)getpid());
@@ -686,7 +669,7 @@ static void t_errors(struct nkv_nixl *b_rw)
 		st = nkv_nixl_create(p, 4, &x, err, sizeof(err));
 		CHECK(st == NKV_NIXL_ERR_NOT_FOUND && !x, "unknown subsystem: %s (%s)", S(st), err);
 		char closed[16];
-		snprintf(closed, sizeof(closed), "%u", free_port());
+		snprintf(closed, sizeof(closed), "%u", daemon_free_port());
 		p[1].value = closed;
 		st = nkv_nixl_create(p, 4, &x, err, sizeof(err));
 		CHECK(st == NKV_NIXL_ERR_BACKEND && !x && strstr(err, closed), "closed port: %s (%s)", S(st), err);
