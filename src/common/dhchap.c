@@ -130,12 +130,12 @@ int nkv_dhchap_key_parse(const char *s, struct nkv_dhchap_key *k, const char **w
 		why = &dummy;
 	memset(k, 0, sizeof(*k));
 	if (!s || strncmp(s, "DHHC-1:", 7) != 0) {
-		*why = "does not start with \"DHHC-1:\"";
+		*why = "it does not start with \"DHHC-1:\"";
 		return -EINVAL;
 	}
 	s += 7;
 	if (s[0] != '0' || s[1] < '0' || s[1] > '3' || s[2] != ':') {
-		*why = "the hash indicator (hh in DHHC-1:hh:) is not 00, 01, 02 or 03";
+		*why = "its hash indicator (hh in DHHC-1:hh:) is not 00, 01, 02 or 03";
 		return -EINVAL;
 	}
 	k->hash = (uint8_t)(s[1] - '0');
@@ -144,27 +144,27 @@ int nkv_dhchap_key_parse(const char *s, struct nkv_dhchap_key *k, const char **w
 	if (len && s[len - 1] == ':')
 		len--;
 	if (memchr(s, ':', len)) {
-		*why = "has text after the key's closing ':'";
+		*why = "it has text after the key's closing ':'";
 		return -EINVAL;
 	}
 	if ((n = b64_decode(s, len, buf, sizeof(buf))) < 0) {
-		*why = "the key is not valid base64";
+		*why = "its key is not valid base64";
 		return -EINVAL;
 	}
 	if (n != 36 && n != 52 && n != 68) {
-		*why = "the key is not 32, 48 or 64 bytes (plus its 4-byte CRC)";
+		*why = "its key is not 32, 48 or 64 bytes long (plus a 4-byte CRC)";
 		nkv_dhchap_wipe(buf, sizeof(buf));
 		return -EINVAL;
 	}
 	n -= 4;
 	if (k->hash && (size_t)n != nkv_dhchap_hash_len(k->hash)) {
-		*why = "the key length does not match its hash indicator (01: 32, 02: 48, 03: 64 bytes)";
+		*why = "its key length does not match its hash indicator (01: 32, 02: 48, 03: 64 bytes)";
 		nkv_dhchap_wipe(buf, sizeof(buf));
 		return -EINVAL;
 	}
 	/* CRC-32 as zlib and the Linux kernel compute it (reflected 04C11DB7h), stored little endian. */
 	if (crc32_gzip_refl(0, buf, (uint64_t)n) != nkv_get32(buf + n)) {
-		*why = "the key's CRC-32 does not match (mistyped or truncated?)";
+		*why = "its CRC-32 does not match the key (mistyped or truncated?)";
 		nkv_dhchap_wipe(buf, sizeof(buf));
 		return -EINVAL;
 	}

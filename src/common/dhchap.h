@@ -41,7 +41,7 @@ struct nkv_dhchap_key {
  * Parse "DHHC-1:hh:<base64>:" (the trailing ':' may be left out, as Linux accepts): hh 00-03, the
  * base64 of a 32, 48 or 64-byte key followed by its CRC-32 (little endian); with hh 01/02/03 the key
  * must be as long as that hash's digest (32/48/64 bytes). @why (may be NULL) gets a static
- * explanation on failure. @return 0 or -EINVAL.
+ * explanation on failure ("its CRC-32 does not match the key ..."), never the secret. @return 0 or -EINVAL.
  */
 int nkv_dhchap_key_parse(const char *s, struct nkv_dhchap_key *k, const char **why);
 
