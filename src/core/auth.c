@@ -195,6 +195,8 @@ bool nkv_auth_qp_expired(struct nkv_qpair *qp, uint64_t now)
 	if (!qp->authenticated && qp->auth_due_ms && now > qp->auth_due_ms) {
 		NKV_WARN("%s: controller %u qid %u: host %s did not authenticate within %u ms", c->ss->nqn, c->cntlid,
 			 qp->qid, c->hostnqn, qp->auth_timeout_ms);
+		NKV_DEBUG("dhchap timeout: %s controller %u qid %u host %s: queue closed", c->ss->nqn, c->cntlid, qp->qid,
+			  c->hostnqn);
 		txn_free(qp);
 		return true;
 	}
@@ -202,6 +204,8 @@ bool nkv_auth_qp_expired(struct nkv_qpair *qp, uint64_t now)
 		NKV_WARN("%s: controller %u qid %u: authentication transaction %u of host %s not finished within %u ms%s",
 			 c->ss->nqn, c->cntlid, qp->qid, qp->auth->tid, c->hostnqn, qp->auth_timeout_ms,
 			 qp->authenticated ? ": dropped (the queue stays authenticated)" : "");
+		NKV_DEBUG("dhchap timeout: %s controller %u qid %u host %s: %s", c->ss->nqn, c->cntlid, qp->qid, c->hostnqn,
+			  qp->authenticated ? "transaction dropped" : "queue closed");
 		txn_free(qp);
 		return !qp->authenticated;
 	}
@@ -213,6 +217,9 @@ static void fail(struct nkv_qpair *qp, uint8_t rce, const char *why)
 	struct nkv_ctrlr *c = qp->ctrlr;
 	NKV_WARN("%s: controller %u qid %u: authentication of host %s failed: %s", c->ss->nqn, c->cntlid, qp->qid,
 		 c->hostnqn, why);
+	/* Debug lines are never rate limited: one per event, for tools and tests. */
+	NKV_DEBUG("dhchap failure1: %s controller %u qid %u host %s: explanation %02xh: %s", c->ss->nqn, c->cntlid,
+		  qp->qid, c->hostnqn, rce, why);
 	nkv_dhchap_dh_free(qp->auth->dh);
 	qp->auth->dh = NULL;
 	qp->auth->step = STEP_FAILURE1;
@@ -239,6 +246,9 @@ static void authenticated(struct nkv_qpair *qp)
 	NKV_INFO("%s: controller %u qid %u: host %s %sauthenticated (DH-HMAC-CHAP, %s, %s%s)", c->ss->nqn, c->cntlid,
 		 qp->qid, c->hostnqn, again ? "re-" : "", nkv_dhchap_hash_name(t->hash), nkv_dhchap_dh_name(t->group),
 		 t->bidir ? ", controller authenticated too" : "");
+	NKV_DEBUG("dhchap ok: %s controller %u qid %u host %s: %s %s%s%s", c->ss->nqn, c->cntlid, qp->qid, c->hostnqn,
+		  nkv_dhchap_hash_name(t->hash), nkv_dhchap_dh_name(t->group), t->bidir ? " bidirectional" : "",
+		  again ? " re-authentication" : "");
 	txn_free(qp);
 }
 
@@ -374,6 +384,8 @@ static void exec_send(struct nkv_req *req)
 		NKV_WARN("%s: controller %u qid %u: host %s ended authentication with AUTH_Failure2 (reason %02xh/%02xh): "
 			 "it did not accept the controller", qp->ctrlr->ss->nqn, qp->ctrlr->cntlid, qp->qid,
 			 qp->ctrlr->hostnqn, m[6], m[7]);
+		NKV_DEBUG("dhchap failure2: %s controller %u qid %u host %s: explanation %02xh", qp->ctrlr->ss->nqn,
+			  qp->ctrlr->cntlid, qp->qid, qp->ctrlr->hostnqn, m[7]);
 		txn_free(qp);
 		qp->auth_fatal = true;
 	} else if (!t) {

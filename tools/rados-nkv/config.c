@@ -610,7 +610,8 @@ static void jsecret(struct jctx *j, json_object *h, const char *where, const cha
 	j->secrets = true;
 }
 
-/* "dhchap_hash" / "dhchap_dhgroup": one name or an array of names, into a comma-separated list. */
+/* "dhchap_hash" / "dhchap_dhgroup": names (a string, comma separated, or an array of them), into one
+ * comma-separated list. */
 static void jnames(struct jctx *j, json_object *h, const char *where, const char *key, int (*id)(const char *),
 		   char *dst, size_t cap)
 {
@@ -622,7 +623,7 @@ static void jnames(struct jctx *j, json_object *h, const char *where, const char
 	size_t n = arr ? json_object_array_length(v) : 1;
 	for (size_t i = 0; i < n; i++) {
 		json_object *e = arr ? json_object_array_get_idx(v, i) : v;
-		if (!json_object_is_type(e, json_type_string) || id(json_object_get_string(e)) < 0 ||
+		if (!json_object_is_type(e, json_type_string) || list_error(json_object_get_string(e), id) ||
 		    off + strlen(json_object_get_string(e)) + 2 > cap) {
 			jfail(j, where, key, id == nkv_dhchap_hash_id
 						     ? "must be \"sha256\", \"sha384\", \"sha512\" or a list of them"
