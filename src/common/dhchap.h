@@ -88,7 +88,7 @@ int nkv_dhchap_dh_gen(uint8_t group, struct evp_pkey_st **key, uint8_t *pub);
 
 /**
  * The shared secret g^xy mod p with the peer's public value @peer (exactly the group's size; it
- * is checked to lie in the group, 1 < y < p - 1), padded to the group's size, into @secret.
+ * is checked to lie in 2 .. p - 2), padded to the group's size, into @secret.
  * @return 0, -EINVAL (a value of the wrong length or outside the group), -ENOMEM, -EIO.
  */
 int nkv_dhchap_dh_derive(struct evp_pkey_st *key, uint8_t group, const uint8_t *peer, size_t peer_len,
