@@ -241,8 +241,10 @@ static void authenticated(struct nkv_qpair *qp)
 
 	qp->authenticated = true;
 	qp->auth_due_ms = 0;
-	if (qp->qid == 0)
+	if (qp->qid == 0) {
 		atomic_store(&c->auth_ok, true);
+		c->last_keepalive_ms = nkv_now_ms(); /* the time authentication took is not the host's silence */
+	}
 	NKV_INFO("%s: controller %u qid %u: host %s %sauthenticated (DH-HMAC-CHAP, %s, %s%s)", c->ss->nqn, c->cntlid,
 		 qp->qid, c->hostnqn, again ? "re-" : "", nkv_dhchap_hash_name(t->hash), nkv_dhchap_dh_name(t->group),
 		 t->bidir ? ", controller authenticated too" : "");
