@@ -201,13 +201,19 @@ bool nkv_auth_qp_expired(struct nkv_qpair *qp, uint64_t now)
 		return true;
 	}
 	if (qp->auth && now > qp->auth->deadline_ms) {
+		/* A failed transaction whose AUTH_Failure1 the host never asked for still ends the
+		 * association; an unfinished one ends an unauthenticated queue, and is only dropped on an
+		 * authenticated one (a re-authentication). */
+		bool failed = qp->auth->step == STEP_FAILURE1, keep = qp->authenticated && !failed;
 		NKV_WARN("%s: controller %u qid %u: authentication transaction %u of host %s not finished within %u ms%s",
 			 c->ss->nqn, c->cntlid, qp->qid, qp->auth->tid, c->hostnqn, qp->auth_timeout_ms,
-			 qp->authenticated ? ": dropped (the queue stays authenticated)" : "");
+			 keep ? ": dropped (the queue stays authenticated)" : failed ? " after it failed" : "");
 		NKV_DEBUG("dhchap timeout: %s controller %u qid %u host %s: %s", c->ss->nqn, c->cntlid, qp->qid, c->hostnqn,
-			  qp->authenticated ? "transaction dropped" : "queue closed");
+			  keep ? "transaction dropped" : failed ? "failed: association ended" : "queue closed");
 		txn_free(qp);
-		return !qp->authenticated;
+		if (failed)
+			nkv_ctrlr_kill(c);
+		return !keep;
 	}
 	return false;
 }

@@ -581,6 +581,22 @@ static void t_raw_teardown(void)
 	nkv_tcp_qp_close(io);
 	raw_close(&r);
 
+	/* a failed re-authentication whose AUTH_Failure1 is never asked for: the association ends at the
+	 * deadline all the same, I/O queue included */
+	if (raw_open(&r, d) && nkv_auth_run(r.ctrl, r.qp) == 0) {
+		memset(g_msg, 0, 16);
+		g_msg[0] = NKV_AUTH_TYPE_DHCHAP;
+		g_msg[1] = NKV_AUTH_ID_SUCCESS2; /* unasked: Failure1 (07h) is owed */
+		CHECK(auth_cmd(r.qp, true, g_msg, 16, 16, NKV_AUTH_SECP, &cpl) == 0, "Success2 out of sequence on an "
+											   "authenticated queue");
+		CHECK(prop_get_cap(r.qp, &cpl) == 0, "the queue still works until the deadline");
+		int64_t t0 = now_ms();
+		CHECK(closed_within(r.qp, AUTH_TMO_MS + 2000) && now_ms() - t0 >= AUTH_TMO_MS - 300,
+		      "the owed AUTH_Failure1 ends the association at the deadline (%lld ms)", (long long)(now_ms() - t0));
+		CHECK(log_count(d->nqn, "failed: association ended") >= 1, "and the target said so");
+	}
+	raw_close(&r);
+
 	/* AUTH_Failure2 from the host: the association ends */
 	if (raw_open(&r, d) && nkv_auth_run(r.ctrl, r.qp) == 0) {
 		memset(g_msg, 0, 8);
