@@ -27,6 +27,10 @@
 #define OK 0
 #define MAX_SEND 4096u   /* the longest message a host sends: Negotiate with 63 descriptors */
 #define MAX_RECV 65536u  /* the largest buffer we fill (AL); hosts use 4 KiB */
+/* Every Challenge costs a DH key generation (up to tens of ms on ffdhe8192, on a reactor thread),
+ * and a host that knows only an allowed NQN can ask for them: at most this many transactions start
+ * on a queue per auth_timeout_ms; the next one fails (and the association with it). */
+#define MAX_STARTS 3u
 
 enum step {
 	STEP_CHALLENGE, /* negotiated: the next Receive gets the Challenge */
@@ -277,6 +281,11 @@ static void on_negotiate(struct nkv_qpair *qp, const uint8_t *m, uint32_t len)
 	struct nkv_auth_txn *t;
 
 	txn_free(qp);
+	uint64_t now = nkv_now_ms();
+	if (now - qp->auth_window_ms > qp->auth_timeout_ms) {
+		qp->auth_window_ms = now;
+		qp->auth_starts = 0;
+	}
 	if (!(t = calloc(1, sizeof(*t)))) { /* nothing to answer with: the queue cannot go on */
 		NKV_ERR("%s: out of memory for an authentication transaction", qp->ctrlr->ss->nqn);
 		qp->auth_fatal = true;
@@ -284,7 +293,9 @@ static void on_negotiate(struct nkv_qpair *qp, const uint8_t *m, uint32_t len)
 	}
 	qp->auth = t;
 	t->tid = nkv_get16(&n->t_id);
-	t->deadline_ms = nkv_now_ms() + qp->auth_timeout_ms;
+	t->deadline_ms = now + qp->auth_timeout_ms;
+	if (++qp->auth_starts > MAX_STARTS)
+		FAIL_RETURN(qp, NKV_AUTH_RCE_INCORRECT_MESSAGE, "too many authentication transactions on one queue");
 	if (n->sc_c != 0)
 		FAIL_RETURN(qp, NKV_AUTH_RCE_CONCAT_MISMATCH, "secure channel concatenation asked for (not supported)");
 	if (n->napd == 0 || len < sizeof(*n) + (size_t)n->napd * sizeof(struct nkv_auth_proto_desc))

@@ -167,6 +167,8 @@ struct nkv_qpair {
 	struct nkv_auth_txn *auth; /* the transaction in progress, or NULL */
 	uint64_t auth_due_ms;  /* unauthenticated queue of a controller that requires it: deadline */
 	uint32_t auth_timeout_ms;
+	uint64_t auth_window_ms; /* start of the window counting AUTH_Negotiates (auth.c) */
+	unsigned auth_starts;    /* AUTH_Negotiates in that window */
 };
 
 struct nkv_req {

@@ -502,6 +502,19 @@ static void t_raw_failures(void)
 		CHECK(closed_within(r.qp, 1500), "%s: the association ends", what[c]);
 		raw_close(&r);
 	}
+	/* Challenges cost the target a DH key each: at most 3 transactions per queue per auth timeout */
+	struct raw q;
+	if (raw_open(&q, dh)) {
+		int ids[4];
+		for (int i = 0; i < 4; i++)
+			ids[i] = exchange(q.qp, mk_negotiate((uint16_t)(20 + i), 0, ALL_H, 3, ALL_G, 6));
+		CHECK(ids[0] == NKV_AUTH_ID_CHALLENGE && ids[1] == NKV_AUTH_ID_CHALLENGE && ids[2] == NKV_AUTH_ID_CHALLENGE,
+		      "three restarted transactions get their Challenge (%d %d %d)", ids[0], ids[1], ids[2]);
+		CHECK(ids[3] == NKV_AUTH_ID_FAILURE1 && g_in[7] == NKV_AUTH_RCE_INCORRECT_MESSAGE,
+		      "the fourth: AUTH_Failure1 07h (got %02xh/%02xh)", (unsigned)ids[3], g_in[7]);
+		CHECK(closed_within(q.qp, 1500), "and the association ends");
+		raw_close(&q);
+	}
 	/* AL below the Challenge: Invalid Field, and the host may ask again */
 	struct raw r;
 	struct nkv_cpl cpl;
