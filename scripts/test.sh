@@ -14,6 +14,7 @@ bash scripts/deps.sh
 # --- Linux kernel interop (test/interop): QEMU, nvme-cli, the Debian kernel and an initramfs, cached
 # in /var/cache/nkv-interop; the interop_mem/interop_rados tests must run, never skip.
 bash test/interop/prepare.sh
+NKV_INTEROP_KERNEL_PKG=linux-image-6.12-amd64 bash test/interop/prepare.sh   # interop_auth (DH-HMAC-CHAP)
 export NKV_REQUIRE_INTEROP=1
 # ---
 cmake --preset "$PRESET" >/dev/null

@@ -103,6 +103,12 @@ struct nkv_conn_opts {
 	int timeout_ms;        /* connect and synchronous-command timeout; 0: 30000 */
 	uint32_t shm_bounce_kib; /* shm: per queue pair bounce area for buffers not from nkv_buf_alloc();
 				  * 0: twice the controller's MDTS, 1 MiB to 256 MiB (mapped lazily) */
+	/* DH-HMAC-CHAP in-band authentication (NVMe/TCP), secrets as `nvme gen-dhchap-key` prints them
+	 * ("DHHC-1:hh:<base64>:"); read during nkv_connect() only. */
+	const char *dhchap_secret;      /* the host's secret: every queue authenticates when the controller
+					 * asks; NULL: none (such a controller is refused: -ENOKEY) */
+	const char *dhchap_ctrl_secret; /* the controller's secret: it must authenticate itself too
+					 * (bidirectional), even if it does not ask; NULL: it need not */
 };
 
 #define NKV_STATUS_HOST_PATH 0x370 /* SCT 3h SC 70h: the connection failed before the CQE arrived */
@@ -124,7 +130,12 @@ struct nkv_cpl {
  * @return 0, -ENXIO (@traddr does not resolve), -ECONNREFUSED (nothing listens there),
  * -EHOSTUNREACH / -ENETUNREACH (no route), -ETIMEDOUT (no answer), -EPROTO (the target broke the
  * protocol), -EACCES (Connect Invalid Host), -ENOENT (no such subsystem), -EINVAL (a bad argument,
- * e.g. a non-numeric port), -ENOMEM.
+ * e.g. a non-numeric port, or a malformed DH-HMAC-CHAP secret), -ENOMEM; with DH-HMAC-CHAP
+ * (opts->dhchap_secret): -ENOKEY (the subsystem requires authentication and no secret was given),
+ * -EACCES (the controller refused the host secret, like a host not on its allowlist), -EKEYREJECTED
+ * (the controller's response does not match opts->dhchap_ctrl_secret: a wrong secret or an impostor),
+ * -EOPNOTSUPP (it asks for what libnkv does not do: no common hash or DH group, secure channel
+ * concatenation). Every queue pair that nkv_qpair_create() opens authenticates the same way.
  */
 NKV_API int nkv_connect(const char *traddr, const char *trsvcid, const char *subnqn,
 		const struct nkv_conn_opts *opts, struct nkv_ctrl **out);
@@ -172,6 +183,17 @@ NKV_API int nkv_buf_register(struct nkv_ctrl *ctrl, void *addr, size_t len);
  * @return 0, -ENOENT (not registered), -EBUSY (the controller still uses it).
  */
 NKV_API int nkv_buf_unregister(struct nkv_ctrl *ctrl, void *addr);
+
+/**
+ * Re-authenticate the admin queue: a new DH-HMAC-CHAP transaction with the secrets given at connect
+ * (the queue stays usable meanwhile; Keep Alive waits for it). Any thread.
+ * @return 0, -ENOKEY (connected without a secret), -EOPNOTSUPP (shm), or nkv_connect()'s
+ * authentication errors; a refused re-authentication ends the association on the target.
+ */
+NKV_API int nkv_ctrl_reauth(struct nkv_ctrl *ctrl);
+
+/** Re-authenticate I/O queue pair @qp, from the thread that owns it. @return as nkv_ctrl_reauth(). */
+NKV_API int nkv_qpair_reauth(struct nkv_qpair *qp);
 
 /** Delete all queue pairs, disconnect and free the controller. NULL is a no-op. */
 NKV_API void nkv_disconnect(struct nkv_ctrl *ctrl);

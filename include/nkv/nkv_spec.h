@@ -821,6 +821,108 @@ NKV_OFF(struct nkv_connect_data, cntlid, 16);
 NKV_OFF(struct nkv_connect_data, subnqn, 256);
 NKV_OFF(struct nkv_connect_data, hostnqn, 512);
 
+/* ---- In-band authentication, DH-HMAC-CHAP (base spec 2.0 8.13; docs/nvme-kv-wire.md C.12) -------
+ * Connect response DW0 bits 17 (ATR: an authentication transaction is required on this queue) and
+ * 18 (ASCR: secure channel concatenation required). Authentication Send (05h, host to controller,
+ * TL bytes) and Receive (06h, controller to host, AL bytes) carry the messages below; their SQE:
+ * byte 41 SPSP0, 42 SPSP1 (both 01h), 43 SECP (E9h), 47:44 TL / AL. */
+#define NKV_CONNECT_AUTHREQ_ATR (1u << 17)
+#define NKV_CONNECT_AUTHREQ_ASCR (1u << 18)
+#define NKV_SC_AUTH_REQUIRED 0x91 /* SCT 1: the queue has not authenticated (DNR) */
+#define NKV_AUTH_SQE_SPSP0 41
+#define NKV_AUTH_SQE_SPSP1 42
+#define NKV_AUTH_SQE_SECP 43
+#define NKV_AUTH_SQE_LEN 44
+#define NKV_AUTH_SECP 0xe9u /* NVMe in-band authentication */
+#define NKV_AUTH_SPSP 0x01u
+/* AUTH_TYPE and AUTH_ID of each message */
+#define NKV_AUTH_TYPE_COMMON 0x00
+#define NKV_AUTH_TYPE_DHCHAP 0x01
+#define NKV_AUTH_ID_NEGOTIATE 0x00 /* common */
+#define NKV_AUTH_ID_CHALLENGE 0x01
+#define NKV_AUTH_ID_REPLY 0x02
+#define NKV_AUTH_ID_SUCCESS1 0x03
+#define NKV_AUTH_ID_SUCCESS2 0x04
+#define NKV_AUTH_ID_FAILURE2 0xf0 /* common */
+#define NKV_AUTH_ID_FAILURE1 0xf1 /* common */
+#define NKV_AUTH_PROTO_DHCHAP 0x01 /* AUTHID of a DH-HMAC-CHAP protocol descriptor */
+/* AUTH_Failure: reason code 01h (authentication failure) and its explanations */
+#define NKV_AUTH_RC_FAILURE 0x01
+#define NKV_AUTH_RCE_FAILED 0x01            /* the host or the controller did not authenticate */
+#define NKV_AUTH_RCE_PROTOCOL_UNUSABLE 0x02 /* no protocol descriptor the controller can use */
+#define NKV_AUTH_RCE_CONCAT_MISMATCH 0x03   /* SC_C not acceptable */
+#define NKV_AUTH_RCE_HASH_UNUSABLE 0x04     /* no acceptable hash function offered */
+#define NKV_AUTH_RCE_DHGROUP_UNUSABLE 0x05  /* no acceptable DH group offered */
+#define NKV_AUTH_RCE_INCORRECT_PAYLOAD 0x06 /* a message's payload is wrong */
+#define NKV_AUTH_RCE_INCORRECT_MESSAGE 0x07 /* not the message the protocol expects next */
+
+/** AUTH_Negotiate (8 bytes, then NAPD protocol descriptors). */
+struct nkv_auth_negotiate {
+	uint8_t auth_type, auth_id; /* 00h, 00h */
+	uint16_t rsvd2;
+	uint16_t t_id;              /* transaction identifier, echoed by every later message */
+	uint8_t sc_c;               /* secure channel concatenation: 0 = none */
+	uint8_t napd;               /* number of protocol descriptors */
+};
+NKV_SIZE(struct nkv_auth_negotiate, 8);
+/** A DH-HMAC-CHAP protocol descriptor: HashIDList in idlist[0..29], DHgIDList in idlist[30..59]. */
+struct nkv_auth_proto_desc {
+	uint8_t authid; /* 01h */
+	uint8_t rsvd1;
+	uint8_t halen, dhlen;
+	uint8_t idlist[60];
+};
+NKV_SIZE(struct nkv_auth_proto_desc, 64);
+/** DH-HMAC-CHAP_Challenge (16 bytes, then C1 of HL bytes, then DHVLEN bytes of the DH value). */
+struct nkv_auth_challenge {
+	uint8_t auth_type, auth_id; /* 01h, 01h */
+	uint16_t rsvd2;
+	uint16_t t_id;
+	uint8_t hl, rsvd7;
+	uint8_t hashid, dhgid;
+	uint16_t dhvlen;
+	uint32_t seqnum;            /* S1 */
+};
+NKV_SIZE(struct nkv_auth_challenge, 16);
+NKV_OFF(struct nkv_auth_challenge, dhvlen, 10);
+/** DH-HMAC-CHAP_Reply (16 bytes, then R1 (HL), C2 (HL; zeros unless CVALID), the DH value). */
+struct nkv_auth_reply {
+	uint8_t auth_type, auth_id; /* 01h, 02h */
+	uint16_t rsvd2;
+	uint16_t t_id;
+	uint8_t hl, rsvd7;
+	uint8_t cvalid, rsvd9;      /* CVALID bit 0: C2 carried (bidirectional when SEQNUM != 0) */
+	uint16_t dhvlen;
+	uint32_t seqnum;            /* S2 */
+};
+NKV_SIZE(struct nkv_auth_reply, 16);
+/** DH-HMAC-CHAP_Success1 (16 bytes, then R2 of HL bytes when RVALID). */
+struct nkv_auth_success1 {
+	uint8_t auth_type, auth_id; /* 01h, 03h */
+	uint16_t rsvd2;
+	uint16_t t_id;
+	uint8_t hl, rsvd7;
+	uint8_t rvalid;             /* bit 0: R2 carried */
+	uint8_t rsvd9[7];
+};
+NKV_SIZE(struct nkv_auth_success1, 16);
+/** DH-HMAC-CHAP_Success2 (16 bytes). */
+struct nkv_auth_success2 {
+	uint8_t auth_type, auth_id; /* 01h, 04h */
+	uint16_t rsvd2;
+	uint16_t t_id;
+	uint8_t rsvd6[10];
+};
+NKV_SIZE(struct nkv_auth_success2, 16);
+/** AUTH_Failure1 (controller) / AUTH_Failure2 (host), 8 bytes. */
+struct nkv_auth_failure {
+	uint8_t auth_type, auth_id; /* 00h, F1h / F0h */
+	uint16_t rsvd2;
+	uint16_t t_id;
+	uint8_t rescode, rescode_exp;
+};
+NKV_SIZE(struct nkv_auth_failure, 8);
+
 /** Discovery log page (LID 70h) header, 1024 bytes; entries follow at byte 1024. */
 struct nkv_disc_log_hdr {
 	uint64_t genctr;

@@ -109,6 +109,35 @@ int nkv_ns_add(struct nkv_subsys *ss, const struct nkv_ns_conf *conf);
  */
 int nkv_subsys_allow_host(struct nkv_subsys *ss, const char *hostnqn);
 
+/**
+ * DH-HMAC-CHAP settings of one allowed host (NVMe in-band authentication, docs/nvme-kv-wire.md C.12).
+ * Secrets are in the representation `nvme gen-dhchap-key` prints, "DHHC-1:hh:<base64>:".
+ */
+struct nkv_dhchap_conf {
+	const char *key;      /* the host's secret: required */
+	const char *ctrl_key; /* the controller's secret, for bidirectional authentication; NULL: none
+			       * (a host asking the controller to authenticate itself then fails) */
+	const char *hashes;   /* hash functions in order of preference, comma separated: "sha256",
+			       * "sha384", "sha512"; NULL: "sha256,sha384,sha512" */
+	const char *dhgroups; /* DH groups in order of preference: "ffdhe2048" ... "ffdhe8192", "null";
+			       * NULL: "ffdhe2048,ffdhe3072,ffdhe4096,ffdhe6144,ffdhe8192,null" */
+};
+
+/**
+ * Require DH-HMAC-CHAP authentication from @hostnqn, which must be on @ss's allowlist
+ * (nkv_subsys_allow_host): its Connects answer AUTHREQ.ATR, every queue must then complete an
+ * authentication transaction (the controller picks the first hash function and DH group of its
+ * lists that the host offers) before anything but Authentication Send/Receive and Disconnect runs
+ * on it, and I/O queue Connects of a controller whose admin queue has not authenticated answer
+ * SCT 1h / 91h (Authentication Required). Call once per host, before hosts connect (settings are
+ * fixed while the target runs). The secrets are transformed and kept (erased when the target is
+ * destroyed). Over the shared-memory and loop transports there is no in-band authentication.
+ * @return 0, -ENOENT (@hostnqn not on the allowlist), -EEXIST (already set for that host),
+ * -EINVAL (a malformed secret or an unknown hash or group: logged with the reason, never the
+ * secret), -ENOMEM.
+ */
+int nkv_subsys_host_dhchap(struct nkv_subsys *ss, const char *hostnqn, const struct nkv_dhchap_conf *conf);
+
 /* ---- NVMe/TCP transport ---------------------------------------------------------------------------- */
 
 struct nkv_tcp;
@@ -140,6 +169,10 @@ struct nkv_tcp_conf {
 	unsigned max_host_conns; /* connections at once from one host; 0: 256 */
 	unsigned max_ctrlrs;     /* controllers (admin queues) at once; 0: 1024 */
 	unsigned max_host_ctrlrs;/* controllers at once from one host; 0: 32 */
+	uint32_t auth_timeout_ms;/* DH-HMAC-CHAP: a queue that must authenticate does so within this of
+				  * its Connect, and every authentication transaction ends within this
+				  * of its AUTH_Negotiate; else the queue closes (a re-authentication of
+				  * an authenticated queue is only dropped); 0: 10000 */
 };
 
 /**

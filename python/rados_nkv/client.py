@@ -125,19 +125,31 @@ def _parse_target(target):
     return "tcp", host, port
 
 
-def _conn_opts(timeout, hostnqn, hdgst=False, ddgst=False, depth=0):
+def _conn_opts(timeout, hostnqn, hdgst=False, ddgst=False, depth=0, dhchap_secret=None,
+               dhchap_ctrl_secret=None):
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
         raise ValueError("timeout must be a positive number of seconds, got %r" % (timeout,))
     o = _ffi.ConnOpts()
     o.timeout_ms = max(1, min(int(timeout * 1000), 0x7FFFFFFF))
-    keep = None
+    keep = []  # the bytes the struct points to, alive until the call returns
     if hostnqn is not None:
         if not isinstance(hostnqn, str):
             raise TypeError("hostnqn must be a str, not %s" % type(hostnqn).__name__)
-        keep = hostnqn.encode("utf-8")
-        if not keep.startswith(b"nqn.") or len(keep) > 223:
+        b = hostnqn.encode("utf-8")
+        if not b.startswith(b"nqn.") or len(b) > 223:
             raise ValueError("bad hostnqn %r: \"nqn.\" and at most 223 bytes" % hostnqn)
-        o.hostnqn = keep
+        keep.append(b)
+        o.hostnqn = b
+    for name, v in (("dhchap_secret", dhchap_secret), ("dhchap_ctrl_secret", dhchap_ctrl_secret)):
+        if v is None:
+            continue
+        if not isinstance(v, str) or not v.startswith("DHHC-1:"):
+            raise ValueError("%s must be a str \"DHHC-1:hh:<base64>:\" (nvme gen-dhchap-key)" % name)
+        b = v.encode("ascii")
+        keep.append(b)
+        setattr(o, name, b)
+    if dhchap_ctrl_secret is not None and dhchap_secret is None:
+        raise ValueError("dhchap_ctrl_secret needs dhchap_secret")
     o.hdgst = bool(hdgst)
     o.ddgst = bool(ddgst)
     o.queue_depth = depth
@@ -177,7 +189,7 @@ def discover(host, port=8009, *, timeout=30.0, hostnqn=None):
 
 
 def connect(target, *, subnqn=None, nsid=1, queues=4, depth=128, timeout=30.0, hostnqn=None,
-            hdgst=False, ddgst=False, discovery_port=8009):
+            hdgst=False, ddgst=False, discovery_port=8009, dhchap_secret=None, dhchap_ctrl_secret=None):
     """Connect to a rados-nkv subsystem (or any NVMe KV controller) and start an engine of
     @queues queue pairs of @depth entries.
 
@@ -185,8 +197,12 @@ def connect(target, *, subnqn=None, nsid=1, queues=4, depth=128, timeout=30.0, h
     log's when @subnqn is None), or "shm:/path/to/socket" for the shared-memory transport.
     @subnqn None over TCP: ask the discovery controller at HOST:@discovery_port and take the first
     NVMe subsystem. @nsid: the default namespace of every call. @timeout: seconds for the connect
-    and for every command (its deadline). Raises NkvError (errno ECONNREFUSED, ETIMEDOUT, ENOENT for
-    an unknown subsystem or namespace, EACCES for a host not allowed, ...)."""
+    and for every command (its deadline). @dhchap_secret / @dhchap_ctrl_secret: DH-HMAC-CHAP secrets
+    ("DHHC-1:..." as nvme gen-dhchap-key prints them) for a subsystem that requires authentication,
+    and to make the controller authenticate itself. Raises NkvError (errno ECONNREFUSED, ETIMEDOUT,
+    ENOENT for an unknown subsystem or namespace, EACCES for a host not allowed or a refused secret,
+    ENOKEY when authentication is required and no secret given, EKEYREJECTED when the controller fails
+    to prove the controller secret, ...)."""
     kind, where, port = _parse_target(target)
     if subnqn is not None and not isinstance(subnqn, str):
         raise TypeError("subnqn must be a str, not %s" % type(subnqn).__name__)
@@ -196,7 +212,7 @@ def connect(target, *, subnqn=None, nsid=1, queues=4, depth=128, timeout=30.0, h
             raise TypeError("%s must be an int, not %s" % (name, type(v).__name__))
         if not 1 <= v <= hi:
             raise ValueError("%s must be 1..%d, got %d" % (name, hi, v))
-    opts, keep = _conn_opts(timeout, hostnqn, hdgst, ddgst, depth)
+    opts, keep = _conn_opts(timeout, hostnqn, hdgst, ddgst, depth, dhchap_secret, dhchap_ctrl_secret)
     if kind == "shm":
         traddr, trsvcid, desc = ("shm:" + where).encode(), None, "shm:" + where
     else:

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "client/internal.h"
+#include "common/dhchap.h"
 #include "common/log.h"
 
 static bool all_zero(const uint8_t *p, size_t n)
@@ -65,9 +66,15 @@ struct nkv_ctrl *nkv_ctrl_alloc(const char *traddr, const char *trsvcid, const c
 		snprintf(c->hostnqn, sizeof(c->hostnqn), "%s", hi.hostnqn);
 	}
 	c->opts.hostnqn = NULL; /* not owned: never read again */
+	c->discovery = strcmp(subnqn, NKV_DISCOVERY_NQN) == 0;
+	if ((*err = nkv_auth_setup(c, &c->opts)) < 0) {
+		nkv_dhchap_wipe(c, sizeof(*c));
+		free(c);
+		return NULL;
+	}
+	c->opts.dhchap_secret = c->opts.dhchap_ctrl_secret = NULL; /* not owned; transformed above */
 	c->ops = &nkv_tcp_ops;
 	c->kato_ms = c->opts.no_keepalive ? 0 : (c->opts.kato_ms ? c->opts.kato_ms : NKV_DEFAULT_KATO_MS);
-	c->discovery = strcmp(subnqn, NKV_DISCOVERY_NQN) == 0;
 	pthread_mutex_init(&c->admin_mu, NULL);
 	pthread_mutex_init(&c->qp_mu, NULL);
 	pthread_mutex_init(&c->ka_mu, NULL);
@@ -173,13 +180,9 @@ int nkv_ctrl_fabrics_connect(struct nkv_ctrl *ctrl, struct nkv_qpair *qp, uint16
 	memcpy(d.hostnqn, ctrl->hostnqn, strnlen(ctrl->hostnqn, sizeof(d.hostnqn) - 1));
 	int rc = nkv_exec(qp, &sqe, &d, sizeof(d), &cpl);
 	if (rc == 0) {
-		if (cpl.dw0 & (1u << 17)) {
-			NKV_WARN("%s requires authentication (DH-HMAC-CHAP), which libnkv lacks", ctrl->subnqn);
-			return -EACCES;
-		}
 		if (cntlid_out)
 			*cntlid_out = (uint16_t)cpl.dw0;
-		return 0;
+		return nkv_auth_after_connect(ctrl, qp, cpl.dw0);
 	}
 	if (cpl.status && cpl.status != NKV_STATUS_HOST_PATH) {
 		NKV_DEBUG("Connect qid %u to %s: status %#x DW0 %#x", qp->qid, ctrl->subnqn, cpl.status,
@@ -333,6 +336,8 @@ void nkv_ctrl_free_mem(struct nkv_ctrl *ctrl)
 	pthread_mutex_destroy(&ctrl->qp_mu);
 	pthread_mutex_destroy(&ctrl->ka_mu);
 	pthread_cond_destroy(&ctrl->ka_cv);
+	nkv_dhchap_wipe(ctrl->dh_tkey, sizeof(ctrl->dh_tkey));
+	nkv_dhchap_wipe(ctrl->dh_tckey, sizeof(ctrl->dh_tckey));
 	free(ctrl);
 }
 

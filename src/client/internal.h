@@ -6,6 +6,7 @@
 #define NKV_CLIENT_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -171,6 +172,12 @@ struct nkv_ctrl {
 	uint32_t vs;
 	bool discovery;
 	struct nkv_id_ctrlr id;
+	/* DH-HMAC-CHAP (auth.c): the secrets, transformed (host's with the host NQN, controller's with the
+	 * subsystem NQN); lengths 0: none */
+	uint8_t dh_tkey[64], dh_tckey[64];
+	uint8_t dh_tkey_len, dh_tckey_len;
+	_Atomic uint16_t dh_tid;   /* next transaction identifier */
+	_Atomic uint32_t dh_seq;   /* last sequence number S2 */
 	/* keep alive */
 	pthread_t ka_thread;
 	bool ka_running;
@@ -223,7 +230,20 @@ const char *nkv_shm_traddr_path(const char *traddr);
 int nkv_connect_shm_nqn(const char *path, const char *subnqn, const struct nkv_conn_opts *opts,
 			struct nkv_ctrl **out);
 
-/** Fabrics Connect on @qp (QID qp->qid). @return 0 or -errno (see connect_errno in ctrl.c). */
+/* auth.c */
+/** Parse and transform the secrets of @opts into @ctrl (its host and subsystem NQNs set).
+ *  @return 0 or -EINVAL (malformed; logged without the secret). */
+int nkv_auth_setup(struct nkv_ctrl *ctrl, const struct nkv_conn_opts *opts);
+/** One DH-HMAC-CHAP transaction on @qp (the caller owns it; admin queue: under admin_mu or before
+ *  other threads use it). @return 0, -ENOKEY, -EACCES, -EKEYREJECTED, -EOPNOTSUPP, -EPROTO or the
+ *  queue's error. */
+int nkv_auth_run(struct nkv_ctrl *ctrl, struct nkv_qpair *qp);
+/** After a successful Connect answered @dw0: authenticate when asked (or, on the admin queue,
+ *  when a controller secret was given). @return as nkv_auth_run(), or -EOPNOTSUPP (ASCR). */
+int nkv_auth_after_connect(struct nkv_ctrl *ctrl, struct nkv_qpair *qp, uint32_t dw0);
+
+/** Fabrics Connect on @qp (QID qp->qid), then DH-HMAC-CHAP when the controller asks.
+ *  @return 0 or -errno (see connect_errno in ctrl.c, nkv_auth_after_connect). */
 int nkv_ctrl_fabrics_connect(struct nkv_ctrl *ctrl, struct nkv_qpair *qp, uint16_t sqsize, uint16_t cntlid,
 			     uint16_t *cntlid_out);
 

@@ -49,6 +49,7 @@ struct nkv_target {
 	pthread_cond_t stats_cv;
 	unsigned stats_ms;
 	bool stats_stop;
+	atomic_uint auth_seq;          /* DH-HMAC-CHAP S1: random start, never 0 (auth.c) */
 };
 
 /** One allowlisted vendor opcode, as the core keeps it (see struct nkv_exec_rule). */
@@ -92,6 +93,7 @@ struct nkv_subsys {
 	_Atomic(struct nkv_ns *) ns[NKV_MAX_NSID + 1]; /* by NSID; published with release stores */
 	bool discovery;                           /* the discovery subsystem: no namespaces, no I/O */
 	char (*hosts)[NKV_NQN_MAX];               /* allowed host NQNs; none = any host */
+	struct nkv_dhchap_host **dhchap;          /* per allowed host: its DH-HMAC-CHAP settings, or NULL */
 	unsigned nhosts;
 	struct nkv_ctrlr *ctrlrs;                 /* live controllers (tgt->lock) */
 };
@@ -108,6 +110,14 @@ struct nkv_ctrlr_opts {
 
 struct nkv_req;
 
+/** DH-HMAC-CHAP settings of one allowed host, immutable once hosts may connect (auth.c). */
+struct nkv_dhchap_host {
+	uint8_t tkey[64], tkey_len;   /* the host's secret, transformed with the host NQN */
+	uint8_t tckey[64], tckey_len; /* the controller's, transformed with the subsystem NQN; 0: none */
+	uint8_t hashes[3], nhashes;   /* HashIDs in order of preference */
+	uint8_t groups[6], ngroups;   /* DHgIDs in order of preference */
+};
+
 struct nkv_ctrlr {
 	struct nkv_subsys *ss;
 	struct nkv_ctrlr *next;   /* in ss->ctrlrs */
@@ -117,6 +127,8 @@ struct nkv_ctrlr {
 	char hostnqn[NKV_NQN_MAX];
 	uint8_t hostid[16];
 	struct nkv_ctrlr_opts opts;
+	const struct nkv_dhchap_host *dhchap; /* set: every queue must authenticate (auth.c) */
+	atomic_bool auth_ok;      /* the admin queue authenticated: I/O queues may connect */
 	/* properties */
 	uint64_t cap;
 	uint32_t vs, cc, csts;
@@ -149,6 +161,14 @@ struct nkv_qpair {
 	const struct nkv_qpair_ops *ops;
 	struct nkv_msgq *msgq; /* the owner thread's completion queue */
 	bool disconnect;       /* a fabrics Disconnect completed: close the queue after its response */
+	/* DH-HMAC-CHAP (auth.c), owner thread only */
+	bool authenticated;    /* a transaction succeeded on this queue */
+	bool auth_fatal;       /* authentication failed: end the association once the answer is sent */
+	struct nkv_auth_txn *auth; /* the transaction in progress, or NULL */
+	uint64_t auth_due_ms;  /* unauthenticated queue of a controller that requires it: deadline */
+	uint32_t auth_timeout_ms;
+	uint64_t auth_window_ms; /* start of the window counting AUTH_Negotiates (auth.c) */
+	unsigned auth_starts;    /* AUTH_Negotiates in that window */
 };
 
 struct nkv_req {
@@ -247,6 +267,25 @@ bool nkv_subsys_host_allowed(struct nkv_subsys *ss, const char *hostnqn);
  * malloc'ed buffer. @return its size, or 0 on -ENOMEM.
  */
 uint32_t nkv_disc_log_build(struct nkv_target *t, const char *hostnqn, uint8_t **out);
+
+/* ---- DH-HMAC-CHAP in-band authentication (auth.c) ---- */
+/** Must @qp authenticate before running anything but Authentication Send/Receive and Disconnect? */
+static inline bool nkv_auth_pending(const struct nkv_qpair *qp)
+{
+	return qp->ctrlr && qp->ctrlr->dhchap && !qp->authenticated;
+}
+/** The DH-HMAC-CHAP settings of @hostnqn on @ss, or NULL (no authentication). */
+const struct nkv_dhchap_host *nkv_subsys_host_auth(struct nkv_subsys *ss, const char *hostnqn);
+/** Free (and erase) one host's settings. */
+void nkv_dhchap_host_free(struct nkv_dhchap_host *h);
+/** Parse Authentication Send (05h) / Receive (06h). @return 0 or a status. */
+nkv_status nkv_auth_parse(struct nkv_req *req);
+/** A queue was just connected: start its authentication deadline (@timeout_ms) if it must authenticate. */
+void nkv_auth_qp_connected(struct nkv_qpair *qp, uint32_t timeout_ms);
+/** The queue's authentication deadlines (transport tick). @return true when the queue must close. */
+bool nkv_auth_qp_expired(struct nkv_qpair *qp, uint64_t now_ms);
+/** Free a queue's transaction state (queue teardown). */
+void nkv_auth_qp_free(struct nkv_qpair *qp);
 
 /* ---- vendor Exec (exec.c) ---- */
 /** Parse a vendor opcode (80h-FFh) of the KV command set on req->ns. @return 0 or a status. */

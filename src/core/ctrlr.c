@@ -34,6 +34,7 @@ int nkv_ctrlr_create(struct nkv_subsys *ss, const char *hostnqn, const uint8_t h
 	}
 	atomic_init(&c->refs, 1);
 	atomic_init(&c->dead, false);
+	atomic_init(&c->auth_ok, false);
 	/* Dynamic controller IDs 1..FFEFh (the fabrics spec reserves the rest), unique in the subsystem. */
 	pthread_mutex_lock(&ss->tgt->lock);
 	for (unsigned tries = 0; tries <= NKV_CNTLID_MAX; tries++) {

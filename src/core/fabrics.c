@@ -1,7 +1,7 @@
 /*
  * fabrics.c - NVMe over Fabrics commands (opcode 7Fh): Connect, which binds a transport queue to a
- * controller; Property Get/Set; Disconnect. Also the discovery subsystem's log page (70h). Wire
- * rules: docs/nvme-kv-wire.md C.1, C.2, C.10.
+ * controller; Property Get/Set; Disconnect; Authentication Send/Receive go to auth.c. Also the
+ * discovery subsystem's log page (70h). Wire rules: docs/nvme-kv-wire.md C.1, C.2, C.10, C.12.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -66,6 +66,13 @@ static nkv_status connect_io(struct nkv_subsys *ss, const struct nkv_connect_dat
 		nkv_ctrlr_put(c);
 		return invalid_param(cpl, 1, DATA_HOSTID);
 	}
+	/* An I/O queue joins an association only after its admin queue authenticated (8.13). */
+	if (c->dhchap && !atomic_load(&c->auth_ok)) {
+		NKV_WARN("%s: controller %u: I/O queue Connect of host %s before the admin queue authenticated",
+			 ss->nqn, c->cntlid, c->hostnqn);
+		nkv_ctrlr_put(c);
+		return ST(CMD, AUTH_REQUIRED);
+	}
 	if (!nkv_ctrlr_ready(c)) {
 		nkv_ctrlr_put(c);
 		return ST(GENERIC, CMD_SEQUENCE_ERROR);
@@ -122,8 +129,10 @@ nkv_status nkv_fabrics_connect(struct nkv_target *t, const struct nkv_sqe *cmd, 
 		uint32_t g = NKV_KAS * 100;
 		(*out)->kato_ms = kato ? (kato + g - 1) / g * g : 0;
 		(*out)->last_keepalive_ms = nkv_now_ms();
+		(*out)->dhchap = ss->discovery ? NULL : nkv_subsys_host_auth(ss, d->hostnqn);
 	}
-	nkv_put32(&cpl->dw0, (*out)->cntlid);
+	/* AUTHREQ.ATR on every queue of a host that must authenticate: each one runs a transaction. */
+	nkv_put32(&cpl->dw0, (*out)->cntlid | ((*out)->dhchap ? NKV_CONNECT_AUTHREQ_ATR : 0));
 	NKV_DEBUG("%s: connect qid %u sqsize %u cntlid %u host %s", ss->nqn, qid, sqsize, (*out)->cntlid,
 		  d->hostnqn);
 	return OK;
@@ -180,6 +189,9 @@ nkv_status nkv_fabrics_parse(struct nkv_req *req)
 			return ST(CMD, CONNECT_INVALID_PARAM);
 		req->execute = f->fctype == NKV_FCTYPE_PROP_GET ? exec_prop_get : exec_prop_set;
 		return OK;
+	case NKV_FCTYPE_AUTH_SEND:
+	case NKV_FCTYPE_AUTH_RECV:
+		return nkv_auth_parse(req);
 	case NKV_FCTYPE_DISCONNECT:
 		if (nkv_get16(f->spec) != 0) /* RECFMT */
 			return ST(CMD, INCOMPATIBLE_FORMAT);

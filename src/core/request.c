@@ -5,6 +5,14 @@
 #include "common/status.h"
 #include "core.h"
 
+/* What a queue that must still authenticate may run: the authentication commands and Disconnect. */
+static bool auth_exempt(const struct nkv_sqe *cmd)
+{
+	uint8_t fctype = ((const struct nkv_fabrics_cmd *)cmd)->fctype;
+	return cmd->opc == NKV_ADM_FABRICS &&
+	       (fctype == NKV_FCTYPE_AUTH_SEND || fctype == NKV_FCTYPE_AUTH_RECV || fctype == NKV_FCTYPE_DISCONNECT);
+}
+
 nkv_status nkv_req_parse(struct nkv_req *req)
 {
 	struct nkv_ctrlr *c = req->qp->ctrlr;
@@ -15,7 +23,9 @@ nkv_status nkv_req_parse(struct nkv_req *req)
 	req->xfer = 0;
 	req->execute = NULL;
 	req->ns = NULL;
-	if (req->cmd.opc == NKV_ADM_FABRICS)
+	if ((nkv_auth_pending(req->qp) || req->qp->auth_fatal) && !auth_exempt(&req->cmd))
+		st = nkv_status_make(NKV_SCT_CMD, NKV_SC_AUTH_REQUIRED, 1); /* 8.13: authenticate first */
+	else if (req->cmd.opc == NKV_ADM_FABRICS)
 		st = nkv_fabrics_parse(req); /* allowed before CC.EN: that is how EN gets set */
 	else if (!nkv_ctrlr_ready(c))
 		st = nkv_status_make(NKV_SCT_GENERIC, NKV_SC_CMD_SEQUENCE_ERROR, 1);

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/dhchap.h"
 #include "common/key.h"
 #include "common/log.h"
 #include "core.h"
@@ -52,6 +53,9 @@ int nkv_target_create(const struct nkv_backend_conf *conf, struct nkv_target **o
 	t->be = be;
 	atomic_init(&t->next_cntlid, 1);
 	atomic_init(&t->genctr, 1);
+	unsigned seq = 0;
+	nkv_dhchap_random(&seq, sizeof(seq)); /* S1 starts anywhere: a restart does not replay numbers */
+	atomic_init(&t->auth_seq, seq);
 	t->stats_ms = conf && conf->stats_interval_ms ? conf->stats_interval_ms : 5000;
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_condattr_t ca;
@@ -92,6 +96,9 @@ void nkv_target_destroy(struct nkv_target *t)
 				free(ns);
 			}
 		}
+		for (unsigned i = 0; i < ss->nhosts; i++)
+			nkv_dhchap_host_free(ss->dhchap[i]);
+		free(ss->dhchap);
 		free(ss->hosts);
 		free(ss);
 	}
@@ -237,11 +244,16 @@ int nkv_ns_add(struct nkv_subsys *ss, const struct nkv_ns_conf *conf)
 int nkv_subsys_allow_host(struct nkv_subsys *ss, const char *hostnqn)
 {
 	char(*h)[NKV_NQN_MAX];
+	struct nkv_dhchap_host **a;
 
 	if (!hostnqn || !*hostnqn || strlen(hostnqn) >= NKV_NQN_MAX)
 		return -EINVAL;
 	if (nkv_subsys_host_allowed(ss, hostnqn) && ss->nhosts > 0)
 		return 0;
+	if (!(a = realloc(ss->dhchap, (ss->nhosts + 1) * sizeof(*a))))
+		return -ENOMEM;
+	a[ss->nhosts] = NULL;
+	ss->dhchap = a;
 	if (!(h = realloc(ss->hosts, (ss->nhosts + 1) * sizeof(*h))))
 		return -ENOMEM;
 	snprintf(h[ss->nhosts], NKV_NQN_MAX, "%s", hostnqn);

@@ -234,6 +234,7 @@ static void conn_free(struct tcp_conn *c)
 	if (c->ctrlr_claimed)
 		nkv_tcp_ctrlr_release(&c->t->lim, c->host);
 	nkv_tcp_host_put(&c->t->lim, c->host);
+	nkv_auth_qp_free(&c->qp);
 	if (c->qp.ctrlr) {
 		if (c->qp.qid != 0)
 			nkv_ctrlr_release_qid(c->qp.ctrlr, c->qp.qid);
@@ -420,6 +421,14 @@ static void conn_flush(struct tcp_conn *c)
 		conn_close(c, "disconnect");
 		return;
 	}
+	/* DH-HMAC-CHAP failed (AUTH_Failure1 sent, or AUTH_Failure2 received): the association ends
+	 * once the answer has left, every queue of the controller with it. */
+	if (c->qp.auth_fatal && !c->txq) {
+		if (c->qp.ctrlr)
+			nkv_ctrlr_kill(c->qp.ctrlr);
+		conn_close(c, "authentication failed");
+		return;
+	}
 	set_events(c);
 }
 
@@ -571,6 +580,7 @@ static void do_connect(struct tcp_conn *c, struct tcp_req *r)
 		c->qp.size = size;
 		c->sqhd = 1; /* the Connect itself took the first entry */
 		c->sqfc_off = (sqe[46] & NKV_CONNECT_CATTR_DISABLE_SQFC) != 0;
+		nkv_auth_qp_connected(&c->qp, c->t->conf.auth_timeout_ms);
 		NKV_INFO("tcp %s: %s qid %u, %u entries, controller %u", c->peer, ctrlr->ss->nqn, qid, size,
 			 ctrlr->cntlid);
 	} else if (c->ctrlr_claimed) {
@@ -704,11 +714,12 @@ static void unlink_waiter(struct tcp_reactor *rx, struct tcp_req *r)
 		}
 }
 
-/* Direction of a command's data from its opcode: bit 0 host-to-controller, bit 1 the reverse. */
+/* Direction of a command's data from its opcode (fabrics: its FCTYPE, by the same rule): bit 0
+ * host-to-controller (Connect, Authentication Send), bit 1 the reverse (Authentication Receive). */
 static unsigned data_dir(const struct nkv_sqe *cmd)
 {
 	if (cmd->opc == NKV_ADM_FABRICS)
-		return ((const struct nkv_fabrics_cmd *)cmd)->fctype == NKV_FCTYPE_CONNECT ? 1 : 0;
+		return ((const struct nkv_fabrics_cmd *)cmd)->fctype & 3;
 	return cmd->opc & 3;
 }
 
@@ -1286,6 +1297,11 @@ static bool conn_overdue(struct tcp_conn *c, uint64_t now)
 	}
 	if (c->terminating || c->draining)
 		return false;
+	/* A queue that must authenticate and has not, or a transaction left half done. */
+	if (ctrlr && nkv_auth_qp_expired(&c->qp, now)) {
+		conn_close(c, "authentication not completed in time");
+		return true;
+	}
 	if (c->r2t_head && past(now, c->r2t_head->r2t_ms, cf->r2t_timeout_ms)) {
 		struct tcp_req *r = c->r2t_head;
 		NKV_WARN("tcp %s: qid %u cid %u: H2C data %u of %u bytes after %u ms", c->peer, c->qp.qid,

@@ -36,6 +36,8 @@ void nkv_tcp_limits_defaults(struct nkv_tcp_conf *cf)
 		cf->connect_timeout_ms = 30000;
 	if (!cf->idle_admin_ms)
 		cf->idle_admin_ms = 60000;
+	if (!cf->auth_timeout_ms)
+		cf->auth_timeout_ms = 10000;
 	if (!cf->max_conns) {
 		/* Leave 64 descriptors to the listeners, the reactors and the backend (librados). */
 		cf->max_conns = 4096;

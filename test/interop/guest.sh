@@ -1,6 +1,8 @@
 #!/bin/sh
 # Runs inside the QEMU guest (busybox sh, Linux 6.1 nvme-tcp, nvme-cli 2.3), started by /init.
-# /interop/env (written by run.sh): HOST (10.0.2.2 = the host's 127.0.0.1), PORT, DPORT, NQN.
+# /interop/env (written by run.sh): HOST (10.0.2.2 = the host's 127.0.0.1), PORT, DPORT, NQN, SUITE
+# (kv: the KV checks below on 6.1; auth: the DH-HMAC-CHAP checks, on 6.12), and the DH-HMAC-CHAP
+# secrets KA (with controller secret KAC) for $NQN-a, KB/KBC for $NQN-b, KC for $NQN-c, KW (wrong).
 # Each check prints "ok - ..." or "FAIL - ..." (then its output, indented); exit 1 if any failed.
 # KV commands go through `nvme io-passthru` on the generic char device /dev/ngXnY, with the SQE
 # fields of docs/nvme-kv-wire.md A.2: key bytes 0-7 in CDW2/CDW3 and 8-15 in CDW14/CDW15 (byte 0 = CDW2 bits
@@ -94,6 +96,86 @@ find_dev() {
 		sleep 0.1
 	done
 	[ -n "$NG" ] # NSID 2 missing is t_two_ns's failure, not the connection's
+}
+
+# ---- DH-HMAC-CHAP (SUITE=auth on 6.12; the refusals also on 6.1) ----
+live_ctrl() { # NQN: prints the live controller of that subsystem
+	for c in /sys/class/nvme/nvme*; do
+		[ -e "$c/subsysnqn" ] && [ "$(cat $c/subsysnqn)" = "$1" ] && [ "$(cat $c/state)" = live ] && { basename $c; return 0; }
+	done
+	return 1
+}
+t_refused() { # NQN [nvme connect args]: the connect fails and leaves no controller of NQN
+	n=$1; shift
+	if nvme connect -t tcp -a $HOST -s $PORT -n $n "$@" >$T/out 2>&1; then
+		cat $T/out; nvme disconnect -n $n >/dev/null 2>&1; return 1
+	fi
+	sed 's/^/nvme-cli: /' $T/out
+	dmesg | tail -n 4 | sed 's/^/kernel: /'
+	sleep 0.3
+	! live_ctrl $n >/dev/null
+}
+aconnect() { # NQN [nvme connect args]: connect with authentication; CTRL, NG, NG2 of that subsystem
+	dmesg -c >/dev/null
+	nvme connect -t tcp -a $HOST -s $PORT -n "$@" >$T/out 2>&1 || return 1
+	o=$NQN; NQN=$1; find_dev; r=$?; NQN=$o
+	return $r
+}
+adisconnect() { nvme disconnect -n $1 >$T/out 2>&1 && grep -q 'disconnected 1 controller' $T/out; }
+t_kauth() { # HASH GROUP [controller]: the kernel says how it authenticated (and the controller)
+	dmesg >$T/dmesg
+	grep -E "$CTRL: qid 0: (authenticated|controller)" $T/dmesg
+	grep -q "$CTRL: qid 0: authenticated with hash hmac($1) dhgroup $2" $T/dmesg || return 1
+	[ -z "$3" ] || grep -q "$CTRL: qid 0: controller authenticated" $T/dmesg
+}
+t_reauth() { # the same secret written to sysfs: a new transaction on every queue, I/O keeps working
+	printf '%s' "$1" >/sys/class/nvme/$CTRL/dhchap_secret || return 1
+	for i in $(seq 100); do
+		[ $(dmesg | grep -c "$CTRL: qid 0: authenticated with hash") -ge 2 ] && break
+		sleep 0.1
+	done
+	dmesg | grep -E "$CTRL: (re-auth|qid)" | tail -n 4
+	dmesg | grep -q "$CTRL: re-authenticating controller" &&
+		[ $(dmesg | grep -c "$CTRL: qid 0: authenticated with hash") -ge 2 ] && ! dmesg | grep -q "$CTRL: qid [0-9]*: authentication failed" &&
+		[ "$(cat /sys/class/nvme/$CTRL/state)" = live ] && t_store_retrieve kre $T/v4k && delete kre
+}
+auth_suite() {
+	A=$NQN-a B=$NQN-b C=$NQN-c
+	check "[auth] $A requires authentication: nvme connect without a secret is refused" t_refused $A
+	check "[auth] a wrong --dhchap-secret is refused" t_refused $A --dhchap-secret=$KW
+	check "[auth] nvme connect --dhchap-secret (unidirectional): /dev/ngXnY appears" aconnect $A --dhchap-secret=$KA
+	if [ -n "$NG" ]; then
+		check "[auth] the kernel authenticated with hmac(sha256), ffdhe2048" t_kauth sha256 ffdhe2048
+		check "[auth] Store + Retrieve 4 KiB over the authenticated queues" t_store_retrieve k4k $T/v4k
+		check "[auth] Store + Retrieve 1 MiB (R2T/H2CData, C2HData)" t_store_retrieve k1m $T/v1m
+		check "[auth] re-authentication (the secret written to sysfs dhchap_secret), then Store + Retrieve" t_reauth $KA
+		delete k4k; delete k1m
+	fi
+	check "[auth] disconnect" adisconnect $A
+	check "[auth] --dhchap-secret + --dhchap-ctrl-secret (bidirectional)" aconnect $A --dhchap-secret=$KA --dhchap-ctrl-secret=$KAC
+	if [ -n "$NG" ]; then
+		check "[auth] the kernel authenticated the controller too" t_kauth sha256 ffdhe2048 controller
+		check "[auth] Store + Retrieve 4 KiB (bidirectional)" t_store_retrieve k4k $T/v4k
+		delete k4k
+	fi
+	check "[auth] disconnect (bidirectional)" adisconnect $A
+	check "[auth] a wrong --dhchap-ctrl-secret: the kernel refuses the controller" \
+		t_refused $A --dhchap-secret=$KA --dhchap-ctrl-secret=$KW
+	check "[auth] $B (SHA-512, null DH group, hh 03 secret), bidirectional" aconnect $B --dhchap-secret=$KB --dhchap-ctrl-secret=$KBC
+	if [ -n "$NG" ]; then
+		check "[auth] the kernel authenticated with hmac(sha512), null, and the controller" t_kauth sha512 null controller
+		check "[auth] Store + Retrieve 1 MiB on $B" t_store_retrieve k1m $T/v1m
+		delete k1m
+	fi
+	check "[auth] disconnect $B" adisconnect $B
+	check "[auth] $C (SHA-384, ffdhe3072, hh 02 secret)" aconnect $C --dhchap-secret=$KC
+	if [ -n "$NG" ]; then
+		check "[auth] the kernel authenticated with hmac(sha384), ffdhe3072" t_kauth sha384 ffdhe3072
+		check "[auth] Store + Retrieve 4 KiB on $C" t_store_retrieve k4k $T/v4k
+		delete k4k
+	fi
+	check "[auth] disconnect $C" adisconnect $C
+	check "[auth] $C with $A's secret is refused" t_refused $C --dhchap-secret=$KA
 }
 
 # ---- checks against one connected controller ----
@@ -256,6 +338,18 @@ t_discover() {
 	cat $T/out
 	grep -q "subnqn: *$NQN" $T/out && grep -q "trsvcid: *$PORT" $T/out && grep -q 'trtype: *tcp' $T/out
 }
+if [ "$SUITE" = auth ]; then
+	echo "# kernel $(uname -r)"
+	auth_suite
+	if [ $NFAIL -gt 0 ]; then
+		echo "---- guest dmesg (last 40 lines) ----"
+		dmesg | tail -n 40
+	fi
+	echo "guest: $NPASS passed, $NFAIL failed"
+	[ $NFAIL -eq 0 ]
+	exit
+fi
+
 check "nvme discover -t tcp -a $HOST -s $DPORT: log lists $NQN on port $PORT" t_discover
 
 check "nvme connect -t tcp -a $HOST -s $PORT -n $NQN; /dev/ngXnY appears" connect
@@ -297,6 +391,12 @@ if [ -n "$NG" ]; then
 	delete ka-key
 fi
 check "disconnect (keep alive)" disconnect
+
+# DH-HMAC-CHAP: $NQN-auth requires it of this host; 6.1 (Debian: CONFIG_NVME_AUTH unset) cannot.
+check "DH-HMAC-CHAP: $NQN-auth, which requires authentication, refuses nvme connect without a secret" \
+	t_refused $NQN-auth
+check "DH-HMAC-CHAP: and refuses this 6.1 host (no in-band authentication) even with --dhchap-secret" \
+	t_refused $NQN-auth --dhchap-secret=$KA
 
 if [ $NFAIL -gt 0 ]; then
 	echo "---- guest dmesg (last 40 lines) ----"

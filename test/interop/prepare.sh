@@ -2,7 +2,9 @@
 # One-time, cached preparation for the Linux kernel interop test (test/interop/run.sh):
 #   - Debian packages: qemu-system-x86, busybox-static, nvme-cli, kmod, xz-utils, cpio
 #   - the Debian kernel (linux-image-amd64 -> linux-image-<abi>-amd64), downloaded and unpacked with
-#     dpkg -x (never installed), its vmlinux extracted from vmlinuz for QEMU's PVH entry
+#     dpkg -x (never installed), its vmlinux extracted from vmlinuz for QEMU's PVH entry.
+#     NKV_INTEROP_KERNEL_PKG names another meta package: linux-image-6.12-amd64 (Debian 12's 6.12,
+#     built with CONFIG_NVME_HOST_AUTH; 6.1 has no NVMe in-band authentication) for run.sh auth
 #   - an initramfs: busybox, nvme-cli with its libraries and loader, the nvme-tcp / virtio_net /
 #     crc32c module closures (from modules.dep, made by depmod -b), /etc/nvme/hostnqn + hostid, /init
 #
@@ -20,14 +22,16 @@ log() { echo "interop-prepare: $*" >&2; }
 t0=$(date +%s)
 
 # 1. Host packages (only what is missing; apt-get update at most once).
-PKGS=(qemu-system-x86 busybox-static nvme-cli kmod xz-utils cpio)
+PKGS=(qemu-system-x86 busybox-static nvme-cli kmod xz-utils zstd cpio)
 bash "$HERE/../../scripts/apt-install.sh" interop-prepare "${PKGS[@]}" >&2
 
-# 2. Which kernel: the package linux-image-amd64 depends on (e.g. linux-image-6.1.0-57-amd64).
-kpkg() { apt-cache depends linux-image-amd64 2>/dev/null | sed -n 's/^ *Depends: \(linux-image-[0-9].*\)$/\1/p' | head -1; }
+# 2. Which kernel: the package linux-image-amd64 (or $NKV_INTEROP_KERNEL_PKG) depends on (e.g.
+# linux-image-6.1.0-57-amd64).
+KMETA="${NKV_INTEROP_KERNEL_PKG:-linux-image-amd64}"
+kpkg() { apt-cache depends "$KMETA" 2>/dev/null | sed -n 's/^ *Depends: \(linux-image-[0-9].*\)$/\1/p' | head -1; }
 KPKG="$(kpkg)"
 if [ -z "$KPKG" ]; then $SUDO apt-get update -q >/dev/null; KPKG="$(kpkg)"; fi
-[ -n "$KPKG" ] || { log "cannot resolve linux-image-amd64 (apt-get update?)"; exit 1; }
+[ -n "$KPKG" ] || { log "cannot resolve $KMETA (apt-get update?)"; exit 1; }
 KVER_PKG="$(apt-cache policy "$KPKG" | sed -n 's/^ *Candidate: //p')"
 KREL="${KPKG#linux-image-}"                        # 6.1.0-57-amd64 (the modules directory)
 KEY="$(printf '%s\n' "$KPKG" "$KVER_PKG" | cat - "$0" "$HERE/init.sh" | sha256sum | cut -c1-12)"
@@ -90,23 +94,32 @@ uuid="$(cat /proc/sys/kernel/random/uuid)"
 echo "nqn.2014-08.org.nvmexpress:uuid:$uuid" >"$R/etc/nvme/hostnqn"
 echo "$uuid" >"$R/etc/nvme/hostid"
 # Modules: the closure of each wanted module from modules.dep, dependencies first, flattened into
-# /lib/modules with a load order for insmod.
+# /lib/modules with a load order for insmod. Modules built into the kernel (modules.builtin) are
+# skipped; compressed ones (6.12 ships .ko.xz) are stored decompressed, for busybox insmod. 6.12's
+# nvme-tcp brings nvme-auth and nvme-keyring along; its HMAC, SHA-2 and FFDHE code is built in.
 : >"$R/lib/modules/load.list"
-want=(kernel/crypto/crct10dif_generic.ko kernel/crypto/crc64_rocksoft_generic.ko
-      kernel/crypto/crc32c_generic.ko
-      kernel/drivers/virtio/virtio_pci.ko kernel/drivers/net/virtio_net.ko
-      kernel/drivers/nvme/host/nvme-tcp.ko)
+want=(kernel/crypto/crct10dif_generic kernel/crypto/crc64_rocksoft_generic
+      kernel/crypto/crc32c_generic
+      kernel/drivers/virtio/virtio_pci kernel/drivers/net/virtio_net
+      kernel/drivers/nvme/host/nvme-tcp)
 add_mod() {
   local m="$1" base
   base="$(basename "$m")"
+  base="${base%.xz}"; base="${base%.zst}"
   grep -qx "$base" "$R/lib/modules/load.list" && return 0
   [ -f "$MODDIR/$m" ] || { log "missing module $m"; exit 1; }
-  cp "$MODDIR/$m" "$R/lib/modules/$base"
+  case "$m" in
+    *.xz) xz -dc "$MODDIR/$m" >"$R/lib/modules/$base" ;;
+    *.zst) zstd -qdc "$MODDIR/$m" >"$R/lib/modules/$base" ;;
+    *) cp "$MODDIR/$m" "$R/lib/modules/$base" ;;
+  esac
   echo "$base" >>"$R/lib/modules/load.list"
 }
 for m in "${want[@]}"; do
-  line="$(grep -E "^$m:" "$MODDIR/modules.dep" || true)"
+  grep -qx "$m.ko" "$MODDIR/modules.builtin" 2>/dev/null && continue
+  line="$(grep -E "^$m\.ko(\.xz|\.zst)?:" "$MODDIR/modules.dep" || true)"
   [ -n "$line" ] || { log "$m not in modules.dep"; exit 1; }
+  m="${line%%:*}"
   read -r -a deps <<<"${line#*:}"
   # modules.dep lists a module's dependencies with the deepest last: load them in reverse.
   for ((i = ${#deps[@]} - 1; i >= 0; i--)); do add_mod "${deps[i]}"; done
@@ -121,7 +134,8 @@ mv "$DIR/initramfs.cpio.gz.new" "$DIR/initramfs.cpio.gz"
 cp "$R/etc/nvme/hostnqn" "$DIR/hostnqn"
 cp "$R/lib/modules/load.list" "$DIR/modules.list"
 echo "$KEY" >"$STAMP"
-for old in "$CACHE"/linux-image-*; do  # earlier kernel versions
+SERIES="$(echo "$KREL" | cut -d. -f1-2)"     # 6.1, 6.12: each series keeps its own cache
+for old in "$CACHE"/linux-image-"$SERIES".*; do  # earlier builds of this series
   [ "$old" = "$DIR" ] || rm -rf "$old"
 done
 log "done in $(( $(date +%s) - t0 )) s: vmlinux $(du -h "$DIR/vmlinux" | cut -f1), initramfs $(du -h "$DIR/initramfs.cpio.gz" | cut -f1)"

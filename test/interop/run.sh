@@ -2,6 +2,13 @@
 # Linux kernel interop: the Debian 6.1 kernel's NVMe/TCP host (nvme-tcp + nvme-cli, in a QEMU TCG
 # guest) attaches to rados-nkv and drives KV commands through /dev/ngXnY (test/interop/guest.sh).
 #   test/interop/run.sh mem|rados [RADOS_NKV_BINARY]
+#   test/interop/run.sh auth [RADOS_NKV_BINARY]
+# mem|rados also serve a subsystem that requires DH-HMAC-CHAP from the guest's host NQN: Debian's 6.1
+# has no in-band authentication (CONFIG_NVME_AUTH unset), so it must be refused, secret or not.
+# auth boots Debian 12's other kernel, 6.12 (linux-image-6.12-amd64, CONFIG_NVME_HOST_AUTH), against
+# three subsystems that require DH-HMAC-CHAP (mem backend): nvme connect --dhchap-secret (and
+# --dhchap-ctrl-secret), every hash function, DH groups null, ffdhe2048 and ffdhe3072, Store/Retrieve,
+# re-authentication through sysfs, and a wrong secret, a wrong controller secret and no secret refused.
 # Environment:
 #   NKV_DAEMON            rados-nkv binary (default: build/interop/rados-nkv, then build/*/rados-nkv)
 #   NKV_CEPH_CONF, NKV_CEPH_KEYRING, NKV_CEPH_USER, NKV_CEPH_POOL   the cluster (rados backend)
@@ -15,11 +22,12 @@ set -uo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 BACKEND="${1:-}"
-case "$BACKEND" in mem|rados) ;; *) echo "usage: $0 mem|rados" >&2; exit 64 ;; esac
+case "$BACKEND" in mem|rados) SUITE=kv ;; auth) SUITE=auth; BACKEND=mem ;; *) echo "usage: $0 mem|rados|auth" >&2; exit 64 ;; esac
+[ "$SUITE" = auth ] && export NKV_INTEROP_KERNEL_PKG="${NKV_INTEROP_KERNEL_PKG:-linux-image-6.12-amd64}"
 TIMEOUT="${NKV_INTEROP_TIMEOUT:-120}"
 t_start=$(date +%s.%N)
 elapsed() { awk -v a="$t_start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
-say() { echo "interop[$BACKEND]: $*"; }
+say() { echo "interop[$BACKEND${SUITE/#kv/}]: $*"; }
 skip_or_fail() { # $1 = variable that turns a skip into a failure
   if [ "${!1:-0}" = 1 ]; then say "$2 (and $1=1): FAIL"; echo "0 passed, 1 failed"; exit 1; fi
   say "$2: skipped"; exit 77
@@ -73,12 +81,39 @@ RADOS_NS=""
 # The subsystem comes from a JSON configuration, the only place Exec allowlists live (issue 13): NSID 1
 # allowlists vendor opcode 82h = hello.say_hello (read, bound input "rados-"); the guest sends 82h
 # with inline "nkv" and 9Ah, which is not allowlisted. Flags still set the rest (and would override).
-cat >"$WORK/rados-nkv.json" <<EOF
-{ "subsystems": [ { "nqn": "$NQN", "pool": "${NKV_CEPH_POOL:-nkv}", "namespaces": [
+# DH-HMAC-CHAP: secrets for the guest's host NQN, made by nvme-cli (`nvme gen-dhchap-key`, the tool
+# an operator uses), with each transformation hash (hh 00 to 03). The subsystems that require them
+# (allowed_hosts objects) have two namespaces like the main one, so find_dev sees both.
+GNQN="$(cat "$IDIR/hostnqn")"
+key() { nvme gen-dhchap-key --hmac="$1" --nqn="$GNQN"; }
+KA=$(key 1) KAC=$(key 0) KB=$(key 3) KBC=$(key 2) KC=$(key 2) KW=$(key 1)
+for k in "$KA" "$KAC" "$KB" "$KBC" "$KC" "$KW"; do
+  case "$k" in DHHC-1:*) ;; *) say "nvme gen-dhchap-key failed: $k"; echo "0 passed, 1 failed"; exit 1 ;; esac
+done
+POOL="${NKV_CEPH_POOL:-nkv}"
+two_ns() { echo "\"namespaces\": [ { \"nsid\": 1, \"rados_namespace\": \"$RADOS_NS\", \"max_value\": \"4M\" },
+    { \"nsid\": 2, \"rados_namespace\": \"$RADOS_NS\", \"max_value\": \"4M\", \"read_only\": true } ]"; }
+if [ "$SUITE" = auth ]; then
+  # a: defaults (SHA-256 first, ffdhe2048 first), controller secret for bidirectional; b: SHA-512 and
+  # the null group; c: SHA-384 and ffdhe3072, no controller secret.
+  cat >"$WORK/rados-nkv.json" <<EOF
+{ "subsystems": [
+  { "nqn": "$NQN-a", "pool": "$POOL", "allowed_hosts": [ { "nqn": "$GNQN", "dhchap_key": "$KA", "dhchap_ctrl_key": "$KAC" } ], $(two_ns) },
+  { "nqn": "$NQN-b", "pool": "$POOL", "allowed_hosts": [ { "nqn": "$GNQN", "dhchap_key": "$KB", "dhchap_ctrl_key": "$KBC",
+      "dhchap_hash": "sha512", "dhchap_dhgroup": "null" } ], $(two_ns) },
+  { "nqn": "$NQN-c", "pool": "$POOL", "allowed_hosts": [ { "nqn": "$GNQN", "dhchap_key": "$KC",
+      "dhchap_hash": ["sha384"], "dhchap_dhgroup": ["ffdhe3072"] } ], $(two_ns) } ] }
+EOF
+else
+  cat >"$WORK/rados-nkv.json" <<EOF
+{ "subsystems": [ { "nqn": "$NQN", "pool": "$POOL", "namespaces": [
     { "nsid": 1, "rados_namespace": "$RADOS_NS", "max_value": "4M",
       "exec": [ { "opcode": "0x82", "class": "hello", "method": "say_hello", "mode": "read", "input": "rados-" } ] },
-    { "nsid": 2, "rados_namespace": "$RADOS_NS", "max_value": "4M", "read_only": true } ] } ] }
+    { "nsid": 2, "rados_namespace": "$RADOS_NS", "max_value": "4M", "read_only": true } ] },
+  { "nqn": "$NQN-auth", "pool": "$POOL", "allowed_hosts": [ { "nqn": "$GNQN", "dhchap_key": "$KA" } ], $(two_ns) } ] }
 EOF
+fi
+chmod 600 "$WORK/rados-nkv.json"   # it holds secrets
 args=(-c "$WORK/rados-nkv.json" --backend "$BACKEND" --log-level debug --grace-ms 2000)
 if [ "$BACKEND" = rados ]; then
   args+=(--ceph-conf "$NKV_CEPH_CONF" --client-id "${NKV_CEPH_USER:-admin}" --op-timeout 20)
@@ -114,6 +149,13 @@ PORT=$PORT
 DPORT=$DPORT
 NQN=$NQN
 BACKEND=$BACKEND
+SUITE=$SUITE
+KA='$KA'
+KAC='$KAC'
+KB='$KB'
+KBC='$KBC'
+KC='$KC'
+KW='$KW'
 EOF
 ( cd "$WORK/ov" && find . | cpio -o -H newc --quiet ) | gzip -1 >"$WORK/ov.cpio.gz"
 cat "$IDIR/initramfs.cpio.gz" "$WORK/ov.cpio.gz" >"$WORK/initrd.img"
@@ -175,6 +217,27 @@ DL="$WORK/daemon.log"
 hcheck() {
   if eval "$2"; then echo "ok - target: $1"; pass=$((pass + 1)); else echo "FAIL - target: $1"; fail=$((fail + 1)); fi
 }
+if [ "$SUITE" = auth ]; then
+  # One line per queue that authenticated (admin and I/O), and one per refusal.
+  na=$(grep -c "$NQN-a: controller [0-9]* qid [0-9]*: host [^ ]* authenticated (DH-HMAC-CHAP, sha256, ffdhe2048" "$DL")
+  hcheck "queues authenticated on $NQN-a with SHA-256 + ffdhe2048, admin and I/O ($na, want >= 4)" "[ $na -ge 4 ]"
+  hcheck "the controller authenticated itself too on $NQN-a (bidirectional)" \
+    "grep -q '$NQN-a: .* authenticated (DH-HMAC-CHAP, sha256, ffdhe2048, controller authenticated too)' '$DL'"
+  hcheck "the kernel re-authenticated a live controller, admin queue (sysfs dhchap_secret)" \
+    "grep -q '$NQN-a: controller [0-9]* qid 0: host .* re-authenticated' '$DL'"
+  hcheck "... and its I/O queue" "grep -q '$NQN-a: controller [0-9]* qid [1-9][0-9]*: host .* re-authenticated' '$DL'"
+  hcheck "SHA-512 + null DH on $NQN-b, bidirectional" "grep -q '$NQN-b: .* authenticated (DH-HMAC-CHAP, sha512, null, controller authenticated too)' '$DL'"
+  hcheck "SHA-384 + ffdhe3072 on $NQN-c" "grep -q '$NQN-c: .* authenticated (DH-HMAC-CHAP, sha384, ffdhe3072)' '$DL'"
+  hcheck "a wrong host secret was refused (AUTH_Failure1 after a wrong response)" "grep -q 'failed: wrong response' '$DL'"
+  hcheck "the kernel ended the transaction with the wrong controller secret (AUTH_Failure2)" "grep -q 'ended authentication with AUTH_Failure2' '$DL'"
+  say "timings: prepare ${t_prep}s, boot+guest $(awk -v a="$t_boot" -v b="$t_end" 'BEGIN { printf "%.1f", b - a }')s, total $(elapsed)s"
+  [ "$bad" = 1 ] && fail=$((fail + 1))
+  echo "$pass passed, $fail failed"
+  [ "$fail" -eq 0 ] && [ "$pass" -gt 0 ]
+  exit
+fi
+hcheck "no controller of $NQN-auth ever authenticated the 6.1 host" \
+  "! grep -q '$NQN-auth: controller [0-9]* qid 0: host .* authenticated' '$DL'"
 hcheck "an ICReq asked for header and data digests and got them" "grep -q 'ICReq hpda [0-9]* digests HD' '$DL'"
 hcheck "an admin Connect carried KATO 2000 ms (nvme connect -k 2)" "grep -q 'fctype 01h .* cdw12 000007d0h' '$DL'"
 hcheck "that Connect asked for SQ flow control off (CATTR bit 2, --disable-sqflow)" "grep -q 'fctype 01h .* cdw11 0004001fh cdw12 000007d0h' '$DL'"

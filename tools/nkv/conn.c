@@ -136,9 +136,24 @@ void cli_connect_error(const struct cli *c, const char *port, const char *nqn, i
 			snprintf(m, sizeof(m), "%s:%s has no subsystem %s (nkv discover -a %s lists them)", h, port, nqn, h);
 			break;
 		case -EACCES:
-			snprintf(m, sizeof(m), "subsystem %s refused host NQN %s (from %s): not on its --allow-host list; "
-					       "pass -q NQN or set %s",
-				 nqn, c->host.hostnqn, cli_host_src(c, true), c->host.hostnqn_file);
+			if (c->opts.dhchap_secret)
+				snprintf(m, sizeof(m), "subsystem %s refused host NQN %s (from %s): not on its --allow-host "
+						       "list, or the DH-HMAC-CHAP secret (--dhchap-secret) is not the one it "
+						       "has for this host",
+					 nqn, c->host.hostnqn, cli_host_src(c, true));
+			else
+				snprintf(m, sizeof(m), "subsystem %s refused host NQN %s (from %s): not on its --allow-host "
+						       "list; pass -q NQN or set %s",
+					 nqn, c->host.hostnqn, cli_host_src(c, true), c->host.hostnqn_file);
+			break;
+		case -ENOKEY:
+			snprintf(m, sizeof(m), "subsystem %s requires DH-HMAC-CHAP authentication of host %s: pass its "
+					       "secret with --dhchap-secret", nqn, c->host.hostnqn);
+			break;
+		case -EKEYREJECTED:
+			snprintf(m, sizeof(m), "the controller of %s at %s:%s failed to authenticate itself: its response "
+					       "does not match --dhchap-ctrl-secret (a wrong secret, or not that controller)",
+				 nqn, h, port);
 			break;
 		case -EPROTO:
 			snprintf(m, sizeof(m), "protocol error talking to %s:%s (run with -v for details)", h, port);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "common/dhchap.h"
 #include "common/log.h"
 #include "nkv/nkv_version.h"
 
@@ -54,6 +55,10 @@ static const char g_usage[] =
 	"                        $NKV_HOSTID_FILE replace the two /etc/nvme paths\n"
 	"      --hdgst           enable the header digest (CRC32C)\n"
 	"      --ddgst           enable the data digest (CRC32C)\n"
+	"      --dhchap-secret S DH-HMAC-CHAP host secret (DHHC-1:hh:...:, as `nvme gen-dhchap-key`\n"
+	"                        prints it): authenticate when the subsystem requires it\n"
+	"      --dhchap-ctrl-secret S  the controller's secret: it must authenticate itself too\n"
+	"                        (bidirectional; needs --dhchap-secret)\n"
 	"  -o, --output FMT      normal (default) or json: one JSON object per command\n"
 	"      --hex             keys are given and printed as hex (binary keys)\n"
 	"      --timeout MS      connect and command timeout (default 30000)\n"
@@ -129,6 +134,8 @@ enum {
 	OPT_ARG,
 	OPT_OUT,
 	OPT_SIZE,
+	OPT_DHCHAP_SECRET,
+	OPT_DHCHAP_CTRL_SECRET,
 };
 
 /* A leading ':' tells a missing argument (':') from an unknown option ('?'); opterr is 0, the
@@ -161,6 +168,8 @@ static const struct option g_opts[] = {
 	{"arg", required_argument, NULL, OPT_ARG},
 	{"out", required_argument, NULL, OPT_OUT},
 	{"size", required_argument, NULL, OPT_SIZE},
+	{"dhchap-secret", required_argument, NULL, OPT_DHCHAP_SECRET},
+	{"dhchap-ctrl-secret", required_argument, NULL, OPT_DHCHAP_CTRL_SECRET},
 	{NULL, 0, NULL, 0},
 };
 
@@ -354,7 +363,8 @@ static void cmd_help(const struct cli *c, const struct cmd *k)
 {
 	char text[1024];
 	snprintf(text, sizeof(text),
-		 "usage: %s\n\nGlobal options (-t, -a, -s, -n, --nsid, -q, -I, --hdgst, --ddgst, -o, --hex, --timeout) "
+		 "usage: %s\n\nGlobal options (-t, -a, -s, -n, --nsid, -q, -I, --hdgst, --ddgst, --dhchap-secret, "
+		 "--dhchap-ctrl-secret, -o, --hex, --timeout) "
 		 "apply; see nkv --help.\n",
 		 k->usage);
 	cli_help(c, text);
@@ -431,6 +441,18 @@ static int run(struct cli *c, int argc, char **argv)
 		case OPT_DDGST:
 			c->opts.ddgst = true;
 			break;
+		case OPT_DHCHAP_SECRET:
+		case OPT_DHCHAP_CTRL_SECRET: {
+			struct nkv_dhchap_key k;
+			const char *why = NULL;
+			int bad = nkv_dhchap_key_parse(optarg, &k, &why);
+			nkv_dhchap_wipe(&k, sizeof(k));
+			if (bad) /* never echo the secret */
+				return cli_usage(c, "bad --%s: %s", o == OPT_DHCHAP_SECRET ? "dhchap-secret" : "dhchap-ctrl-secret",
+						 why);
+			*(o == OPT_DHCHAP_SECRET ? &c->opts.dhchap_secret : &c->opts.dhchap_ctrl_secret) = optarg;
+			break;
+		}
 		case OPT_HEX:
 			c->hex = true;
 			break;
@@ -521,6 +543,8 @@ static int run(struct cli *c, int argc, char **argv)
 		return cli_usage(c, "%s: no discovery over shm (the socket path names the subsystem)", c->cmd);
 	if (c->store_opts == (NKV_STORE_MUST_EXIST | NKV_STORE_MUST_NOT_EXIST))
 		return cli_usage(c, "%s: --must-exist and --must-not-exist exclude each other", c->cmd);
+	if (c->opts.dhchap_ctrl_secret && !c->opts.dhchap_secret)
+		return cli_usage(c, "--dhchap-ctrl-secret needs --dhchap-secret (the host authenticates first)");
 	int ex = c->shm_path ? EXIT_OK : cli_addr_settle(c);
 	if (!ex)
 		ex = host_settle(c, hostnqn, hostid);

@@ -1,5 +1,6 @@
 /* config.c - JSON configuration file and command-line flags of the rados-nkv daemon (see config.h). */
 #include "config.h"
+#include "common/dhchap.h"
 #include "nkv/nkv_version.h"
 
 #include <arpa/inet.h>
@@ -7,6 +8,7 @@
 #include <getopt.h>
 #include <json-c/json.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <unistd.h>
 #include <string.h>
@@ -39,6 +41,15 @@ static void usage(FILE *f)
 		"  -a, --allow-host NQN      allow only these hosts on the current subsystem (repeatable)\n"
 		"      --allow-any-host      let any host use the current subsystem; required for a subsystem\n"
 		"                            without --allow-host when a listener is not on loopback\n"
+		"      --dhchap-key SECRET   the host of the last --allow-host must authenticate (DH-HMAC-CHAP, NVMe/TCP)\n"
+		"                            with this secret, as `nvme gen-dhchap-key` prints it (DHHC-1:hh:...:)\n"
+		"      --dhchap-ctrl-key SECRET  that host's controller secret (bidirectional authentication)\n"
+		"      --dhchap-hash LIST    that host's hash functions, in order of preference\n"
+		"                            (default sha256,sha384,sha512)\n"
+		"      --dhchap-dhgroup LIST that host's DH groups, in order of preference\n"
+		"                            (default ffdhe2048,ffdhe3072,ffdhe4096,ffdhe6144,ffdhe8192,null)\n"
+		"      --auth-timeout-ms MS  a queue must authenticate within this of its Connect, and every\n"
+		"                            authentication transaction end within this (default 10000)\n"
 		"  -S, --shm PATH            also serve the current subsystem over the shared-memory transport\n"
 		"                            on this Unix socket (PCIe-style queues in registered host memory)\n"
 		"      --shm-mode MODE       permissions of the shared-memory sockets, octal (default 0660)\n"
@@ -251,6 +262,7 @@ static int set_log_level(struct daemon_conf *c, const char *s)
 struct jctx {
 	const char *path;
 	int err;
+	bool secrets; /* the file holds DH-HMAC-CHAP secrets (not only file names) */
 };
 
 static void jfail(struct jctx *j, const char *where, const char *key, const char *what)
@@ -457,6 +469,13 @@ static void load_exec(struct jctx *j, struct conf_subsys *s, unsigned nsi, json_
 void conf_free(struct daemon_conf *c)
 {
 	for (unsigned i = 0; i < c->nsubsys; i++)
+		for (unsigned h = 0; h < CONF_MAX_HOSTS; h++)
+			if (c->subsys[i].auth[h]) {
+				nkv_dhchap_wipe(c->subsys[i].auth[h], sizeof(*c->subsys[i].auth[h]));
+				free(c->subsys[i].auth[h]);
+				c->subsys[i].auth[h] = NULL;
+			}
+	for (unsigned i = 0; i < c->nsubsys; i++)
 		for (unsigned k = 0; k < c->subsys[i].nns; k++) {
 			for (unsigned e = 0; e < c->subsys[i].nexec[k]; e++) {
 				struct nkv_exec_rule *r = &c->subsys[i].exec[k][e];
@@ -506,6 +525,150 @@ static void load_ns(struct jctx *j, struct conf_subsys *s, json_object *jn, size
 		load_exec(j, s, s->nns - 1, arr, where);
 }
 
+/* ---- DH-HMAC-CHAP settings of allowed hosts ------------------------------------------------------- */
+
+/* The auth settings of host @h of @s, made on first use. */
+static struct conf_host_auth *host_auth(struct conf_subsys *s, unsigned h)
+{
+	if (!s->auth[h] && !(s->auth[h] = calloc(1, sizeof(*s->auth[h])))) {
+		fprintf(stderr, "rados-nkv: out of memory\n");
+		exit(1);
+	}
+	return s->auth[h];
+}
+
+/* Check a secret without ever printing it. @return NULL, or why it is malformed. */
+static const char *secret_error(const char *v, size_t cap)
+{
+	struct nkv_dhchap_key k;
+	const char *why = NULL;
+	if (strlen(v) >= cap)
+		return "it is longer than any DHHC-1 secret";
+	int rc = nkv_dhchap_key_parse(v, &k, &why);
+	nkv_dhchap_wipe(&k, sizeof(k));
+	return rc < 0 ? why : NULL;
+}
+
+/* A comma-separated list whose names @id knows. @return NULL or what is wrong. */
+static const char *list_error(const char *v, int (*id)(const char *))
+{
+	char buf[128], *save = NULL;
+	if (!*v || strlen(v) >= sizeof(buf))
+		return "it is empty or too long";
+	strcpy(buf, v);
+	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save))
+		if (id(t) < 0)
+			return "it names an unknown hash function or DH group";
+	return NULL;
+}
+
+/* "dhchap_key" or "dhchap_key_file" (a file holding the secret, surrounding whitespace ignored). */
+static void jsecret(struct jctx *j, json_object *h, const char *where, const char *key, char *dst)
+{
+	char fkey[64];
+	snprintf(fkey, sizeof(fkey), "%s_file", key);
+	const char *v = jstr(j, h, where, key), *file = jstr(j, h, where, fkey);
+	if (v && file) {
+		jfail(j, where, key, "and its _file form exclude each other");
+		return;
+	}
+	if (file) {
+		char buf[CONF_SECRET_MAX + 64];
+		FILE *f = fopen(file, "r");
+		size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+		if (f)
+			fclose(f);
+		buf[n] = '\0';
+		char *p = buf + strspn(buf, " \t\r\n");
+		for (size_t e = strlen(p); e && strchr(" \t\r\n", p[e - 1]); e--)
+			p[e - 1] = '\0';
+		if (!f || !*p) {
+			jfail(j, where, fkey, "cannot be read, or is empty");
+			return;
+		}
+		const char *why = secret_error(p, CONF_SECRET_MAX);
+		if (why) {
+			char what[200];
+			snprintf(what, sizeof(what), "holds a malformed secret: %s", why);
+			jfail(j, where, fkey, what);
+		} else {
+			copy(dst, CONF_SECRET_MAX, p);
+		}
+		nkv_dhchap_wipe(buf, sizeof(buf));
+		return;
+	}
+	if (!v)
+		return;
+	const char *why = secret_error(v, CONF_SECRET_MAX);
+	if (why) {
+		char what[200];
+		snprintf(what, sizeof(what), "is malformed: %s", why);
+		jfail(j, where, key, what);
+		return;
+	}
+	copy(dst, CONF_SECRET_MAX, v);
+	j->secrets = true;
+}
+
+/* "dhchap_hash" / "dhchap_dhgroup": names (a string, comma separated, or an array of them), into one
+ * comma-separated list. */
+static void jnames(struct jctx *j, json_object *h, const char *where, const char *key, int (*id)(const char *),
+		   char *dst, size_t cap)
+{
+	json_object *v;
+	size_t off = 0;
+	if (!json_object_object_get_ex(h, key, &v))
+		return;
+	bool arr = json_object_is_type(v, json_type_array);
+	size_t n = arr ? json_object_array_length(v) : 1;
+	for (size_t i = 0; i < n; i++) {
+		json_object *e = arr ? json_object_array_get_idx(v, i) : v;
+		if (!json_object_is_type(e, json_type_string) || list_error(json_object_get_string(e), id) ||
+		    off + strlen(json_object_get_string(e)) + 2 > cap) {
+			jfail(j, where, key, id == nkv_dhchap_hash_id
+						     ? "must be \"sha256\", \"sha384\", \"sha512\" or a list of them"
+						     : "must be \"null\", \"ffdhe2048\" ... \"ffdhe8192\" or a list of them");
+			return;
+		}
+		off += (size_t)snprintf(dst + off, cap - off, "%s%s", i ? "," : "", json_object_get_string(e));
+	}
+}
+
+/* One "allowed_hosts" entry: an NQN, or {"nqn", "dhchap_key"[_file], "dhchap_ctrl_key"[_file],
+ * "dhchap_hash", "dhchap_dhgroup"}. */
+static void load_host(struct jctx *j, struct conf_subsys *s, json_object *h, const char *swhere)
+{
+	static const char *const known[] = {"nqn", "dhchap_key", "dhchap_key_file", "dhchap_ctrl_key",
+					    "dhchap_ctrl_key_file", "dhchap_hash", "dhchap_dhgroup", NULL};
+	const char *nqn = json_object_is_type(h, json_type_string) ? json_object_get_string(h) : NULL;
+	char where[320];
+
+	if (json_object_is_type(h, json_type_object))
+		nqn = jstr(j, h, swhere, "nqn");
+	if (!nqn || !*nqn || s->nhosts == CONF_MAX_HOSTS || strlen(nqn) >= sizeof(s->hosts[0])) {
+		jfail(j, swhere, "allowed_hosts", "must be host NQNs or {\"nqn\", \"dhchap_key\", ...} objects "
+						  "(at most 64, NQNs of 223 bytes at most)");
+		return;
+	}
+	unsigned idx = s->nhosts++;
+	copy(s->hosts[idx], sizeof(s->hosts[0]), nqn);
+	if (!json_object_is_type(h, json_type_object))
+		return;
+	snprintf(where, sizeof(where), "%s: host %s", swhere, nqn);
+	jkeys(j, h, where, known);
+	struct conf_host_auth *a = host_auth(s, idx);
+	jsecret(j, h, where, "dhchap_key", a->key);
+	jsecret(j, h, where, "dhchap_ctrl_key", a->ctrl_key);
+	jnames(j, h, where, "dhchap_hash", nkv_dhchap_hash_id, a->hashes, sizeof(a->hashes));
+	jnames(j, h, where, "dhchap_dhgroup", nkv_dhchap_dh_id, a->dhgroups, sizeof(a->dhgroups));
+	if (!j->err && !*a->key && (*a->ctrl_key || *a->hashes || *a->dhgroups))
+		jfail(j, where, "dhchap_key", "is required with the other dhchap_ settings");
+	if (!*a->key) { /* only an NQN after all */
+		free(a);
+		s->auth[idx] = NULL;
+	}
+}
+
 static void load_subsys(struct jctx *j, struct daemon_conf *c, json_object *js, size_t idx)
 {
 	static const char *const known[] = {"nqn", "pool", "allowed_hosts", "allow_any_host", "namespaces",
@@ -531,14 +694,8 @@ static void load_subsys(struct jctx *j, struct daemon_conf *c, json_object *js, 
 		jfail(j, where, "shm_socket", "is longer than a Unix socket path may be");
 	copy(s->shm_path, sizeof(s->shm_path), shm);
 	if ((arr = jget(j, js, where, "allowed_hosts", json_type_array)))
-		for (size_t i = 0; i < json_object_array_length(arr); i++) {
-			json_object *h = json_object_array_get_idx(arr, i);
-			if (!json_object_is_type(h, json_type_string) || s->nhosts == CONF_MAX_HOSTS ||
-			    strlen(json_object_get_string(h)) >= sizeof(s->hosts[0]))
-				jfail(j, where, "allowed_hosts", "must be host NQN strings (at most 64, 223 bytes each)");
-			else
-				copy(s->hosts[s->nhosts++], sizeof(s->hosts[0]), json_object_get_string(h));
-		}
+		for (size_t i = 0; i < json_object_array_length(arr) && !j->err; i++)
+			load_host(j, s, json_object_array_get_idx(arr, i), where);
 	if ((arr = jget(j, js, where, "namespaces", json_type_array)))
 		for (size_t i = 0; i < json_object_array_length(arr) && !j->err; i++)
 			load_ns(j, s, json_object_array_get_idx(arr, i), i);
@@ -605,7 +762,7 @@ int conf_load_file(struct daemon_conf *c, const char *path)
 					       "max_io_queues", "buffer_budget_mb", "conn_buffer_mb", "host_buffer_mb",
 					       "r2t_timeout_ms", "pdu_timeout_ms", "send_timeout_ms", "icreq_timeout_ms",
 					       "connect_timeout_ms", "idle_admin_ms", "max_conns", "max_host_conns",
-					       "max_ctrlrs", "max_host_ctrlrs", NULL};
+					       "max_ctrlrs", "max_host_ctrlrs", "auth_timeout_ms", NULL};
 	static const char *const shm_keys[] = {"pollers", "poll_idle_us", "mqes", "max_io_queues", "max_regions",
 					       "max_reg_mb", "bounce_budget_mb", "bounce_ctrl_mb", "max_cmds",
 					       "max_ctrls", "max_ctrls_per_host", "hello_timeout_ms", "socket_mode",
@@ -683,9 +840,11 @@ int conf_load_file(struct daemon_conf *c, const char *path)
 		v = (int64_t)(c->tcp.host_buffer >> 20), jnum(&j, o, "tcp", "host_buffer_mb", 1, 1 << 20, &v);
 		c->tcp.host_buffer = (uint64_t)v << 20;
 		static const char *const ms_keys[] = {"r2t_timeout_ms", "pdu_timeout_ms", "send_timeout_ms",
-						      "icreq_timeout_ms", "connect_timeout_ms", "idle_admin_ms"};
+						      "icreq_timeout_ms", "connect_timeout_ms", "idle_admin_ms",
+						      "auth_timeout_ms"};
 		uint32_t *ms[] = {&c->tcp.r2t_timeout_ms, &c->tcp.pdu_timeout_ms, &c->tcp.send_timeout_ms,
-				  &c->tcp.icreq_timeout_ms, &c->tcp.connect_timeout_ms, &c->tcp.idle_admin_ms};
+				  &c->tcp.icreq_timeout_ms, &c->tcp.connect_timeout_ms, &c->tcp.idle_admin_ms,
+				  &c->tcp.auth_timeout_ms};
 		for (size_t i = 0; i < sizeof(ms) / sizeof(ms[0]); i++)
 			v = *ms[i], jnum(&j, o, "tcp", ms_keys[i], 1, 86400000, &v), *ms[i] = (uint32_t)v;
 		static const char *const n_keys[] = {"max_conns", "max_host_conns", "max_ctrlrs", "max_host_ctrlrs"};
@@ -730,6 +889,11 @@ int conf_load_file(struct daemon_conf *c, const char *path)
 		c->log_syslog = true;
 	v = c->grace_ms, jnum(&j, root, "", "shutdown_grace_ms", 0, 3600000, &v), c->grace_ms = (unsigned)v;
 	json_object_put(root);
+	struct stat st;
+	if (!j.err && j.secrets && stat(path, &st) == 0 && (st.st_mode & 077))
+		fprintf(stderr, "rados-nkv: warning: %s holds DH-HMAC-CHAP secrets and is readable by others (mode %04o): "
+				"chmod 600 it, or move the secrets to dhchap_key_file files\n",
+			path, (unsigned)(st.st_mode & 07777));
 	return j.err;
 }
 
@@ -740,7 +904,8 @@ enum { OPT_CEPH_CONF = 256, OPT_KEYRING, OPT_CLIENT_ID, OPT_OP_TIMEOUT, OPT_CONN
        OPT_LIST_WORKERS, OPT_CONN_BUF, OPT_HOST_BUF, OPT_R2T_MS, OPT_PDU_MS, OPT_SEND_MS, OPT_ICREQ_MS,
        OPT_TCP_CONNECT_MS, OPT_IDLE_ADMIN_MS, OPT_MAX_CONNS, OPT_MAX_HOST_CONNS, OPT_MAX_CTRLRS,
        OPT_MAX_HOST_CTRLRS, OPT_ALLOW_ANY, OPT_SHM_MODE, OPT_SHM_GROUP, OPT_CHECK, OPT_SHM_MAX_CTRLS,
-       OPT_SHM_MAX_CTRLS_HOST, OPT_LOG_SYSLOG };
+       OPT_SHM_MAX_CTRLS_HOST, OPT_LOG_SYSLOG, OPT_DHCHAP_KEY, OPT_DHCHAP_CTRL_KEY, OPT_DHCHAP_HASH,
+       OPT_DHCHAP_DHGROUP, OPT_AUTH_TIMEOUT };
 
 int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 {
@@ -772,8 +937,15 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 		{"max-host-ctrlrs", required_argument, 0, OPT_MAX_HOST_CTRLRS},
 		{"shm-max-ctrls", required_argument, 0, OPT_SHM_MAX_CTRLS},
 		{"shm-max-ctrls-per-host", required_argument, 0, OPT_SHM_MAX_CTRLS_HOST},
-		{"version", no_argument, 0, 'V'}, {"log-syslog", no_argument, 0, OPT_LOG_SYSLOG}, {0, 0, 0, 0},
+		{"version", no_argument, 0, 'V'}, {"log-syslog", no_argument, 0, OPT_LOG_SYSLOG},
+		{"dhchap-key", required_argument, 0, OPT_DHCHAP_KEY},
+		{"dhchap-ctrl-key", required_argument, 0, OPT_DHCHAP_CTRL_KEY},
+		{"dhchap-hash", required_argument, 0, OPT_DHCHAP_HASH},
+		{"dhchap-dhgroup", required_argument, 0, OPT_DHCHAP_DHGROUP},
+		{"auth-timeout-ms", required_argument, 0, OPT_AUTH_TIMEOUT}, {0, 0, 0, 0},
 	};
+	struct conf_subsys *host_ss = NULL; /* the subsystem and host of the last --allow-host */
+	unsigned host_idx = 0;
 	bool cli_listeners = false, cli_subsys = false;
 	const char *loose = NULL; /* the first per-subsystem flag seen before any -s */
 	unsigned u;
@@ -847,7 +1019,40 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 			if (!(s = flag_subsys(c, "--allow-host", cli_subsys, &loose)) || s->nhosts == CONF_MAX_HOSTS ||
 			    strlen(optarg) >= sizeof(s->hosts[0]))
 				goto bad;
+			host_ss = s;
+			host_idx = s->nhosts;
 			copy(s->hosts[s->nhosts++], sizeof(s->hosts[0]), optarg);
+			break;
+		case OPT_DHCHAP_KEY:
+		case OPT_DHCHAP_CTRL_KEY:
+		case OPT_DHCHAP_HASH:
+		case OPT_DHCHAP_DHGROUP: {
+			/* They describe the host of the last --allow-host, of the current subsystem. */
+			if (!host_ss || host_ss != cur_subsys(c)) {
+				fprintf(stderr, "rados-nkv: --%s applies to a host: put it after --allow-host NQN (of the "
+						"same subsystem)\n", opts[li].name);
+				exit(EX_USAGE);
+			}
+			struct conf_host_auth *a = host_auth(host_ss, host_idx);
+			const char *why = o == OPT_DHCHAP_HASH	  ? list_error(optarg, nkv_dhchap_hash_id)
+					  : o == OPT_DHCHAP_DHGROUP ? list_error(optarg, nkv_dhchap_dh_id)
+								    : secret_error(optarg, CONF_SECRET_MAX);
+			if (why) { /* never echo a secret back */
+				fprintf(stderr, "rados-nkv: invalid --%s for host %s: %s\n", opts[li].name,
+					host_ss->hosts[host_idx], why);
+				exit(EX_USAGE);
+			}
+			char *dst = o == OPT_DHCHAP_KEY ? a->key : o == OPT_DHCHAP_CTRL_KEY ? a->ctrl_key
+								  : o == OPT_DHCHAP_HASH  ? a->hashes : a->dhgroups;
+			size_t cap = o == OPT_DHCHAP_HASH ? sizeof(a->hashes) : o == OPT_DHCHAP_DHGROUP ? sizeof(a->dhgroups)
+											  : CONF_SECRET_MAX;
+			copy(dst, cap, optarg);
+			break;
+		}
+		case OPT_AUTH_TIMEOUT:
+			if (parse_uint(optarg, 86400000, &u) < 0 || u == 0)
+				goto bad;
+			c->tcp.auth_timeout_ms = u;
 			break;
 		case OPT_ALLOW_ANY:
 			if (!(s = flag_subsys(c, "--allow-any-host", cli_subsys, &loose)))
@@ -1010,6 +1215,12 @@ int conf_finish(struct daemon_conf *c)
 		}
 		if (s->nns == 0)
 			add_ns(s, 1, "", 0, false);
+		for (unsigned h = 0; h < s->nhosts; h++)
+			if (s->auth[h] && !*s->auth[h]->key) {
+				fprintf(stderr, "rados-nkv: subsystem %s: host %s has DH-HMAC-CHAP settings but no --dhchap-key\n",
+					s->nqn, s->hosts[h]);
+				return -1;
+			}
 		if (s->nhosts && s->allow_any_host) {
 			fprintf(stderr, "rados-nkv: subsystem %s has both an allowlist and allow-any-host; pick one\n",
 				s->nqn);

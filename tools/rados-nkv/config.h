@@ -14,6 +14,15 @@
 #define CONF_MAX_SUBSYS 64
 #define CONF_MAX_NS 64
 #define CONF_MAX_HOSTS 64
+#define CONF_SECRET_MAX 128 /* a DHHC-1 secret with its NUL */
+
+/** DH-HMAC-CHAP settings of one allowed host (the secrets as written; checked when loaded). */
+struct conf_host_auth {
+	char key[CONF_SECRET_MAX];
+	char ctrl_key[CONF_SECRET_MAX]; /* "": none */
+	char hashes[64];                /* comma separated; "": the target's default */
+	char dhgroups[128];
+};
 
 struct conf_listener {
 	char addr[256];
@@ -31,6 +40,7 @@ struct conf_subsys {
 	unsigned nexec[CONF_MAX_NS];
 	struct nkv_subsys *ss;                   /* the running subsystem (for SIGHUP) */
 	char hosts[CONF_MAX_HOSTS][224];
+	struct conf_host_auth *auth[CONF_MAX_HOSTS]; /* per host: malloc'ed when it has a secret (conf_free) */
 	unsigned nhosts;
 	bool allow_any_host; /* explicit: no allowlist, any host (required off loopback) */
 	char shm_path[108];  /* Unix socket of the shared-memory transport; "" = not served over shm */
@@ -72,7 +82,7 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv);
  */
 int conf_finish(struct daemon_conf *c);
 
-/** Free what conf_load_file() allocated (Exec allowlists). */
+/** Free what conf_load_file() and conf_parse_args() allocated (Exec allowlists, erased secrets). */
 void conf_free(struct daemon_conf *c);
 
 /** Is @addr (a listener address; "" = every address) reachable only from this machine? */

@@ -47,7 +47,9 @@ static void describe_access(const struct conf_subsys *s, char *out, size_t n)
 	}
 	off = (size_t)snprintf(out, n, "only %u host(s):", s->nhosts);
 	for (unsigned i = 0; i < s->nhosts && off < n; i++)
-		off += (size_t)snprintf(out + off, n - off, " %s", s->hosts[i]);
+		off += (size_t)snprintf(out + off, n - off, " %s%s", s->hosts[i],
+					!s->auth[i] ? "" : *s->auth[i]->ctrl_key ? " (DH-HMAC-CHAP, bidirectional)"
+										 : " (DH-HMAC-CHAP)");
 }
 
 /* --check: what would be served, on stdout; nothing is opened. */
@@ -99,11 +101,29 @@ static int build(struct daemon_conf *c, struct nkv_target **tgt)
 				rc == -ENOENT ? " (create it: ceph osd pool create <name>)" : "");
 			return rc;
 		}
-		for (unsigned j = 0; j < s->nhosts; j++)
+		bool auth = false;
+		for (unsigned j = 0; j < s->nhosts; j++) {
 			if ((rc = nkv_subsys_allow_host(ss, s->hosts[j])) < 0) {
 				NKV_ERR("bad host NQN '%s': %s", s->hosts[j], strerror(-rc));
 				return rc;
 			}
+			const struct conf_host_auth *a = s->auth[j];
+			if (!a)
+				continue;
+			struct nkv_dhchap_conf dc = {.key = a->key, .ctrl_key = *a->ctrl_key ? a->ctrl_key : NULL,
+						     .hashes = *a->hashes ? a->hashes : NULL,
+						     .dhgroups = *a->dhgroups ? a->dhgroups : NULL};
+			if ((rc = nkv_subsys_host_dhchap(ss, s->hosts[j], &dc)) < 0) {
+				NKV_ERR("%s: DH-HMAC-CHAP settings of host %s refused: %s", s->nqn, s->hosts[j],
+					strerror(-rc));
+				return rc;
+			}
+			auth = true;
+		}
+		if (auth && *s->shm_path)
+			NKV_WARN("%s: its shared-memory socket %s does not authenticate hosts (no in-band authentication "
+				 "over shared memory): only its permissions (--shm-mode, --shm-group) guard it", s->nqn,
+				 s->shm_path);
 		describe_access(s, who, sizeof(who));
 		NKV_INFO("subsystem %s may be used by %s", s->nqn, who);
 		s->ss = ss;
