@@ -90,6 +90,9 @@ class ConnOpts(ctypes.Structure):
         ("queue_depth", ctypes.c_uint16),
         ("timeout_ms", ctypes.c_int),
         ("shm_bounce_kib", ctypes.c_uint32),
+        ("tls", ctypes.c_bool),
+        ("tls_key", ctypes.c_char_p),
+        ("tls_identity", ctypes.c_uint8),
     ]
 
 
@@ -125,8 +128,9 @@ class DiscEntry(ctypes.Structure):
 _LAYOUT = {
     Op: (72, {"nsid": 4, "key": 8, "buf": 24, "len": 32, "offset": 40, "user": 48, "rc": 56,
               "status": 60, "value_size": 64, "xfer": 68}),
-    ConnOpts: (48, {"hostid": 8, "hdgst": 24, "ddgst": 25, "kato_ms": 28, "no_keepalive": 32,
-                    "queue_depth": 34, "timeout_ms": 36, "shm_bounce_kib": 40}),
+    ConnOpts: (64, {"hostid": 8, "hdgst": 24, "ddgst": 25, "kato_ms": 28, "no_keepalive": 32,
+                    "queue_depth": 34, "timeout_ms": 36, "shm_bounce_kib": 40, "tls": 44, "tls_key": 48,
+                    "tls_identity": 56}),
     EngineOpts: (16, {"depth": 4, "timeout_ms": 8, "max_ops": 12}),
     DiscEntry: (558, {"portid": 4, "cntlid": 6, "asqsz": 8, "trsvcid": 10, "traddr": 43,
                       "subnqn": 300}),

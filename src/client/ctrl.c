@@ -65,6 +65,17 @@ struct nkv_ctrl *nkv_ctrl_alloc(const char *traddr, const char *trsvcid, const c
 		snprintf(c->hostnqn, sizeof(c->hostnqn), "%s", hi.hostnqn);
 	}
 	c->opts.hostnqn = NULL; /* not owned: never read again */
+	if (c->opts.tls) {
+		int rc = c->opts.tls_identity > 1 ? -EINVAL : nkv_psk_load(c->opts.tls_key, &c->psk);
+		if (rc < 0) {
+			NKV_WARN("TLS key %s: %s", c->opts.tls_key && c->opts.tls_key[0] == '@' ? c->opts.tls_key : "given",
+				 nkv_psk_strerror(rc));
+			*err = rc;
+			free(c);
+			return NULL;
+		}
+	}
+	c->opts.tls_key = NULL; /* not owned either: the key is in c->psk */
 	c->ops = &nkv_tcp_ops;
 	c->kato_ms = c->opts.no_keepalive ? 0 : (c->opts.kato_ms ? c->opts.kato_ms : NKV_DEFAULT_KATO_MS);
 	c->discovery = strcmp(subnqn, NKV_DISCOVERY_NQN) == 0;
@@ -329,6 +340,7 @@ static void ka_stop(struct nkv_ctrl *ctrl)
 
 void nkv_ctrl_free_mem(struct nkv_ctrl *ctrl)
 {
+	nkv_psk_wipe(&ctrl->psk, sizeof(ctrl->psk));
 	pthread_mutex_destroy(&ctrl->admin_mu);
 	pthread_mutex_destroy(&ctrl->qp_mu);
 	pthread_mutex_destroy(&ctrl->ka_mu);

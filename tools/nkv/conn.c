@@ -141,7 +141,18 @@ void cli_connect_error(const struct cli *c, const char *port, const char *nqn, i
 				 nqn, c->host.hostnqn, cli_host_src(c, true), c->host.hostnqn_file);
 			break;
 		case -EPROTO:
-			snprintf(m, sizeof(m), "protocol error talking to %s:%s (run with -v for details)", h, port);
+			snprintf(m, sizeof(m), "protocol error talking to %s:%s%s (run with -v for details)", h, port,
+				 c->opts.tls ? " (over TLS: is it a TLS listener?)" : "");
+			break;
+		case -EKEYREJECTED:
+			snprintf(m, sizeof(m), "TLS handshake with %s:%s failed: the target does not accept this PSK for "
+					       "host %s and subsystem %s (check --tls-key and the target's TLS keys)",
+				 h, port, c->host.hostnqn, nqn);
+			break;
+		case -ECONNRESET:
+			snprintf(m, sizeof(m), "%s:%s closed the connection %s", h, port,
+				 c->opts.tls ? "during the TLS handshake (not a TLS listener? try without --tls)"
+					     : "at once (a TLS-only listener? use --tls --tls-key KEY)");
 			break;
 		default:
 			snprintf(m, sizeof(m), "cannot connect to %s at %s:%s: %s", nqn, h, port, strerror(-rc));

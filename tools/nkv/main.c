@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "common/log.h"
+#include "common/nvme_psk.h"
 #include "nkv/nkv_version.h"
 
 static const char g_usage[] =
@@ -54,6 +55,11 @@ static const char g_usage[] =
 	"                        $NKV_HOSTID_FILE replace the two /etc/nvme paths\n"
 	"      --hdgst           enable the header digest (CRC32C)\n"
 	"      --ddgst           enable the data digest (CRC32C)\n"
+	"      --tls             NVMe/TCP over TLS 1.3 with a PSK (TP 8011), for the target's\n"
+	"                        --listen-tls listeners; needs --tls-key (discover too)\n"
+	"      --tls-key KEY     the PSK: NVMeTLSkey-1:hh:...: (nvme gen-tls-key) or @FILE holding\n"
+	"                        it; implies --tls\n"
+	"      --tls-identity V  PSK identity version: 0 NVMe0Rxx (default, as Linux), 1 NVMe1Rxx\n"
 	"  -o, --output FMT      normal (default) or json: one JSON object per command\n"
 	"      --hex             keys are given and printed as hex (binary keys)\n"
 	"      --timeout MS      connect and command timeout (default 30000)\n"
@@ -129,6 +135,9 @@ enum {
 	OPT_ARG,
 	OPT_OUT,
 	OPT_SIZE,
+	OPT_TLS,
+	OPT_TLS_KEY,
+	OPT_TLS_ID,
 };
 
 /* A leading ':' tells a missing argument (':') from an unknown option ('?'); opterr is 0, the
@@ -161,6 +170,9 @@ static const struct option g_opts[] = {
 	{"arg", required_argument, NULL, OPT_ARG},
 	{"out", required_argument, NULL, OPT_OUT},
 	{"size", required_argument, NULL, OPT_SIZE},
+	{"tls", no_argument, NULL, OPT_TLS},
+	{"tls-key", required_argument, NULL, OPT_TLS_KEY},
+	{"tls-identity", required_argument, NULL, OPT_TLS_ID},
 	{NULL, 0, NULL, 0},
 };
 
@@ -479,6 +491,25 @@ static int run(struct cli *c, int argc, char **argv)
 			c->exec_size = v;
 			c->exec_size_set = true;
 			break;
+		case OPT_TLS:
+			c->opts.tls = true;
+			break;
+		case OPT_TLS_KEY: {
+			struct nkv_psk k;
+			int rc = nkv_psk_load(optarg, &k);
+			nkv_psk_wipe(&k, sizeof(k));
+			if (rc < 0)
+				return cli_usage(c, "bad --tls-key%s%s: %s", optarg[0] == '@' ? " " : "",
+						 optarg[0] == '@' ? optarg : "", nkv_psk_strerror(rc));
+			c->opts.tls = true;
+			c->opts.tls_key = optarg;
+			break;
+		}
+		case OPT_TLS_ID:
+			if (strcmp(optarg, "0") && strcmp(optarg, "1"))
+				return cli_usage(c, "bad --tls-identity '%s' (0: NVMe0Rxx, 1: NVMe1Rxx)", optarg);
+			c->opts.tls_identity = (uint8_t)(optarg[0] - '0');
+			break;
 		case ':':
 			return cli_usage(c, "option '%s' needs an argument", argv[optind - 1]);
 		default: /* '?' */
@@ -519,6 +550,10 @@ static int run(struct cli *c, int argc, char **argv)
 	}
 	if (c->shm_path && k->fn == cmd_discover)
 		return cli_usage(c, "%s: no discovery over shm (the socket path names the subsystem)", c->cmd);
+	if (c->opts.tls && !c->opts.tls_key)
+		return cli_usage(c, "--tls needs --tls-key KEY|@FILE (the PSK in the interchange format)");
+	if (c->opts.tls && c->shm_path)
+		return cli_usage(c, "--tls is for NVMe/TCP, not shared memory");
 	if (c->store_opts == (NKV_STORE_MUST_EXIST | NKV_STORE_MUST_NOT_EXIST))
 		return cli_usage(c, "%s: --must-exist and --must-not-exist exclude each other", c->cmd);
 	int ex = c->shm_path ? EXIT_OK : cli_addr_settle(c);
