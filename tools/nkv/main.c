@@ -35,6 +35,8 @@ static const char g_usage[] =
 	"        [--in FILE|- | --arg HEX]  input: a file (01b opcodes) or up to 8 bytes (00b, 10b)\n"
 	"        [--out FILE|-] [--size N]  output of 10b opcodes (default stdout), buffer (default 1M)\n"
 	"  show-host                     the host NQN and ID nkv sends, and where they come from\n"
+	"  gen-tls-key [01|02|00]        print a random TLS PSK in the interchange format (01: SHA-256,\n"
+	"                                default; 02: SHA-384) for rados-nkv --tls-key and nkv --tls-key\n"
 	"  bench [KEY=VALUE...]          load generator (nkv bench help)\n"
 	"\n"
 	"options:\n"
@@ -116,6 +118,11 @@ static const struct cmd g_cmds[] = {
 	 "nkv show-host\n  Print the host NQN and host ID nkv sends in Connect (and to --allow-host lists),\n"
 	 "  and where each comes from: option, file, hostnqn (the UUID of a uuid host NQN), hostid\n"
 	 "  (a uuid NQN of the host ID), dmi (product_uuid) or random (this run only)."},
+	{"gen-tls-key", cmd_gen_tls_key, 0, 1,
+	 "nkv gen-tls-key [01|02|00]\n  Print a random configured PSK for NVMe/TCP TLS in the interchange format\n"
+	 "  NVMeTLSkey-1:hh:BASE64(key + CRC-32): (what nvme gen-tls-key prints): hh 01 (default) a 32-byte key\n"
+	 "  for TLS_AES_128_GCM_SHA256, 02 a 48-byte key for TLS_AES_256_GCM_SHA384, 00 a 32-byte key used as is.\n"
+	 "  Give it to the target (rados-nkv --tls-key HOSTNQN=KEY) and to the host (nkv --tls-key KEY)."},
 	{"bench", cmd_bench, 0, 64, "nkv bench [KEY=VALUE...]   (nkv bench help: every knob)\n  Asynchronous load generator (qd=, conns=, size=4K,256K, keys=, mix=r70w30, time=, bytes=...); every retrieved value is verified."},
 };
 
