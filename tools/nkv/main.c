@@ -263,14 +263,19 @@ static int host_settle(struct cli *c, const char *hostnqn, const char *hostid)
 
 /**
  * Find the first NVM subsystem in the discovery log: at the -s port when given (rados-nkv serves its
- * discovery controller on every listener), else at port 8009.
+ * discovery controller on every listener), else at port 8009. That port is plain TCP, so without -s
+ * discovery goes without TLS even under --tls, and --tls then takes the first entry of a port that
+ * requires TLS (TREQ), plain TCP the first that does not (either, when none fits).
  */
 static int discover_nqn(struct cli *c)
 {
 	struct nkv_disc_entry *e = NULL;
 	unsigned n = 0;
 	const char *dport = c->trsvcid ? c->trsvcid : "8009";
-	int rc = nkv_discover(c->traddr, dport, &c->opts, &e, &n);
+	struct nkv_conn_opts o = c->opts;
+	if (!c->trsvcid)
+		o.tls = false;
+	int rc = nkv_discover(c->traddr, dport, &o, &e, &n);
 	if (rc) {
 		if (rc == -ECONNREFUSED) {
 			char m[512];
@@ -282,17 +287,18 @@ static int discover_nqn(struct cli *c)
 			cli_connect_error(c, dport, NKV_DISCOVERY_NQN, rc);
 		return EXIT_ERR;
 	}
-	for (unsigned i = 0; i < n; i++) {
-		if (e[i].subtype != NKV_SUBTYPE_NVME || e[i].trtype != NKV_TRTYPE_TCP)
-			continue;
-		snprintf(c->nqn_buf, sizeof(c->nqn_buf), "%s", e[i].subnqn);
-		c->nqn = c->nqn_buf;
-		if (!c->trsvcid && e[i].trsvcid[0]) {
-			snprintf(c->port_buf, sizeof(c->port_buf), "%s", e[i].trsvcid);
-			c->trsvcid = c->port_buf;
+	for (unsigned pass = 0; pass < 2 && !c->nqn; pass++)
+		for (unsigned i = 0; i < n && !c->nqn; i++) {
+			if (e[i].subtype != NKV_SUBTYPE_NVME || e[i].trtype != NKV_TRTYPE_TCP ||
+			    (pass == 0 && ((e[i].treq & 3) == NKV_TREQ_REQUIRED) != c->opts.tls))
+				continue;
+			snprintf(c->nqn_buf, sizeof(c->nqn_buf), "%s", e[i].subnqn);
+			c->nqn = c->nqn_buf;
+			if (!c->trsvcid && e[i].trsvcid[0]) {
+				snprintf(c->port_buf, sizeof(c->port_buf), "%s", e[i].trsvcid);
+				c->trsvcid = c->port_buf;
+			}
 		}
-		break;
-	}
 	free(e);
 	if (!c->nqn) {
 		cli_json_error(c, "discovery: no NVMe/TCP subsystem", -ENOENT, 0);
