@@ -326,7 +326,7 @@ static void reload(const struct daemon_conf *run, const char *cfile, int argc, c
 	nkv_log_set_level((enum nkv_log_level)fresh.log_level);
 	reload_exec(run, &fresh);
 	NKV_INFO("SIGHUP: re-read %s: log level %d and Exec allowlists applied; listeners, subsystems, "
-		 "namespaces and limits need a restart", cfile, fresh.log_level);
+		 "namespaces, TLS keys and limits need a restart", cfile, fresh.log_level);
 	conf_free(&fresh);
 }
 
