@@ -121,7 +121,7 @@ static int tls_send_all(struct nkv_tls *t, int fd, const void *buf, size_t len, 
 {
 	const uint8_t *p = buf;
 	int rc = 0;
-	while (rc == 0 && (len || nkv_tls_want_write(t))) {
+	while (rc == 0 && (len || t->stage_len)) {
 		struct iovec iov = {(void *)p, len};
 		ssize_t n = len ? nkv_tls_sendv(t, &iov, 1) : nkv_tls_flush(t);
 		if (n > 0) {

@@ -122,7 +122,7 @@ static int ssl_fail(struct nkv_tls *t, int ret, bool *want)
 			return -ECONNRESET;
 		}
 		snprintf(t->why, sizeof(t->why), "%s", strerror(err));
-		return err == EPIPE || err == ECONNRESET ? -err : -EPROTO;
+		return -err;
 	default:
 		break;
 	}

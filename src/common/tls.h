@@ -59,13 +59,14 @@ int nkv_tls_init(struct nkv_tls *t, SSL_CTX *ctx, int fd, bool server);
  */
 int nkv_tls_handshake(struct nkv_tls *t);
 
-/** Read up to @len bytes. @return bytes (> 0), 0 (the peer closed), -EAGAIN, -EPROTO, -ECONNRESET. */
+/** Read up to @len bytes. @return bytes (> 0), 0 (the peer closed), -EAGAIN, -EPROTO (a TLS
+ *  error: t->why), -ECONNRESET, or the socket's -errno. */
 ssize_t nkv_tls_recv(struct nkv_tls *t, void *buf, size_t len);
 
 /**
  * Take up to one record of the bytes of @iov[0..n) for sending (see the header).
- * @return bytes taken (> 0), -EAGAIN (nothing taken: the previous record is still waiting for the
- * socket), -EPROTO / -EPIPE / -ECONNRESET.
+ * @return bytes taken (> 0; 0 when @iov holds none), -EAGAIN (nothing taken: the previous record is
+ * still waiting for the socket), -EPROTO (t->why), -ENOMEM, or the socket's -errno (-EPIPE...).
  */
 ssize_t nkv_tls_sendv(struct nkv_tls *t, const struct iovec *iov, int n);
 
@@ -78,10 +79,11 @@ static inline size_t nkv_tls_pending(const struct nkv_tls *t)
 	return t->ssl ? (size_t)SSL_pending(t->ssl) : 0;
 }
 
-/** Does the session need the socket writable (a record to push, or a handshake step)? */
+/** Does the session need the socket writable (a record to push, a handshake step, or a read that
+ *  must answer a post-handshake message first)? */
 static inline bool nkv_tls_want_write(const struct nkv_tls *t)
 {
-	return t->stage_len != 0 || t->want_write;
+	return t->stage_len != 0 || t->want_write || t->rd_want_write;
 }
 
 /** The cipher suite negotiated ("TLS_AES_128_GCM_SHA256"), or "none". */
