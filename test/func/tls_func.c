@@ -9,7 +9,8 @@
  *   - refusals, each a clear errno within seconds: a wrong key for a known identity, a host with no
  *     key, an identity for a subsystem with no key (-EKEYREJECTED); a plain client on the TLS-only
  *     listener and a TLS client on the plain one (-ECONNRESET); a Connect naming another host or
- *     subsystem than the PSK identity (Connect Invalid Host, 84h), sent by a raw TLS client;
+ *     subsystem than the PSK identity (Connect Invalid Host, 84h), sent by a raw TLS client, which
+ *     also checks that a command after a TLS KeyUpdate (update requested) is answered;
  *   - both listeners at once on the same data; the discovery log's TREQ and TSAS SECTYPE per port,
  *     read over plain TCP and over TLS;
  *   - handshake deadlines: a silent connection and one stalled inside the ClientHello are closed at
@@ -251,8 +252,26 @@ static bool raw_recv(struct nkv_tls *t, void *b, size_t n)
 	return true;
 }
 
-/* TLS as host A for SUB1, then ICReq and an admin Connect for (@host, @sub). @return the status or -1. */
-static int raw_connect(const char *host, const char *sub)
+/* A Property Get of CAP on the admin queue: @return its status, or -1. */
+static int raw_prop_get(struct nkv_tls *t)
+{
+	uint8_t pdu[72] = {NKV_TCP_PDU_CMD, 0, 72, 0}, rsp[24];
+	nkv_put32(pdu + 4, 72);
+	pdu[8] = NKV_ADM_FABRICS;
+	pdu[9] = 0x40;
+	pdu[8 + 2] = 7; /* CID */
+	pdu[8 + 4] = NKV_FCTYPE_PROP_GET;
+	pdu[8 + 24 + 15] = NKV_SGL_TRANSPORT_DATA_BLOCK;
+	pdu[8 + 40] = 1; /* 8 bytes */
+	if (!raw_send(t, pdu, sizeof(pdu)) || !raw_recv(t, rsp, 24) || rsp[0] != NKV_TCP_PDU_RSP)
+		return -1;
+	return (nkv_get16(rsp + 8 + 14) >> 1) & 0x7ff;
+}
+
+/* TLS as host A for SUB1, then ICReq and an admin Connect for (@host, @sub); with @key_update, then a
+ * TLS KeyUpdate that asks the target to update its keys too, and a command after it.
+ * @return the Connect's status (or the command's, with @key_update), or -1. */
+static int raw_connect(const char *host, const char *sub, bool key_update)
 {
 	struct nkv_psk k;
 	struct nkv_tls t;
@@ -288,6 +307,8 @@ static int raw_connect(const char *host, const char *sub)
 	snprintf(d->hostnqn, sizeof(d->hostnqn), "%s", host);
 	if (raw_send(&t, pdu, sizeof(pdu)) && raw_recv(&t, rsp, 24) && rsp[0] == NKV_TCP_PDU_RSP)
 		st = (nkv_get16(rsp + 8 + 14) >> 1) & 0x7ff;
+	if (st == 0 && key_update) /* the target reads the KeyUpdate, answers with its own, goes on */
+		st = SSL_key_update(t.ssl, SSL_KEY_UPDATE_REQUESTED) == 1 ? raw_prop_get(&t) : -1;
 fini:
 	nkv_tls_fini(&t);
 out:
@@ -299,11 +320,13 @@ out:
 
 static void t_identity_binding(void)
 {
-	int st = raw_connect(HOSTA, SUB1);
+	int st = raw_connect(HOSTA, SUB1, false);
 	CHECK(st == 0, "raw TLS client, Connect matching its identity: status %#x", st);
-	st = raw_connect(HOSTB, SUB1);
+	st = raw_connect(HOSTA, SUB1, true);
+	CHECK(st == 0, "a command after a TLS KeyUpdate (update requested): status %#x", st);
+	st = raw_connect(HOSTB, SUB1, false);
 	CHECK(st == 0x184, "Connect as host B over host A's PSK: status %#x, want 184h (Connect Invalid Host)", st);
-	st = raw_connect(HOSTA, SUB2);
+	st = raw_connect(HOSTA, SUB2, false);
 	CHECK(st == 0x184, "Connect to subsystem two over a PSK for subsystem one: status %#x, want 184h", st);
 }
 
