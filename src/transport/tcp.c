@@ -1579,20 +1579,7 @@ int nkv_tcp_listen_tls(struct nkv_tcp *t, const char *addr, const char *port, bo
 
 int nkv_tcp_add_psk(struct nkv_tcp *t, const char *hostnqn, const char *subnqn, const char *key)
 {
-	struct nkv_psk k;
-	int rc;
-
-	if (!hostnqn || !subnqn || !key)
-		return -EINVAL;
-	if ((rc = nkv_psk_load(key, &k)) < 0)
-		return rc;
-	if (!t->tls && (rc = nkv_tcp_tls_ctx_create(&t->tls)) < 0) {
-		nkv_psk_wipe(&k, sizeof(k));
-		return rc;
-	}
-	rc = nkv_tcp_tls_add_psk(t->tls, hostnqn, subnqn, &k);
-	nkv_psk_wipe(&k, sizeof(k));
-	return rc;
+	return nkv_tcp_tls_add_key(&t->tls, hostnqn, subnqn, key);
 }
 
 void nkv_tcp_destroy(struct nkv_tcp *t, int grace_ms)

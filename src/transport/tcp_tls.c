@@ -144,6 +144,19 @@ int nkv_tcp_tls_add_psk(struct tcp_tls_ctx *x, const char *hostnqn, const char *
 	return rc;
 }
 
+int nkv_tcp_tls_add_key(struct tcp_tls_ctx **x, const char *hostnqn, const char *subnqn, const char *key)
+{
+	struct nkv_psk k;
+	int rc;
+
+	if (!hostnqn || !subnqn || !key)
+		return -EINVAL;
+	if ((rc = nkv_psk_load(key, &k)) == 0 && (*x || (rc = nkv_tcp_tls_ctx_create(x)) == 0))
+		rc = nkv_tcp_tls_add_psk(*x, hostnqn, subnqn, &k);
+	nkv_psk_wipe(&k, sizeof(k));
+	return rc;
+}
+
 unsigned nkv_tcp_tls_npsk(struct tcp_tls_ctx *x)
 {
 	pthread_mutex_lock(&x->lock);

@@ -52,6 +52,10 @@ void nkv_tcp_tls_ctx_destroy(struct tcp_tls_ctx *x);
  */
 int nkv_tcp_tls_add_psk(struct tcp_tls_ctx *x, const char *hostnqn, const char *subnqn, const struct nkv_psk *k);
 
+/** nkv_tcp_add_psk(): load @key (string or @FILE) and add it to *@x, creating the context first.
+ *  @return as nkv_tcp_add_psk(). */
+int nkv_tcp_tls_add_key(struct tcp_tls_ctx **x, const char *hostnqn, const char *subnqn, const char *key);
+
 /** Number of host/subsystem PSKs configured (the discovery identities not counted). */
 unsigned nkv_tcp_tls_npsk(struct tcp_tls_ctx *x);
 
