@@ -74,3 +74,17 @@ void daemon_stop(pid_t pid, int secs)
 	kill(pid, SIGKILL);
 	waitpid(pid, &status, 0);
 }
+
+unsigned daemon_free_port(void)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	unsigned p = 0;
+	if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+		p = ntohs(a.sin_port);
+	if (fd >= 0)
+		close(fd);
+	return p;
+}

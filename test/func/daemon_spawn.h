@@ -28,4 +28,9 @@ bool daemon_wait_port(pid_t pid, int port);
  */
 void daemon_stop(pid_t pid, int secs);
 
+/** A TCP port on 127.0.0.1 the kernel says is free now (a fixed or pid-derived one can sit in the
+ *  ephemeral range, where other tests' connections in TIME_WAIT make the daemon's bind fail).
+ *  @return the port, or 0. */
+unsigned daemon_free_port(void);
+
 #endif

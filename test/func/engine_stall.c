@@ -31,20 +31,6 @@
 
 unsigned h_pass, h_fail;
 
-static unsigned free_port(void)
-{
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	unsigned p = 0;
-	if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-	    getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-		p = ntohs(a.sin_port);
-	if (fd >= 0)
-		close(fd);
-	return p;
-}
-
 static double now_ms(void)
 {
 	struct timespec ts;
@@ -129,7 +115,7 @@ int main(int argc, char **argv)
 		return 77;
 	}
 	char port[16], listen[64], sock[108], shm_arg[160];
-	snprintf(port, sizeof(port), "%u", free_port());
+	snprintf(port, sizeof(port), "%u", daemon_free_port());
 	snprintf(listen, sizeof(listen), "127.0.0.1:%s", port);
 	snprintf(sock, sizeof(sock), "%s/engine_stall.%d.sock", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
 		 (int)getpid());

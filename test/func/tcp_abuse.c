@@ -431,20 +431,6 @@ static long cpu_ticks(pid_t pid)
 	return (long)(ut + st);
 }
 
-static int free_port(void)
-{
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = {.sin_family = AF_INET};
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	socklen_t l = sizeof(a);
-	int port = -1;
-	if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 && getsockname(fd, (struct sockaddr *)&a, &l) == 0)
-		port = ntohs(a.sin_port);
-	if (fd >= 0)
-		close(fd);
-	return port;
-}
-
 /** In the daemon's child before exec: ASan options, and a file limit of *@arg (0: unchanged). */
 static void daemon_child_setup(void *arg)
 {
@@ -628,7 +614,7 @@ static void case_emfile(const char *path)
 {
 	static const char *const flags[] = {"--max-conns", "1000", "--max-host-conns", "1000", "--icreq-timeout-ms",
 					    "60000", "--tcp-connect-timeout-ms", "60000", NULL};
-	io_port = free_port();
+	io_port = (int)daemon_free_port();
 	pid_t pid = daemon_start(path, old_flags ? NULL : flags, 64);
 	CHECK(pid > 0, "second daemon with RLIMIT_NOFILE 64");
 	if (pid <= 0)
@@ -670,7 +656,7 @@ int main(int argc, char **argv)
 		"--r2t-timeout-ms", "2000", "--pdu-timeout-ms", "2000", "--send-timeout-ms", "2000",
 		"--icreq-timeout-ms", "2000", "--tcp-connect-timeout-ms", "2000", "--idle-admin-ms", "2000",
 		"--max-host-conns", "8", "--max-host-ctrlrs", "4", NULL};
-	io_port = free_port();
+	io_port = (int)daemon_free_port();
 	dpid = daemon_start(argv[1], old_flags ? NULL : flags, 0);
 	CHECK(dpid > 0, "daemon %s listening on 127.0.0.1:%d", argv[1], io_port);
 	if (dpid > 0) {

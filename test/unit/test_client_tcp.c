@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "func/daemon_spawn.h"
 #include "nkv/nkv.h"
 
 #define NQN "nqn.2026-11.io.rados-nkv:nkv"
@@ -27,6 +28,7 @@
 static char g_port[16], g_dport[16];
 static pid_t g_daemon;
 static int g_fail;
+unsigned h_pass, h_fail; /* daemon_spawn.c's check counters (its daemon_stop is not used here) */
 
 #define CHECK(c)                                                                   \
 	do {                                                                       \
@@ -47,27 +49,10 @@ static int g_fail;
 		}                                                                                   \
 	} while (0)
 
-/* A port the kernel says is free now: a fixed or pid-derived one can sit in the ephemeral range,
- * where other tests' connections in TIME_WAIT make the daemon's bind fail. */
-static unsigned free_port(void)
-{
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	unsigned p = 0;
-
-	if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-	    getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-		p = ntohs(a.sin_port);
-	if (fd >= 0)
-		close(fd);
-	return p;
-}
-
 static void start_daemon(const char *path)
 {
-	snprintf(g_port, sizeof(g_port), "%u", free_port());
-	snprintf(g_dport, sizeof(g_dport), "%u", free_port());
+	snprintf(g_port, sizeof(g_port), "%u", daemon_free_port());
+	snprintf(g_dport, sizeof(g_dport), "%u", daemon_free_port());
 	char listen[64], disc[64];
 	snprintf(listen, sizeof(listen), "127.0.0.1:%s", g_port);
 	snprintf(disc, sizeof(disc), "127.0.0.1:%s", g_dport);
