@@ -50,18 +50,6 @@ static int g_plain, g_tls, g_disc;
 static char g_sp[16], g_st[16], g_sd[16];
 static char g_keya[NKV_PSK_STR_MAX], g_keyb[NKV_PSK_STR_MAX], g_wrong[NKV_PSK_STR_MAX], g_filea[64];
 
-static int free_port(void)
-{
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0), p = 0;
-	if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 && getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-		p = ntohs(a.sin_port);
-	if (fd >= 0)
-		close(fd);
-	return p;
-}
-
 /* A key in the interchange format from a seed: 32 bytes with hh 01, or 48 with hh 02. */
 static void make_key(char *out, unsigned seed, uint8_t hmac)
 {
@@ -493,9 +481,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "cannot write %s\n", g_filea);
 		return 1;
 	}
-	g_plain = free_port();
-	g_tls = free_port();
-	g_disc = free_port();
+	g_plain = (int)daemon_free_port();
+	g_tls = (int)daemon_free_port();
+	g_disc = (int)daemon_free_port();
 	char lp[64], lt[64], ld[64], ka1[300], ka2[300], kb[300], hs[16];
 	snprintf(g_sp, sizeof(g_sp), "%d", g_plain);
 	snprintf(g_st, sizeof(g_st), "%d", g_tls);
