@@ -167,8 +167,8 @@ int nkv_tcp_listen(struct nkv_tcp *tcp, const char *addr, const char *port, bool
  * host and the discovery subsystem, each with its derived TLS PSK; a Connect over the session must
  * name the identity's host and subsystem. Call before the secure listeners start.
  * @return 0, -EINVAL / -EMSGSIZE / -EBADMSG (not a valid key: see the header of src/common/nvme_psk.h),
- * -ENOENT / -EACCES (the key file), -EEXIST (another key for this host and subsystem), -ENAMETOOLONG
- * (the two NQNs make an identity over 255 bytes), -ENOMEM.
+ * -ENOENT / -EACCES (the key file), -EEXIST (another key for this host and subsystem), -ENOMEM.
+ * NQNs that make a version 0 identity longer than 255 bytes get version 1 identities only (logged).
  */
 int nkv_tcp_add_psk(struct nkv_tcp *tcp, const char *hostnqn, const char *subnqn, const char *key);
 

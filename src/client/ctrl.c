@@ -66,10 +66,16 @@ struct nkv_ctrl *nkv_ctrl_alloc(const char *traddr, const char *trsvcid, const c
 	}
 	c->opts.hostnqn = NULL; /* not owned: never read again */
 	if (c->opts.tls) {
+		/* The key, and the identity it makes for this host and subsystem, before any connection. */
+		struct nkv_tls_psk t;
 		int rc = c->opts.tls_identity > 1 ? -EINVAL : nkv_psk_load(c->opts.tls_key, &c->psk);
+		if (rc == 0 && *c->subnqn)
+			rc = nkv_psk_derive(&c->psk, c->opts.tls_identity, c->hostnqn, c->subnqn, &t);
+		nkv_psk_wipe(&t, sizeof(t));
 		if (rc < 0) {
 			NKV_WARN("TLS key %s: %s", c->opts.tls_key && c->opts.tls_key[0] == '@' ? c->opts.tls_key : "given",
 				 nkv_psk_strerror(rc));
+			nkv_psk_wipe(&c->psk, sizeof(c->psk));
 			*err = rc;
 			free(c);
 			return NULL;

@@ -133,9 +133,16 @@ int nkv_tcp_tls_add_psk(struct tcp_tls_ctx *x, const char *hostnqn, const char *
 	/* Version 0 first: a version 0 identity of the subsystem that exists with another key is the
 	 * conflict to report (version 1 identities of different keys differ by their digest). */
 	for (unsigned s = 0; s < 2 && rc == 0; s++)
-		for (unsigned v = 0; v < 2 && rc == 0; v++)
-			if ((rc = add_identity(x, k, v, hostnqn, subs[s])) == -EEXIST && s == 1)
+		for (unsigned v = 0; v < 2 && rc == 0; v++) {
+			rc = add_identity(x, k, v, hostnqn, subs[s]);
+			if (rc == -EEXIST && s == 1)
 				rc = 0; /* two subsystems, two keys: discovery keeps the first one's */
+			if (rc == -ENAMETOOLONG && v == 0) { /* long NQNs: only version 1 identities fit */
+				NKV_WARN("host %s, %s: NQNs too long for a version 0 PSK identity (NVMe0R0x, 255 bytes); "
+					 "only version 1 (NVMe1R0x) is accepted", hostnqn, subs[s]);
+				rc = 0;
+			}
+		}
 	if (rc == 0) {
 		pthread_mutex_lock(&x->lock);
 		x->npsk++;

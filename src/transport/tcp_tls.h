@@ -47,8 +47,9 @@ void nkv_tcp_tls_ctx_destroy(struct tcp_tls_ctx *x);
 
 /**
  * Accept configured PSK @k from host @hostnqn for subsystem @subnqn (and for the discovery subsystem).
- * @return 0, -EEXIST (that host and subsystem already have a different key), -ENAMETOOLONG / -EINVAL
- * (from nkv_psk_derive()), -ENOMEM.
+ * NQNs too long for a version 0 identity (255 bytes) get version 1 identities only (logged).
+ * @return 0, -EEXIST (that host and subsystem already have a different key), -EINVAL (from
+ * nkv_psk_derive(): an empty NQN, or one with a space), -ENOMEM.
  */
 int nkv_tcp_tls_add_psk(struct tcp_tls_ctx *x, const char *hostnqn, const char *subnqn, const struct nkv_psk *k);
 

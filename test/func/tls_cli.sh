@@ -2,8 +2,8 @@
 # tls_cli.sh - NVMe/TCP TLS as a user configures and runs it (mem backend, no cluster): the daemon's
 # JSON "tls" listeners and "tls_keys" (inline and from a file), --check, every key and listener
 # error, then the nkv CLI over TLS (store/retrieve/list, discover's TREQ, refusals and their
-# messages, gen-tls-key), and a short throughput figure TLS vs plain with nkv bench (printed, not
-# asserted).
+# messages, gen-tls-key), NQNs too long for a version 0 identity, and a short throughput figure TLS vs
+# plain with nkv bench (printed, not asserted).
 #
 #   bash test/func/tls_cli.sh BUILD_DIR      # BUILD_DIR holds rados-nkv and nkv
 #
@@ -126,6 +126,23 @@ run 20 "$N" -a 127.0.0.1 -s "$PT" -n "$NQN" -q "$HOST" --tls-key "$BADCRC" retri
 check "a mistyped --tls-key is a usage error" 64 "bad --tls-key: the key's CRC-32 does not match"
 grep -q "TLS 1.3 TLS_AES_256_GCM_SHA384, PSK identity NVMe0R02 $HOST2 $NQN" "$T/daemon.log" &&
 	ok "the daemon logs host 2's session: cipher and identity" || fail "no session line for host 2 in the daemon log"
+
+echo "# NQNs too long for a version 0 identity (255 bytes): version 1 only"
+LH=nqn.2014-08.org.nvmexpress:uuid:$(printf 'a%.0s' $(seq 150))
+LS=nqn.2026-11.io.rados-nkv:$(printf 's%.0s' $(seq 120))
+PL=$(free_port)
+"$D" -b mem --listen-tls "127.0.0.1:$PL" -d none -s "$LS" --tls-key "$LH=$KEY" --log-level info 2>"$T/long.log" &
+LPID=$!
+PIDS+=("$LPID")
+for _ in $(seq 100); do grep -q "ready:" "$T/long.log" && break; sleep 0.1; done
+grep -q "NQNs too long for a version 0 PSK identity.*only version 1 (NVMe1R0x) is accepted" "$T/long.log" &&
+	ok "the daemon says only version 1 identities fit" || fail "no version 0 warning: $(tail -3 "$T/long.log")"
+run 20 "$N" -a 127.0.0.1 -s "$PL" -n "$LS" -q "$LH" --tls-key "$KEY" list
+check "nkv with a version 0 identity: refused before connecting, with the way out" 1 "too long together for a version 0 TLS PSK identity \(255 bytes\): use --tls-identity 1"
+run 20 "$N" -a 127.0.0.1 -s "$PL" -n "$LS" -q "$LH" --tls-key "$KEY" --tls-identity 1 list
+check "nkv with --tls-identity 1 connects" 0 "^$"
+kill -TERM "$LPID"
+wait "$LPID"
 
 echo "# throughput, TLS vs plain (nkv bench; a figure, not a check)"
 for mode in plain tls; do

@@ -144,6 +144,10 @@ void cli_connect_error(const struct cli *c, const char *port, const char *nqn, i
 			snprintf(m, sizeof(m), "protocol error talking to %s:%s%s (run with -v for details)", h, port,
 				 c->opts.tls ? " (over TLS: is it a TLS listener?)" : "");
 			break;
+		case -ENAMETOOLONG:
+			snprintf(m, sizeof(m), "host %s and subsystem %s are too long together for a version 0 TLS PSK "
+					       "identity (255 bytes): use --tls-identity 1", c->host.hostnqn, nqn);
+			break;
 		case -EKEYREJECTED:
 			snprintf(m, sizeof(m), "TLS handshake with %s:%s failed: the target does not accept this PSK for "
 					       "host %s and subsystem %s (check --tls-key and the target's TLS keys)",
