@@ -9,7 +9,7 @@ PKGS=(
   clang libclang-rt-14-dev          # libFuzzer + sanitizer runtimes (fuzz preset)
   libcmocka-dev                     # unit tests
   librados-dev libisal-dev libjson-c-dev                      # rados backend
-  libssl-dev                        # libnkv: SHA-256 (long names)
+  libssl-dev                        # OpenSSL 3: NVMe/TCP TLS (libssl) in libnkv and the daemon, SHA-256 (long names)
   ceph-mon ceph-osd ceph-common     # micro cluster (scripts/ceph-dev.sh)
   procps iproute2 python3           # ceph-dev.sh: pgrep/ss for free ports, json parsing
   help2man                          # man pages from --help (packaging/install.cmake)

@@ -210,6 +210,11 @@ int nkv_tcp_tls_accept(struct tcp_tls_conn *tc, int fd)
 		tc->checked = true;
 	}
 	int rc = nkv_tls_handshake(&tc->io);
+	if (rc == 0 && !tc->psk) { /* cannot happen without certificates; never serve an unbound session */
+		snprintf(tc->io.why, sizeof(tc->io.why), "the handshake finished without a PSK");
+		tc->io.broken = true;
+		return -EKEYREJECTED;
+	}
 	if (rc == -EKEYREJECTED && tc->offered[0])
 		snprintf(tc->io.why, sizeof(tc->io.why), "no PSK for identity '%s'", tc->offered);
 	return rc;
