@@ -109,6 +109,12 @@ struct nkv_conn_opts {
 					 * asks; NULL: none (such a controller is refused: -ENOKEY) */
 	const char *dhchap_ctrl_secret; /* the controller's secret: it must authenticate itself too
 					 * (bidirectional), even if it does not ask; NULL: it need not */
+	/* TLS 1.3 with a PSK (NVMe/TCP TP 8011), for targets' secure listeners; TCP only. */
+	bool tls;              /* every connection of the controller (admin and I/O queues) over TLS */
+	const char *tls_key;   /* the configured PSK: "NVMeTLSkey-1:hh:BASE64:" (nvme gen-tls-key), or
+				* "@PATH" of a file holding it; required with tls, read at connect time */
+	uint8_t tls_identity;  /* PSK identity version: 0 "NVMe0Rxx HOSTNQN SUBNQN" (TP 8011, what Linux
+				* and nvme-cli use by default), 1 "NVMe1Rxx HOSTNQN SUBNQN DIGEST" (TP 8018) */
 };
 
 #define NKV_STATUS_HOST_PATH 0x370 /* SCT 3h SC 70h: the connection failed before the CQE arrived */
@@ -136,6 +142,12 @@ struct nkv_cpl {
  * (the controller's response does not match opts->dhchap_ctrl_secret: a wrong secret or an impostor),
  * -EOPNOTSUPP (it asks for what libnkv does not do: no common hash or DH group, secure channel
  * concatenation). Every queue pair that nkv_qpair_create() opens authenticates the same way.
+ * With opts->tls: -EKEYREJECTED (the TLS handshake failed on the key: the target has no PSK for
+ * this host and subsystem, or another one), -ECONNRESET (the target closed the connection: e.g. a
+ * plain listener refusing TLS, or a TLS-only one a plain ICReq), -EPROTO (the other end does not
+ * speak TLS 1.3), -EINVAL / -EMSGSIZE / -EBADMSG (opts->tls_key is not a valid PSK: bad format,
+ * length, CRC), -ENOENT / -EACCES (its @FILE), -ENAMETOOLONG (the NQNs make a PSK identity over 255
+ * bytes). Without opts->tls, a TLS-only listener closes the connection: -ECONNRESET.
  */
 NKV_API int nkv_connect(const char *traddr, const char *trsvcid, const char *subnqn,
 		const struct nkv_conn_opts *opts, struct nkv_ctrl **out);

@@ -173,6 +173,8 @@ struct nkv_tcp_conf {
 				  * its Connect, and every authentication transaction ends within this
 				  * of its AUTH_Negotiate; else the queue closes (a re-authentication of
 				  * an authenticated queue is only dropped); 0: 10000 */
+	uint32_t tls_timeout_ms; /* a secure listener's TLS handshake must finish within this of
+				  * accept, else the connection closes; 0: 10000 */
 };
 
 /**
@@ -190,6 +192,28 @@ int nkv_tcp_create(struct nkv_target *tgt, const struct nkv_tcp_conf *conf, stru
  * @return the bound port number (> 0), or -EADDRINUSE, -EADDRNOTAVAIL, -EINVAL, -errno.
  */
 int nkv_tcp_listen(struct nkv_tcp *tcp, const char *addr, const char *port, bool advertise);
+
+/**
+ * Let host @hostnqn reach subsystem @subnqn over TLS (TP 8011) with configured PSK @key: the
+ * interchange string "NVMeTLSkey-1:hh:BASE64:" (`nvme gen-tls-key`), or "@PATH" of a file holding it.
+ * The target accepts the PSK identities NVMe0Rxx and NVMe1Rxx of that host and subsystem, and of that
+ * host and the discovery subsystem, each with its derived TLS PSK; a Connect over the session must
+ * name the identity's host and subsystem. Call before the secure listeners start.
+ * @return 0, -EINVAL / -EMSGSIZE / -EBADMSG (not a valid key: see the header of src/common/nvme_psk.h),
+ * -ENOENT / -EACCES (the key file), -EEXIST (another key for this host and subsystem), -ENOMEM.
+ * NQNs that make a version 0 identity longer than 255 bytes get version 1 identities only (logged).
+ */
+int nkv_tcp_add_psk(struct nkv_tcp *tcp, const char *hostnqn, const char *subnqn, const char *key);
+
+/**
+ * Listen with TLS, as nkv_tcp_listen() otherwise: every connection must open with a TLS 1.3
+ * handshake using a PSK added with nkv_tcp_add_psk() (cipher suite TLS_AES_128_GCM_SHA256 or
+ * TLS_AES_256_GCM_SHA384 by the PSK's hash), within conf.tls_timeout_ms; the ICReq and every PDU then
+ * travel inside the session. A host speaking plain NVMe/TCP to it is closed. Its discovery log entries
+ * say TREQ "required" and TSAS SECTYPE TLS 1.3. Plain and secure listeners may coexist.
+ * @return the bound port (> 0), -ENOKEY (no PSK added), or as nkv_tcp_listen().
+ */
+int nkv_tcp_listen_tls(struct nkv_tcp *tcp, const char *addr, const char *port, bool advertise);
 
 /**
  * Stop: close the listeners, stop reading new commands, wait up to @grace_ms for commands in flight

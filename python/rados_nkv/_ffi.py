@@ -92,6 +92,9 @@ class ConnOpts(ctypes.Structure):
         ("shm_bounce_kib", ctypes.c_uint32),
         ("dhchap_secret", ctypes.c_char_p),
         ("dhchap_ctrl_secret", ctypes.c_char_p),
+        ("tls", ctypes.c_bool),
+        ("tls_key", ctypes.c_char_p),
+        ("tls_identity", ctypes.c_uint8),
     ]
 
 
@@ -127,9 +130,9 @@ class DiscEntry(ctypes.Structure):
 _LAYOUT = {
     Op: (72, {"nsid": 4, "key": 8, "buf": 24, "len": 32, "offset": 40, "user": 48, "rc": 56,
               "status": 60, "value_size": 64, "xfer": 68}),
-    ConnOpts: (64, {"hostid": 8, "hdgst": 24, "ddgst": 25, "kato_ms": 28, "no_keepalive": 32,
+    ConnOpts: (88, {"hostid": 8, "hdgst": 24, "ddgst": 25, "kato_ms": 28, "no_keepalive": 32,
                     "queue_depth": 34, "timeout_ms": 36, "shm_bounce_kib": 40, "dhchap_secret": 48,
-                    "dhchap_ctrl_secret": 56}),
+                    "dhchap_ctrl_secret": 56, "tls": 64, "tls_key": 72, "tls_identity": 80}),
     EngineOpts: (16, {"depth": 4, "timeout_ms": 8, "max_ops": 12}),
     DiscEntry: (558, {"portid": 4, "cntlid": 6, "asqsz": 8, "trsvcid": 10, "traddr": 43,
                       "subnqn": 300}),

@@ -88,5 +88,5 @@ def test_one_consumer_of_completions(daemon, transport, key):
 
 def test_struct_sizes():
     import ctypes
-    assert ctypes.sizeof(Op) == 72 and ctypes.sizeof(_ffi.ConnOpts) == 64
+    assert ctypes.sizeof(Op) == 72 and ctypes.sizeof(_ffi.ConnOpts) == 88  # with the DH-HMAC-CHAP and TLS fields
     assert ctypes.sizeof(_ffi.EngineOpts) == 16 and ctypes.sizeof(_ffi.DiscEntry) == 558

@@ -73,6 +73,23 @@ struct nkv_ctrl *nkv_ctrl_alloc(const char *traddr, const char *trsvcid, const c
 		return NULL;
 	}
 	c->opts.dhchap_secret = c->opts.dhchap_ctrl_secret = NULL; /* not owned; transformed above */
+	if (c->opts.tls) {
+		/* The key, and the identity it makes for this host and subsystem, before any connection. */
+		struct nkv_tls_psk t;
+		int rc = c->opts.tls_identity > 1 ? -EINVAL : nkv_psk_load(c->opts.tls_key, &c->psk);
+		if (rc == 0 && *c->subnqn)
+			rc = nkv_psk_derive(&c->psk, c->opts.tls_identity, c->hostnqn, c->subnqn, &t);
+		nkv_psk_wipe(&t, sizeof(t));
+		if (rc < 0) {
+			NKV_WARN("TLS key %s: %s", c->opts.tls_key && c->opts.tls_key[0] == '@' ? c->opts.tls_key : "given",
+				 nkv_psk_strerror(rc));
+			nkv_dhchap_wipe(c, sizeof(*c)); /* the PSK and the DH-HMAC-CHAP secrets */
+			*err = rc;
+			free(c);
+			return NULL;
+		}
+	}
+	c->opts.tls_key = NULL; /* not owned either: the key is in c->psk */
 	c->ops = &nkv_tcp_ops;
 	c->kato_ms = c->opts.no_keepalive ? 0 : (c->opts.kato_ms ? c->opts.kato_ms : NKV_DEFAULT_KATO_MS);
 	pthread_mutex_init(&c->admin_mu, NULL);
@@ -332,6 +349,7 @@ static void ka_stop(struct nkv_ctrl *ctrl)
 
 void nkv_ctrl_free_mem(struct nkv_ctrl *ctrl)
 {
+	nkv_psk_wipe(&ctrl->psk, sizeof(ctrl->psk));
 	pthread_mutex_destroy(&ctrl->admin_mu);
 	pthread_mutex_destroy(&ctrl->qp_mu);
 	pthread_mutex_destroy(&ctrl->ka_mu);

@@ -359,7 +359,10 @@ static void worker_wait(struct eng_worker *w, int64_t now)
 			ppoll(p, 1, &ts, NULL);
 			goto drain;
 		}
-		p[1] = (struct pollfd){.fd = w->qp->fd, .events = POLLIN | (w->qp->txq_head >= 0 ? POLLOUT : 0)};
+		short ev = nkv_tcp_qp_events(w->qp);
+		if (!ev)
+			return; /* TLS holds decrypted bytes the socket will not signal: poll the queue again */
+		p[1] = (struct pollfd){.fd = w->qp->fd, .events = ev};
 		n = 2;
 	}
 	poll(p, n, tmo);

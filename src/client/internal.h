@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "common/clock.h"
+#include "common/nvme_psk.h"
 #include "nkv/nkv.h"
 
 #define NKV_DEFAULT_TIMEOUT_MS 30000
@@ -76,6 +77,7 @@ enum rx_state {
 
 struct nkv_shm_qp;
 struct nkv_shm_ctrl;
+struct nkv_client_tls;
 
 /* Internal submit flags. */
 #define NKV_SUBMIT_RAW_DPTR 0x1u /* shm: keep the SQE's DPTR as given (queue creation carries PRP1 itself) */
@@ -122,6 +124,7 @@ struct nkv_qpair {
 	struct nkv_shm_qp *shm;    /* shm transport state (NULL over TCP) */
 	struct nkv_qpair *next_qp; /* ctrl's list of I/O queue pairs */
 	int fd;
+	struct nkv_client_tls *tls;/* the connection's TLS session (tls.c); NULL: plain TCP */
 	uint16_t qid;
 	uint16_t depth;            /* slots = commands outstanding at most */
 	bool hdgst, ddgst;
@@ -160,6 +163,7 @@ struct nkv_ctrl {
 	char hostnqn[257];
 	uint8_t hostid[16];
 	struct nkv_conn_opts opts;
+	struct nkv_psk psk;        /* opts.tls: the configured PSK (opts.tls_key is not kept) */
 	uint32_t kato_ms;          /* sent in the admin Connect (0: none) */
 	struct nkv_qpair *admin;
 	pthread_mutex_t admin_mu;  /* serializes the admin queue */
@@ -193,6 +197,21 @@ int nkv_tcp_qp_open(struct nkv_ctrl *ctrl, uint16_t qid, uint16_t slots, struct 
 void nkv_tcp_qp_close(struct nkv_qpair *qp);
 /** Fail the connection: every outstanding command completes with NKV_STATUS_HOST_PATH. */
 void nkv_tcp_qp_fail(struct nkv_qpair *qp, int err);
+/**
+ * The poll(2) events a thread waiting for @qp's socket asks for, or 0 when it must not wait: its TLS
+ * session holds decrypted bytes, which the socket will not signal again.
+ */
+short nkv_tcp_qp_events(const struct nkv_qpair *qp);
+
+/* tls.c */
+/** Handshake on @qp's connected socket (ctrl->psk, identity for ctrl's host and subsystem) by
+ *  @deadline. @return 0 or -errno as nkv_connect() documents for TLS (-ETIMEDOUT past the deadline). */
+int nkv_tcp_tls_open(struct nkv_qpair *qp, int64_t deadline);
+/** End @qp's TLS session (close_notify when healthy) and free it; the socket stays open. */
+void nkv_tcp_tls_close(struct nkv_qpair *qp);
+/** @qp's session (NULL over plain TCP). */
+struct nkv_tls *nkv_tcp_tls_io(const struct nkv_qpair *qp);
+
 /** Monotonic milliseconds (the common clock, signed: the client computes time left as a difference). */
 static inline int64_t nkv_client_now_ms(void)
 {

@@ -399,7 +399,7 @@ int nkv_connect_shm_nqn(const char *path, const char *subnqn, const struct nkv_c
 			struct nkv_ctrl **out)
 {
 	int rc;
-	if (!path || !*path || !out)
+	if (!path || !*path || !out || (opts && opts->tls)) /* TLS is NVMe/TCP's */
 		return -EINVAL;
 	struct nkv_ctrl *ctrl = nkv_ctrl_alloc(path, "", subnqn ? subnqn : "", opts, true, &rc);
 	if (!ctrl)

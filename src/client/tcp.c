@@ -5,7 +5,9 @@
  * One queue pair = one nonblocking TCP socket. Commands live in preallocated slots (CID = slot
  * index). Sending batches the queued PDUs of many commands into one sendmsg() and points the iovecs
  * at the caller's value buffers (no copy). Receiving stages headers and short data in a 64 KiB buffer
- * and reads long C2HData runs straight into the caller's buffer.
+ * and reads long C2HData runs straight into the caller's buffer. With opts.tls the connection runs
+ * a TLS handshake first (tls.c) and every byte goes through the session (src/common/tls.h: records
+ * gathered from the same iovecs), the plain path unchanged.
  */
 #include <errno.h>
 #include <netdb.h>
@@ -23,6 +25,7 @@
 #include "client/internal.h"
 #include "common/crc32c.h"
 #include "common/log.h"
+#include "common/tls.h"
 
 #define TX_IOV_MAX 64
 #define RX_BUDGET 256 /* PDUs handled per poll round before sending again */
@@ -113,9 +116,32 @@ static int tcp_connect(const char *addr, const char *port, int64_t deadline)
 	return fd;
 }
 
-static int send_all(int fd, const void *buf, size_t len, int64_t deadline)
+/* Over TLS: the bytes go to the session, which must then push them out. */
+static int tls_send_all(struct nkv_tls *t, int fd, const void *buf, size_t len, int64_t deadline)
 {
 	const uint8_t *p = buf;
+	int rc = 0;
+	while (rc == 0 && (len || t->stage_len)) {
+		struct iovec iov = {(void *)p, len};
+		ssize_t n = len ? nkv_tls_sendv(t, &iov, 1) : nkv_tls_flush(t);
+		if (n > 0) {
+			p += n;
+			len -= (size_t)n;
+		} else if (n == -EAGAIN) {
+			rc = wait_fd(fd, t->want_write ? POLLOUT : POLLIN, deadline);
+		} else if (n < 0) {
+			rc = (int)n;
+		}
+	}
+	return rc;
+}
+
+static int send_all(struct nkv_qpair *qp, const void *buf, size_t len, int64_t deadline)
+{
+	const uint8_t *p = buf;
+	int fd = qp->fd;
+	if (qp->tls)
+		return tls_send_all(nkv_tcp_tls_io(qp), fd, buf, len, deadline);
 	while (len) {
 		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
 		if (n > 0) {
@@ -132,11 +158,19 @@ static int send_all(int fd, const void *buf, size_t len, int64_t deadline)
 	return 0;
 }
 
-static int recv_all(int fd, void *buf, size_t len, int64_t deadline)
+static int recv_all(struct nkv_qpair *qp, void *buf, size_t len, int64_t deadline)
 {
 	uint8_t *p = buf;
+	int fd = qp->fd;
+	struct nkv_tls *t = nkv_tcp_tls_io(qp);
 	while (len) {
-		ssize_t n = recv(fd, p, len, 0);
+		ssize_t n = t ? nkv_tls_recv(t, p, len) : recv(fd, p, len, 0);
+		if (t && n < 0) {
+			int rc = n == -EAGAIN ? wait_fd(fd, t->rd_want_write ? POLLOUT : POLLIN, deadline) : (int)n;
+			if (rc)
+				return rc;
+			continue;
+		}
 		if (n > 0) {
 			p += n;
 			len -= (size_t)n;
@@ -165,18 +199,18 @@ static int ic_exchange(struct nkv_qpair *qp, int64_t deadline)
 	ic.pda = 0;   /* HPDA 0: no padding before C2H data */
 	ic.dgst = (qp->hdgst ? NKV_TCP_DGST_HDR : 0) | (qp->ddgst ? NKV_TCP_DGST_DATA : 0);
 	nkv_put32(&ic.maxr2t_or_maxh2cdata, 0); /* MAXR2T 0's based: one R2T per command */
-	int rc = send_all(qp->fd, &ic, sizeof(ic), deadline);
+	int rc = send_all(qp, &ic, sizeof(ic), deadline);
 	if (rc)
 		return rc;
 
 	uint8_t r[NKV_TCP_TERM_MAX_PLEN];
-	rc = recv_all(qp->fd, r, 8, deadline);
+	rc = recv_all(qp, r, 8, deadline);
 	if (rc)
 		return rc;
 	uint32_t plen = nkv_get32(r + 4);
 	if (r[0] == NKV_TCP_PDU_C2H_TERM) {
 		if (plen > 8 && plen <= sizeof(r))
-			recv_all(qp->fd, r + 8, plen - 8, deadline);
+			recv_all(qp, r + 8, plen - 8, deadline);
 		NKV_WARN("target refused ICReq: C2HTermReq FES %u", nkv_get16(r + 8));
 		return -EPROTO;
 	}
@@ -184,7 +218,7 @@ static int ic_exchange(struct nkv_qpair *qp, int64_t deadline)
 		NKV_WARN("expected ICResp, got PDU type %u hlen %u plen %u", r[0], r[2], plen);
 		return -EPROTO;
 	}
-	rc = recv_all(qp->fd, r + 8, 120, deadline);
+	rc = recv_all(qp, r + 8, 120, deadline);
 	if (rc)
 		return rc;
 	struct nkv_tcp_ic resp;
@@ -237,7 +271,9 @@ int nkv_tcp_qp_open(struct nkv_ctrl *ctrl, uint16_t qid, uint16_t slots, struct 
 		return fd;
 	}
 	qp->fd = fd;
-	int rc = ic_exchange(qp, deadline);
+	int rc = ctrl->opts.tls ? nkv_tcp_tls_open(qp, deadline) : 0;
+	if (rc == 0)
+		rc = ic_exchange(qp, deadline);
 	if (rc) {
 		nkv_tcp_qp_close(qp);
 		return rc;
@@ -274,6 +310,7 @@ void nkv_tcp_qp_fail(struct nkv_qpair *qp, int err)
 	qp->err = err ? err : -ECONNRESET;
 	if (qp->fd >= 0) {
 		NKV_DEBUG("qid %u connection failed: %s", qp->qid, strerror(-qp->err));
+		nkv_tcp_tls_close(qp);
 		close(qp->fd);
 		qp->fd = -1;
 	}
@@ -292,6 +329,7 @@ void nkv_tcp_qp_close(struct nkv_qpair *qp)
 		return;
 	if (qp->reqs)
 		nkv_tcp_qp_fail(qp, -ECONNABORTED);
+	nkv_tcp_tls_close(qp);
 	if (qp->fd >= 0)
 		close(qp->fd);
 	free(qp->reqs);
@@ -445,6 +483,12 @@ static int pdu_iov(const struct nkv_qpair *qp, struct nkv_req *r, struct iovec *
 /** Send queued PDUs until the queue is empty or the socket is full. @return 0 or -errno. */
 static int tx_flush(struct nkv_qpair *qp)
 {
+	struct nkv_tls *t = nkv_tcp_tls_io(qp);
+	if (t) { /* a record taken earlier goes first */
+		int rc = nkv_tls_flush(t);
+		if (rc < 0)
+			return rc == -EAGAIN ? 0 : rc;
+	}
 	while (qp->txq_head >= 0) {
 		struct iovec iov[TX_IOV_MAX];
 		int niov = 0;
@@ -467,8 +511,11 @@ static int tx_flush(struct nkv_qpair *qp)
 			niov += k;
 		}
 		struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)niov};
-		ssize_t sent = sendmsg(qp->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (sent < 0) {
+		ssize_t sent;
+		if (t) {
+			if ((sent = nkv_tls_sendv(t, iov, niov)) < 0)
+				return sent == -EAGAIN ? 0 : (int)sent;
+		} else if ((sent = sendmsg(qp->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT)) < 0) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
 				return 0;
 			return -errno;
@@ -802,6 +849,7 @@ static int64_t rx_feed(struct nkv_qpair *qp, const uint8_t *p, uint32_t n)
 /** Receive what the socket has. @return 0 or -errno. */
 static int rx_poll(struct nkv_qpair *qp)
 {
+	struct nkv_tls *t = nkv_tcp_tls_io(qp);
 	for (int round = 0; round < RX_BUDGET; round++) {
 		if (qp->stage_off < qp->stage_len) {
 			int64_t u = rx_feed(qp, qp->stage + qp->stage_off, qp->stage_len - qp->stage_off);
@@ -813,7 +861,7 @@ static int rx_poll(struct nkv_qpair *qp)
 		ssize_t n;
 		if (qp->rx_state == RX_DATA && qp->rx_left >= NKV_RX_DIRECT_MIN) {
 			/* Long data run: straight into the caller's buffer, no staging copy. */
-			n = recv(qp->fd, qp->rx_dst, qp->rx_left, MSG_DONTWAIT);
+			n = t ? nkv_tls_recv(t, qp->rx_dst, qp->rx_left) : recv(qp->fd, qp->rx_dst, qp->rx_left, MSG_DONTWAIT);
 			if (n > 0) {
 				if (qp->ddgst)
 					qp->rx_crc = nkv_crc32c_update(qp->rx_crc, qp->rx_dst, (size_t)n);
@@ -823,7 +871,7 @@ static int rx_poll(struct nkv_qpair *qp)
 				continue;
 			}
 		} else {
-			n = recv(qp->fd, qp->stage, NKV_RX_STAGE, MSG_DONTWAIT);
+			n = t ? nkv_tls_recv(t, qp->stage, NKV_RX_STAGE) : recv(qp->fd, qp->stage, NKV_RX_STAGE, MSG_DONTWAIT);
 			if (n > 0) {
 				qp->stage_off = 0;
 				qp->stage_len = (uint32_t)n;
@@ -832,11 +880,22 @@ static int rx_poll(struct nkv_qpair *qp)
 		}
 		if (n == 0)
 			return -ECONNRESET;
+		if (t)
+			return n == -EAGAIN ? 0 : (int)n;
 		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
 			return 0;
 		return -errno;
 	}
 	return 0;
+}
+
+short nkv_tcp_qp_events(const struct nkv_qpair *qp)
+{
+	const struct nkv_tls *t = nkv_tcp_tls_io(qp);
+	if (t && nkv_tls_pending(t))
+		return 0;
+	bool out = qp->txq_head >= 0 || (t && nkv_tls_want_write(t));
+	return (short)(POLLIN | (out ? POLLOUT : 0));
 }
 
 /* ---- public queue pair API --------------------------------------------------------------------- */
@@ -923,7 +982,10 @@ static int tcp_poll(struct nkv_qpair *qp, int timeout_ms)
 				return 0;
 			wait = (int)left;
 		}
-		struct pollfd p = {.fd = qp->fd, .events = POLLIN | (qp->txq_head >= 0 ? POLLOUT : 0)};
+		short ev = nkv_tcp_qp_events(qp);
+		if (!ev)
+			continue; /* TLS holds decrypted bytes the socket will not signal */
+		struct pollfd p = {.fd = qp->fd, .events = ev};
 		if (poll(&p, 1, wait) < 0 && errno != EINTR) {
 			rc = -errno;
 			nkv_tcp_qp_fail(qp, rc);

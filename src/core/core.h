@@ -31,6 +31,8 @@ _Static_assert(sizeof(NKV_FW_REV) <= 9, "the project version must fit Identify's
 struct nkv_port {
 	struct nkv_port *next;
 	uint8_t trtype, adrfam;
+	uint8_t treq;        /* secure channel: NKV_TREQ_REQUIRED or _NOT_REQUIRED (0: not required) */
+	uint8_t sectype;     /* TSAS SECTYPE: NKV_TCP_SECTYPE_* */
 	uint16_t portid;
 	char traddr[256];
 	char trsvcid[32];

@@ -262,14 +262,14 @@ uint32_t nkv_disc_log_build(struct nkv_target *t, const char *hostnqn, uint8_t *
 			e->trtype = p->trtype;
 			e->adrfam = p->adrfam;
 			e->subtype = NKV_SUBTYPE_NVME;
-			e->treq = NKV_TREQ_NOT_REQUIRED | NKV_TREQ_DISABLE_SQFC;
+			e->treq = (p->treq ? p->treq : NKV_TREQ_NOT_REQUIRED) | NKV_TREQ_DISABLE_SQFC;
 			nkv_put16(&e->portid, p->portid);
 			nkv_put16(&e->cntlid, NKV_CNTLID_DYNAMIC);
 			nkv_put16(&e->asqsz, 32);
 			space_pad(e->trsvcid, sizeof(e->trsvcid), p->trsvcid);
 			strncpy(e->subnqn, ss->nqn, sizeof(e->subnqn) - 1);
 			space_pad(e->traddr, sizeof(e->traddr), p->traddr);
-			e->tsas[0] = 0; /* SECTYPE: no security */
+			e->tsas[0] = p->sectype; /* SECTYPE: none, or TLS 1.3 on a secure port */
 		}
 	}
 	pthread_mutex_unlock(&t->lock);

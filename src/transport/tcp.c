@@ -8,7 +8,10 @@
  * requests allocated on first use (up to one per SQ entry). Command data is bounded by a
  * transport-wide buffer budget and by per-connection and per-host caps (tcp_limits.c); every phase
  * a host controls has a deadline (ICReq, Connect, each PDU, each R2T's data, each PDU we send, an
- * idle admin queue), so no single host can hold the gateway's memory or connections.
+ * idle admin queue), so no single host can hold the gateway's memory or connections. A connection of
+ * a secure listener has a TLS session (tcp_tls.c): its handshake comes first, under its own deadline,
+ * and its bytes go through SSL_read/SSL_write; a plain connection has none and takes the same
+ * recv/sendmsg path as before (one pointer test per call).
  */
 #include <errno.h>
 #include <netdb.h>
@@ -28,6 +31,7 @@
 #include "core/core.h"
 #include "reactor/reactor.h"
 #include "transport/tcp_limits.h"
+#include "transport/tcp_tls.h"
 
 #define RBUF_SIZE (64 * 1024)
 #define RX_BUDGET (1024 * 1024)     /* bytes read per readiness event, for fairness */
@@ -113,6 +117,7 @@ struct tcp_conn {
 	unsigned nreqs;             /* slots filled */
 	struct tcp_req *free_reqs;
 	struct tcp_host *host;      /* its peer address's share (tcp_limits.c) */
+	struct tcp_tls_conn *tls;   /* a secure listener's connection: its TLS session; NULL: plain */
 	uint64_t charged;           /* buffer bytes its requests hold */
 	uint64_t bufmem;            /* bytes of request buffers allocated */
 	bool ctrlr_claimed;         /* counted as a controller of its host */
@@ -154,6 +159,7 @@ struct tcp_listener {
 	struct nkv_tcp *t;
 	struct tcp_listener *next;
 	int fd;
+	bool tls;                   /* a secure listener: connections start with a TLS handshake */
 	uint64_t paused_ms;         /* out of file descriptors since then; 0: armed */
 };
 
@@ -166,6 +172,7 @@ struct nkv_tcp {
 	struct tcp_listener *listeners;
 	uint16_t next_portid;
 	struct tcp_limits lim;
+	struct tcp_tls_ctx *tls;    /* PSKs and the SSL context, once a PSK is added */
 	atomic_int nconns;
 	atomic_bool draining, force;
 };
@@ -327,7 +334,8 @@ static void tx_queue(struct tcp_conn *c, struct tcp_tx *tx)
 /* Read unless terminating or draining; wait for EPOLLOUT while PDUs are unsent. */
 static void set_events(struct tcp_conn *c)
 {
-	uint32_t ev = (!c->terminating && !c->draining ? EPOLLIN : 0) | (c->txq ? EPOLLOUT : 0);
+	bool out = c->txq || (c->tls && nkv_tls_want_write(&c->tls->io));
+	uint32_t ev = (!c->terminating && !c->draining ? EPOLLIN : 0) | (out ? EPOLLOUT : 0);
 
 	if (!c->closed && ev != c->events) {
 		nkv_reactor_mod(&c->rx->r, c->fd, ev, &c->ev);
@@ -338,6 +346,10 @@ static void set_events(struct tcp_conn *c)
 /* Write as much of the send queue as the socket takes. @return 0, or -errno on a dead socket. */
 static int tx_flush(struct tcp_conn *c)
 {
+	int rc;
+
+	if (c->tls && !c->closed && (rc = nkv_tls_flush(&c->tls->io)) < 0) /* a record taken earlier */
+		return rc == -EAGAIN ? 0 : rc;
 	while (c->txq && !c->closed) {
 		struct iovec iov[MAX_IOV];
 		int n = 0;
@@ -357,8 +369,13 @@ static int tx_flush(struct tcp_conn *c)
 			}
 		}
 		struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)n};
-		ssize_t w = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (w < 0) {
+		ssize_t w;
+		if (c->tls) {
+			if ((w = nkv_tls_sendv(&c->tls->io, iov, n)) == -EAGAIN)
+				break;
+			if (w < 0)
+				return (int)w;
+		} else if ((w = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT)) < 0) {
 			if (errno == EINTR)
 				continue;
 			if (errno == EAGAIN || errno == EWOULDBLOCK)
@@ -403,21 +420,27 @@ static void tx_seal(struct tcp_tx *tx, uint32_t hlen, bool digest, uint32_t pdo)
 	tx->hlen = len;
 }
 
+/* Everything queued is on the wire (over TLS: including a record the session took). */
+static bool tx_idle(const struct tcp_conn *c)
+{
+	return !c->txq && !(c->tls && nkv_tls_want_write(&c->tls->io));
+}
+
 static void conn_flush(struct tcp_conn *c)
 {
 	int rc = tx_flush(c);
 
 	if (rc < 0) {
-		conn_close(c, strerror(-rc));
+		conn_close(c, c->tls && c->tls->io.why[0] ? c->tls->io.why : strerror(-rc));
 		return;
 	}
 	if (c->closed)
 		return;
-	if (c->terminating && !c->txq) {
+	if (c->terminating && tx_idle(c)) {
 		conn_close(c, "terminated");
 		return;
 	}
-	if (c->qp.disconnect && !c->txq && c->outstanding == 0) {
+	if (c->qp.disconnect && tx_idle(c) && c->outstanding == 0) {
 		conn_close(c, "disconnect");
 		return;
 	}
@@ -565,7 +588,11 @@ static void do_connect(struct tcp_conn *c, struct tcp_req *r)
 		return;
 	}
 	c->ctrlr_claimed = qid == 0;
-	st = nkv_fabrics_connect(c->t->tgt, &r->req.cmd, r->buf, r->sgl_len, &opts, &ctrlr, &r->req.cpl);
+	/* Over TLS the PSK identity named the host and subsystem: the Connect must name the same. */
+	if (!c->tls || (st = nkv_tcp_tls_connect_check(c->tls, r->buf, r->sgl_len, c->peer)) == 0)
+		st = nkv_fabrics_connect(c->t->tgt, &r->req.cmd, r->buf, r->sgl_len, &opts, &ctrlr, &r->req.cpl);
+	else
+		memset(&r->req.cpl, 0, sizeof(r->req.cpl));
 	if (st == 0 && !(c->reqs = calloc(size, sizeof(*c->reqs)))) {
 		if (qid)
 			nkv_ctrlr_release_qid(ctrlr, qid);
@@ -932,6 +959,12 @@ static void rx_common(struct tcp_conn *c)
 	bool digests = pdu_digests(c, ch->type);
 	uint32_t hd = digests && c->hdgst ? 4 : 0, dd = digests && c->ddgst ? 4 : 0;
 
+	if (!c->ic_done && !c->tls && c->hdr[0] == 0x16 && c->hdr[1] == 0x03) {
+		/* A TLS handshake record (a ClientHello): no termination PDU, a TLS host cannot read one. */
+		NKV_WARN("tcp %s: TLS ClientHello on a plain listener (TLS is served on secure listeners only)", c->peer);
+		conn_close(c, "TLS on a plain listener");
+		return;
+	}
 	if (!c->ic_done != (ch->type == NKV_TCP_PDU_ICREQ) && ch->type != NKV_TCP_PDU_H2C_TERM) {
 		send_term(c, want || ch->type == NKV_TCP_PDU_ICREQ ? NKV_TCP_FES_PDU_SEQUENCE
 								   : NKV_TCP_FES_INVALID_HEADER, 0);
@@ -1011,8 +1044,11 @@ static void conn_read(struct tcp_conn *c)
 	 */
 	while (!c->closed && !c->terminating) {
 		if (c->rpos == c->rlen) {
-			if (budget == 0)
-				break; /* data still in the socket: level-triggered epoll reports it again */
+			/* Past the budget, data still in the socket is reported again (level-triggered epoll),
+			 * but not the rest of a record TLS already decrypted: take that much more. */
+			size_t tls_left = budget == 0 && c->tls ? nkv_tls_pending(&c->tls->io) : 0;
+			if (budget == 0 && !tls_left)
+				break;
 			uint8_t *dst = c->rbuf;
 			size_t want = RBUF_SIZE;
 			bool direct = c->rs == RX_DATA && c->rx_dst && c->rx_left >= DIRECT_READ_MIN;
@@ -1020,16 +1056,19 @@ static void conn_read(struct tcp_conn *c)
 				dst = c->rx_dst;
 				want = c->rx_left;
 			}
-			ssize_t n = recv(c->fd, dst, want, MSG_DONTWAIT);
+			if (tls_left && want > tls_left)
+				want = tls_left;
+			ssize_t n = c->tls ? nkv_tls_recv(&c->tls->io, dst, want) : recv(c->fd, dst, want, MSG_DONTWAIT);
+			int err = n < 0 ? (c->tls ? (int)-n : errno) : 0;
 			if (n == 0) {
 				conn_close(c, "peer closed");
 				return;
 			}
 			if (n < 0) {
-				if (errno == EINTR)
+				if (err == EINTR)
 					continue;
-				if (errno != EAGAIN && errno != EWOULDBLOCK)
-					conn_close(c, strerror(errno));
+				if (err != EAGAIN && err != EWOULDBLOCK)
+					conn_close(c, c->tls ? c->tls->io.why : strerror(err));
 				return;
 			}
 			budget = (uint32_t)n > budget ? 0 : budget - (uint32_t)n;
@@ -1115,11 +1154,34 @@ static void conn_read(struct tcp_conn *c)
 
 /* ---- connections ------------------------------------------------------------------------------- */
 
+/* A secure connection's handshake step. @return true once the session is up. */
+static bool conn_tls_up(struct tcp_conn *c)
+{
+	int rc = nkv_tcp_tls_accept(c->tls, c->fd);
+
+	if (rc == 0) {
+		NKV_INFO("tcp %s: TLS 1.3 %s, PSK identity %s", c->peer, nkv_tls_cipher(&c->tls->io),
+			 c->tls->psk->tls.identity);
+		c->born_ms = nkv_now_ms(); /* the ICReq and Connect deadlines run from the secure channel */
+		return true;
+	}
+	if (rc != -EAGAIN) {
+		NKV_WARN("tcp %s: TLS handshake failed: %s", c->peer, c->tls->io.why);
+		conn_close(c, "TLS handshake failed");
+	}
+	return false;
+}
+
 static void conn_event(struct nkv_event *ev, uint32_t events)
 {
 	struct tcp_conn *c = (struct tcp_conn *)ev;
 
-	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR))
+	if (c->tls && !c->tls->io.up && !conn_tls_up(c)) {
+		if (!c->closed)
+			mark_dirty(c); /* the epoll interest follows what the handshake waits for */
+		return;
+	}
+	if ((events & (EPOLLIN | EPOLLHUP | EPOLLERR)) || (c->tls && c->tls->io.rd_want_write))
 		conn_read(c);
 	if (!c->closed)
 		mark_dirty(c);
@@ -1132,6 +1194,8 @@ static void conn_close(struct tcp_conn *c, const char *why)
 	NKV_INFO("tcp %s: qid %u closed: %s", c->peer, c->qp.qid, why);
 	c->closed = true;
 	nkv_reactor_del(&c->rx->r, c->fd);
+	nkv_tcp_tls_conn_free(c->tls);
+	c->tls = NULL;
 	close(c->fd);
 	nkv_tcp_host_closed(&c->t->lim, c->host);
 	c->txq = NULL;
@@ -1159,6 +1223,8 @@ static void conn_attach(struct nkv_msg *m)
 	if ((rc = nkv_reactor_add(&c->rx->r, c->fd, EPOLLIN, &c->ev)) < 0) {
 		NKV_ERR("tcp %s: epoll: %s", c->peer, strerror(-rc));
 		c->closed = true;
+		nkv_tcp_tls_conn_free(c->tls);
+		c->tls = NULL;
 		close(c->fd);
 		nkv_tcp_host_closed(&c->t->lim, c->host);
 		c->rx->zombies++;
@@ -1201,8 +1267,9 @@ static void accept_ready(struct nkv_event *ev, uint32_t events)
 			nkv_tcp_refuse(&t->lim, fd, rc);
 			continue;
 		}
-		if (rc < 0 || !(c = calloc(1, sizeof(*c)))) {
+		if (rc < 0 || !(c = calloc(1, sizeof(*c))) || (l->tls && !(c->tls = nkv_tcp_tls_conn_new(t->tls, fd)))) {
 			NKV_ERR("tcp: out of memory accepting a connection");
+			free(c);
 			if (h) {
 				nkv_tcp_host_closed(&t->lim, h);
 				nkv_tcp_host_put(&t->lim, h);
@@ -1289,7 +1356,8 @@ static bool conn_overdue(struct tcp_conn *c, uint64_t now)
 	const struct nkv_tcp_conf *cf = &c->t->conf;
 	struct nkv_ctrlr *ctrlr = c->qp.ctrlr;
 
-	if (c->txq && past(now, c->tx_head_ms, cf->send_timeout_ms)) {
+	if ((c->txq || (c->tls && c->tls->io.up && nkv_tls_want_write(&c->tls->io))) &&
+	    past(now, c->tx_head_ms, cf->send_timeout_ms)) {
 		NKV_WARN("tcp %s: qid %u: host not reading: nothing sent for %u ms", c->peer, c->qp.qid,
 			 cf->send_timeout_ms);
 		conn_close(c, "send timeout");
@@ -1356,7 +1424,10 @@ static void reactor_tick(struct nkv_reactor *r)
 			conn_close(c, "shutdown");
 		else if (c->terminating && now - c->term_ms > TERM_LINGER_MS)
 			conn_close(c, "termination not acknowledged");
-		else if (!c->ic_done && now - c->born_ms > t->conf.icreq_timeout_ms)
+		else if (c->tls && !c->tls->io.up && now - c->born_ms > t->conf.tls_timeout_ms) {
+			NKV_WARN("tcp %s: TLS handshake not finished within %u ms", c->peer, t->conf.tls_timeout_ms);
+			conn_close(c, "TLS handshake timeout");
+		} else if (!c->ic_done && now - c->born_ms > t->conf.icreq_timeout_ms)
 			conn_close(c, "no ICReq");
 		else if (!ctrlr && now - c->born_ms > t->conf.connect_timeout_ms)
 			conn_close(c, "no Connect");
@@ -1375,7 +1446,7 @@ static void reactor_tick(struct nkv_reactor *r)
 			 * stays until its I/O queues are gone, as AERs are its only outstanding commands. */
 			unsigned held = ctrlr && c->qp.qid == 0 ? ctrlr->naer : 0;
 			c->draining = true;
-			if (running(c) <= held && !c->txq && (!ctrlr || c->qp.qid != 0 || atomic_load(&ctrlr->refs) <= 1))
+			if (running(c) <= held && tx_idle(c) && (!ctrlr || c->qp.qid != 0 || atomic_load(&ctrlr->refs) <= 1))
 				conn_close(c, "shutdown");
 			else
 				mark_dirty(c);
@@ -1412,6 +1483,8 @@ int nkv_tcp_create(struct nkv_target *tgt, const struct nkv_tcp_conf *conf, stru
 		t->conf.max_io_queues = 64;
 	if (!t->conf.buffer_budget)
 		t->conf.buffer_budget = 2ull << 30;
+	if (!t->conf.tls_timeout_ms)
+		t->conf.tls_timeout_ms = 10000;
 	nkv_tcp_limits_defaults(&t->conf);
 	/* MAXH2CDATA: a multiple of 4, at least 4096 (Linux checks both); MQES >= 31 for the admin queue;
 	 * IOCCSZ counts 16-byte units after the 64-byte SQE; the I/O Connect's 1024 bytes fit in it. */
@@ -1446,7 +1519,7 @@ int nkv_tcp_create(struct nkv_target *tgt, const struct nkv_tcp_conf *conf, stru
 	return 0;
 }
 
-int nkv_tcp_listen(struct nkv_tcp *t, const char *addr, const char *port, bool advertise)
+static int listen_on(struct nkv_tcp *t, const char *addr, const char *port, bool advertise, bool tls)
 {
 	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE},
 			*ai = NULL;
@@ -1478,12 +1551,16 @@ int nkv_tcp_listen(struct nkv_tcp *t, const char *addr, const char *port, bool a
 	}
 	l->fd = fd;
 	l->t = t;
+	l->tls = tls;
 	l->ev.fn = accept_ready;
 	int bound = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
 					     : ntohs(((struct sockaddr_in *)&ss)->sin_port);
 	if (advertise) {
+		/* A secure port: TREQ "required", TSAS SECTYPE TLS 1.3 (docs/nvme-kv-wire.md C.10, C.12). */
 		struct nkv_port p = {.trtype = NKV_TRTYPE_TCP, .portid = ++t->next_portid,
-				     .adrfam = ss.ss_family == AF_INET6 ? NKV_ADRFAM_IPV6 : NKV_ADRFAM_IPV4};
+				     .adrfam = ss.ss_family == AF_INET6 ? NKV_ADRFAM_IPV6 : NKV_ADRFAM_IPV4,
+				     .treq = tls ? NKV_TREQ_REQUIRED : NKV_TREQ_NOT_REQUIRED,
+				     .sectype = tls ? NKV_TCP_SECTYPE_TLS13 : NKV_TCP_SECTYPE_NONE};
 		char host[INET6_ADDRSTRLEN];
 		getnameinfo((struct sockaddr *)&ss, sl, host, sizeof(host), NULL, 0, NI_NUMERICHOST);
 		snprintf(p.traddr, sizeof(p.traddr), "%s", host);
@@ -1499,8 +1576,26 @@ int nkv_tcp_listen(struct nkv_tcp *t, const char *addr, const char *port, bool a
 	t->listeners = l;
 	if ((rc = nkv_reactor_add(&t->rs[0].r, fd, EPOLLIN, &l->ev)) < 0)
 		return rc;
-	NKV_DEBUG("tcp: listening on %s:%d%s", addr && *addr ? addr : "*", bound, advertise ? "" : " (not advertised)");
+	NKV_DEBUG("tcp: listening on %s:%d%s%s", addr && *addr ? addr : "*", bound, tls ? " (TLS)" : "",
+		  advertise ? "" : " (not advertised)");
 	return bound;
+}
+
+int nkv_tcp_listen(struct nkv_tcp *t, const char *addr, const char *port, bool advertise)
+{
+	return listen_on(t, addr, port, advertise, false);
+}
+
+int nkv_tcp_listen_tls(struct nkv_tcp *t, const char *addr, const char *port, bool advertise)
+{
+	if (!t->tls || nkv_tcp_tls_npsk(t->tls) == 0)
+		return -ENOKEY; /* nobody could ever connect */
+	return listen_on(t, addr, port, advertise, true);
+}
+
+int nkv_tcp_add_psk(struct nkv_tcp *t, const char *hostnqn, const char *subnqn, const char *key)
+{
+	return nkv_tcp_tls_add_key(&t->tls, hostnqn, subnqn, key);
 }
 
 void nkv_tcp_destroy(struct nkv_tcp *t, int grace_ms)
@@ -1527,6 +1622,7 @@ void nkv_tcp_destroy(struct nkv_tcp *t, int grace_ms)
 		free(l);
 	}
 	nkv_tcp_limits_fini(&t->lim);
+	nkv_tcp_tls_ctx_destroy(t->tls);
 	free(t->rs);
 	free(t);
 }

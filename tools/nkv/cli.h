@@ -95,6 +95,7 @@ int cmd_delete(struct cli *c);
 int cmd_exist(struct cli *c);
 int cmd_list(struct cli *c);
 int cmd_show_host(struct cli *c);
+int cmd_gen_tls_key(struct cli *c); /* tlskey.c */
 int cmd_exec(struct cli *c);  /* exec.c */
 int cmd_bench(struct cli *c); /* bench.c */
 

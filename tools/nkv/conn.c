@@ -150,13 +150,33 @@ void cli_connect_error(const struct cli *c, const char *port, const char *nqn, i
 			snprintf(m, sizeof(m), "subsystem %s requires DH-HMAC-CHAP authentication of host %s: pass its "
 					       "secret with --dhchap-secret", nqn, c->host.hostnqn);
 			break;
-		case -EKEYREJECTED:
-			snprintf(m, sizeof(m), "the controller of %s at %s:%s failed to authenticate itself: its response "
-					       "does not match --dhchap-ctrl-secret (a wrong secret, or not that controller)",
-				 nqn, h, port);
+		case -EKEYREJECTED: /* a key refused: the TLS PSK at the handshake, or the controller's DH-HMAC-CHAP
+				     * response (with both in use libnkv cannot say which from the errno alone) */
+			if (c->opts.tls && !c->opts.dhchap_ctrl_secret)
+				snprintf(m, sizeof(m), "TLS handshake with %s:%s failed: the target does not accept this PSK "
+						       "for host %s and subsystem %s (check --tls-key and the target's TLS keys)",
+					 h, port, c->host.hostnqn, nqn);
+			else if (!c->opts.tls)
+				snprintf(m, sizeof(m), "the controller of %s at %s:%s failed to authenticate itself: its "
+						       "response does not match --dhchap-ctrl-secret (a wrong secret, or not that "
+						       "controller)", nqn, h, port);
+			else
+				snprintf(m, sizeof(m), "%s at %s:%s: a key was rejected: the TLS PSK (--tls-key) or the "
+						       "controller's DH-HMAC-CHAP response (--dhchap-ctrl-secret); run with -v",
+					 nqn, h, port);
 			break;
 		case -EPROTO:
-			snprintf(m, sizeof(m), "protocol error talking to %s:%s (run with -v for details)", h, port);
+			snprintf(m, sizeof(m), "protocol error talking to %s:%s%s (run with -v for details)", h, port,
+				 c->opts.tls ? " (over TLS: is it a TLS listener?)" : "");
+			break;
+		case -ENAMETOOLONG:
+			snprintf(m, sizeof(m), "host %s and subsystem %s are too long together for a version 0 TLS PSK "
+					       "identity (255 bytes): use --tls-identity 1", c->host.hostnqn, nqn);
+			break;
+		case -ECONNRESET:
+			snprintf(m, sizeof(m), "%s:%s closed the connection %s", h, port,
+				 c->opts.tls ? "during the TLS handshake (not a TLS listener? try without --tls)"
+					     : "at once (a TLS-only listener? use --tls --tls-key KEY)");
 			break;
 		default:
 			snprintf(m, sizeof(m), "cannot connect to %s at %s:%s: %s", nqn, h, port, strerror(-rc));

@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "common/dhchap.h"
 #include "common/log.h"
+#include "common/nvme_psk.h"
 #include "nkv/nkv_version.h"
 
 static const char g_usage[] =
@@ -35,6 +36,8 @@ static const char g_usage[] =
 	"        [--in FILE|- | --arg HEX]  input: a file (01b opcodes) or up to 8 bytes (00b, 10b)\n"
 	"        [--out FILE|-] [--size N]  output of 10b opcodes (default stdout), buffer (default 1M)\n"
 	"  show-host                     the host NQN and ID nkv sends, and where they come from\n"
+	"  gen-tls-key [01|02|00]        print a random TLS PSK in the interchange format (01: SHA-256,\n"
+	"                                default; 02: SHA-384) for rados-nkv --tls-key and nkv --tls-key\n"
 	"  bench [KEY=VALUE...]          load generator (nkv bench help)\n"
 	"\n"
 	"options:\n"
@@ -59,6 +62,11 @@ static const char g_usage[] =
 	"                        prints it): authenticate when the subsystem requires it\n"
 	"      --dhchap-ctrl-secret S  the controller's secret: it must authenticate itself too\n"
 	"                        (bidirectional; needs --dhchap-secret)\n"
+	"      --tls             NVMe/TCP over TLS 1.3 with a PSK (TP 8011), for the target's\n"
+	"                        --listen-tls listeners; needs --tls-key (discover too)\n"
+	"      --tls-key KEY     the PSK: NVMeTLSkey-1:hh:...: (nvme gen-tls-key) or @FILE holding\n"
+	"                        it; implies --tls\n"
+	"      --tls-identity V  PSK identity version: 0 NVMe0Rxx (default, as Linux), 1 NVMe1Rxx\n"
 	"  -o, --output FMT      normal (default) or json: one JSON object per command\n"
 	"      --hex             keys are given and printed as hex (binary keys)\n"
 	"      --timeout MS      connect and command timeout (default 30000)\n"
@@ -115,6 +123,11 @@ static const struct cmd g_cmds[] = {
 	 "nkv show-host\n  Print the host NQN and host ID nkv sends in Connect (and to --allow-host lists),\n"
 	 "  and where each comes from: option, file, hostnqn (the UUID of a uuid host NQN), hostid\n"
 	 "  (a uuid NQN of the host ID), dmi (product_uuid) or random (this run only)."},
+	{"gen-tls-key", cmd_gen_tls_key, 0, 1,
+	 "nkv gen-tls-key [01|02|00]\n  Print a random configured PSK for NVMe/TCP TLS in the interchange format\n"
+	 "  NVMeTLSkey-1:hh:BASE64(key + CRC-32): (what nvme gen-tls-key prints): hh 01 (default) a 32-byte key\n"
+	 "  for TLS_AES_128_GCM_SHA256, 02 a 48-byte key for TLS_AES_256_GCM_SHA384, 00 a 32-byte key used as is.\n"
+	 "  Give it to the target (rados-nkv --tls-key HOSTNQN=KEY) and to the host (nkv --tls-key KEY)."},
 	{"bench", cmd_bench, 0, 64, "nkv bench [KEY=VALUE...]   (nkv bench help: every knob)\n  Asynchronous load generator (qd=, conns=, size=4K,256K, keys=, mix=r70w30, time=, bytes=...); every retrieved value is verified."},
 };
 
@@ -136,6 +149,9 @@ enum {
 	OPT_SIZE,
 	OPT_DHCHAP_SECRET,
 	OPT_DHCHAP_CTRL_SECRET,
+	OPT_TLS,
+	OPT_TLS_KEY,
+	OPT_TLS_ID,
 };
 
 /* A leading ':' tells a missing argument (':') from an unknown option ('?'); opterr is 0, the
@@ -170,6 +186,9 @@ static const struct option g_opts[] = {
 	{"size", required_argument, NULL, OPT_SIZE},
 	{"dhchap-secret", required_argument, NULL, OPT_DHCHAP_SECRET},
 	{"dhchap-ctrl-secret", required_argument, NULL, OPT_DHCHAP_CTRL_SECRET},
+	{"tls", no_argument, NULL, OPT_TLS},
+	{"tls-key", required_argument, NULL, OPT_TLS_KEY},
+	{"tls-identity", required_argument, NULL, OPT_TLS_ID},
 	{NULL, 0, NULL, 0},
 };
 
@@ -253,14 +272,19 @@ static int host_settle(struct cli *c, const char *hostnqn, const char *hostid)
 
 /**
  * Find the first NVM subsystem in the discovery log: at the -s port when given (rados-nkv serves its
- * discovery controller on every listener), else at port 8009.
+ * discovery controller on every listener), else at port 8009. That port is plain TCP, so without -s
+ * discovery goes without TLS even under --tls, and --tls then takes the first entry of a port that
+ * requires TLS (TREQ), plain TCP the first that does not (either, when none fits).
  */
 static int discover_nqn(struct cli *c)
 {
 	struct nkv_disc_entry *e = NULL;
 	unsigned n = 0;
 	const char *dport = c->trsvcid ? c->trsvcid : "8009";
-	int rc = nkv_discover(c->traddr, dport, &c->opts, &e, &n);
+	struct nkv_conn_opts o = c->opts;
+	if (!c->trsvcid)
+		o.tls = false;
+	int rc = nkv_discover(c->traddr, dport, &o, &e, &n);
 	if (rc) {
 		if (rc == -ECONNREFUSED) {
 			char m[512];
@@ -272,17 +296,18 @@ static int discover_nqn(struct cli *c)
 			cli_connect_error(c, dport, NKV_DISCOVERY_NQN, rc);
 		return EXIT_ERR;
 	}
-	for (unsigned i = 0; i < n; i++) {
-		if (e[i].subtype != NKV_SUBTYPE_NVME || e[i].trtype != NKV_TRTYPE_TCP)
-			continue;
-		snprintf(c->nqn_buf, sizeof(c->nqn_buf), "%s", e[i].subnqn);
-		c->nqn = c->nqn_buf;
-		if (!c->trsvcid && e[i].trsvcid[0]) {
-			snprintf(c->port_buf, sizeof(c->port_buf), "%s", e[i].trsvcid);
-			c->trsvcid = c->port_buf;
+	for (unsigned pass = 0; pass < 2 && !c->nqn; pass++)
+		for (unsigned i = 0; i < n && !c->nqn; i++) {
+			if (e[i].subtype != NKV_SUBTYPE_NVME || e[i].trtype != NKV_TRTYPE_TCP ||
+			    (pass == 0 && ((e[i].treq & 3) == NKV_TREQ_REQUIRED) != c->opts.tls))
+				continue;
+			snprintf(c->nqn_buf, sizeof(c->nqn_buf), "%s", e[i].subnqn);
+			c->nqn = c->nqn_buf;
+			if (!c->trsvcid && e[i].trsvcid[0]) {
+				snprintf(c->port_buf, sizeof(c->port_buf), "%s", e[i].trsvcid);
+				c->trsvcid = c->port_buf;
+			}
 		}
-		break;
-	}
 	free(e);
 	if (!c->nqn) {
 		cli_json_error(c, "discovery: no NVMe/TCP subsystem", -ENOENT, 0);
@@ -501,6 +526,25 @@ static int run(struct cli *c, int argc, char **argv)
 			c->exec_size = v;
 			c->exec_size_set = true;
 			break;
+		case OPT_TLS:
+			c->opts.tls = true;
+			break;
+		case OPT_TLS_KEY: {
+			struct nkv_psk k;
+			int rc = nkv_psk_load(optarg, &k);
+			nkv_psk_wipe(&k, sizeof(k));
+			if (rc < 0)
+				return cli_usage(c, "bad --tls-key%s%s: %s", optarg[0] == '@' ? " " : "",
+						 optarg[0] == '@' ? optarg : "", nkv_psk_strerror(rc));
+			c->opts.tls = true;
+			c->opts.tls_key = optarg;
+			break;
+		}
+		case OPT_TLS_ID:
+			if (strcmp(optarg, "0") && strcmp(optarg, "1"))
+				return cli_usage(c, "bad --tls-identity '%s' (0: NVMe0Rxx, 1: NVMe1Rxx)", optarg);
+			c->opts.tls_identity = (uint8_t)(optarg[0] - '0');
+			break;
 		case ':':
 			return cli_usage(c, "option '%s' needs an argument", argv[optind - 1]);
 		default: /* '?' */
@@ -541,6 +585,10 @@ static int run(struct cli *c, int argc, char **argv)
 	}
 	if (c->shm_path && k->fn == cmd_discover)
 		return cli_usage(c, "%s: no discovery over shm (the socket path names the subsystem)", c->cmd);
+	if (c->opts.tls && !c->opts.tls_key)
+		return cli_usage(c, "--tls needs --tls-key KEY|@FILE (the PSK in the interchange format)");
+	if (c->opts.tls && c->shm_path)
+		return cli_usage(c, "--tls is for NVMe/TCP, not shared memory");
 	if (c->store_opts == (NKV_STORE_MUST_EXIST | NKV_STORE_MUST_NOT_EXIST))
 		return cli_usage(c, "%s: --must-exist and --must-not-exist exclude each other", c->cmd);
 	if (c->opts.dhchap_ctrl_secret && !c->opts.dhchap_secret)

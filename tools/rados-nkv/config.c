@@ -1,6 +1,7 @@
 /* config.c - JSON configuration file and command-line flags of the rados-nkv daemon (see config.h). */
 #include "config.h"
 #include "common/dhchap.h"
+#include "common/nvme_psk.h"
 #include "nkv/nkv_version.h"
 
 #include <arpa/inet.h>
@@ -29,6 +30,9 @@ static void usage(FILE *f)
 		"      --connect-timeout SEC cluster connect timeout at startup (default 15)\n"
 		"      --list-workers N      threads scanning namespaces for List, 1..64 (default 4)\n"
 		"  -l, --listen ADDR:PORT    NVMe/TCP listener, repeatable (default 127.0.0.1:4420; IPv6 as [::1]:4420)\n"
+		"      --listen-tls ADDR:PORT\n"
+		"                            NVMe/TCP listener that requires TLS 1.3 with a PSK (TP 8011), repeatable;\n"
+		"                            plain and TLS listeners may be mixed\n"
 		"  -d, --discovery ADDR:PORT discovery listener (default: the first listener's address, port 8009);\n"
 		"                            'none' serves discovery only on the I/O listeners\n"
 		"  -s, --subsys NQN          start a subsystem; the --pool/--ns/--allow-host/--allow-any-host/--shm\n"
@@ -40,7 +44,7 @@ static void usage(FILE *f)
 		"                            default RADOS namespace). MAX_VALUE takes K/M/G suffixes (default 64M)\n"
 		"  -a, --allow-host NQN      allow only these hosts on the current subsystem (repeatable)\n"
 		"      --allow-any-host      let any host use the current subsystem; required for a subsystem\n"
-		"                            without --allow-host when a listener is not on loopback\n"
+		"                            without --allow-host when a plain listener is not on loopback\n"
 		"      --dhchap-key SECRET   the host of the last --allow-host must authenticate (DH-HMAC-CHAP, NVMe/TCP)\n"
 		"                            with this secret, as `nvme gen-dhchap-key` prints it (DHHC-1:hh:...:)\n"
 		"      --dhchap-ctrl-key SECRET  that host's controller secret (bidirectional authentication)\n"
@@ -50,6 +54,11 @@ static void usage(FILE *f)
 		"                            (default ffdhe2048,ffdhe3072,ffdhe4096,ffdhe6144,ffdhe8192,null)\n"
 		"      --auth-timeout-ms MS  a queue must authenticate within this of its Connect, and every\n"
 		"                            authentication transaction end within this (default 10000)\n"
+		"      --tls-key HOSTNQN=KEY let HOSTNQN use the current subsystem over TLS with this PSK: the\n"
+		"                            interchange string NVMeTLSkey-1:hh:...: (nvme gen-tls-key) or @FILE\n"
+		"                            holding it (repeatable; one key per host and subsystem)\n"
+		"      --tls-handshake-timeout-ms MS\n"
+		"                            a TLS handshake must finish within this of accept (default 10000)\n"
 		"  -S, --shm PATH            also serve the current subsystem over the shared-memory transport\n"
 		"                            on this Unix socket (PCIe-style queues in registered host memory)\n"
 		"      --shm-mode MODE       permissions of the shared-memory sockets, octal (default 0660)\n"
@@ -339,7 +348,7 @@ static void copy(char *dst, size_t n, const char *src)
 
 static void jlistener(struct jctx *j, json_object *o, const char *where, uint16_t defport, struct conf_listener *l)
 {
-	static const char *const known[] = {"address", "port", NULL};
+	static const char *const known[] = {"address", "port", "tls", NULL};
 	int64_t port = defport;
 	const char *addr = jstr(j, o, where, "address");
 
@@ -349,6 +358,49 @@ static void jlistener(struct jctx *j, json_object *o, const char *where, uint16_
 		jfail(j, where, "address", "is too long");
 	copy(l->addr, sizeof(l->addr), addr);
 	snprintf(l->port, sizeof(l->port), "%lld", (long long)port);
+	l->tls = jbool(j, o, where, "tls");
+}
+
+/* Add a TLS PSK of @host to @s (the key checked by conf_finish). @return 0, -1 (too many, too long). */
+static int add_psk(struct conf_subsys *s, const char *host, const char *key)
+{
+	struct conf_psk *p;
+
+	if (s->npsks == CONF_MAX_HOSTS || !*host || strlen(host) >= sizeof(s->psks[0].host) || strlen(key) > 4096)
+		return -1;
+	if (!(p = realloc(s->psks, (s->npsks + 1) * sizeof(*p))) || !(p[s->npsks].key = strdup(key))) {
+		if (p)
+			s->psks = p;
+		return -1;
+	}
+	s->psks = p;
+	snprintf(p[s->npsks++].host, sizeof(p->host), "%s", host);
+	return 0;
+}
+
+/* "tls_keys": [{"host": NQN, "key": "NVMeTLSkey-1:..." | "key_file": PATH}] */
+static void load_psks(struct jctx *j, struct conf_subsys *s, json_object *arr, const char *where)
+{
+	static const char *const known[] = {"host", "key", "key_file", NULL};
+
+	for (size_t i = 0; i < json_object_array_length(arr) && !j->err; i++) {
+		json_object *o = json_object_array_get_idx(arr, i);
+		char w[96], spec[4100];
+		snprintf(w, sizeof(w), "%s: tls_keys %zu", where, i);
+		if (!json_object_is_type(o, json_type_object)) {
+			jfail(j, where, "tls_keys", "entries must be objects {\"host\", \"key\" or \"key_file\"}");
+			return;
+		}
+		jkeys(j, o, w, known);
+		const char *host = jstr(j, o, w, "host"), *key = jstr(j, o, w, "key"), *file = jstr(j, o, w, "key_file");
+		if (!host || !key == !file) {
+			jfail(j, w, "host", "and one of \"key\" or \"key_file\" are required");
+			return;
+		}
+		snprintf(spec, sizeof(spec), "%s%s", file ? "@" : "", file ? file : key);
+		if (add_psk(s, host, spec) < 0)
+			jfail(j, w, "host", "too many keys (64), or the NQN or key file path is too long");
+	}
 }
 
 static int hexval(char ch)
@@ -468,6 +520,15 @@ static void load_exec(struct jctx *j, struct conf_subsys *s, unsigned nsi, json_
 
 void conf_free(struct daemon_conf *c)
 {
+	for (unsigned i = 0; i < c->nsubsys; i++) {
+		for (unsigned k = 0; k < c->subsys[i].npsks; k++) {
+			nkv_psk_wipe(c->subsys[i].psks[k].key, strlen(c->subsys[i].psks[k].key));
+			free(c->subsys[i].psks[k].key);
+		}
+		free(c->subsys[i].psks);
+		c->subsys[i].psks = NULL;
+		c->subsys[i].npsks = 0;
+	}
 	for (unsigned i = 0; i < c->nsubsys; i++)
 		for (unsigned h = 0; h < CONF_MAX_HOSTS; h++)
 			if (c->subsys[i].auth[h]) {
@@ -672,7 +733,7 @@ static void load_host(struct jctx *j, struct conf_subsys *s, json_object *h, con
 static void load_subsys(struct jctx *j, struct daemon_conf *c, json_object *js, size_t idx)
 {
 	static const char *const known[] = {"nqn", "pool", "allowed_hosts", "allow_any_host", "namespaces",
-					    "shm_socket", NULL};
+					    "shm_socket", "tls_keys", NULL};
 	char where[64];
 	json_object *arr;
 
@@ -699,6 +760,8 @@ static void load_subsys(struct jctx *j, struct daemon_conf *c, json_object *js, 
 	if ((arr = jget(j, js, where, "namespaces", json_type_array)))
 		for (size_t i = 0; i < json_object_array_length(arr) && !j->err; i++)
 			load_ns(j, s, json_object_array_get_idx(arr, i), i);
+	if ((arr = jget(j, js, where, "tls_keys", json_type_array)))
+		load_psks(j, s, arr, where);
 }
 
 /* Read and parse @path; a syntax error names its line and column. @return the root or NULL (said why). */
@@ -762,7 +825,7 @@ int conf_load_file(struct daemon_conf *c, const char *path)
 					       "max_io_queues", "buffer_budget_mb", "conn_buffer_mb", "host_buffer_mb",
 					       "r2t_timeout_ms", "pdu_timeout_ms", "send_timeout_ms", "icreq_timeout_ms",
 					       "connect_timeout_ms", "idle_admin_ms", "max_conns", "max_host_conns",
-					       "max_ctrlrs", "max_host_ctrlrs", "auth_timeout_ms", NULL};
+					       "max_ctrlrs", "max_host_ctrlrs", "auth_timeout_ms", "tls_handshake_timeout_ms", NULL};
 	static const char *const shm_keys[] = {"pollers", "poll_idle_us", "mqes", "max_io_queues", "max_regions",
 					       "max_reg_mb", "bounce_budget_mb", "bounce_ctrl_mb", "max_cmds",
 					       "max_ctrls", "max_ctrls_per_host", "hello_timeout_ms", "socket_mode",
@@ -841,10 +904,10 @@ int conf_load_file(struct daemon_conf *c, const char *path)
 		c->tcp.host_buffer = (uint64_t)v << 20;
 		static const char *const ms_keys[] = {"r2t_timeout_ms", "pdu_timeout_ms", "send_timeout_ms",
 						      "icreq_timeout_ms", "connect_timeout_ms", "idle_admin_ms",
-						      "auth_timeout_ms"};
+						      "auth_timeout_ms", "tls_handshake_timeout_ms"};
 		uint32_t *ms[] = {&c->tcp.r2t_timeout_ms, &c->tcp.pdu_timeout_ms, &c->tcp.send_timeout_ms,
 				  &c->tcp.icreq_timeout_ms, &c->tcp.connect_timeout_ms, &c->tcp.idle_admin_ms,
-				  &c->tcp.auth_timeout_ms};
+				  &c->tcp.auth_timeout_ms, &c->tcp.tls_timeout_ms};
 		for (size_t i = 0; i < sizeof(ms) / sizeof(ms[0]); i++)
 			v = *ms[i], jnum(&j, o, "tcp", ms_keys[i], 1, 86400000, &v), *ms[i] = (uint32_t)v;
 		static const char *const n_keys[] = {"max_conns", "max_host_conns", "max_ctrlrs", "max_host_ctrlrs"};
@@ -905,7 +968,7 @@ enum { OPT_CEPH_CONF = 256, OPT_KEYRING, OPT_CLIENT_ID, OPT_OP_TIMEOUT, OPT_CONN
        OPT_TCP_CONNECT_MS, OPT_IDLE_ADMIN_MS, OPT_MAX_CONNS, OPT_MAX_HOST_CONNS, OPT_MAX_CTRLRS,
        OPT_MAX_HOST_CTRLRS, OPT_ALLOW_ANY, OPT_SHM_MODE, OPT_SHM_GROUP, OPT_CHECK, OPT_SHM_MAX_CTRLS,
        OPT_SHM_MAX_CTRLS_HOST, OPT_LOG_SYSLOG, OPT_DHCHAP_KEY, OPT_DHCHAP_CTRL_KEY, OPT_DHCHAP_HASH,
-       OPT_DHCHAP_DHGROUP, OPT_AUTH_TIMEOUT };
+       OPT_DHCHAP_DHGROUP, OPT_AUTH_TIMEOUT, OPT_LISTEN_TLS, OPT_TLS_KEY, OPT_TLS_MS };
 
 int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 {
@@ -942,7 +1005,9 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 		{"dhchap-ctrl-key", required_argument, 0, OPT_DHCHAP_CTRL_KEY},
 		{"dhchap-hash", required_argument, 0, OPT_DHCHAP_HASH},
 		{"dhchap-dhgroup", required_argument, 0, OPT_DHCHAP_DHGROUP},
-		{"auth-timeout-ms", required_argument, 0, OPT_AUTH_TIMEOUT}, {0, 0, 0, 0},
+		{"auth-timeout-ms", required_argument, 0, OPT_AUTH_TIMEOUT},
+		{"listen-tls", required_argument, 0, OPT_LISTEN_TLS}, {"tls-key", required_argument, 0, OPT_TLS_KEY},
+		{"tls-handshake-timeout-ms", required_argument, 0, OPT_TLS_MS}, {0, 0, 0, 0},
 	};
 	struct conf_subsys *host_ss = NULL; /* the subsystem and host of the last --allow-host */
 	unsigned host_idx = 0;
@@ -979,12 +1044,30 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 			c->backend.list_workers = u;
 			break;
 		case 'l':
+		case OPT_LISTEN_TLS:
 			if (!cli_listeners) /* flags replace the file's listeners */
 				c->nlisteners = 0;
 			cli_listeners = true;
 			if (c->nlisteners == CONF_MAX_LISTENERS || conf_parse_hostport(optarg, &c->listeners[c->nlisteners]) < 0)
 				goto bad;
-			c->nlisteners++;
+			c->listeners[c->nlisteners++].tls = o == OPT_LISTEN_TLS;
+			break;
+		case OPT_TLS_KEY: {
+			/* HOSTNQN=KEY: NQNs contain no '=', the key's base64 may */
+			char host[224];
+			const char *eq = strchr(optarg, '=');
+			if (!eq || eq == optarg || (size_t)(eq - optarg) >= sizeof(host))
+				goto bad;
+			memcpy(host, optarg, (size_t)(eq - optarg));
+			host[eq - optarg] = '\0';
+			if (!(s = flag_subsys(c, "--tls-key", cli_subsys, &loose)) || add_psk(s, host, eq + 1) < 0)
+				goto bad;
+			break;
+		}
+		case OPT_TLS_MS:
+			if (parse_uint(optarg, 86400000, &u) < 0 || u == 0)
+				goto bad;
+			c->tcp.tls_timeout_ms = u;
 			break;
 		case 'd':
 			if (strcmp(optarg, "none") == 0) {
@@ -1206,6 +1289,7 @@ int conf_finish(struct daemon_conf *c)
 	}
 	if (c->nsubsys == 0 && !new_subsys(c, NULL))
 		return -1;
+	unsigned ntls = 0;
 	for (unsigned i = 0; i < c->nsubsys; i++) {
 		struct conf_subsys *s = &c->subsys[i];
 		if (!*s->nqn) {
@@ -1226,8 +1310,32 @@ int conf_finish(struct daemon_conf *c)
 				s->nqn);
 			return -1;
 		}
+		for (unsigned k = 0; k < s->npsks; k++) {
+			struct nkv_psk key;
+			int rc = nkv_psk_load(s->psks[k].key, &key);
+			nkv_psk_wipe(&key, sizeof(key));
+			if (rc < 0) {
+				fprintf(stderr, "rados-nkv: subsystem %s: TLS key of host %s%s%s: %s\n", s->nqn, s->psks[k].host,
+					s->psks[k].key[0] == '@' ? " in " : "", s->psks[k].key[0] == '@' ? s->psks[k].key + 1 : "",
+					nkv_psk_strerror(rc));
+				return -1;
+			}
+			for (unsigned m = 0; m < k; m++)
+				if (strcmp(s->psks[m].host, s->psks[k].host) == 0) {
+					fprintf(stderr, "rados-nkv: subsystem %s: two TLS keys for host %s\n", s->nqn, s->psks[k].host);
+					return -1;
+				}
+			bool listed = !s->nhosts;
+			for (unsigned h = 0; h < s->nhosts; h++)
+				listed |= strcmp(s->hosts[h], s->psks[k].host) == 0;
+			if (!listed)
+				fprintf(stderr, "rados-nkv: warning: subsystem %s: host %s has a TLS key but is not on the "
+						"allowlist: its Connect will be refused\n", s->nqn, s->psks[k].host);
+			ntls++;
+		}
+		/* Only plain listeners open a subsystem to any host: over TLS only hosts with a key get in. */
 		for (unsigned l = 0; !s->nhosts && !s->allow_any_host && l < c->nlisteners; l++)
-			if (!conf_addr_is_loopback(c->listeners[l].addr)) {
+			if (!c->listeners[l].tls && !conf_addr_is_loopback(c->listeners[l].addr)) {
 				fprintf(stderr, "rados-nkv: subsystem %s would be open to any host on %s:%s: name the hosts "
 						"(--allow-host NQN after -s, or \"allowed_hosts\") or say --allow-any-host "
 						"(\"allow_any_host\": true)\n", s->nqn,
@@ -1235,6 +1343,13 @@ int conf_finish(struct daemon_conf *c)
 				return -1;
 			}
 	}
+	for (unsigned l = 0; l < c->nlisteners && !ntls; l++)
+		if (c->listeners[l].tls) {
+			fprintf(stderr, "rados-nkv: TLS listener %s:%s but no TLS key: give hosts keys (--tls-key HOSTNQN=KEY "
+					"after -s, or \"tls_keys\")\n", *c->listeners[l].addr ? c->listeners[l].addr : "*",
+				c->listeners[l].port);
+			return -1;
+		}
 	if (!c->shm_mode)
 		c->shm_mode = 0660;
 	c->backend.name = c->backend_name;

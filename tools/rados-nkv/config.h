@@ -27,6 +27,13 @@ struct conf_host_auth {
 struct conf_listener {
 	char addr[256];
 	char port[16];
+	bool tls;            /* a secure listener: TLS 1.3 with a PSK required (TP 8011) */
+};
+
+/** A TLS PSK of one host on one subsystem. */
+struct conf_psk {
+	char host[224];
+	char *key;           /* the interchange string, or "@PATH" of a file holding it (malloc'ed) */
 };
 
 struct conf_subsys {
@@ -43,6 +50,8 @@ struct conf_subsys {
 	struct conf_host_auth *auth[CONF_MAX_HOSTS]; /* per host: malloc'ed when it has a secret (conf_free) */
 	unsigned nhosts;
 	bool allow_any_host; /* explicit: no allowlist, any host (required off loopback) */
+	struct conf_psk *psks; /* TLS PSKs per host (malloc'ed; conf_free) */
+	unsigned npsks;
 	char shm_path[108];  /* Unix socket of the shared-memory transport; "" = not served over shm */
 };
 
@@ -83,6 +92,7 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv);
 int conf_finish(struct daemon_conf *c);
 
 /** Free what conf_load_file() and conf_parse_args() allocated (Exec allowlists, erased secrets). */
+/** Free what conf_load_file() and the flags allocated (Exec allowlists, TLS keys, wiped). */
 void conf_free(struct daemon_conf *c);
 
 /** Is @addr (a listener address; "" = every address) reachable only from this machine? */

@@ -16,6 +16,7 @@
 
 #define NKV_LOG_COMPONENT "daemon"
 #include "common/log.h"
+#include "common/nvme_psk.h"
 #include "config.h"
 #include "nkv/nkv_target.h"
 
@@ -59,8 +60,8 @@ static void print_plan(const struct daemon_conf *c)
 
 	printf("backend: %s\n", c->backend_name);
 	for (unsigned i = 0; i < c->nlisteners; i++)
-		printf("NVMe/TCP listener: %s:%s\n", *c->listeners[i].addr ? c->listeners[i].addr : "*",
-		       c->listeners[i].port);
+		printf("NVMe/TCP listener: %s:%s%s\n", *c->listeners[i].addr ? c->listeners[i].addr : "*",
+		       c->listeners[i].port, c->listeners[i].tls ? " (TLS 1.3 with a PSK required)" : "");
 	if (c->no_discovery)
 		printf("discovery: on the NVMe/TCP listeners only\n");
 	else
@@ -80,6 +81,15 @@ static void print_plan(const struct daemon_conf *c)
 		if (*s->shm_path)
 			printf("  shared memory: %s (mode %04o%s%s)\n", s->shm_path, c->shm_mode,
 			       *c->shm_group ? ", group " : "", c->shm_group);
+		for (unsigned k = 0; k < s->npsks; k++) { /* the hash, never the key */
+			struct nkv_psk key;
+			nkv_psk_load(s->psks[k].key, &key);
+			printf("  TLS PSK of host %s: %u bytes, identity NVMe0R%02u/NVMe1R%02u (%s)%s%s\n", s->psks[k].host,
+			       key.len, nkv_psk_cipher(&key), nkv_psk_cipher(&key),
+			       nkv_psk_cipher(&key) == 2 ? "TLS_AES_256_GCM_SHA384" : "TLS_AES_128_GCM_SHA256",
+			       s->psks[k].key[0] == '@' ? ", from " : "", s->psks[k].key[0] == '@' ? s->psks[k].key + 1 : "");
+			nkv_psk_wipe(&key, sizeof(key));
+		}
 	}
 }
 
@@ -146,13 +156,24 @@ static int listen_all(struct daemon_conf *c, struct nkv_tcp *tcp)
 {
 	int port;
 
+	/* TLS keys first: a secure listener serves only hosts that have one. */
+	for (unsigned i = 0; i < c->nsubsys; i++)
+		for (unsigned k = 0; k < c->subsys[i].npsks; k++) {
+			const struct conf_psk *p = &c->subsys[i].psks[k];
+			if ((port = nkv_tcp_add_psk(tcp, p->host, c->subsys[i].nqn, p->key)) < 0) {
+				NKV_ERR("subsystem %s: TLS key of host %s: %s", c->subsys[i].nqn, p->host, nkv_psk_strerror(port));
+				return port;
+			}
+			NKV_INFO("subsystem %s: TLS PSK of host %s", c->subsys[i].nqn, p->host);
+		}
 	for (unsigned i = 0; i < c->nlisteners; i++) {
 		struct conf_listener *l = &c->listeners[i];
-		if ((port = nkv_tcp_listen(tcp, l->addr, l->port, true)) < 0) {
+		port = l->tls ? nkv_tcp_listen_tls(tcp, l->addr, l->port, true) : nkv_tcp_listen(tcp, l->addr, l->port, true);
+		if (port < 0) {
 			NKV_ERR("cannot listen on %s:%s: %s", l->addr, l->port, strerror(-port));
 			return port;
 		}
-		NKV_INFO("NVMe/TCP on %s:%d", l->addr, port);
+		NKV_INFO("NVMe/TCP%s on %s:%d", l->tls ? " with TLS" : "", l->addr, port);
 	}
 	if (!c->no_discovery) {
 		if ((port = nkv_tcp_listen(tcp, c->discovery.addr, c->discovery.port, false)) < 0) {
@@ -325,7 +346,7 @@ static void reload(const struct daemon_conf *run, const char *cfile, int argc, c
 	nkv_log_set_level((enum nkv_log_level)fresh.log_level);
 	reload_exec(run, &fresh);
 	NKV_INFO("SIGHUP: re-read %s: log level %d and Exec allowlists applied; listeners, subsystems, "
-		 "namespaces and limits need a restart", cfile, fresh.log_level);
+		 "namespaces, TLS keys and limits need a restart", cfile, fresh.log_level);
 	conf_free(&fresh);
 }
 
