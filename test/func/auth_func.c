@@ -20,15 +20,12 @@
  *  - the nkv CLI: --dhchap-secret / --dhchap-ctrl-secret and its exit codes.
  * The last line is "N passed, N failed"; exit 0 only without failures.
  */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -706,21 +703,6 @@ static void child_log(void *arg)
 	}
 }
 
-static int free_port(void)
-{
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = {.sin_family = AF_INET};
-	socklen_t l = sizeof(a);
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	int port = fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-			   getsockname(fd, (struct sockaddr *)&a, &l) == 0
-		       ? ntohs(a.sin_port)
-		       : -1;
-	if (fd >= 0)
-		close(fd);
-	return port;
-}
-
 static bool write_config(const char *path)
 {
 	FILE *f = fopen(path, "w");
@@ -768,7 +750,7 @@ int main(int argc, char **argv)
 	snprintf(conf, sizeof(conf), "%s/conf.json", g_dir);
 	snprintf(g_log, sizeof(g_log), "%s/daemon.log", g_dir);
 	umask(077); /* the configuration holds secrets */
-	int port = free_port();
+	int port = (int)daemon_free_port();
 	snprintf(g_port, sizeof(g_port), "%d", port);
 	snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
 	snprintf(tmo, sizeof(tmo), "%d", AUTH_TMO_MS);
