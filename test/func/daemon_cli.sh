@@ -619,7 +619,10 @@ while True:
     c, _ = s.accept(); conns.append(c)  # never answers the ICReq
 ' "$PSILENT" &
 PIDS+=($!)
-sleep 0.3
+for _ in $(seq 100); do # until it listens (python starts slowly on a loaded machine)
+	(exec 3<>"/dev/tcp/127.0.0.1/$PSILENT") 2>/dev/null && break
+	sleep 0.1
+done
 run 10 "$CLI" --timeout 1500 -s "$PSILENT" -n "$NQN_OPEN" identify
 check "a listener that never answers: 'no answer from HOST:PORT within 1500 ms'" 1 \
 	"^nkv: no answer from 127\.0\.0\.1:$PSILENT within 1500 ms"

@@ -18,7 +18,8 @@ NQN=nqn.2026-11.io.rados-nkv:burst
 "$D" --backend mem --listen "127.0.0.1:$P" --discovery none --subsys "$NQN" --ns 1 --log-level warn &
 DPID=$!
 trap 'kill -KILL $DPID 2>/dev/null' EXIT
-for _ in $(seq 100); do "$N" -a 127.0.0.1 -s "$P" -n "$NQN" exist probe >/dev/null 2>&1; [ $? -le 1 ] && break; sleep 0.1; done
+# ready once Exist answers: 0 (present) or 2 (absent); 1 is a connection that failed
+for _ in $(seq 100); do "$N" -a 127.0.0.1 -s "$P" -n "$NQN" exist probe >/dev/null 2>&1; [ $? = 2 ] && break; sleep 0.1; done
 for run in 1 2 3 4 5 6; do
 	start=$(date +%s%N)
 	OUT=$(timeout 60 "$N" -a 127.0.0.1 -s "$P" -n "$NQN" --timeout 20000 bench qd=64 conns=4 size=16K keys=256 \
