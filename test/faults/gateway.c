@@ -34,10 +34,6 @@ int gw_init(struct gw *g, const char *bin, const char *backend, const char *addr
 	snprintf(g->log, sizeof(g->log), "%s/daemon.log", g->dir);
 	snprintf(g->rados_ns, sizeof(g->rados_ns), "faults-%ld-%ld", (long)getpid(), (long)time(NULL));
 	/* A free port on the host's loopback; inside a namespace of its own every port is free. */
-	if (getenv("NKV_FAULTS_PORT")) {
-		snprintf(g->port, sizeof(g->port), "%s", getenv("NKV_FAULTS_PORT"));
-		return 0;
-	}
 	struct sockaddr_in a = {.sin_family = AF_INET};
 	socklen_t al = sizeof(a);
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
