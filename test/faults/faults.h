@@ -162,7 +162,7 @@ void gw_kill(struct gw *g);
 void gw_stop(struct gw *g, int secs);
 /** Remove the run's directory (kept, and said, when checks failed or $NKV_FAULTS_KEEP is set). */
 void gw_cleanup(struct gw *g);
-/** Lines of the daemon's log holding @needle. */
+/** Messages of the daemon's log holding @needle (a rate-limited burst counts with its count). */
 unsigned gw_log_count(const struct gw *g, const char *needle);
 /** Print the last @n lines of the daemon's log to stderr. */
 void gw_log_tail(const struct gw *g, unsigned n);
@@ -171,5 +171,7 @@ void gw_log_tail(const struct gw *g, unsigned n);
 long proc_rss_kb(pid_t pid);
 /** Open descriptors of @pid, or -1. */
 int proc_fds(pid_t pid);
+/** Mappings of @pid whose /proc/PID/maps line holds @needle (e.g. "memfd:nkv-buf"). */
+unsigned proc_maps_count(pid_t pid, const char *needle);
 
 #endif

@@ -193,6 +193,30 @@ unsigned gw_log_count(const struct gw *g, const char *needle)
 	FILE *f = fopen(g->log, "r");
 	char line[4096];
 	unsigned n = 0;
+	while (f && fgets(line, sizeof(line), f)) {
+		if (!strstr(line, needle))
+			continue;
+		/* The daemon's rate limiter folds bursts into one line with a count (README, "Logs"). */
+		const char *p = strstr(line, " (the last of "), *q = strstr(line, " (repeated ");
+		unsigned k = 0;
+		if (p && sscanf(p, " (the last of %u similar", &k) == 1)
+			n += k;
+		else if (q && sscanf(q, " (repeated %u times", &k) == 1)
+			n += k;
+		else
+			n++;
+	}
+	if (f)
+		fclose(f);
+	return n;
+}
+
+unsigned proc_maps_count(pid_t pid, const char *needle)
+{
+	char path[64], line[512];
+	unsigned n = 0;
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	FILE *f = fopen(path, "r");
 	while (f && fgets(line, sizeof(line), f))
 		n += strstr(line, needle) != NULL;
 	if (f)
