@@ -610,6 +610,11 @@ static void ctrl_free(struct shm_ctrl *c)
 /* The host is gone: stop, drop the queues, and free once the backend has returned every command. */
 static bool ctrl_reap(struct shm_ctrl *c)
 {
+	if (!c->reaping) {
+		c->reaping = true;
+		NKV_INFO("shm: controller %u: host gone with %u command(s) in the backend; its memory stays mapped until "
+			 "they return", c->ctrlr->cntlid, c->outstanding);
+	}
 	nkv_admin_abort_aers(c->ctrlr); /* held AERs complete into tombstones */
 	if (c->enabled || c->sqs[0] || c->cqs[0].live) {
 		queues_teardown(c);
@@ -643,6 +648,7 @@ static void *poller_main(void *arg)
 			if (atomic_load(&c->gone)) {
 				if (ctrl_reap(c)) {
 					*pc = c->next;
+					NKV_INFO("shm: controller %u: released", c->ctrlr->cntlid);
 					ctrl_free(c);
 					continue;
 				}

@@ -105,6 +105,7 @@ struct shm_ctrl {
 	struct shm_sq *zombies;
 	unsigned outstanding;    /* commands in the core or backend, all queues */
 	/* Poller only: */
+	bool reaping;            /* the host is gone and that was logged; freed once nothing is outstanding */
 	struct shm_req *free_reqs; /* request table, grown on demand up to conf.max_cmds */
 	unsigned nreqs;
 	uint64_t bounced;        /* bounce bytes charged to this controller (conf.bounce_ctrl_budget) */

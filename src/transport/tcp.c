@@ -1203,6 +1203,11 @@ static void conn_close(struct tcp_conn *c, const char *why)
 	/* Requests not in the core or backend end here; the others become tombstones. */
 	for (unsigned i = 0; i <= c->nreqs; i++) {
 		struct tcp_req *r = i ? c->reqs[i - 1] : &c->connect_req;
+		if (r->state == REQ_RX && r->h2c)
+			/* Say it: a host that vanished mid-transfer left a command that never ran. */
+			NKV_INFO("tcp %s: qid %u cid %u: opcode %02xh dropped with %u of %u data bytes received", c->peer,
+				 c->qp.qid, nkv_get16(&r->req.cmd.cid), r->req.cmd.opc,
+				 r->icd_len ? r->icd_len : r->h2c_got, r->need);
 		if (r->state == REQ_WAIT_BUF || r->state == REQ_RX || r->state == REQ_TX)
 			req_release(r);
 	}
