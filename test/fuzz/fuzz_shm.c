@@ -46,16 +46,19 @@
  * host from writing garbage anywhere in its own memory or the register page at any time.
  *
  * What must hold: no crash, no sanitizer report (regions are mapped between guard pages, so a
- * translation that strays outside registered memory faults), no leak (LeakSanitizer; descriptors
- * are checked after every input), and no hang: after the input, closing the socket must let the
+ * translation that strays outside registered memory faults), no leak (LeakSanitizer for memory;
+ * after every input, no descriptor opened during it may still be open), and no hang: after the input, closing the socket must let the
  * transport reap the controller within 10,000 poller passes. At setup and at exit a well-behaved
  * host must still get a Store and a Retrieve through (direct PRPs and a scattered PRP list).
  *
+ * NKV_FUZZ_SHM_CHECK=N runs that self-check after every N inputs too and aborts when it fails, so
+ * that libFuzzer keeps the input after which a well-behaved host no longer gets through.
  * NKV_FUZZ_SHM_TRACE=1 prints what the host sees (replies, reaped CQEs, CSTS) and the transport's
  * log (and skips the self-check): for checking what a seed does (make_shm_corpus.py).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -85,6 +88,7 @@
 #define MAXQ 4u                /* I/O queue pairs per controller */
 #define NQ (MAXQ + 1)          /* queues the host model knows: admin + I/O */
 #define MAX_ROUNDS 1024u       /* poll rounds per input */
+#define FD_WINDOW 64           /* descriptors checked after each input for leaks */
 #define REAP_PASSES 10000u     /* teardown: poller passes before a controller that is not reaped is a hang */
 #define CC_ENABLE (NKV_CC_EN | (NKV_CC_CSS_IOCS << 4) | (6u << 16) | (4u << 20))
 
@@ -118,7 +122,7 @@ static struct hq g_q[NQ];
 static unsigned g_rounds;
 static struct cqe_log g_log[64];
 static unsigned g_nlog;
-static unsigned long g_inputs;
+static unsigned long g_inputs, g_check_every;
 static bool g_ready, g_trace;
 
 /* ---- the target ------------------------------------------------------------------------------------ */
@@ -415,13 +419,19 @@ static void input_end(void)
 	g_regs = NULL;
 	wipe(0);
 	wipe(1);
-	/* Every descriptor the transport took (the socket end, register memfd, passed fds) is closed. */
-	int fd = dup(0);
-	if (fd < 0 || fd > g_fd_floor) {
-		fprintf(stderr, "fuzz_shm: descriptor leak: lowest free fd %d, %d before the input\n", fd, g_fd_floor);
-		abort();
-	}
-	close(fd);
+	/* Every descriptor opened during the input (the socket pair, the register memfd, descriptors
+	 * passed with messages, the transport's eventfd) is closed again. They were all numbered from
+	 * the lowest one free before the input, a few at a time: one poll(2) sees whether any of the
+	 * next FD_WINDOW numbers is still open. */
+	struct pollfd pf[FD_WINDOW];
+	for (int i = 0; i < FD_WINDOW; i++)
+		pf[i] = (struct pollfd){.fd = g_fd_floor + i};
+	poll(pf, FD_WINDOW, 0);
+	for (int i = 0; i < FD_WINDOW; i++)
+		if (!(pf[i].revents & POLLNVAL)) {
+			fprintf(stderr, "fuzz_shm: descriptor leak: fd %d is open after the input\n", pf[i].fd);
+			abort();
+		}
 }
 
 static size_t take(const uint8_t **d, size_t *n, size_t k)
@@ -527,6 +537,8 @@ static void run_ops(const uint8_t *d, size_t n)
 	}
 }
 
+static bool self_check(void);
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size == 0)
@@ -535,6 +547,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	input_begin(data[0]);
 	run_ops(data + 1, size - 1);
 	input_end();
+	if (g_check_every && g_inputs % g_check_every == 0 && !self_check()) {
+		fprintf(stderr, "fuzz_shm: a well-behaved host fails after %lu inputs, this one last\n", g_inputs);
+		abort();
+	}
 	return 0;
 }
 
@@ -596,11 +612,18 @@ static bool self_check(void)
 	for (uint16_t cid = 10; cid <= 13; cid++)
 		ok = ok && (e = logged(1, cid)) && e->status == 0;
 	ok = ok && logged(1, 12)->dw0 == small && logged(1, 13)->dw0 == big;
+	ok = ok && (regr(NKV_REG_CSTS) & (NKV_CSTS_RDY | NKV_CSTS_CFS)) == NKV_CSTS_RDY;
 	ok = ok && memcmp(g_mem[0] + 40 * PG + 0x200, g_mem[0] + 8 * PG + 0x100, small) == 0;
 	for (uint32_t i = 0; ok && i < big; i++) {
 		uint32_t src = i < PG ? 16 * PG + i : (18 + 2 * ((i - PG) / PG)) * PG + (i % PG);
 		uint32_t page = i / PG, dst = (page == 0 ? 52 : page == 5 ? 50 : 48 - 2 * (page - 1)) * PG + i % PG;
 		ok = g_mem[0][dst] == g_mem[0][src];
+	}
+	if (!ok) { /* what the well-behaved host saw */
+		fprintf(stderr, "fuzz_shm: self-check: CSTS %08x;", regr(NKV_REG_CSTS));
+		for (unsigned i = 0; i < g_nlog; i++)
+			fprintf(stderr, " q%u cid %u: %03x dw0 %u;", g_log[i].qid, g_log[i].cid, g_log[i].status, g_log[i].dw0);
+		fprintf(stderr, "\n");
 	}
 	input_end();
 	return ok;
@@ -626,6 +649,8 @@ static void setup(void)
 	const char *e = getenv("NKV_FUZZ_SHM_TRACE");
 
 	g_trace = e && atoi(e) > 0;
+	if ((e = getenv("NKV_FUZZ_SHM_CHECK")))
+		g_check_every = strtoul(e, NULL, 0);
 	nkv_log_set_level(g_trace ? NKV_LOG_INFO : NKV_LOG_ERROR); /* every refused doorbell or queue warns */
 	for (unsigned i = 0; i < 3; i++) {
 		int fd = memfd_create("fuzz-shm", MFD_CLOEXEC | MFD_ALLOW_SEALING);
