@@ -961,7 +961,7 @@ static bool conn_message(struct nkv_shm *s, struct shm_conn *k)
 
 	if (n == -EAGAIN || n == -EINTR)
 		return true;
-	if (n <= 0) /* end of stream, an error, or a message larger than any of the protocol */
+	if (n <= 0) /* end of stream, an empty message, an error, or one larger than any of the protocol */
 		return false;
 	struct nkv_shm_reply rep = {.hdr = {NKV_SHM_MAGIC, NKV_SHM_VERSION, m.hdr.op}};
 	bool keep = true;

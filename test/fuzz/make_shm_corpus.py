@@ -310,7 +310,8 @@ seed("msg_hello_twice", UP,
 for name, m, fdsel in [("short", b"\x01", 3), ("short_hdr", hdr(REG)[:6], 3),
                        ("dereg_short", hdr(DEREG) + struct.pack("<Q", IOVA_A), 3),
                        ("unknown_op", hdr(9) + bytes(32), 0), ("bad_magic", hdr(REG, magic=0x1234) + bytes(32), 0),
-                       ("bad_version", hdr(REG, version=2) + bytes(32), 0), ("too_long", bytes(400), 0)]:
+                       ("bad_version", hdr(REG, version=2) + bytes(32), 0), ("too_long", bytes(400), 0),
+                       ("empty_with_fd", b"", 0), ("empty", b"", 3)]:
     seed("msg_" + name, UP, submit(1, kv(STORE, 1, b"m", 100, A(8))), msg(m, fdsel), run(1, kv(EXIST, 2, b"m", 0)))
 seed("msg_hello_raw", 0,
      msg(hdr(HELLO) + b"fuzz-shm-hostid!" + HOST_NQN.ljust(256, b"\0")),
@@ -396,6 +397,29 @@ seed("big_value", UP,
      prp_list(40, [A(8 + i) for i in range(1, 32)]),
      run(1, kv(STORE, 1, b"max", 128 * 1024, A(8), A(40)), kv(RETRIEVE, 2, b"max", 128 * 1024, A(8), A(40)),
          kv(RETRIEVE, 3, b"max", 128 * 1024, A(8, 0xFFC), A(40), cdw12=0), polls=8))
+
+# Unusable admin queues (CSTS.CFS at enable): sizes of 1, misaligned or unregistered bases, ASQ and
+# ACQ on one page, ACQ in read-only memory; each followed by a reset and a good enable.
+for name, aqa, asq, acq in [("aqa_size1", 0, A(0), A(1)), ("asq_misaligned", 0xF000F, A(0, 64), A(1)),
+                            ("acq_unregistered", 0xF000F, A(0), 0xDEAD0000), ("asq_on_acq", 0xF000F, A(1), A(1)),
+                            ("acq_readonly", 0xF000F, A(0), IOVA_B), ("asq_off_end", 0xFFF0FFF, A(63), A(1))]:
+    seed("admin_" + name, P_HELLO | P_REG_A | P_REG_B,
+         qmodel(0, 0, 1, 16, 16), regw(AQA, aqa), regw64(ASQ, asq), regw64(ACQ, acq), regw(CC, CC_ENABLE), poll(2),
+         regw(CC, 0), poll(2), enable(), run(0, set_nq(1)))
+
+# An SQ deleted while its bounced Store is between its copy and its completion: the SQ lives on as
+# a zombie until the command returns into nothing.
+seed("zombie_sq", UP,
+     prp_list(30, [A(8 + 2 * i) for i in range(1, 20)]),
+     submit(1, kv(STORE, 1, b"zombie", 80 * 1024, A(8), A(30))), poll(1),
+     submit(0, sqe(DEL_SQ, 4, 0, 1), ring=False), db_sq(0, 4), poll(4), reap(0),
+     run(0, sqe(DEL_CQ, 5, 0, 1), create_cq(6, 1, 8, A(2)), create_sq(7, 1, 8, A(3), 1)))
+
+# More commands in flight than the controller's request table (32): a CQ of 2 holds the rest back.
+seed("max_cmds", UP,
+     run(0, create_cq(10, 2, 2, A(20)), create_sq(11, 2, 64, A(21), 2)), qmodel(2, 21, 20, 64, 2),
+     b"".join(submit(2, kv(EXIST, 100 + i, b"m", 0), ring=(i == 47)) for i in range(48)),
+     poll(6), b"".join(reap(2) + poll(2) for _ in range(6)))
 
 out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus_shm")
 os.makedirs(out, exist_ok=True)
