@@ -51,8 +51,10 @@
  * transport reap the controller within 10,000 poller passes. At setup and at exit a well-behaved
  * host must still get a Store and a Retrieve through (direct PRPs and a scattered PRP list).
  *
- * NKV_FUZZ_SHM_CHECK=N runs that self-check after every N inputs too and aborts when it fails, so
- * that libFuzzer keeps the input after which a well-behaved host no longer gets through.
+ * The self-check also runs after every NKV_FUZZ_SHM_CHECK inputs (default 10,000; 0: never) and
+ * aborts when it fails, so a long run stops (keeping the last input) once something global has gone
+ * wrong instead of fuzzing a target that refuses everything; with N = 1 it finds the input after
+ * which a well-behaved host no longer gets through.
  * NKV_FUZZ_SHM_TRACE=1 prints what the host sees (replies, reaped CQEs, CSTS) and the transport's
  * log (and skips the self-check): for checking what a seed does (make_shm_corpus.py).
  */
@@ -122,7 +124,7 @@ static struct hq g_q[NQ];
 static unsigned g_rounds;
 static struct cqe_log g_log[64];
 static unsigned g_nlog;
-static unsigned long g_inputs, g_check_every;
+static unsigned long g_inputs, g_check_every = 10000;
 static bool g_ready, g_trace;
 
 /* ---- the target ------------------------------------------------------------------------------------ */
