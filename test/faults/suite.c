@@ -236,12 +236,16 @@ static void scen_cluster(const char *name, const char *const *daemons, unsigned 
 	uint64_t healthy = wait_healthy(120);
 	CHECK(healthy != 0, "%s: the cluster takes writes again within 120 s of the restart", name);
 	if (healthy) {
-		printf("%s: %llu commands completed while down; the cluster took writes again %.1f s after the kill\n",
+		printf("%s: %llu commands completed between the kill and the recovery; the cluster took writes again "
+		       "%.1f s after the kill\n",
 		       name, (unsigned long long)(load_ops(r.l) - ops0), (healthy - t_kill) / 1000.0);
 		sleep_ms(recovery_ms + 3000);
 		uint64_t last = load_last_fail_start(r.l);
-		printf("%s: the last failed command started %.1f s %s the cluster was healthy again\n", name,
-		       (last > healthy ? last - healthy : healthy - last) / 1000.0, last > healthy ? "after" : "before");
+		if (last)
+			printf("%s: the last failed command started %.1f s %s the cluster was healthy again\n", name,
+			       (last > healthy ? last - healthy : healthy - last) / 1000.0, last > healthy ? "after" : "before");
+		else
+			printf("%s: no command failed\n", name);
 		CHECK(last <= healthy + recovery_ms,
 		      "%s: a command started %.1f s after the cluster was healthy failed (allowed: %.1f s)", name,
 		      (last - healthy) / 1000.0, recovery_ms / 1000.0);
@@ -516,8 +520,11 @@ static void scen_netem(void)
 	CHECK(ops1 > ops0, "netem: commands completed under the impairment");
 	sleep_ms(recovery_ms + 3000);
 	uint64_t last = load_last_fail_start(r.l);
-	printf("netem: the last failed command started %.1f s %s the impairment was removed\n",
-	       (last > t_off ? last - t_off : t_off - last) / 1000.0, last > t_off ? "after" : "before");
+	if (last)
+		printf("netem: the last failed command started %.1f s %s the impairment was removed\n",
+		       (last > t_off ? last - t_off : t_off - last) / 1000.0, last > t_off ? "after" : "before");
+	else
+		printf("netem: no command failed\n");
 	CHECK(last <= t_off + recovery_ms, "netem: a command started %.1f s after the impairment ended failed",
 	      (last - t_off) / 1000.0);
 	run_end(&r);
