@@ -56,10 +56,13 @@ ssize_t nkv_recv_fd(int sock, void *buf, size_t cap, int *fd, int flags)
 				close(f); /* one descriptor per message is meaningful */
 		}
 	}
-	if (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
+	/* An empty message reads as the end of the stream (0), which every caller takes as the peer
+	 * leaving without looking at *fd: a descriptor sent with one must be closed here, or each such
+	 * message would leak one (a host could run the target out of descriptors). */
+	if (n == 0 || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
 		if (got >= 0)
 			close(got);
-		return -EMSGSIZE;
+		return n == 0 ? 0 : -EMSGSIZE;
 	}
 	if (fd)
 		*fd = got;

@@ -14,8 +14,8 @@ ssize_t nkv_send_fd(int sock, const void *buf, size_t len, int fd);
 /**
  * Receive one message into @buf (@cap bytes). The first descriptor attached goes to *@fd (-1 if
  * none; always -1 when @fd is NULL); any other is closed. @flags: recvmsg flags (MSG_DONTWAIT...).
- * @return bytes received, 0 at end of stream, -EMSGSIZE when the message or its descriptors were
- * truncated (nothing is kept), or -errno.
+ * @return bytes received, 0 at end of stream or for an empty message (whose descriptors are closed),
+ * -EMSGSIZE when the message or its descriptors were truncated (nothing is kept), or -errno.
  */
 ssize_t nkv_recv_fd(int sock, void *buf, size_t cap, int *fd, int flags);
 
