@@ -6,6 +6,8 @@
 #define NKV_MSGQ_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
 
 struct nkv_msg;
 typedef void (*nkv_msg_fn)(struct nkv_msg *m);
@@ -29,6 +31,16 @@ void nkv_msgq_fini(struct nkv_msgq *q);
 
 /** Enqueue @m to run @fn on the consumer. Any thread; lock-free; never fails. */
 void nkv_msgq_send(struct nkv_msgq *q, struct nkv_msg *m, nkv_msg_fn fn);
+
+/**
+ * Consumer: is the queue empty as far as the consumer can see? A producer in the middle of a send
+ * may still land a message (its eventfd write follows), so only a consumer that knows nobody else
+ * sends (the shared-memory transport's single-threaded test mode) can skip nkv_msgq_poll on it.
+ */
+static inline bool nkv_msgq_empty(struct nkv_msgq *q)
+{
+	return q->tail == &q->stub && atomic_load_explicit(&q->stub.next, memory_order_acquire) == NULL;
+}
 
 /**
  * Consumer: run pending messages. If none ran and @timeout_ms != 0, wait on the eventfd up to

@@ -630,6 +630,32 @@ static void ctrl_attach(struct nkv_msg *m)
 	c->p->ctrls = c;
 }
 
+/* One pass of a poller: controllers handed over and backend completions (unless @msgs is false: the
+ * caller knows there are none), then a scan of every controller (freeing those whose host is gone
+ * once they are quiet). @return work done. */
+static unsigned poller_pass(struct shm_poller *p, bool msgs)
+{
+	unsigned work = msgs ? (unsigned)nkv_msgq_poll(&p->msgq, 0) : 0;
+
+	for (struct shm_ctrl **pc = &p->ctrls; *pc;) {
+		struct shm_ctrl *c = *pc;
+		/* Only the socket thread marks a controller gone, and it never touches one after
+		 * that: freeing any other would race with its REG/DEREG handling and conn_close. */
+		if (atomic_load(&c->gone)) {
+			if (ctrl_reap(c)) {
+				*pc = c->next;
+				NKV_INFO("shm: controller %u: released", c->ctrlr->cntlid);
+				ctrl_free(c);
+				continue;
+			}
+		} else {
+			work += ctrl_scan(c);
+		}
+		pc = &c->next;
+	}
+	return work;
+}
+
 static void *poller_main(void *arg)
 {
 	struct shm_poller *p = arg;
@@ -638,25 +664,9 @@ static void *poller_main(void *arg)
 
 	for (;;) {
 		/* Read before the message queue: every controller handed over before pollers_stop was
-		 * set is attached below, so none is left behind in the queue. */
+		 * set is attached by this pass, so none is left behind in the queue. */
 		bool last = atomic_load(&s->pollers_stop);
-		unsigned work = (unsigned)nkv_msgq_poll(&p->msgq, 0);
-		for (struct shm_ctrl **pc = &p->ctrls; *pc;) {
-			struct shm_ctrl *c = *pc;
-			/* Only the socket thread marks a controller gone, and it never touches one after
-			 * that: freeing any other would race with its REG/DEREG handling and conn_close. */
-			if (atomic_load(&c->gone)) {
-				if (ctrl_reap(c)) {
-					*pc = c->next;
-					NKV_INFO("shm: controller %u: released", c->ctrlr->cntlid);
-					ctrl_free(c);
-					continue;
-				}
-			} else {
-				work += ctrl_scan(c);
-			}
-			pc = &c->next;
-		}
+		unsigned work = poller_pass(p, true);
 		if (last && !p->ctrls)
 			break;
 		if (work) {
@@ -714,6 +724,33 @@ static int region_add(struct shm_ctrl *c, const struct shm_region *tmpl)
 	return 0;
 }
 
+/*
+ * Map @len bytes of @fd from @off between two inaccessible guards of @align bytes each (the fd's
+ * block size: a huge page for hugetlbfs, whose mappings must be aligned to it). A translation that
+ * strayed past either end of a region then faults at once instead of reading or writing whatever
+ * mapping happens to be its neighbour (fuzz_shm relies on it). *@map, *@map_len: the reservation to
+ * munmap. @return the region's address, or MAP_FAILED with errno set.
+ */
+static void *map_guarded(int fd, uint64_t len, uint64_t off, uint64_t align, bool ro, void **map, size_t *map_len)
+{
+	size_t total = (size_t)len + 3 * (size_t)align; /* a guard each side, and room to align */
+	uint8_t *g = mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	if (g == MAP_FAILED)
+		return MAP_FAILED;
+	uint8_t *at = (uint8_t *)(((uintptr_t)g + 2 * align - 1) & ~(uintptr_t)(align - 1));
+	void *va = mmap(at, len, PROT_READ | (ro ? 0 : PROT_WRITE), MAP_SHARED | MAP_FIXED, fd, (off_t)off);
+	if (va == MAP_FAILED) {
+		int e = errno;
+		munmap(g, total);
+		errno = e;
+		return MAP_FAILED;
+	}
+	*map = g;
+	*map_len = total;
+	return va;
+}
+
 static int do_register(struct shm_ctrl *c, const struct nkv_shm_reg *m, int fd)
 {
 	struct stat sb;
@@ -729,12 +766,12 @@ static int do_register(struct shm_ctrl *c, const struct nkv_shm_reg *m, int fd)
 	if (rc)
 		return rc;
 	bool ro = m->flags & NKV_SHM_REG_READONLY;
-	void *va = mmap(NULL, m->len, PROT_READ | (ro ? 0 : PROT_WRITE), MAP_SHARED, fd, (off_t)m->offset);
-	if (va == MAP_FAILED)
-		return -errno;
-	struct shm_region reg = {.iova = m->iova, .len = m->len, .va = va, .ro = ro};
+	uint64_t align = sb.st_blksize > PAGE && !(sb.st_blksize & (sb.st_blksize - 1)) ? (uint64_t)sb.st_blksize : PAGE;
+	struct shm_region reg = {.iova = m->iova, .len = m->len, .ro = ro};
+	if ((reg.va = map_guarded(fd, m->len, m->offset, align, ro, &reg.map, &reg.map_len)) == MAP_FAILED)
+		return -errno; /* the length is bounded by the fd's size, checked above */
 	if ((rc = region_add(c, &reg)) < 0)
-		munmap(va, m->len);
+		munmap(reg.map, reg.map_len);
 	return rc;
 }
 
@@ -767,7 +804,7 @@ static void region_release(struct shm_region *r)
 	if (r->gpu)
 		nkv_cuda_close(r->device, r->gpu_base);
 	else
-		munmap(r->va, r->len);
+		munmap(r->map, r->map_len);
 }
 
 static int do_deregister(struct shm_ctrl *c, const struct nkv_shm_reg *m)
@@ -930,7 +967,7 @@ static bool conn_message(struct nkv_shm *s, struct shm_conn *k)
 
 	if (n == -EAGAIN || n == -EINTR)
 		return true;
-	if (n <= 0) /* end of stream, an error, or a message larger than any of the protocol */
+	if (n <= 0) /* end of stream, an empty message, an error, or one larger than any of the protocol */
 		return false;
 	struct nkv_shm_reply rep = {.hdr = {NKV_SHM_MAGIC, NKV_SHM_VERSION, m.hdr.op}};
 	bool keep = true;
@@ -1038,14 +1075,15 @@ static void *sock_main(void *arg)
 
 /* ---- public API -------------------------------------------------------------------------------- */
 
-int nkv_shm_create(struct nkv_target *tgt, const struct nkv_shm_conf *conf, struct nkv_shm **out)
+/* A transport with its settings (defaults filled in, checked), and no threads or descriptors yet. */
+static int shm_alloc(struct nkv_target *tgt, const struct nkv_shm_conf *conf, struct nkv_shm **out)
 {
 	struct nkv_shm *s = calloc(1, sizeof(*s));
-	int rc;
 
 	if (!s)
 		return -ENOMEM;
 	s->tgt = tgt;
+	s->epfd = s->stop_efd = -1;
 	if (conf)
 		s->conf = *conf;
 	if (!s->conf.pollers)
@@ -1078,6 +1116,17 @@ int nkv_shm_create(struct nkv_target *tgt, const struct nkv_shm_conf *conf, stru
 	}
 	pthread_mutex_init(&s->mu, NULL);
 	s->stop_kind = EP_STOP;
+	*out = s;
+	return 0;
+}
+
+int nkv_shm_create(struct nkv_target *tgt, const struct nkv_shm_conf *conf, struct nkv_shm **out)
+{
+	struct nkv_shm *s;
+	int rc;
+
+	if ((rc = shm_alloc(tgt, conf, &s)) < 0)
+		return rc;
 	s->epfd = epoll_create1(EPOLL_CLOEXEC);
 	s->stop_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	struct epoll_event e = {.events = EPOLLIN, .data.ptr = &s->stop_kind};
@@ -1220,4 +1269,102 @@ void nkv_shm_destroy(struct nkv_shm *s, int grace_ms)
 	pthread_mutex_destroy(&s->mu);
 	free(s->pollers);
 	free(s);
+}
+
+/* ---- testing hooks (shm_int.h): one thread plays the socket thread and the poller ------------------ */
+
+int nkv_shm_test_create(struct nkv_target *tgt, const struct nkv_shm_conf *conf, struct nkv_shm **out)
+{
+	struct nkv_shm_conf one = conf ? *conf : (struct nkv_shm_conf){0};
+	struct nkv_shm *s;
+	int rc;
+
+	one.pollers = 1;
+	if ((rc = shm_alloc(tgt, &one, &s)) < 0)
+		return rc;
+	if (!(s->pollers = calloc(1, sizeof(*s->pollers))) || (rc = nkv_msgq_init(&s->pollers[0].msgq)) < 0) {
+		pthread_mutex_destroy(&s->mu);
+		free(s->pollers);
+		free(s);
+		return rc < 0 ? rc : -ENOMEM;
+	}
+	s->pollers[0].s = s;
+	*out = s;
+	return 0;
+}
+
+int nkv_shm_test_adopt(struct nkv_shm *s, const char *subnqn, int fd)
+{
+	struct nkv_subsys *ss = nkv_target_find_subsys(s->tgt, subnqn);
+	struct shm_listener *l;
+	struct shm_conn *k;
+
+	if (!ss)
+		return -ENOENT;
+	for (l = s->listeners; l && l->ss != ss; l = l->next)
+		;
+	if (!l) { /* a listener without a socket: it only names the subsystem (and the path in logs) */
+		if (!(l = calloc(1, sizeof(*l))))
+			return -ENOMEM;
+		l->kind = EP_LISTENER;
+		l->ss = ss;
+		l->fd = -1;
+		snprintf(l->path, sizeof(l->path), "(test %s)", subnqn);
+		l->next = s->listeners;
+		s->listeners = l;
+	}
+	if (!(k = calloc(1, sizeof(*k))))
+		return -ENOMEM;
+	k->kind = EP_CONN;
+	k->fd = fd;
+	k->l = l;
+	k->since = nkv_now_ms();
+	k->next = s->conns;
+	s->conns = k;
+	s->pending++;
+	return 0;
+}
+
+unsigned nkv_shm_test_poll(struct nkv_shm *s, bool conns)
+{
+	unsigned work = 0;
+
+	/* What sock_main does for one epoll event of each connection: one message, then close on
+	 * error or hang-up. No HELLO deadlines: they would make a run depend on the clock. */
+	for (struct shm_conn *k = conns ? s->conns : NULL, *next; k; k = next) {
+		struct pollfd pf = {.fd = k->fd, .events = POLLIN};
+		next = k->next;
+		while (poll(&pf, 1, 0) == 1) {
+			work++;
+			if (!conn_message(s, k) || (pf.revents & (POLLHUP | POLLERR))) {
+				conn_close(s, k);
+				break;
+			}
+		}
+	}
+	/* One thread sends and consumes: an empty queue is known empty, and the eventfd read that
+	 * nkv_msgq_poll starts with (a system call per round) can be skipped. */
+	return work + poller_pass(&s->pollers[0], !nkv_msgq_empty(&s->pollers[0].msgq));
+}
+
+int nkv_shm_test_destroy(struct nkv_shm *s, unsigned max_passes)
+{
+	struct shm_poller *p = &s->pollers[0];
+
+	while (s->conns)
+		conn_close(s, s->conns);
+	for (unsigned i = 0; i < max_passes && (p->ctrls || atomic_load(&s->nctrls) > 0); i++)
+		poller_pass(p, true);
+	if (p->ctrls || atomic_load(&s->nctrls) > 0)
+		return -EBUSY; /* a command never came back: left as it is, for the caller to report */
+	nkv_msgq_fini(&p->msgq);
+	while (s->listeners) {
+		struct shm_listener *l = s->listeners;
+		s->listeners = l->next;
+		free(l);
+	}
+	pthread_mutex_destroy(&s->mu);
+	free(s->pollers);
+	free(s);
+	return 0;
 }

@@ -27,6 +27,8 @@ struct shm_sq;
 struct shm_region {
 	uint64_t iova, len;
 	uint8_t *va;             /* host regions: our mapping */
+	void *map;               /* host regions: the reservation around it, guards included (munmap) */
+	size_t map_len;
 	bool ro;
 	bool gpu;                /* GPU memory (REG_CUDA): reached only through nkv_cuda_copy */
 	int device;              /* gpu: CUDA device */
@@ -176,5 +178,25 @@ void nkv_shm_copy_drop(struct shm_ctrl *c, struct shm_sq *sq, void (*release)(st
 
 /** A queued copy finished (@ok: every page was valid): run the Store or post the Retrieve's CQE. */
 void nkv_shm_copied(struct shm_ctrl *c, struct shm_req *r, bool ok);
+
+/* ---- testing hooks (fuzz_shm): the transport driven by one thread, without its own ----------------
+ * Not an API (nothing installed declares them): a test harness plays the socket thread and the
+ * poller itself, so a run is deterministic and a controller is set up and torn down in microseconds. */
+
+/** A transport with one poller and no threads (conf.pollers is ignored). @return 0 or -errno. */
+int nkv_shm_test_create(struct nkv_target *tgt, const struct nkv_shm_conf *conf, struct nkv_shm **out);
+
+/** Take @fd (a SOCK_SEQPACKET socket, e.g. one end of a socketpair) as a host connected to subsystem
+ * @subnqn, as if accepted on a listener of it; the transport closes it. @return 0, -ENOENT, -ENOMEM. */
+int nkv_shm_test_adopt(struct nkv_shm *s, const char *subnqn, int fd);
+
+/** One round: if @conns, every message waiting on the connections (HELLO, REG, DEREG...; EOF closes;
+ * a poll(2) each, which a harness that sent nothing can skip), then one poller pass over the
+ * controllers. @return work done (0: nothing happened). */
+unsigned nkv_shm_test_poll(struct nkv_shm *s, bool conns);
+
+/** Close every connection, reap the controllers within @max_passes poller passes, free @s.
+ * @return 0, or -EBUSY (a controller still had commands out; nothing is freed). */
+int nkv_shm_test_destroy(struct nkv_shm *s, unsigned max_passes);
 
 #endif /* NKV_SHM_INT_H */
