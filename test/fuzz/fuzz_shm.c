@@ -428,12 +428,25 @@ static void input_end(void)
 	struct pollfd pf[FD_WINDOW];
 	for (int i = 0; i < FD_WINDOW; i++)
 		pf[i] = (struct pollfd){.fd = g_fd_floor + i};
-	poll(pf, FD_WINDOW, 0);
-	for (int i = 0; i < FD_WINDOW; i++)
-		if (!(pf[i].revents & POLLNVAL)) {
-			fprintf(stderr, "fuzz_shm: descriptor leak: fd %d is open after the input\n", pf[i].fd);
-			abort();
-		}
+	int r;
+	while ((r = poll(pf, FD_WINDOW, 0)) < 0 && errno == EINTR)
+		;
+	for (int i = 0; r >= 0 && i < FD_WINDOW; i++) {
+		if (pf[i].revents & POLLNVAL)
+			continue;
+		char link[64], what[256] = "?";
+		ssize_t n;
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", pf[i].fd);
+		if ((n = readlink(link, what, sizeof(what) - 1)) > 0)
+			what[n] = 0;
+		fprintf(stderr, "fuzz_shm: descriptor leak: fd %d (%s, F_GETFD %d) is open after the input\n", pf[i].fd,
+			what, fcntl(pf[i].fd, F_GETFD));
+		abort();
+	}
+	if (r < 0) {
+		perror("fuzz_shm: poll over the descriptors");
+		abort();
+	}
 }
 
 static size_t take(const uint8_t **d, size_t *n, size_t k)
