@@ -118,6 +118,7 @@ static int g_memfd[3] = {-1, -1, -1};
 static uint8_t *g_mem[3];
 static const uint32_t g_pages[3] = {A_PAGES, B_PAGES, C_PAGES};
 static int g_sock = -1, g_fd_floor = -1;
+static uint64_t g_fd_open;     /* descriptors of the window open before the input */
 static uint8_t *g_regs;
 static uint32_t g_reg_size;
 static struct hq g_q[NQ];
@@ -367,6 +368,28 @@ static void bring_up(bool io)
 
 /* ---- one input ------------------------------------------------------------------------------------ */
 
+/* Which of the FD_WINDOW descriptors from g_fd_floor are open (bit i: g_fd_floor + i), in one
+ * poll(2). Those opened during an input are numbered from the lowest free one, a few at a time. */
+static uint64_t fds_open(void)
+{
+	struct pollfd pf[FD_WINDOW];
+	uint64_t open = 0;
+	int r;
+
+	for (int i = 0; i < FD_WINDOW; i++)
+		pf[i] = (struct pollfd){.fd = g_fd_floor + i};
+	while ((r = poll(pf, FD_WINDOW, 0)) < 0 && errno == EINTR)
+		;
+	if (r < 0) {
+		perror("fuzz_shm: poll over the descriptors");
+		abort();
+	}
+	for (int i = 0; i < FD_WINDOW; i++)
+		if (!(pf[i].revents & POLLNVAL))
+			open |= 1ull << i;
+	return open;
+}
+
 static void setup(void);
 
 static void input_begin(uint8_t pro)
@@ -375,8 +398,9 @@ static void input_begin(uint8_t pro)
 
 	if (!g_ready)
 		setup();
-	g_fd_floor = dup(0); /* the lowest free descriptor: it must be free again at the end */
+	g_fd_floor = dup(0); /* the lowest free descriptor: the window checked at the end starts here */
 	close(g_fd_floor);
+	g_fd_open = fds_open(); /* libFuzzer's own may sit above a hole */
 	transport_up();
 	for (unsigned i = 0; i < 3; i++)
 		memset(g_mem[i], 0, (size_t)g_pages[i] * PG);
@@ -422,29 +446,16 @@ static void input_end(void)
 	wipe(0);
 	wipe(1);
 	/* Every descriptor opened during the input (the socket pair, the register memfd, descriptors
-	 * passed with messages, the transport's eventfd) is closed again. They were all numbered from
-	 * the lowest one free before the input, a few at a time: one poll(2) sees whether any of the
-	 * next FD_WINDOW numbers is still open. */
-	struct pollfd pf[FD_WINDOW];
-	for (int i = 0; i < FD_WINDOW; i++)
-		pf[i] = (struct pollfd){.fd = g_fd_floor + i};
-	int r;
-	while ((r = poll(pf, FD_WINDOW, 0)) < 0 && errno == EINTR)
-		;
-	for (int i = 0; r >= 0 && i < FD_WINDOW; i++) {
-		if (pf[i].revents & POLLNVAL)
-			continue;
+	 * passed with messages, the transport's eventfd) is closed again. */
+	uint64_t leaked = fds_open() & ~g_fd_open;
+	if (leaked) {
+		int fd = g_fd_floor + __builtin_ctzll(leaked);
 		char link[64], what[256] = "?";
 		ssize_t n;
-		snprintf(link, sizeof(link), "/proc/self/fd/%d", pf[i].fd);
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
 		if ((n = readlink(link, what, sizeof(what) - 1)) > 0)
 			what[n] = 0;
-		fprintf(stderr, "fuzz_shm: descriptor leak: fd %d (%s, F_GETFD %d) is open after the input\n", pf[i].fd,
-			what, fcntl(pf[i].fd, F_GETFD));
-		abort();
-	}
-	if (r < 0) {
-		perror("fuzz_shm: poll over the descriptors");
+		fprintf(stderr, "fuzz_shm: descriptor leak: fd %d (%s) is open after the input\n", fd, what);
 		abort();
 	}
 }
