@@ -7,9 +7,9 @@
  * One target (mem backend) serves every input; its namespaces are emptied after each, so an input
  * runs the same alone as in a long run. Each input gets a fresh transport (MQES 63, 4 I/O queue
  * pairs, 8 regions, 32 commands in flight, bounce budgets of 128 KiB / 64 KiB so that scattered
- * buffers run into them) and one host connection on a socketpair.
- * The host owns three memfds, zeroed for every input: A (64 pages, sealed, "main memory"), B (16
- * pages, sealed) and C (4 pages, not sealed: REG must refuse it).
+ * buffers run into them) and one host connection on a socketpair. The host owns three memfds,
+ * zeroed for every input: A (64 pages, sealed, "main memory"), B (16 pages, sealed) and C (4
+ * pages, not sealed: REG must refuse it).
  *
  * Input: a prologue byte, then operations until the input ends (a truncated one is dropped).
  *   prologue  bit 0  the harness says HELLO (else only the fuzzer's raw messages can)
@@ -47,9 +47,10 @@
  *
  * What must hold: no crash, no sanitizer report (regions are mapped between guard pages, so a
  * translation that strays outside registered memory faults), no leak (LeakSanitizer for memory;
- * after every input, no descriptor opened during it may still be open), and no hang: after the input, closing the socket must let the
- * transport reap the controller within 10,000 poller passes. At setup and at exit a well-behaved
- * host must still get a Store and a Retrieve through (direct PRPs and a scattered PRP list).
+ * after every input, no descriptor opened during it may still be open), and no hang: after the
+ * input, closing the socket must let the transport reap the controller within 10,000 poller
+ * passes. At setup and at exit a well-behaved host must still get a Store and a Retrieve through
+ * (direct PRPs and a scattered PRP list).
  *
  * The self-check also runs after every NKV_FUZZ_SHM_CHECK inputs (default 10,000; 0: never) and
  * aborts when it fails, so a long run stops (keeping the last input) once something global has gone
@@ -180,6 +181,10 @@ static void wipe(unsigned i)
 		}
 		if ((nrk = nkv_get32(g_list)) == 0)
 			return;
+		if (xfer < NKV_LIST_HDR + 2) { /* keys, none of which fits: this would loop */
+			fprintf(stderr, "fuzz_shm: wipe: List of %u keys moved %u bytes\n", nrk, xfer);
+			abort();
+		}
 		for (uint32_t k = 0; k < nrk && at + 2 <= xfer; k++) {
 			unsigned kl = nkv_get16(g_list + at);
 			nkv_sqe_kv(&s, NKV_KV_DELETE, 1, g_list + at + 2, kl, 0, 0);
