@@ -7,9 +7,9 @@
  * One target (mem backend) serves every input; its namespaces are emptied after each, so an input
  * runs the same alone as in a long run. Each input gets a fresh transport (MQES 63, 4 I/O queue
  * pairs, 8 regions, 32 commands in flight, bounce budgets of 128 KiB / 64 KiB so that scattered
- * buffers run into them) and one host connection on a socketpair.
- * The host owns three memfds, zeroed for every input: A (64 pages, sealed, "main memory"), B (16
- * pages, sealed) and C (4 pages, not sealed: REG must refuse it).
+ * buffers run into them) and one host connection on a socketpair. The host owns three memfds,
+ * zeroed for every input: A (64 pages, sealed, "main memory"), B (16 pages, sealed) and C (4
+ * pages, not sealed: REG must refuse it).
  *
  * Input: a prologue byte, then operations until the input ends (a truncated one is dropped).
  *   prologue  bit 0  the harness says HELLO (else only the fuzzer's raw messages can)
@@ -47,9 +47,10 @@
  *
  * What must hold: no crash, no sanitizer report (regions are mapped between guard pages, so a
  * translation that strays outside registered memory faults), no leak (LeakSanitizer for memory;
- * after every input, no descriptor opened during it may still be open), and no hang: after the input, closing the socket must let the
- * transport reap the controller within 10,000 poller passes. At setup and at exit a well-behaved
- * host must still get a Store and a Retrieve through (direct PRPs and a scattered PRP list).
+ * after every input, no descriptor opened during it may still be open), and no hang: after the
+ * input, closing the socket must let the transport reap the controller within 10,000 poller
+ * passes. At setup and at exit a well-behaved host must still get a Store and a Retrieve through
+ * (direct PRPs and a scattered PRP list).
  *
  * The self-check also runs after every NKV_FUZZ_SHM_CHECK inputs (default 10,000; 0: never) and
  * aborts when it fails, so a long run stops (keeping the last input) once something global has gone
@@ -118,6 +119,7 @@ static int g_memfd[3] = {-1, -1, -1};
 static uint8_t *g_mem[3];
 static const uint32_t g_pages[3] = {A_PAGES, B_PAGES, C_PAGES};
 static int g_sock = -1, g_fd_floor = -1;
+static uint64_t g_fd_open;     /* descriptors of the window open before the input */
 static uint8_t *g_regs;
 static uint32_t g_reg_size;
 static struct hq g_q[NQ];
@@ -179,6 +181,10 @@ static void wipe(unsigned i)
 		}
 		if ((nrk = nkv_get32(g_list)) == 0)
 			return;
+		if (xfer < NKV_LIST_HDR + 2) { /* keys, none of which fits: this would loop */
+			fprintf(stderr, "fuzz_shm: wipe: List of %u keys moved %u bytes\n", nrk, xfer);
+			abort();
+		}
 		for (uint32_t k = 0; k < nrk && at + 2 <= xfer; k++) {
 			unsigned kl = nkv_get16(g_list + at);
 			nkv_sqe_kv(&s, NKV_KV_DELETE, 1, g_list + at + 2, kl, 0, 0);
@@ -367,6 +373,28 @@ static void bring_up(bool io)
 
 /* ---- one input ------------------------------------------------------------------------------------ */
 
+/* Which of the FD_WINDOW descriptors from g_fd_floor are open (bit i: g_fd_floor + i), in one
+ * poll(2). Those opened during an input are numbered from the lowest free one, a few at a time. */
+static uint64_t fds_open(void)
+{
+	struct pollfd pf[FD_WINDOW];
+	uint64_t open = 0;
+	int r;
+
+	for (int i = 0; i < FD_WINDOW; i++)
+		pf[i] = (struct pollfd){.fd = g_fd_floor + i};
+	while ((r = poll(pf, FD_WINDOW, 0)) < 0 && errno == EINTR)
+		;
+	if (r < 0) {
+		perror("fuzz_shm: poll over the descriptors");
+		abort();
+	}
+	for (int i = 0; i < FD_WINDOW; i++)
+		if (!(pf[i].revents & POLLNVAL))
+			open |= 1ull << i;
+	return open;
+}
+
 static void setup(void);
 
 static void input_begin(uint8_t pro)
@@ -375,8 +403,9 @@ static void input_begin(uint8_t pro)
 
 	if (!g_ready)
 		setup();
-	g_fd_floor = dup(0); /* the lowest free descriptor: it must be free again at the end */
+	g_fd_floor = dup(0); /* the lowest free descriptor: the window checked at the end starts here */
 	close(g_fd_floor);
+	g_fd_open = fds_open(); /* libFuzzer's own may sit above a hole */
 	transport_up();
 	for (unsigned i = 0; i < 3; i++)
 		memset(g_mem[i], 0, (size_t)g_pages[i] * PG);
@@ -422,18 +451,18 @@ static void input_end(void)
 	wipe(0);
 	wipe(1);
 	/* Every descriptor opened during the input (the socket pair, the register memfd, descriptors
-	 * passed with messages, the transport's eventfd) is closed again. They were all numbered from
-	 * the lowest one free before the input, a few at a time: one poll(2) sees whether any of the
-	 * next FD_WINDOW numbers is still open. */
-	struct pollfd pf[FD_WINDOW];
-	for (int i = 0; i < FD_WINDOW; i++)
-		pf[i] = (struct pollfd){.fd = g_fd_floor + i};
-	poll(pf, FD_WINDOW, 0);
-	for (int i = 0; i < FD_WINDOW; i++)
-		if (!(pf[i].revents & POLLNVAL)) {
-			fprintf(stderr, "fuzz_shm: descriptor leak: fd %d is open after the input\n", pf[i].fd);
-			abort();
-		}
+	 * passed with messages, the transport's eventfd) is closed again. */
+	uint64_t leaked = fds_open() & ~g_fd_open;
+	if (leaked) {
+		int fd = g_fd_floor + __builtin_ctzll(leaked);
+		char link[64], what[256] = "?";
+		ssize_t n;
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+		if ((n = readlink(link, what, sizeof(what) - 1)) > 0)
+			what[n] = 0;
+		fprintf(stderr, "fuzz_shm: descriptor leak: fd %d (%s) is open after the input\n", fd, what);
+		abort();
+	}
 }
 
 static size_t take(const uint8_t **d, size_t *n, size_t k)

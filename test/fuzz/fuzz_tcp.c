@@ -262,7 +262,23 @@ static int tcp_connect(void)
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
 
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+	int rc = fd < 0 ? -1 : connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+	if (rc < 0 && errno == EINTR) {
+		/* A signal (libFuzzer's timer, LeakSanitizer stopping the world) cut the wait short; the
+		 * connection goes on: wait for it and take its outcome. */
+		struct pollfd pf = {.fd = fd, .events = POLLOUT};
+		int err = 0;
+		socklen_t len = sizeof(err);
+		while ((rc = poll(&pf, 1, g_close_ms)) < 0 && errno == EINTR)
+			;
+		if (rc == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0) {
+			rc = 0;
+		} else {
+			errno = rc == 0 ? ETIMEDOUT : err ? err : errno;
+			rc = -1;
+		}
+	}
+	if (rc < 0) {
 		perror("fuzz_tcp: connect");
 		abort(); /* the listener is gone: that is a failure of the target */
 	}
@@ -375,8 +391,10 @@ static bool recv_exact(int fd, uint8_t *p, size_t n)
 
 	while (n > 0) {
 		struct pollfd pf = {.fd = fd, .events = POLLIN};
-		int left = ms_left(deadline);
-		if (left == 0 || poll(&pf, 1, left) <= 0)
+		int left = ms_left(deadline), pr = left ? poll(&pf, 1, left) : 0;
+		if (pr < 0 && errno == EINTR)
+			continue;
+		if (pr <= 0)
 			return false;
 		ssize_t r = recv(fd, p, n, MSG_DONTWAIT);
 		if (r < 0 && (errno == EAGAIN || errno == EINTR))
