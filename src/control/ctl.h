@@ -1,0 +1,80 @@
+/*
+ * ctl.h - the control plane's C side. The gRPC server (server.cc) is glue only: it turns each RPC's
+ * request message into JSON (proto3 JSON mapping with the original field names, as
+ * proto/rados_nkv/v1/control.proto defines them), calls nkv_ctl_call() with the RPC's method name,
+ * and turns the JSON it returns back into the response message. Every rule lives here, in C:
+ * validation, the commit to the group's state (RADOS object or file) and the live change of the
+ * running target.
+ */
+#ifndef NKV_CONTROL_CTL_H
+#define NKV_CONTROL_CTL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct nkv_ctl;
+
+/**
+ * Run one control-plane method. @method is the RPC name ("CreateSubsystem", "ListNamespaces", ...);
+ * @req_json its request message as JSON (an object; "{}" for an empty one; 64-bit integers may be
+ * numbers or decimal strings). Thread-safe: calls are serialised inside.
+ * On success *resp_json is a malloc'ed JSON object (the response message) and 0 is returned.
+ * On failure *err_msg is a malloc'ed message naming the object, and the return value maps to a gRPC
+ * status code:
+ *   -ENOENT NOT_FOUND, -EEXIST ALREADY_EXISTS, -EINVAL INVALID_ARGUMENT,
+ *   -EPERM FAILED_PRECONDITION, -EAGAIN ABORTED, -EIO / -ETIMEDOUT UNAVAILABLE,
+ *   -ENOSYS UNIMPLEMENTED (unknown method), anything else INTERNAL.
+ * The caller frees both strings with free().
+ */
+int nkv_ctl_call(struct nkv_ctl *ctl, const char *method, const char *req_json, char **resp_json,
+		 char **err_msg);
+
+/** Where and how the gRPC server listens (--control, --control-tls-*). */
+struct nkv_ctl_server_conf {
+	const char *addr;       /* "HOST:PORT" (e.g. "127.0.0.1:5500", "[::1]:5500") or "unix:PATH" */
+	const char *tls_cert;   /* PEM server certificate chain; NULL: plaintext */
+	const char *tls_key;    /* PEM private key of tls_cert */
+	const char *client_ca;  /* PEM CA bundle: clients must present a certificate it signed (mTLS);
+				 * NULL: clients are not asked for one */
+	unsigned max_message;   /* largest request in bytes; 0: 4 MiB */
+};
+
+struct nkv_ctl_server;
+
+/**
+ * Start the gRPC server (its own threads) serving @ctl. @return 0, -EINVAL (bad address or
+ * unreadable TLS files: logged), -EADDRINUSE (address taken), -ENOMEM.
+ */
+int nkv_ctl_server_start(struct nkv_ctl *ctl, const struct nkv_ctl_server_conf *conf,
+			 struct nkv_ctl_server **out);
+
+/** Stop the server: refuse new calls, wait up to @grace_ms for calls in flight, free it. */
+void nkv_ctl_server_stop(struct nkv_ctl_server *srv, int grace_ms);
+
+/** gRPC client for nkv-ctl: the same JSON contract, over the wire. */
+struct nkv_ctl_client_conf {
+	const char *addr;       /* as nkv_ctl_server_conf.addr */
+	const char *tls_ca;     /* PEM CA that signed the server's certificate; NULL: plaintext */
+	const char *tls_cert;   /* client certificate and key for mTLS; NULL: none */
+	const char *tls_key;
+	const char *tls_server_name; /* override the name checked in the server's certificate */
+	unsigned timeout_ms;    /* per call; 0: 10000 */
+};
+
+/**
+ * Call @method on the server at conf->addr with @req_json. @return 0 with *resp_json (malloc'ed),
+ * or the negative errno matching the gRPC status (the inverse of the table above; UNAVAILABLE and
+ * DEADLINE_EXCEEDED: -ECONNREFUSED / -ETIMEDOUT, UNAUTHENTICATED / PERMISSION_DENIED: -EACCES)
+ * with *err_msg (malloc'ed) holding the server's message.
+ */
+int nkv_ctl_client_call(const struct nkv_ctl_client_conf *conf, const char *method,
+			const char *req_json, char **resp_json, char **err_msg);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
