@@ -21,6 +21,10 @@
 
 #include "control/glue.h"
 
+extern "C" {
+#include "common/log.h"
+}
+
 namespace {
 
 constexpr unsigned kDefaultTimeoutMs = 10000;
@@ -118,7 +122,7 @@ int call(const nkv_ctl_client_conf *conf, const char *method, const char *req_js
 	int rc = credentials(conf, &creds, err_msg);
 	if (rc)
 		return rc;
-	nkv_glue::route_grpc_log("nkv-ctl");
+	nkv_glue::route_grpc_log("nkv-ctl", NKV_LOG_INFO);
 	grpc::ChannelArguments args;
 	args.SetMaxReceiveMessageSize(kMaxResponse);
 	args.SetInt(GRPC_ARG_ENABLE_HTTP_PROXY, 0); /* the control plane is reached directly, never through $http_proxy */

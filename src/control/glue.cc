@@ -11,6 +11,7 @@
 
 #include <atomic>
 
+#include <google/protobuf/stubs/logging.h>
 #include <grpc/support/log.h>
 
 #include "control/glue.h"
@@ -34,20 +35,32 @@ const google::protobuf::ServiceDescriptor *service()
 }
 
 std::atomic<const char *> g_log_origin{"rados-nkv"};
+std::atomic<int> g_log_error_level{NKV_LOG_WARN};
 
 void grpc_log(gpr_log_func_args *a)
 {
-	enum nkv_log_level lvl = a->severity == GPR_LOG_SEVERITY_ERROR ? NKV_LOG_INFO : NKV_LOG_DEBUG;
+	enum nkv_log_level lvl = a->severity == GPR_LOG_SEVERITY_ERROR ? static_cast<enum nkv_log_level>(g_log_error_level.load())
+								       : NKV_LOG_DEBUG;
 	if (nkv_log_enabled(lvl))
 		nkv_log_at(g_log_origin.load(), "grpc", a->file, lvl, "%s:%d: %s", a->file, a->line, a->message);
 }
 
+/* protobuf's own lines (a string field that is not UTF-8 in a request...): a client's doing */
+void protobuf_log(google::protobuf::LogLevel level, const char *file, int line, const std::string &msg)
+{
+	enum nkv_log_level lvl = level >= google::protobuf::LOGLEVEL_ERROR ? NKV_LOG_INFO : NKV_LOG_DEBUG;
+	if (nkv_log_enabled(lvl))
+		nkv_log_at(g_log_origin.load(), "protobuf", file, lvl, "%s:%d: %s", file, line, msg.c_str());
+}
+
 } // namespace
 
-void route_grpc_log(const char *origin)
+void route_grpc_log(const char *origin, int error_level)
 {
 	g_log_origin.store(origin);
+	g_log_error_level.store(error_level);
 	gpr_set_log_function(grpc_log);
+	google::protobuf::SetLogHandler(protobuf_log);
 }
 
 const google::protobuf::MethodDescriptor *find_method(const std::string &name)

@@ -72,11 +72,13 @@ grpc::StatusCode status_of_errno(int err);
 int errno_of_status(grpc::StatusCode code);
 
 /**
- * Send grpc's own log lines through the project's log (one format, rate limited) under @origin
- * ("rados-nkv", "nkv-ctl"): its errors at info, since every failure that matters is also reported
- * by the glue, with its cause; the rest at debug. Process-wide; any thread.
+ * Send grpc's (and protobuf's) own log lines through the project's log (one format, rate limited) under @origin
+ * ("rados-nkv", "nkv-ctl"): its errors at @error_level (the server: warn, e.g. failed TLS
+ * handshakes; the client: info, as nkv-ctl reports every failure itself), the rest at debug;
+ * protobuf's errors at info.
+ * Process-wide; any thread.
  */
-void route_grpc_log(const char *origin);
+void route_grpc_log(const char *origin, int error_level);
 
 /** A malloc'ed copy of @s (NUL-terminated), or NULL without memory. */
 char *dup_cstr(const std::string &s);

@@ -19,6 +19,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -60,8 +61,10 @@ struct nkv_ctl_server {
 	std::unique_ptr<grpc::ServerCompletionQueue> cq;
 	std::unique_ptr<grpc::Server> server;
 	std::vector<std::thread> threads;
-	std::mutex lock;       /* orders new RequestCall()s against the completion queue's shutdown */
-	bool stopping = false; /* under lock: no RequestCall() any more */
+	std::mutex lock;       /* orders every operation a call starts against the queue's shutdown */
+	std::condition_variable idle;
+	bool stopping = false; /* under lock: calls start no operation any more */
+	int busy = 0;          /* under lock: calls in proceed() (which may start operations) */
 	int port = 0;
 	std::string addr;
 };
@@ -79,19 +82,36 @@ struct call {
 
 	explicit call(nkv_ctl_server *s) : srv(s) {}
 
-	/** Ask for the next RPC, unless the server stops. @return false: not asked (freed). */
-	static bool request(nkv_ctl_server *s)
+	/** Ask for the next RPC (the server is not stopping: the caller is busy, or starting it). */
+	static void request(nkv_ctl_server *s)
 	{
-		std::lock_guard<std::mutex> g(s->lock);
-		if (s->stopping)
-			return false;
 		call *c = new call(s);
 		s->service.RequestCall(&c->ctx, &c->stream, s->cq.get(), s->cq.get(), c);
-		return true;
 	}
 
-	/** Advance on a completion; @ok: grpc's verdict on the step. */
+	/**
+	 * Advance on a completion; @ok: grpc's verdict on the step. Once the server stops, a call
+	 * starts no operation (the queue is about to shut down: grpc aborts on an operation started
+	 * after that) and is freed, whatever its step: the server cancelled it already.
+	 */
 	void proceed(bool ok)
+	{
+		{
+			std::lock_guard<std::mutex> g(srv->lock);
+			if (srv->stopping) {
+				delete this;
+				return;
+			}
+			srv->busy++;
+		}
+		nkv_ctl_server *s = srv;
+		step(ok); /* may free this */
+		std::lock_guard<std::mutex> g(s->lock);
+		if (--s->busy == 0)
+			s->idle.notify_all();
+	}
+
+	void step(bool ok)
 	{
 		switch (st) {
 		case REQUESTED:
@@ -172,7 +192,7 @@ struct call {
 			return grpc::Status(nkv_glue::status_of_errno(rc), em);
 		}
 		if (rc > 0 || !answered) {
-			NKV_ERR("control: %s returned %d%s", m->name().c_str(), rc, answered ? "" : " without a response");
+			NKV_ERR("%s returned %d%s", m->name().c_str(), rc, answered ? "" : " without a response");
 			return grpc::Status(grpc::StatusCode::INTERNAL, m->name() + ": the control core returned no response");
 		}
 		js = pb::util::JsonStringToMessage(rj, resp.get(), nkv_glue::parse_options());
@@ -180,7 +200,7 @@ struct call {
 			/* A bug: the C core and the proto disagree. Say so loudly, on both sides. */
 			std::string why = m->name() + ": the control core's response does not match " +
 					  m->output_type()->full_name() + ": " + js.ToString();
-			NKV_ERR("control: %s", why.c_str());
+			NKV_ERR("%s", why.c_str());
 			return grpc::Status(grpc::StatusCode::INTERNAL, why);
 		}
 		std::string wire;
@@ -231,7 +251,7 @@ X509 *pem_cert(const std::string &pem)
 int load_tls(const nkv_ctl_server_conf *conf, grpc::SslServerCredentialsOptions *o)
 {
 	if (!conf->tls_cert || !conf->tls_key) {
-		NKV_ERR("control: TLS needs both a certificate and its key (%s missing)", conf->tls_cert ? "key" : "certificate");
+		NKV_ERR("TLS needs both a certificate and its key (%s missing)", conf->tls_cert ? "key" : "certificate");
 		return -EINVAL;
 	}
 	std::string cert, key, ca;
@@ -244,7 +264,7 @@ int load_tls(const nkv_ctl_server_conf *conf, grpc::SslServerCredentialsOptions 
 			continue;
 		int rc = read_file(f.path, f.out);
 		if (rc < 0) {
-			NKV_ERR("control: cannot read the TLS %s %s: %s", f.what, f.path, strerror(-rc));
+			NKV_ERR("cannot read the TLS %s %s: %s", f.what, f.path, strerror(-rc));
 			return -EINVAL;
 		}
 	}
@@ -255,13 +275,13 @@ int load_tls(const nkv_ctl_server_conf *conf, grpc::SslServerCredentialsOptions 
 	X509 *cax = conf->client_ca ? pem_cert(ca) : nullptr;
 	int rc = -EINVAL;
 	if (!x)
-		NKV_ERR("control: %s holds no PEM certificate", conf->tls_cert);
+		NKV_ERR("%s holds no PEM certificate", conf->tls_cert);
 	else if (!k)
-		NKV_ERR("control: %s holds no PEM private key (or it is encrypted)", conf->tls_key);
+		NKV_ERR("%s holds no PEM private key (or it is encrypted)", conf->tls_key);
 	else if (X509_check_private_key(x, k) != 1)
-		NKV_ERR("control: the key %s does not belong to the certificate %s", conf->tls_key, conf->tls_cert);
+		NKV_ERR("the key %s does not belong to the certificate %s", conf->tls_key, conf->tls_cert);
 	else if (conf->client_ca && !cax)
-		NKV_ERR("control: %s holds no PEM CA certificate", conf->client_ca);
+		NKV_ERR("%s holds no PEM CA certificate", conf->client_ca);
 	else
 		rc = 0;
 	ERR_clear_error(); /* the failed PEM reads leave this thread's queue dirty for its next TLS call */
@@ -302,7 +322,7 @@ int precheck(const std::string &addr)
 		if (stat(path.c_str(), &st) != 0)
 			return 0;
 		if (!S_ISSOCK(st.st_mode)) {
-			NKV_ERR("control: %s exists and is not a socket", path.c_str());
+			NKV_ERR("%s exists and is not a socket", path.c_str());
 			return -EADDRINUSE;
 		}
 		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -314,7 +334,7 @@ int precheck(const std::string &addr)
 		int live = connect(fd, reinterpret_cast<struct sockaddr *>(&sa), sizeof(sa)) == 0;
 		close(fd);
 		if (live) {
-			NKV_ERR("control: %s: a server is listening on this socket", path.c_str());
+			NKV_ERR("%s: a server is listening on this socket", path.c_str());
 			return -EADDRINUSE;
 		}
 		return 0; /* stale: grpc unlinks it */
@@ -326,7 +346,7 @@ int precheck(const std::string &addr)
 	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
 	int g = getaddrinfo(host.c_str(), port.c_str(), &hints, &ai);
 	if (g) {
-		NKV_ERR("control: cannot resolve %s: %s", host.c_str(), gai_strerror(g));
+		NKV_ERR("cannot resolve %s: %s", host.c_str(), gai_strerror(g));
 		return -EINVAL;
 	}
 	freeaddrinfo(ai);
@@ -334,13 +354,28 @@ int precheck(const std::string &addr)
 }
 
 /**
- * grpc could not bind @addr and does not say why: bind it ourselves. @return -EADDRINUSE, -EACCES,
- * or -EINVAL (a non-local address, or a failure that was not the bind: the TLS configuration).
+ * grpc could not bind @addr and does not say why: bind it ourselves. @return -EADDRINUSE, -EACCES
+ * or -EINVAL (a non-local address, a missing directory, or a failure that was not the bind), and in
+ * *@why what bind(2) said (0: it worked here).
  */
-int bind_errno(const std::string &addr)
+int bind_errno(const std::string &addr, int *why)
 {
-	if (addr.compare(0, 5, "unix:") == 0)
-		return -EINVAL;
+	*why = 0;
+	if (addr.compare(0, 5, "unix:") == 0) {
+		std::string path = addr.substr(5);
+		struct sockaddr_un sa = {};
+		sa.sun_family = AF_UNIX;
+		memcpy(sa.sun_path, path.c_str(), path.size());
+		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			return -EINVAL;
+		if (bind(fd, reinterpret_cast<struct sockaddr *>(&sa), sizeof(sa)) == 0)
+			unlink(path.c_str()); /* ours: it worked here */
+		else
+			*why = errno;
+		close(fd);
+		return *why == EACCES ? -EACCES : -EINVAL;
+	}
 	std::string host, port;
 	split_hostport(addr, &host, &port);
 	struct addrinfo hints = {}, *ai = nullptr;
@@ -348,36 +383,32 @@ int bind_errno(const std::string &addr)
 	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
 	if (getaddrinfo(host.c_str(), port.c_str(), &hints, &ai))
 		return -EINVAL;
-	int rc = -EINVAL;
-	for (struct addrinfo *p = ai; p; p = p->ai_next) {
+	for (struct addrinfo *p = ai; p && !*why; p = p->ai_next) {
 		int fd = socket(p->ai_family, p->ai_socktype | SOCK_CLOEXEC, p->ai_protocol);
 		if (fd < 0)
 			continue;
 		int one = 1;
 		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)); /* as grpc does */
-		int b = bind(fd, p->ai_addr, p->ai_addrlen) == 0 ? 0 : errno;
+		if (bind(fd, p->ai_addr, p->ai_addrlen) != 0)
+			*why = errno;
 		close(fd);
-		if (b == EADDRINUSE || b == EACCES) {
-			rc = -b;
-			break;
-		}
 	}
 	freeaddrinfo(ai);
-	return rc;
+	return *why == EADDRINUSE || *why == EACCES ? -*why : -EINVAL;
 }
 
 int start(struct nkv_ctl *ctl, const nkv_ctl_server_conf *conf, nkv_ctl_server **out)
 {
 	char why[256];
 	if (!conf || nkv_ctl_addr_check(conf->addr, 1, why, sizeof(why))) {
-		NKV_ERR("control: bad address: %s", conf ? why : "no configuration");
+		NKV_ERR("bad address: %s", conf ? why : "no configuration");
 		return -EINVAL;
 	}
 	if (conf->client_ca && !conf->tls_cert) {
-		NKV_ERR("control: a client CA (mTLS) needs the server's certificate and key (TLS)");
+		NKV_ERR("a client CA (mTLS) needs the server's certificate and key (TLS)");
 		return -EINVAL;
 	}
-	nkv_glue::route_grpc_log(NKV_LOG_ORIGIN);
+	nkv_glue::route_grpc_log(NKV_LOG_ORIGIN, NKV_LOG_WARN);
 	std::string addr = conf->addr;
 	int rc = precheck(addr);
 	if (rc)
@@ -406,16 +437,11 @@ int start(struct nkv_ctl *ctl, const nkv_ctl_server_conf *conf, nkv_ctl_server *
 	s->cq = b.AddCompletionQueue();
 	s->server = b.BuildAndStart();
 	if (!s->server || s->port == 0) {
-		rc = bind_errno(addr);
-		NKV_ERR("control: cannot listen on %s: %s", addr.c_str(),
-			rc == -EINVAL ? "grpc refused the address" : strerror(-rc));
-		if (s->server)
-			s->server->Shutdown();
-		s->cq->Shutdown();
-		void *tag;
-		bool ok;
-		while (s->cq->Next(&tag, &ok))
-			delete static_cast<call *>(tag);
+		int why;
+		rc = bind_errno(addr, &why);
+		NKV_ERR("cannot listen on %s: %s", addr.c_str(), why ? strerror(why) : "grpc refused it (its log says why)");
+		/* No call was requested; the queue is destroyed without Shutdown(), which would only
+		 * warn that a server (the one BuildAndStart() gave up on) still names it. */
 		return rc;
 	}
 	if (addr.compare(0, 5, "unix:") == 0)
@@ -424,7 +450,7 @@ int start(struct nkv_ctl *ctl, const nkv_ctl_server_conf *conf, nkv_ctl_server *
 		call::request(s.get());
 	for (int i = 0; i < kNumThreads; i++)
 		s->threads.emplace_back(drive, s.get());
-	NKV_INFO("control: gRPC server on %s%s%s", addr.c_str(), conf->tls_cert ? " (TLS" : "",
+	NKV_INFO("gRPC server on %s%s%s", addr.c_str(), conf->tls_cert ? " (TLS" : "",
 		 conf->tls_cert ? (conf->client_ca ? ", client certificates required)" : ")") : "");
 	*out = s.release();
 	return 0;
@@ -442,7 +468,7 @@ int nkv_ctl_server_start(struct nkv_ctl *ctl, const struct nkv_ctl_server_conf *
 	} catch (const std::bad_alloc &) {
 		return -ENOMEM;
 	} catch (const std::system_error &e) { /* std::thread */
-		NKV_ERR("control: %s", e.what());
+		NKV_ERR("%s", e.what());
 		return -ENOMEM;
 	}
 }
@@ -451,18 +477,20 @@ void nkv_ctl_server_stop(struct nkv_ctl_server *srv, int grace_ms)
 {
 	if (!srv)
 		return;
-	/* Refuse new calls, let those in flight finish until the deadline, then cancel them. Calls
-	 * whose nkv_ctl_call() is running still end first: Shutdown() returns once they have. */
+	/* Refuse new calls, let those in flight finish until the deadline, then cancel them (their
+	 * clients get CANCELLED at once). A call whose nkv_ctl_call() is still running is waited for:
+	 * its thread must be out of proceed() before the queue shuts down. */
 	auto deadline = std::chrono::system_clock::now() + std::chrono::milliseconds(grace_ms > 0 ? grace_ms : 0);
 	srv->server->Shutdown(deadline);
 	{
-		std::lock_guard<std::mutex> g(srv->lock);
+		std::unique_lock<std::mutex> g(srv->lock);
 		srv->stopping = true;
+		srv->idle.wait(g, [srv] { return srv->busy == 0; });
 	}
-	srv->cq->Shutdown(); /* always after the server's */
+	srv->cq->Shutdown(); /* always after the server's, and once no call can start an operation */
 	for (auto &t : srv->threads)
 		t.join();
-	NKV_INFO("control: gRPC server on %s stopped", srv->addr.c_str());
+	NKV_INFO("gRPC server on %s stopped", srv->addr.c_str());
 	delete srv;
 }
 
