@@ -50,7 +50,7 @@ void protobuf_log(google::protobuf::LogLevel level, const char *file, int line, 
 {
 	enum nkv_log_level lvl = level >= google::protobuf::LOGLEVEL_ERROR ? NKV_LOG_INFO : NKV_LOG_DEBUG;
 	if (nkv_log_enabled(lvl))
-		nkv_log_at(g_log_origin.load(), "protobuf", file, lvl, "%s:%d: %s", file, line, msg.c_str());
+		nkv_log_at(g_log_origin.load(), "protobuf", file, lvl, "%s(%d): %s", file, line, msg.c_str());
 }
 
 } // namespace
