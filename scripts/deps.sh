@@ -13,6 +13,7 @@ PKGS=(
   ceph-mon ceph-osd ceph-common     # micro cluster (scripts/ceph-dev.sh)
   procps iproute2 python3           # ceph-dev.sh: pgrep/ss for free ports, json parsing
   help2man                          # man pages from --help (packaging/install.cmake)
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler openssl   # control plane (src/control, nkv-ctl); openssl: test certificates
   python3-pytest python3-numpy python3-torch python3-pip python3-setuptools   # python/ (rados_nkv) tests
   python3-tqdm                      # nkv-weights / the vLLM loader: progress bars (and their test)
 )
