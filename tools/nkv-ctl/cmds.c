@@ -82,7 +82,7 @@ static int b_ns_add(struct ctl_cli *c, json_object *req)
 
 static int b_nqn_nsid(struct ctl_cli *c, json_object *req)
 {
-	uint32_t nsid;
+	uint32_t nsid = 0; /* set unless arg_nsid() fails; gcc -O3 cannot tell */
 	int ex = arg_nsid(c, c->args[1], &nsid);
 	if (ex)
 		return ex;
