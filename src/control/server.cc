@@ -73,12 +73,16 @@ namespace {
 
 /** One RPC in flight. Its address is the completion-queue tag of each of its steps. */
 struct call {
-	enum step { REQUESTED, READING, FINISHING };
+	enum phase {
+		REQUESTED, /* waiting for an RPC to arrive */
+		READING,   /* reading its request message */
+		FINISHING, /* its status (and response) on the way */
+	};
 	nkv_ctl_server *srv;
 	grpc::GenericServerContext ctx;
 	grpc::GenericServerAsyncReaderWriter stream{&ctx};
 	grpc::ByteBuffer buf;
-	step st = REQUESTED;
+	phase ph = REQUESTED;
 
 	explicit call(nkv_ctl_server *s) : srv(s) {}
 
@@ -105,26 +109,26 @@ struct call {
 			srv->busy++;
 		}
 		nkv_ctl_server *s = srv;
-		step(ok); /* may free this */
+		advance(ok); /* may free this */
 		std::lock_guard<std::mutex> g(s->lock);
 		if (--s->busy == 0)
 			s->idle.notify_all();
 	}
 
-	void step(bool ok)
+	void advance(bool ok)
 	{
-		switch (st) {
+		switch (ph) {
 		case REQUESTED:
 			if (!ok) { /* the server is shutting down: no RPC came */
 				delete this;
 				return;
 			}
 			request(srv);
-			st = READING;
+			ph = READING;
 			stream.Read(&buf, this);
 			return;
 		case READING:
-			st = FINISHING;
+			ph = FINISHING;
 			if (!ok) { /* the client went away, or half-closed without a message */
 				stream.Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "no request message"), this);
 				return;
