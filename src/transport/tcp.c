@@ -273,6 +273,7 @@ static void req_release(struct tcp_req *r)
 		unlink_waiter(c->rx, r);
 	r2t_unlink(c, r);
 	buf_put(r);
+	nkv_req_drop(&r->req); /* a command dropped with its connection, never completed */
 	c->rx->kick = c->rx->wait_head != NULL; /* budget came back: idle starts waiters */
 	r->state = REQ_FREE;
 	if (r != &c->connect_req) {
@@ -567,6 +568,7 @@ static struct nkv_ctrlr_opts ctrlr_opts(const struct nkv_tcp *t)
 		.ioccsz = (64 + t->conf.in_capsule) / 16,
 		.iorcsz = 1,
 		.msdbd = 1,
+		.trname = "tcp",
 	};
 }
 
@@ -1438,7 +1440,7 @@ static void reactor_tick(struct nkv_reactor *r)
 			conn_close(c, "no Connect");
 		else if (conn_overdue(c, now))
 			continue;
-		else if (ctrlr && atomic_load(&ctrlr->dead))
+		else if (ctrlr && nkv_ctrlr_closing(ctrlr))
 			conn_close(c, "association ended");
 		else if (ctrlr && c->qp.qid == 0 && ctrlr->kato_ms && now - ctrlr->last_keepalive_ms > ctrlr->kato_ms) {
 			NKV_WARN("%s: controller %u: keep alive timeout (%u ms)", ctrlr->ss->nqn, ctrlr->cntlid,
