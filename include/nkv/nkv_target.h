@@ -166,6 +166,18 @@ int nkv_subsys_set_allow_any(struct nkv_subsys *ss, bool any);
  */
 int nkv_subsys_disallow_host(struct nkv_subsys *ss, const char *hostnqn);
 
+/**
+ * Does @pool exist (and what is the largest value the cluster stores there, into @max_value if not
+ * NULL)? A probe of the backend. @return 0, -ENOENT, or a backend error.
+ */
+int nkv_target_check_pool(struct nkv_target *tgt, const char *pool, uint64_t *max_value);
+
+/** The serial number of @ss (Identify Controller SN), 16 hex digits. */
+const char *nkv_subsys_serial(const struct nkv_subsys *ss);
+
+/** Is @secret a well-formed DH-HMAC-CHAP secret ("DHHC-1:hh:<base64>:")? @return 0 or -EINVAL. */
+int nkv_dhchap_secret_check(const char *secret);
+
 /** Counters of one namespace on this target since it was added (nkv_ns_stats). */
 struct nkv_ns_stats {
 	uint64_t stores, retrieves, deletes, exists, lists, others; /* commands completed */
@@ -289,6 +301,13 @@ int nkv_tcp_listen(struct nkv_tcp *tcp, const char *addr, const char *port, bool
  * NQNs that make a version 0 identity longer than 255 bytes get version 1 identities only (logged).
  */
 int nkv_tcp_add_psk(struct nkv_tcp *tcp, const char *hostnqn, const char *subnqn, const char *key);
+
+/**
+ * Stop listening on @addr (as given to nkv_tcp_listen; "" or NULL = any) port @port, live: the
+ * socket closes and leaves the discovery log within a reactor tick (waited for); connections it
+ * accepted stay. @return 0, -ENOENT (no such listener), -ETIMEDOUT.
+ */
+int nkv_tcp_unlisten(struct nkv_tcp *tcp, const char *addr, int port);
 
 /**
  * Listen with TLS, as nkv_tcp_listen() otherwise: every connection must open with a TLS 1.3

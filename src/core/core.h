@@ -346,6 +346,8 @@ nkv_status nkv_fabrics_connect(struct nkv_target *t, const struct nkv_sqe *cmd, 
 nkv_status nkv_fabrics_parse(struct nkv_req *req);
 /** Register a transport address for the discovery log. @return 0 or -ENOMEM. */
 int nkv_target_add_port(struct nkv_target *t, const struct nkv_port *port);
+/** Take a transport address out of the discovery log (its listener closed). */
+void nkv_target_del_port(struct nkv_target *t, uint16_t portid);
 /** Create the target's discovery subsystem (idempotent). @return 0 or -ENOMEM. */
 int nkv_target_enable_discovery(struct nkv_target *t);
 /** Is @hostnqn allowed on @ss? Caller holds tgt->lock (the allowlist changes live). */

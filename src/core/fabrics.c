@@ -273,6 +273,23 @@ int nkv_target_add_port(struct nkv_target *t, const struct nkv_port *port)
 	return 0;
 }
 
+void nkv_target_del_port(struct nkv_target *t, uint16_t portid)
+{
+	struct nkv_port *gone = NULL;
+
+	pthread_mutex_lock(&t->lock);
+	for (struct nkv_port **p = &t->ports; *p; p = &(*p)->next)
+		if ((*p)->portid == portid) {
+			gone = *p;
+			*p = gone->next;
+			break;
+		}
+	pthread_mutex_unlock(&t->lock);
+	if (gone)
+		atomic_fetch_add(&t->genctr, 1);
+	free(gone);
+}
+
 /* ASCII fields of a discovery entry are space padded. */
 static void space_pad(char *dst, size_t n, const char *src)
 {

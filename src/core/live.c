@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/dhchap.h"
 #include "common/log.h"
 #include "common/status.h"
 #include "core.h"
@@ -184,6 +185,35 @@ int nkv_ns_stats(struct nkv_subsys *ss, uint32_t nsid, struct nkv_ns_stats *out)
 }
 
 /* ---- subsystems and hosts ---------------------------------------------------------------------- */
+
+int nkv_target_check_pool(struct nkv_target *t, const char *pool, uint64_t *max_value)
+{
+	struct nkv_kvns *probe;
+	struct nkv_kvns_info info;
+	int rc;
+
+	if ((rc = t->be->ns_open(t->dev, pool, "", &probe)) < 0)
+		return rc;
+	rc = t->be->ns_info(probe, &info);
+	t->be->ns_close(probe);
+	if (rc == 0 && max_value)
+		*max_value = info.max_object < UINT32_MAX ? info.max_object : UINT32_MAX;
+	return rc;
+}
+
+const char *nkv_subsys_serial(const struct nkv_subsys *ss)
+{
+	return ss->sn;
+}
+
+int nkv_dhchap_secret_check(const char *secret)
+{
+	struct nkv_dhchap_key k;
+	const char *why = NULL;
+	int rc = nkv_dhchap_key_parse(secret, &k, &why);
+	nkv_dhchap_wipe(&k, sizeof(k));
+	return rc < 0 ? -EINVAL : 0;
+}
 
 struct nkv_subsys *nkv_target_subsys(struct nkv_target *t, const char *nqn)
 {

@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "common/nvme_psk.h"
 #include "config.h"
+#include "daemon.h"
 #include "nkv/nkv_target.h"
 
 static const char *backend_hint(const struct daemon_conf *c, int rc)
@@ -174,6 +175,7 @@ static int listen_all(struct daemon_conf *c, struct nkv_tcp *tcp)
 			return port;
 		}
 		NKV_INFO("NVMe/TCP%s on %s:%d", l->tls ? " with TLS" : "", l->addr, port);
+		l->bound = port;
 	}
 	if (!c->no_discovery) {
 		if ((port = nkv_tcp_listen(tcp, c->discovery.addr, c->discovery.port, false)) < 0) {
@@ -189,7 +191,8 @@ static int listen_all(struct daemon_conf *c, struct nkv_tcp *tcp)
 /* The shared-memory transport starts only when a subsystem names a socket for it. The socket is
  * created owner-only (umask) and then opened to --shm-mode / --shm-group, so it is never briefly
  * open to everyone; GPU processes usually run as a non-root user in that group. */
-static int listen_shm(struct daemon_conf *c, struct nkv_target *tgt, struct nkv_shm **shm)
+int daemon_shm_serve(const struct daemon_conf *c, struct nkv_target *tgt, struct nkv_shm **shm, const char *nqn,
+		     const char *path)
 {
 	gid_t gid = (gid_t)-1;
 	int rc;
@@ -202,32 +205,37 @@ static int listen_shm(struct daemon_conf *c, struct nkv_target *tgt, struct nkv_
 		}
 		gid = g->gr_gid;
 	}
+	if (!*shm && (rc = nkv_shm_create(tgt, &c->shm, shm)) < 0) {
+		NKV_ERR("cannot start the shared-memory transport: %s", strerror(-rc));
+		return rc;
+	}
+	mode_t old = umask(0177);
+	rc = nkv_shm_listen(*shm, nqn, path);
+	umask(old);
+	if (rc < 0) {
+		NKV_ERR("cannot serve %s on %s: %s%s", nqn, path, strerror(-rc),
+			rc == -EADDRINUSE ? " (another live daemon answers on it)"
+			: rc == -EEXIST  ? " (the path exists and is not a socket: not removed)"
+					 : "");
+		return rc;
+	}
+	if ((gid != (gid_t)-1 && chown(path, (uid_t)-1, gid) < 0) || chmod(path, c->shm_mode) < 0) {
+		rc = -errno;
+		NKV_ERR("cannot set the owner or mode of %s: %s", path, strerror(-rc));
+		return rc;
+	}
+	NKV_INFO("shared memory for %s on %s (mode %04o%s%s)", nqn, path, c->shm_mode, *c->shm_group ? ", group " : "",
+		 c->shm_group);
+	return 0;
+}
 
+static int listen_shm(struct daemon_conf *c, struct nkv_target *tgt, struct nkv_shm **shm)
+{
 	for (unsigned i = 0; i < c->nsubsys; i++) {
-		struct conf_subsys *s = &c->subsys[i];
-		if (!*s->shm_path)
-			continue;
-		if (!*shm && (rc = nkv_shm_create(tgt, &c->shm, shm)) < 0) {
-			NKV_ERR("cannot start the shared-memory transport: %s", strerror(-rc));
+		int rc;
+		if (*c->subsys[i].shm_path &&
+		    (rc = daemon_shm_serve(c, tgt, shm, c->subsys[i].nqn, c->subsys[i].shm_path)) < 0)
 			return rc;
-		}
-		mode_t old = umask(0177);
-		rc = nkv_shm_listen(*shm, s->nqn, s->shm_path);
-		umask(old);
-		if (rc < 0) {
-			NKV_ERR("cannot serve %s on %s: %s%s", s->nqn, s->shm_path, strerror(-rc),
-				rc == -EADDRINUSE ? " (another live daemon answers on it)"
-				: rc == -EEXIST  ? " (the path exists and is not a socket: not removed)"
-						 : "");
-			return rc;
-		}
-		if ((gid != (gid_t)-1 && chown(s->shm_path, (uid_t)-1, gid) < 0) || chmod(s->shm_path, c->shm_mode) < 0) {
-			rc = -errno;
-			NKV_ERR("cannot set the owner or mode of %s: %s", s->shm_path, strerror(-rc));
-			return rc;
-		}
-		NKV_INFO("shared memory for %s on %s (mode %04o%s%s)", s->nqn, s->shm_path, c->shm_mode,
-			 *c->shm_group ? ", group " : "", c->shm_group);
 	}
 	return 0;
 }
@@ -356,6 +364,7 @@ int main(int argc, char **argv)
 	struct nkv_target *tgt = NULL;
 	struct nkv_tcp *tcp = NULL;
 	struct nkv_shm *shm = NULL;
+	struct daemon_control *ctl = NULL;
 	const char *cfile = config_arg(argc, argv);
 	sigset_t sigs;
 	int sig = 0, rc = 1;
@@ -400,7 +409,8 @@ int main(int argc, char **argv)
 		rc = 1;
 		goto out;
 	}
-	if (listen_all(&conf, tcp) < 0 || listen_shm(&conf, tgt, &shm) < 0) {
+	if (listen_all(&conf, tcp) < 0 || listen_shm(&conf, tgt, &shm) < 0 ||
+	    daemon_control_start(&conf, tgt, tcp, &shm, &ctl) < 0) {
 		rc = 1;
 		goto out;
 	}
@@ -422,6 +432,7 @@ int main(int argc, char **argv)
 		conf.grace_ms);
 	rc = 0;
 out:
+	daemon_control_stop(ctl);
 	nkv_shm_destroy(shm, (int)conf.grace_ms);
 	nkv_tcp_destroy(tcp, (int)conf.grace_ms);
 	nkv_target_destroy(tgt);
