@@ -132,7 +132,7 @@ int nkv_ns_set_exec(struct nkv_subsys *ss, uint32_t nsid, const struct nkv_exec_
 
 void nkv_exec_free(struct nkv_ns *ns)
 {
-	table_free(atomic_load(&ns->exec));
+	table_free(atomic_exchange(&ns->exec, NULL)); /* a reused NSID slot may be freed again later */
 	while (ns->exec_retired) {
 		struct nkv_exec_table *t = ns->exec_retired;
 		ns->exec_retired = t->retired_next;

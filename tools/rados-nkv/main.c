@@ -309,14 +309,16 @@ static int pid_file_write(const char *path)
 /* SIGHUP: the log level is the one setting applied live (from the file, unless a flag set it). */
 /* SIGHUP, Exec allowlists: each running namespace takes the file's allowlist (none if the file has
  * none for it). Namespaces the file adds or drops need a restart. */
-static void reload_exec(const struct daemon_conf *run, const struct daemon_conf *fresh)
+static void reload_exec(struct nkv_target *tgt, const struct daemon_conf *run, const struct daemon_conf *fresh)
 {
 	for (unsigned i = 0; i < run->nsubsys; i++) {
 		const struct conf_subsys *rs = &run->subsys[i], *fs = NULL;
 		for (unsigned k = 0; k < fresh->nsubsys && !fs; k++)
 			if (strcmp(fresh->subsys[k].nqn, rs->nqn) == 0)
 				fs = &fresh->subsys[k];
-		for (unsigned j = 0; rs->ss && j < rs->nns; j++) {
+		/* By name: the control plane may have removed (or re-created) the subsystem since startup. */
+		struct nkv_subsys *ss = nkv_target_subsys(tgt, rs->nqn);
+		for (unsigned j = 0; ss && j < rs->nns; j++) {
 			unsigned n = 0;
 			const struct nkv_exec_rule *r = NULL;
 			for (unsigned k = 0; fs && k < fs->nns; k++)
@@ -324,8 +326,8 @@ static void reload_exec(const struct daemon_conf *run, const struct daemon_conf 
 					r = fs->exec[k];
 					n = fs->nexec[k];
 				}
-			int rc = nkv_ns_set_exec(rs->ss, rs->ns[j].nsid, r, n);
-			if (rc < 0)
+			int rc = nkv_ns_set_exec(ss, rs->ns[j].nsid, r, n);
+			if (rc < 0 && rc != -ENOENT) /* -ENOENT: the control plane removed it */
 				NKV_ERR("SIGHUP: %s nsid %u: Exec allowlist refused (%s); the previous one stays", rs->nqn,
 					rs->ns[j].nsid, strerror(-rc));
 		}
@@ -334,7 +336,7 @@ static void reload_exec(const struct daemon_conf *run, const struct daemon_conf 
 
 /* SIGHUP: what applies live is the log level (from the file, unless a flag set it) and each
  * namespace's Exec allowlist. */
-static void reload(const struct daemon_conf *run, const char *cfile, int argc, char **argv)
+static void reload(struct nkv_target *tgt, const struct daemon_conf *run, const char *cfile, int argc, char **argv)
 {
 	static struct daemon_conf fresh;
 
@@ -352,7 +354,7 @@ static void reload(const struct daemon_conf *run, const char *cfile, int argc, c
 	if (fresh.log_level < 0)
 		fresh.log_level = 2;
 	nkv_log_set_level((enum nkv_log_level)fresh.log_level);
-	reload_exec(run, &fresh);
+	reload_exec(tgt, run, &fresh);
 	NKV_INFO("SIGHUP: re-read %s: log level %d and Exec allowlists applied; listeners, subsystems, "
 		 "namespaces, TLS keys and limits need a restart", cfile, fresh.log_level);
 	conf_free(&fresh);
@@ -425,7 +427,7 @@ int main(int argc, char **argv)
 	 * window's end, even when nothing else is logged; SIGHUP re-reads the configuration. */
 	while ((sig = sigtimedwait(&sigs, NULL, &(struct timespec){.tv_sec = 1})) < 0 || sig == SIGHUP) {
 		if (sig == SIGHUP)
-			reload(&conf, cfile, argc, argv);
+			reload(tgt, &conf, cfile, argc, argv);
 		nkv_log_tick();
 	}
 	NKV_INFO("%s: shutting down (up to %u ms for commands in flight)", strsignal(sig),
