@@ -190,8 +190,7 @@ vm_kill() {
 vm_console() { echo "---- router VM console ----"; tr -d '\r' <"$T/vm/console.log"; echo "---- qemu ----"; cat "$T/vm/qemu.log"; echo "----"; }
 # Wait until QEMU holds both taps open (its /proc fdinfo names them), at most 10 s.
 taps_attached() {
-	local i
-	for i in $(seq 100); do
+	for _ in $(seq 100); do
 		[ "$(cat /proc/"$QEMU_PID"/fdinfo/* 2>/dev/null | grep -c -e "iff:.$TAPC\$" -e "iff:.$TAPD\$")" -ge 2 ] && return 0
 		kill -0 "$QEMU_PID" 2>/dev/null || return 1
 		sleep 0.1
