@@ -33,7 +33,7 @@
 #    The guest only forwards packets; under TCG on 2 busy cores it carries about half the load's rate
 #    over a shared loopback (a quick run acknowledged 1084 Stores, against 2167 with NKV_FAULTS_NETEM=tbf
 #    on lo), plenty for the scenario.
-#    The guest boots (8-11 s under TCG) while the cluster starts; the whole test takes about 47 s here
+#    The guest boots (8-14 s under TCG) while the cluster starts; the whole test takes 47-63 s here
 #    with the kernel cached.
 #
 # Environment:
