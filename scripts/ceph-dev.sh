@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Micro Ceph cluster (1 mon + 1 OSD, no mgr) on 127.0.0.1 for development and CI.
+# Micro Ceph cluster (1 mon + 1 OSD, no mgr) on 127.0.0.1 (or --addr) for development and CI.
 # Run with -h for usage. Needs ceph-mon, ceph-osd, ceph-common (scripts/deps.sh).
 set -euo pipefail
 
@@ -8,13 +8,16 @@ usage() {
 Usage: $0 <command> [options]
 
 Commands:
-  start [--durable] [--dir DIR] [--pool NAME]
+  start [--durable] [--dir DIR] [--pool NAME] [--addr IPV4]
       Build and start a 1-mon + 1-OSD cluster (no mgr, cephx on) bound to 127.0.0.1
       on a free port block, create the pool and wait (bounded) until a test write
       succeeds. Default store is memstore (RAM, 2 GiB, lost on stop); --durable uses
       bluestore on a 10 GiB sparse file DIR/osd/block.img. Idempotent: if the cluster in DIR
       is already running it only makes sure the pool exists. Dead or half-built clusters
       are wiped and rebuilt; with --durable an intact durable cluster is restarted instead.
+      --addr binds mon and OSD to that local IPv4 address instead of 127.0.0.1 (ceph.conf's
+      mon host names it): a cluster in a network namespace that other namespaces reach
+      through a router. It applies when the cluster is built.
   stop [--dir DIR]    SIGTERM (then SIGKILL after ${STOP_WAIT:-15}s) the daemons recorded in DIR/run/*.pid,
                       after checking each pid is still a ceph-mon/ceph-osd of this DIR.
                       Data stays in DIR until the next start (memstore: start wipes it).
@@ -29,6 +32,7 @@ Environment:
   NKV_CEPH_DIR      default DIR (default /tmp/nkv-ceph)
   NKV_CEPH_POOL     default pool (default nkv)
   NKV_CEPH_TIMEOUT  readiness deadline in seconds (default 90)
+  NKV_CEPH_ADDR     default --addr (default 127.0.0.1)
 
 Layout of DIR: ceph.conf, keyring (client.admin), mon/, osd/, run/ (pid files, admin
 sockets), log/, state (port, pool, store). Clients: rados -c DIR/ceph.conf -p nkv ls
@@ -38,17 +42,21 @@ EOF
 
 CMD="${1:-}"; [ $# -gt 0 ] && shift
 DIR="${NKV_CEPH_DIR:-/tmp/nkv-ceph}"; POOL="${NKV_CEPH_POOL:-nkv}"; DURABLE=0; POOL_SET=0; NAME=
+ADDR="${NKV_CEPH_ADDR:-127.0.0.1}"
 while [ $# -gt 0 ]; do
   case "$1" in
     mon.a|osd.0) NAME=$1; shift ;;
     --dir) DIR="${2:?--dir needs a value}"; shift 2 ;;
     --pool) POOL="${2:?--pool needs a value}"; POOL_SET=1; shift 2 ;;
     --durable) DURABLE=1; shift ;;
+    --addr) ADDR="${2:?--addr needs a value}"; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "ceph-dev: unknown argument '$1'" >&2; usage >&2; exit 64 ;;
   esac
 done
 DIR="$(realpath -m "$DIR")"   # absolute: the paths end up in ceph.conf
+# The address ends up in ceph.conf and the monmap: a dotted IPv4 address only (no names, no ports).
+[[ "$ADDR" =~ ^[0-9]{1,3}(\.[0-9]{1,3}){3}$ ]] || { echo "ceph-dev: --addr '$ADDR' is not an IPv4 address" >&2; exit 64; }
 CONF="$DIR/ceph.conf"; RUN="$DIR/run"; DAEMONS=(mon.a osd.0)
 TIMEOUT="${NKV_CEPH_TIMEOUT:-90}"
 
@@ -107,9 +115,9 @@ write_conf() {   # $1 = port base
   cat >"$CONF" <<EOF
 [global]
 fsid = $FSID
-mon host = [v2:127.0.0.1:$p,v1:127.0.0.1:$((p + 1))]
-public addr = 127.0.0.1
-cluster addr = 127.0.0.1
+mon host = [v2:$ADDR:$p,v1:$ADDR:$((p + 1))]
+public addr = $ADDR
+cluster addr = $ADDR
 ms bind port min = $((p + 2))
 ms bind port max = $((p + 11))
 auth cluster required = cephx
@@ -186,7 +194,7 @@ build() {
   wipe; mkdir -p "$DIR"/{mon,osd,run,log}
   FSID="$(cat /proc/sys/kernel/random/uuid)"; local port; port="$(pick_ports)"
   write_conf "$port"
-  local q=(--cap mon 'allow *' --cap osd 'allow *' --cap mgr 'allow *') port2="[v2:127.0.0.1:$port,v1:127.0.0.1:$((port + 1))]"
+  local q=(--cap mon 'allow *' --cap osd 'allow *' --cap mgr 'allow *') port2="[v2:$ADDR:$port,v1:$ADDR:$((port + 1))]"
   { ceph-authtool --create-keyring "$DIR/keyring" --gen-key -n client.admin "${q[@]}"
     ceph-authtool --create-keyring "$DIR/mon.keyring" --gen-key -n mon. --cap mon 'allow *'
     ceph-authtool "$DIR/mon.keyring" --import-keyring "$DIR/keyring"

@@ -2,7 +2,8 @@
 # The long tier of the fault suite (not in CI; run before a release note, about 20 minutes): its own
 # durable (bluestore) micro cluster, then every scenario of test/faults with --long: 20 s OSD, monitor
 # and monitor+OSD outages, 10 gateway kills, 100 raw hosts cut mid-H2C and 50 shared-memory hosts
-# killed, 120 s of netem (root and sch_netem, else skipped), a 10-minute soak of 64 connections x QD 16.
+# killed, 120 s of netem (the host kernel's or a router VM's; root, else skipped), a 10-minute soak of
+# 64 connections x QD 16.
 # Each scenario's RESULT line is repeated in a table at the end; exit 1 if any scenario failed.
 # The soak's daemon comes from the release preset (SOAK_PRESET): over ten minutes ASan's own allocator
 # and shadow memory grow the asan daemon's RSS by about 20 % with nothing leaked (LeakSanitizer clean),

@@ -681,6 +681,11 @@ NKV_SIZE(struct nkv_ns_desc, 4);
 #define NKV_LID_SMART 0x02
 #define NKV_LID_FW_SLOT 0x03
 #define NKV_LID_CHANGED_NS 0x04
+/* Identify Controller OAES / Set Features 0Bh (AEC): Namespace Attribute Notices */
+#define NKV_OAES_NS_ATTR (1u << 8)
+/* Asynchronous Event Request completion DW0: type Notice (2h), info Namespace Attribute Changed
+ * (00h), log page 04h. */
+#define NKV_AEN_NS_ATTR_CHANGED (0x02u | 0x00u << 8 | (uint32_t)NKV_LID_CHANGED_NS << 16)
 #define NKV_LID_CMD_EFFECTS 0x05
 #define NKV_LID_DISCOVERY 0x70
 

@@ -109,6 +109,103 @@ int nkv_ns_add(struct nkv_subsys *ss, const struct nkv_ns_conf *conf);
  */
 int nkv_subsys_allow_host(struct nkv_subsys *ss, const char *hostnqn);
 
+struct nkv_dhchap_conf;
+
+/* ---- live changes (the control plane) -------------------------------------------------------------
+ * Every function below is for the one thread that changes the configuration (the daemon's control
+ * thread); I/O, Connects and discovery go on meanwhile on every other thread. */
+
+/** The subsystem named @nqn, or NULL. Valid until nkv_subsys_remove() (same thread). */
+struct nkv_subsys *nkv_target_subsys(struct nkv_target *tgt, const char *nqn);
+
+/**
+ * Remove a subsystem live: it disappears from discovery and Connect at once, every controller of it
+ * is disconnected (its transports close the queues within their tick, 100 ms - 1 s), commands in
+ * flight complete (waiting up to @drain_ms for them before the namespaces' backend handles close;
+ * later ones close when their last command ends). @return 0 or -ENOENT.
+ */
+int nkv_subsys_remove(struct nkv_target *tgt, const char *nqn, unsigned drain_ms);
+
+/**
+ * Remove namespace @nsid live: new commands for it get Invalid Namespace (0Bh) at once, commands in
+ * flight complete normally (waited for up to @drain_ms; past that the backend handle closes when the
+ * last one ends), and every controller of the subsystem gets a Namespace Attribute Changed notice
+ * (Asynchronous Event, Changed Namespace List log 04h). @return 0, -ENOENT.
+ */
+int nkv_ns_remove(struct nkv_subsys *ss, uint32_t nsid, unsigned drain_ms);
+
+/** Make namespace @nsid read-only or writable, live (notice sent). @return 0, -ENOENT. */
+int nkv_ns_set_read_only(struct nkv_subsys *ss, uint32_t nsid, bool read_only);
+
+/**
+ * Change namespace @nsid's largest value (KVVML), live (notice sent); 0 means the default. Stores
+ * parsed after it see the new limit. @return 0, -ENOENT, -EFBIG (above what the backend stores).
+ */
+int nkv_ns_set_max_value(struct nkv_subsys *ss, uint32_t nsid, uint64_t max_value);
+
+/** Limit the namespaces of @ss (nkv_ns_add then fails with -ENOSPC); 0: NKV_MAX_NSID. */
+void nkv_subsys_set_max_ns(struct nkv_subsys *ss, unsigned max_ns);
+
+/**
+ * Allow @hostnqn, with DH-HMAC-CHAP settings (@conf, may be NULL) in place before the host can
+ * connect. @return 0, -EEXIST (@conf given and the host is already allowed), -EINVAL, -ENOMEM.
+ */
+int nkv_subsys_allow_host_auth(struct nkv_subsys *ss, const char *hostnqn, const struct nkv_dhchap_conf *conf);
+
+/**
+ * Open @ss to any host (@any true; the allowlist stays but is not consulted) or back to its
+ * allowlist (an empty allowlist then admits nobody). Connected hosts not allowed any more are
+ * disconnected. @return controllers disconnected.
+ */
+int nkv_subsys_set_allow_any(struct nkv_subsys *ss, bool any);
+
+/**
+ * Take @hostnqn off the allowlist: its controllers on @ss are disconnected (their queues close
+ * within the transports' tick) and it no longer sees @ss in discovery. An empty allowlist admits
+ * nobody (not everybody). @return controllers disconnected (>= 0), -ENOENT (not allowed).
+ */
+int nkv_subsys_disallow_host(struct nkv_subsys *ss, const char *hostnqn);
+
+/**
+ * Does @pool exist (and what is the largest value the cluster stores there, into @max_value if not
+ * NULL)? A probe of the backend. @return 0, -ENOENT, or a backend error.
+ */
+int nkv_target_check_pool(struct nkv_target *tgt, const char *pool, uint64_t *max_value);
+
+/** The serial number of @ss (Identify Controller SN), 16 hex digits. */
+const char *nkv_subsys_serial(const struct nkv_subsys *ss);
+
+/** Is @secret a well-formed DH-HMAC-CHAP secret ("DHHC-1:hh:<base64>:")? @return 0 or -EINVAL. */
+int nkv_dhchap_secret_check(const char *secret);
+
+/** Counters of one namespace on this target since it was added (nkv_ns_stats). */
+struct nkv_ns_stats {
+	uint64_t stores, retrieves, deletes, exists, lists, others; /* commands completed */
+	uint64_t bytes_written, bytes_read;
+	uint64_t errors;      /* completed with a status other than success */
+	uint64_t in_flight;   /* parsed, not yet completed */
+	uint64_t used;        /* bytes in use, as the last usage refresh saw them */
+	uint64_t max_value;
+	bool read_only;
+};
+/** @return 0 or -ENOENT. */
+int nkv_ns_stats(struct nkv_subsys *ss, uint32_t nsid, struct nkv_ns_stats *out);
+
+/** One controller (association) of a subsystem. */
+struct nkv_conn_info {
+	char subnqn[224];
+	char hostnqn[224];
+	uint16_t cntlid;
+	uint16_t io_queues;   /* I/O queues connected */
+	bool authenticated;   /* DH-HMAC-CHAP done (false where none is required) */
+	char transport[8];    /* "tcp", "shm", "loop" */
+};
+/**
+ * The controllers of subsystem @subnqn (NULL: of every subsystem) in a malloc'ed array.
+ * @return how many (>= 0; *out NULL when 0) or -ENOMEM.
+ */
+int nkv_target_connections(struct nkv_target *tgt, const char *subnqn, struct nkv_conn_info **out);
+
 /**
  * DH-HMAC-CHAP settings of one allowed host (NVMe in-band authentication, docs/nvme-kv-wire.md C.12).
  * Secrets are in the representation `nvme gen-dhchap-key` prints, "DHHC-1:hh:<base64>:".
@@ -204,6 +301,13 @@ int nkv_tcp_listen(struct nkv_tcp *tcp, const char *addr, const char *port, bool
  * NQNs that make a version 0 identity longer than 255 bytes get version 1 identities only (logged).
  */
 int nkv_tcp_add_psk(struct nkv_tcp *tcp, const char *hostnqn, const char *subnqn, const char *key);
+
+/**
+ * Stop listening on @addr (as given to nkv_tcp_listen; "" or NULL = any) port @port, live: the
+ * socket closes and leaves the discovery log within a reactor tick (waited for); connections it
+ * accepted stay. @return 0, -ENOENT (no such listener), -ETIMEDOUT.
+ */
+int nkv_tcp_unlisten(struct nkv_tcp *tcp, const char *addr, int port);
 
 /**
  * Listen with TLS, as nkv_tcp_listen() otherwise: every connection must open with a TLS 1.3

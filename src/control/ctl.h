@@ -17,6 +17,46 @@ extern "C" {
 #endif
 
 struct nkv_ctl;
+struct nkv_target;
+
+/** What the daemon does for the control plane: listeners are its business (modes, groups). */
+struct nkv_ctl_hooks {
+	void *arg;
+	/** Listen on NVMe/TCP @addr:@port (@tls: a secure listener). @return bound port or -errno. */
+	int (*tcp_listen)(void *arg, const char *addr, unsigned port, bool tls);
+	/** Stop listening there. @return 0 or -errno. */
+	int (*tcp_unlisten)(void *arg, const char *addr, unsigned port);
+	/** Serve subsystem @nqn over shared memory on @path. @return 0 or -errno. */
+	int (*shm_listen)(void *arg, const char *nqn, const char *path);
+};
+
+/** The control plane of one gateway (nkv_ctl_create). */
+struct nkv_ctl_conf {
+	struct nkv_target *tgt;
+	struct nkv_ctl_hooks hooks;
+	const char *gateway;     /* this gateway's name in the group (--gateway-name) */
+	const char *group;       /* --group NAME: state in RADOS; NULL: not in a group */
+	const char *group_pool;  /* pool of the group's state object */
+	const char *ceph_conf, *keyring, *client_id; /* cluster access for the state object */
+	const char *state_file;  /* --state-file: state in a local JSON file (no group); NULL: memory */
+	const char *backend;     /* "rados" or "mem" (GatewayInfo) */
+	const char *version;
+	unsigned drain_ms;       /* how long a removal waits for commands in flight */
+	unsigned poll_ms;        /* re-read the group's epoch at least this often (0: 2000) */
+};
+
+/**
+ * Start the control plane over a target the daemon has already configured from its flags and file
+ * (@seed_json: that configuration as the state's JSON, see state.c). In a group or with a state
+ * file, a stored state wins: the target is changed to match it; when none is stored yet, @seed_json
+ * is stored (the first gateway seeds the group). A group is then watched (RADOS watch/notify, and
+ * the epoch re-read every poll_ms) and every committed change applied live.
+ * @return 0 or -errno (state unreadable: logged).
+ */
+int nkv_ctl_create(const struct nkv_ctl_conf *conf, const char *seed_json, struct nkv_ctl **out);
+
+/** Stop watching and free. Leaves the target as it is. */
+void nkv_ctl_destroy(struct nkv_ctl *ctl);
 
 /**
  * Run one control-plane method. @method is the RPC name ("CreateSubsystem", "ListNamespaces", ...);

@@ -50,6 +50,8 @@ static void id_ctrlr(struct nkv_req *req, uint8_t *buf)
 	id->cntrltype = c->ss->discovery ? NKV_CNTRLTYPE_DISCOVERY : NKV_CNTRLTYPE_IO;
 	id->acl = 3;
 	id->aerl = NKV_AERL;
+	if (!c->ss->discovery) /* namespaces come and go live (control plane): hosts rescan on the notice */
+		nkv_put32(&id->oaes, NKV_OAES_NS_ATTR);
 	id->frmw = 0x3; /* one read-only slot */
 	id->lpa = NKV_LPA_CMD_EFFECTS | NKV_LPA_EXT_DATA;
 	nkv_put16(&id->kas, NKV_KAS);
@@ -136,7 +138,7 @@ static void id_active_list(struct nkv_req *req, uint32_t after, uint8_t *buf)
 {
 	unsigned n = 0;
 	for (uint32_t i = after + 1; i <= NKV_MAX_NSID && n < 1024; i++)
-		if (nkv_subsys_ns(req->qp->ctrlr->ss, i))
+		if (nkv_subsys_has_ns(req->qp->ctrlr->ss, i))
 			nkv_put32(buf + 4 * n++, i);
 }
 
@@ -145,7 +147,7 @@ static void exec_identify(struct nkv_req *req)
 	static _Thread_local uint8_t buf[NKV_IDENTIFY_SIZE];
 	uint32_t nsid = nkv_get32(&req->cmd.nsid);
 	unsigned cns = cdw(req, 10) & 0xff, csi = cdw(req, 11) >> 24;
-	struct nkv_ns *ns = nkv_subsys_ns(req->qp->ctrlr->ss, nsid);
+	struct nkv_ns *ns = nkv_ns_get(req->qp->ctrlr->ss, nsid); /* held while we copy from it */
 	nkv_status st = OK;
 
 	memset(buf, 0, sizeof(buf));
@@ -203,6 +205,8 @@ static void exec_identify(struct nkv_req *req)
 	default:
 		st = ST(GENERIC, INVALID_FIELD);
 	}
+	if (ns)
+		nkv_ns_put(ns);
 	if (st == OK)
 		nkv_req_copy_out(req, buf, NKV_IDENTIFY_SIZE);
 	nkv_req_complete(req, st);
@@ -222,12 +226,15 @@ static void put128(uint8_t *p, uint64_t v)
 }
 
 /* Build log @lid for CSI @csi into @buf; @return its size, or 0 when the log does not exist. */
-static uint32_t build_log(struct nkv_ctrlr *c, unsigned lid, unsigned csi, uint8_t *buf)
+static uint32_t build_log(struct nkv_ctrlr *c, unsigned lid, unsigned csi, bool rae, uint8_t *buf)
 {
 	switch (lid) {
+	case NKV_LID_CHANGED_NS:
+		nkv_aen_changed_ns_log(c, buf, !rae); /* RAE clear: read, so cleared and unmasked */
+		return 4096;
 	case NKV_LID_SUPPORTED: {
 		static const uint8_t lids[] = {NKV_LID_SUPPORTED, NKV_LID_ERROR, NKV_LID_SMART,
-					       NKV_LID_FW_SLOT, NKV_LID_CMD_EFFECTS};
+					       NKV_LID_FW_SLOT, NKV_LID_CHANGED_NS, NKV_LID_CMD_EFFECTS};
 		for (size_t i = 0; i < sizeof(lids); i++)
 			nkv_put32(buf + 4 * lids[i], 1); /* LSUPP */
 		return 1024;
@@ -307,7 +314,7 @@ static void exec_get_log(struct nkv_req *req)
 		return;
 	}
 	memset(buf, 0, sizeof(buf));
-	if ((size = build_log(req->qp->ctrlr, lid, csi, buf)) == 0) {
+	if ((size = build_log(req->qp->ctrlr, lid, csi, cdw(req, 10) >> 15 & 1, buf)) == 0) {
 		nkv_req_complete(req, lid == NKV_LID_CMD_EFFECTS ? ST(GENERIC, INVALID_FIELD) : ST(CMD, INVALID_LOG_PAGE));
 		return;
 	}
@@ -428,6 +435,10 @@ static void exec_set_features(struct nkv_req *req)
 	case NKV_FEAT_HOST_ID:
 		st = ST(GENERIC, CMD_SEQUENCE_ERROR); /* fabrics: the host ID comes with Connect */
 		break;
+	case NKV_FEAT_ASYNC_EVENT:
+		c->aec = v;
+		nkv_aen_deliver(c); /* a notice that waited for the host to enable it */
+		break;
 	default:
 		*feature_slot(c, fid) = v;
 	}
@@ -451,6 +462,8 @@ static void exec_aer(struct nkv_req *req)
 		return;
 	}
 	c->aer[c->naer++] = req; /* held until an event, a reset or teardown */
+	nkv_aen_attach(c, req->qp->msgq);
+	nkv_aen_deliver(c);
 }
 
 void nkv_admin_abort_aers(struct nkv_ctrlr *c)

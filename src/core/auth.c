@@ -82,28 +82,20 @@ static int parse_list(const char *s, int (*id)(const char *), uint8_t *out, unsi
 
 void nkv_dhchap_host_free(struct nkv_dhchap_host *h)
 {
-	if (h) {
+	if (h && atomic_fetch_sub(&h->refs, 1) == 1) {
 		nkv_dhchap_wipe(h, sizeof(*h));
 		free(h);
 	}
 }
 
-int nkv_subsys_host_dhchap(struct nkv_subsys *ss, const char *hostnqn, const struct nkv_dhchap_conf *conf)
+int nkv_dhchap_host_build(struct nkv_subsys *ss, const char *hostnqn, const struct nkv_dhchap_conf *conf,
+			  struct nkv_dhchap_host **out)
 {
 	struct nkv_dhchap_key key, ckey;
 	struct nkv_dhchap_host *h;
 	const char *why = NULL, *bad = NULL;
-	unsigned i;
 	int rc;
 
-	if (!ss || !hostnqn || !conf)
-		return -EINVAL;
-	for (i = 0; i < ss->nhosts && strcmp(ss->hosts[i], hostnqn) != 0; i++)
-		;
-	if (i == ss->nhosts)
-		return -ENOENT;
-	if (ss->dhchap[i])
-		return -EEXIST;
 	if (nkv_dhchap_key_parse(conf->key, &key, &why) < 0) {
 		NKV_ERR("%s: DH-HMAC-CHAP secret of host %s: %s", ss->nqn, hostnqn, why);
 		return -EINVAL;
@@ -117,6 +109,7 @@ int nkv_subsys_host_dhchap(struct nkv_subsys *ss, const char *hostnqn, const str
 		rc = -ENOMEM;
 		goto out;
 	}
+	atomic_init(&h->refs, 1);
 	rc = nkv_dhchap_transform(&key, hostnqn, h->tkey);
 	h->tkey_len = (uint8_t)(rc > 0 ? rc : 0);
 	if (rc > 0 && conf->ctrl_key) {
@@ -143,17 +136,43 @@ int nkv_subsys_host_dhchap(struct nkv_subsys *ss, const char *hostnqn, const str
 	}
 	if (conf->dhgroups)
 		h->ngroups = (uint8_t)rc;
-	pthread_mutex_lock(&ss->tgt->lock);
-	ss->dhchap[i] = h;
-	pthread_mutex_unlock(&ss->tgt->lock);
+	*out = h;
 	h = NULL;
 	rc = 0;
-	NKV_INFO("%s: host %s must authenticate (DH-HMAC-CHAP%s)", ss->nqn, hostnqn,
-		 conf->ctrl_key ? ", controller secret for bidirectional" : "");
 out:
 	nkv_dhchap_host_free(h);
 	nkv_dhchap_wipe(&key, sizeof(key));
 	nkv_dhchap_wipe(&ckey, sizeof(ckey));
+	return rc;
+}
+
+int nkv_subsys_host_dhchap(struct nkv_subsys *ss, const char *hostnqn, const struct nkv_dhchap_conf *conf)
+{
+	struct nkv_dhchap_host *h = NULL;
+	int rc = -ENOENT;
+
+	if (!ss || !hostnqn || !conf)
+		return -EINVAL;
+	pthread_mutex_lock(&ss->tgt->lock);
+	for (unsigned i = 0; i < ss->nhosts; i++)
+		if (strcmp(ss->hosts[i], hostnqn) == 0)
+			rc = ss->dhchap[i] ? -EEXIST : 0;
+	pthread_mutex_unlock(&ss->tgt->lock);
+	if (rc < 0 || (rc = nkv_dhchap_host_build(ss, hostnqn, conf, &h)) < 0)
+		return rc;
+	rc = -ENOENT; /* only the thread that changes the configuration calls this: it is still there */
+	pthread_mutex_lock(&ss->tgt->lock);
+	for (unsigned i = 0; i < ss->nhosts; i++)
+		if (strcmp(ss->hosts[i], hostnqn) == 0 && !ss->dhchap[i]) {
+			ss->dhchap[i] = h;
+			h = NULL;
+			rc = 0;
+		}
+	pthread_mutex_unlock(&ss->tgt->lock);
+	nkv_dhchap_host_free(h);
+	if (rc == 0)
+		NKV_INFO("%s: host %s must authenticate (DH-HMAC-CHAP%s)", ss->nqn, hostnqn,
+			 conf->ctrl_key ? ", controller secret for bidirectional" : "");
 	return rc;
 }
 

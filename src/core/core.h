@@ -71,6 +71,12 @@ struct nkv_exec_table {
 	struct nkv_exec_entry e[];
 };
 
+/** Per-namespace command counters (this gateway), updated at completion. */
+struct nkv_ns_counters {
+	atomic_uint_fast64_t stores, retrieves, deletes, exists, lists, others;
+	atomic_uint_fast64_t bytes_written, bytes_read, errors;
+};
+
 struct nkv_ns {
 	uint32_t nsid;
 	struct nkv_kvns *kvns;
@@ -83,10 +89,19 @@ struct nkv_ns {
 	_Atomic uint64_t used, capacity; /* refreshed by the target's stats thread (NUSE, NSZE) */
 	_Atomic(struct nkv_exec_table *) exec; /* the Exec allowlist; NULL: none (release-published) */
 	struct nkv_exec_table *exec_retired;   /* replaced allowlists (tgt->lock), freed with the namespace */
+	/* Live removal (live.c): commands hold the namespace from parse to completion (nkv_ns_get). A
+	 * removed namespace is unpublished, drained to 0, then its backend handle closed; the struct
+	 * stays in its subsystem's slot for the NSID (never freed while hosts may hold a stale pointer). */
+	atomic_uint active;
+	struct nkv_ns_counters stats;
 };
 
 struct nkv_subsys {
 	struct nkv_subsys *next;
+	atomic_int refs;                          /* the target's list, each controller, each lookup */
+	bool removed;                             /* unlinked by nkv_subsys_remove (tgt->lock) */
+	unsigned max_ns;                          /* namespaces at most; 0: NKV_MAX_NSID */
+	struct nkv_ns *slot[NKV_MAX_NSID + 1];    /* every namespace struct ever made for the NSID */
 	struct nkv_target *tgt;
 	char nqn[NKV_NQN_MAX];
 	char pool[256];
@@ -97,6 +112,7 @@ struct nkv_subsys {
 	char (*hosts)[NKV_NQN_MAX];               /* allowed host NQNs; none = any host */
 	struct nkv_dhchap_host **dhchap;          /* per allowed host: its DH-HMAC-CHAP settings, or NULL */
 	unsigned nhosts;
+	bool allow_any;                           /* any host may connect (no allowlist) */
 	struct nkv_ctrlr *ctrlrs;                 /* live controllers (tgt->lock) */
 };
 
@@ -108,12 +124,14 @@ struct nkv_ctrlr_opts {
 	uint32_t ioccsz;       /* 16-byte units */
 	uint32_t iorcsz;
 	uint8_t msdbd;
+	const char *trname;    /* "tcp", "shm", "loop": for listings */
 };
 
 struct nkv_req;
 
 /** DH-HMAC-CHAP settings of one allowed host, immutable once hosts may connect (auth.c). */
 struct nkv_dhchap_host {
+	atomic_int refs;              /* the allowlist entry and each controller of the host */
 	uint8_t tkey[64], tkey_len;   /* the host's secret, transformed with the host NQN */
 	uint8_t tckey[64], tckey_len; /* the controller's, transformed with the subsystem NQN; 0: none */
 	uint8_t hashes[3], nhashes;   /* HashIDs in order of preference */
@@ -129,7 +147,7 @@ struct nkv_ctrlr {
 	char hostnqn[NKV_NQN_MAX];
 	uint8_t hostid[16];
 	struct nkv_ctrlr_opts opts;
-	const struct nkv_dhchap_host *dhchap; /* set: every queue must authenticate (auth.c) */
+	const struct nkv_dhchap_host *dhchap; /* set: every queue must authenticate (auth.c); a reference */
 	atomic_bool auth_ok;      /* the admin queue authenticated: I/O queues may connect */
 	/* properties */
 	uint64_t cap;
@@ -146,6 +164,13 @@ struct nkv_ctrlr {
 	struct nkv_req *aer[NKV_AERL + 1];
 	unsigned naer;
 	uint64_t last_keepalive_ms;
+	/* Asynchronous events from other threads (live.c): the changed-namespace list (log 04h) and a
+	 * pending notice, under tgt->lock; delivered on the admin queue's thread through aen_msgq. */
+	uint8_t ns_changed[(NKV_MAX_NSID + 8) / 8];
+	bool aen_pending;      /* a Namespace Attribute Changed notice waits for an AER */
+	bool aen_masked;       /* one was sent; masked until the host reads log 04h (RAE clear) */
+	struct nkv_msgq *aen_msgq; /* the admin queue owner's, once it sent an AER */
+	atomic_bool evict;     /* the control plane ended the association: every transport closes it */
 	/* SMART counters, updated from every I/O thread */
 	atomic_uint_fast64_t bytes_read, bytes_written, host_reads, host_writes, media_errors;
 };
@@ -201,17 +226,78 @@ void nkv_req_exec(struct nkv_req *req);
 /** The single completion exit: fill CID/SQID/status and hand the CQE to the transport. */
 void nkv_req_complete(struct nkv_req *req, nkv_status st);
 
+/**
+ * A transport drops a parsed command it will never complete (its connection went, or it must wait
+ * for memory and will parse it again): release what parse took (the namespace). Idempotent.
+ */
+void nkv_req_drop(struct nkv_req *req);
+
 /** Copy controller data to the host buffer (up to req->length); records req->xfer. */
 void nkv_req_copy_out(struct nkv_req *req, const void *src, uint32_t len);
 
 /* ---- target (target.c) ---- */
+/** Free a subsystem (no references left, or the target is going): namespaces closed, hosts erased. */
+void nkv_subsys_free(struct nkv_subsys *ss);
+/** Namespaces published in @ss. */
+unsigned nkv_subsys_ns_count(struct nkv_subsys *ss);
+/** The largest value the backend stores in @ns (KVVML is 32 bits). */
+uint64_t nkv_ns_value_limit(const struct nkv_ns *ns);
+/** Refuse (-EFBIG, logged with the limit) a max value @max the backend cannot store in @ns. */
+int nkv_ns_check_max_value(struct nkv_subsys *ss, const struct nkv_ns *ns, uint64_t max);
+/** Close an unpublished namespace once no command holds it, waiting up to @wait_ms. @return 0 or -EBUSY. */
+int nkv_ns_reap(struct nkv_subsys *ss, struct nkv_ns *ns, unsigned wait_ms);
+/** Find a subsystem by NQN, without a reference: for the thread that changes the configuration. */
 struct nkv_subsys *nkv_target_find_subsys(struct nkv_target *tgt, const char *nqn);
-static inline struct nkv_ns *nkv_subsys_ns(struct nkv_subsys *ss, uint32_t nsid)
+/** Find a live subsystem by NQN and take a reference (nkv_subsys_put). @return it or NULL. */
+struct nkv_subsys *nkv_target_get_subsys(struct nkv_target *tgt, const char *nqn);
+/** Drop a subsystem reference; the last one of a removed subsystem frees it. */
+void nkv_subsys_put(struct nkv_subsys *ss);
+/** Is namespace @nsid of @ss published? For listings only: the answer may change at once. */
+static inline bool nkv_subsys_has_ns(struct nkv_subsys *ss, uint32_t nsid)
+{
+	return nsid != 0 && nsid <= NKV_MAX_NSID && atomic_load_explicit(&ss->ns[nsid], memory_order_relaxed);
+}
+/**
+ * Take namespace @nsid of @ss for one command (or one look at it): NULL if none is published. The
+ * caller must nkv_ns_put() it; until then a live removal waits and the backend handle stays open.
+ */
+static inline struct nkv_ns *nkv_ns_get(struct nkv_subsys *ss, uint32_t nsid)
 {
 	if (nsid == 0 || nsid > NKV_MAX_NSID)
 		return NULL;
-	/* Pairs with the release store in nkv_ns_add(): the namespace is fully built when seen. */
-	return atomic_load_explicit(&ss->ns[nsid], memory_order_acquire);
+	/* Sequentially consistent on both sides (live.c, ns_unpublish): either the remover sees our
+	 * count, or we see its NULL and back off. Acquire also pairs with nkv_ns_add's publication. */
+	struct nkv_ns *ns = atomic_load(&ss->ns[nsid]);
+	if (!ns)
+		return NULL;
+	atomic_fetch_add(&ns->active, 1);
+	if (atomic_load(&ss->ns[nsid]) != ns) {
+		atomic_fetch_sub(&ns->active, 1);
+		return NULL;
+	}
+	return ns;
+}
+static inline void nkv_ns_put(struct nkv_ns *ns)
+{
+	atomic_fetch_sub_explicit(&ns->active, 1, memory_order_release);
+}
+/** Count a finished command on its namespace (nkv_req_complete). */
+void nkv_ns_count(struct nkv_ns *ns, const struct nkv_sqe *cmd, uint16_t status, uint32_t xfer, uint32_t len);
+
+/* ---- live changes (live.c) ---- */
+/** Queue a Namespace Attribute Changed notice for @nsid to every controller of @ss. */
+void nkv_subsys_ns_changed(struct nkv_subsys *ss, uint32_t nsid);
+/** Admin queue thread: where notices for @c are sent (its owner's message queue). */
+void nkv_aen_attach(struct nkv_ctrlr *c, struct nkv_msgq *q);
+/** Admin queue thread: an AER arrived or a notice is pending: deliver what can be. */
+void nkv_aen_deliver(struct nkv_ctrlr *c);
+/** Build the Changed Namespace List (log 04h) into @buf (4096 bytes); @clear (RAE clear) empties it. */
+void nkv_aen_changed_ns_log(struct nkv_ctrlr *c, uint8_t *buf, bool clear);
+/** Should a transport close this controller's queues (association ended or evicted)? */
+static inline bool nkv_ctrlr_closing(struct nkv_ctrlr *c)
+{
+	return atomic_load_explicit(&c->dead, memory_order_relaxed) ||
+	       atomic_load_explicit(&c->evict, memory_order_relaxed);
 }
 
 /* ---- controller (ctrlr.c) ---- */
@@ -260,9 +346,11 @@ nkv_status nkv_fabrics_connect(struct nkv_target *t, const struct nkv_sqe *cmd, 
 nkv_status nkv_fabrics_parse(struct nkv_req *req);
 /** Register a transport address for the discovery log. @return 0 or -ENOMEM. */
 int nkv_target_add_port(struct nkv_target *t, const struct nkv_port *port);
+/** Take a transport address out of the discovery log (its listener closed). */
+void nkv_target_del_port(struct nkv_target *t, uint16_t portid);
 /** Create the target's discovery subsystem (idempotent). @return 0 or -ENOMEM. */
 int nkv_target_enable_discovery(struct nkv_target *t);
-/** Is @hostnqn allowed on @ss? */
+/** Is @hostnqn allowed on @ss? Caller holds tgt->lock (the allowlist changes live). */
 bool nkv_subsys_host_allowed(struct nkv_subsys *ss, const char *hostnqn);
 /**
  * Build the discovery log (header + one entry per port and subsystem @hostnqn may use) in a
@@ -276,9 +364,12 @@ static inline bool nkv_auth_pending(const struct nkv_qpair *qp)
 {
 	return qp->ctrlr && qp->ctrlr->dhchap && !qp->authenticated;
 }
-/** The DH-HMAC-CHAP settings of @hostnqn on @ss, or NULL (no authentication). */
+/** The DH-HMAC-CHAP settings of @hostnqn on @ss, or NULL (no authentication). Caller holds tgt->lock. */
 const struct nkv_dhchap_host *nkv_subsys_host_auth(struct nkv_subsys *ss, const char *hostnqn);
-/** Free (and erase) one host's settings. */
+/** Parse and transform one host's secrets into new settings (one reference). @return 0, -EINVAL, -ENOMEM. */
+int nkv_dhchap_host_build(struct nkv_subsys *ss, const char *hostnqn, const struct nkv_dhchap_conf *conf,
+			  struct nkv_dhchap_host **out);
+/** Drop a reference to one host's settings; the last one erases and frees them. */
 void nkv_dhchap_host_free(struct nkv_dhchap_host *h);
 /** Parse Authentication Send (05h) / Receive (06h). @return 0 or a status. */
 nkv_status nkv_auth_parse(struct nkv_req *req);

@@ -28,8 +28,10 @@ int nkv_ctrlr_create(struct nkv_subsys *ss, const char *hostnqn, const uint8_t h
 	if (!c)
 		return -ENOMEM;
 	c->ss = ss;
+	atomic_fetch_add(&ss->refs, 1); /* a removed subsystem lives until its last controller goes */
 	if (!(c->qids = calloc(opts->max_io_queues / 8 + 1, 1))) {
 		free(c);
+		nkv_subsys_put(ss);
 		return -ENOMEM;
 	}
 	atomic_init(&c->refs, 1);
@@ -54,6 +56,7 @@ int nkv_ctrlr_create(struct nkv_subsys *ss, const char *hostnqn, const uint8_t h
 	if (c->cntlid == 0) { /* 65,519 live controllers */
 		free(c->qids);
 		free(c);
+		nkv_subsys_put(ss);
 		return -EBUSY;
 	}
 	snprintf(c->hostnqn, sizeof(c->hostnqn), "%s", hostnqn ? hostnqn : "");
@@ -78,6 +81,7 @@ int nkv_ctrlr_create(struct nkv_subsys *ss, const char *hostnqn, const uint8_t h
 static void unlink_ctrlr(struct nkv_ctrlr *c)
 {
 	pthread_mutex_lock(&c->ss->tgt->lock);
+	c->aen_msgq = NULL; /* no more notices: its admin queue is going */
 	for (struct nkv_ctrlr **p = &c->ss->ctrlrs; *p; p = &(*p)->next)
 		if (*p == c) {
 			*p = c->next;
@@ -98,10 +102,13 @@ void nkv_ctrlr_kill(struct nkv_ctrlr *c)
 void nkv_ctrlr_put(struct nkv_ctrlr *c)
 {
 	if (c && atomic_fetch_sub(&c->refs, 1) == 1) {
+		struct nkv_subsys *ss = c->ss;
 		if (!atomic_load(&c->dead))
 			unlink_ctrlr(c);
+		nkv_dhchap_host_free((struct nkv_dhchap_host *)c->dhchap);
 		free(c->qids);
 		free(c);
+		nkv_subsys_put(ss);
 	}
 }
 

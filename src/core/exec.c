@@ -104,7 +104,8 @@ int nkv_exec_init(struct nkv_subsys *ss, struct nkv_ns *ns, const struct nkv_exe
 
 int nkv_ns_set_exec(struct nkv_subsys *ss, uint32_t nsid, const struct nkv_exec_rule *rules, unsigned n)
 {
-	struct nkv_ns *ns = nkv_subsys_ns(ss, nsid);
+	/* The thread that changes the configuration: the namespace cannot go meanwhile. */
+	struct nkv_ns *ns = nsid && nsid <= NKV_MAX_NSID ? atomic_load(&ss->ns[nsid]) : NULL;
 	struct nkv_exec_table *t, *old;
 	int rc;
 
@@ -131,7 +132,7 @@ int nkv_ns_set_exec(struct nkv_subsys *ss, uint32_t nsid, const struct nkv_exec_
 
 void nkv_exec_free(struct nkv_ns *ns)
 {
-	table_free(atomic_load(&ns->exec));
+	table_free(atomic_exchange(&ns->exec, NULL)); /* a reused NSID slot may be freed again later */
 	while (ns->exec_retired) {
 		struct nkv_exec_table *t = ns->exec_retired;
 		ns->exec_retired = t->retired_next;
@@ -235,9 +236,11 @@ nkv_status nkv_exec_status(struct nkv_req *req, int rc)
 void nkv_exec_effects(struct nkv_subsys *ss, uint32_t iocs[256])
 {
 	for (uint32_t nsid = 1; nsid <= NKV_MAX_NSID; nsid++) {
-		struct nkv_ns *ns = nkv_subsys_ns(ss, nsid);
+		struct nkv_ns *ns = nkv_subsys_has_ns(ss, nsid) ? nkv_ns_get(ss, nsid) : NULL;
 		struct nkv_exec_table *t = ns ? atomic_load_explicit(&ns->exec, memory_order_acquire) : NULL;
 		for (unsigned i = 0; t && i < t->n; i++)
 			nkv_put32(&iocs[t->e[i].opc], NKV_EFFECTS_CSUPP | (t->e[i].write ? NKV_EFFECTS_LBCC : 0));
+		if (ns)
+			nkv_ns_put(ns);
 	}
 }

@@ -40,7 +40,7 @@ static bool nqn_valid(const char *f)
 
 bool nkv_subsys_host_allowed(struct nkv_subsys *ss, const char *hostnqn)
 {
-	if (ss->nhosts == 0)
+	if (ss->allow_any)
 		return true;
 	for (unsigned i = 0; i < ss->nhosts; i++)
 		if (strcmp(ss->hosts[i], hostnqn) == 0)
@@ -86,6 +86,10 @@ static nkv_status connect_io(struct nkv_subsys *ss, const struct nkv_connect_dat
 	return OK;
 }
 
+static nkv_status connect_ss(struct nkv_target *t, struct nkv_subsys *ss, const struct nkv_connect_data *d,
+			     uint16_t qid, uint16_t sqsize, uint32_t kato, const struct nkv_ctrlr_opts *opts,
+			     struct nkv_ctrlr **out, struct nkv_cqe *cpl);
+
 nkv_status nkv_fabrics_connect(struct nkv_target *t, const struct nkv_sqe *cmd, const void *data,
 			       uint32_t len, const struct nkv_ctrlr_opts *opts, struct nkv_ctrlr **out,
 			       struct nkv_cqe *cpl)
@@ -96,7 +100,6 @@ nkv_status nkv_fabrics_connect(struct nkv_target *t, const struct nkv_sqe *cmd, 
 	uint32_t kato = nkv_get32(sqe + CONNECT_KATO);
 	struct nkv_subsys *ss;
 	nkv_status st;
-	int rc;
 
 	memset(cpl, 0, sizeof(*cpl));
 	if (nkv_get16(sqe + CONNECT_RECFMT) != 0)
@@ -107,10 +110,31 @@ nkv_status nkv_fabrics_connect(struct nkv_target *t, const struct nkv_sqe *cmd, 
 		return invalid_param(cpl, 1, DATA_SUBNQN);
 	if (!nqn_valid(d->hostnqn))
 		return invalid_param(cpl, 1, DATA_HOSTNQN);
-	ss = strcmp(d->subnqn, NKV_DISCOVERY_NQN) == 0 ? t->discovery : nkv_target_find_subsys(t, d->subnqn);
+	bool disc = strcmp(d->subnqn, NKV_DISCOVERY_NQN) == 0;
+	/* A reference for the Connect: the subsystem may be removed live meanwhile. */
+	ss = disc ? t->discovery : nkv_target_get_subsys(t, d->subnqn);
 	if (!ss)
 		return invalid_param(cpl, 1, DATA_SUBNQN);
-	if (!ss->discovery && !nkv_subsys_host_allowed(ss, d->hostnqn)) {
+	st = connect_ss(t, ss, d, qid, sqsize, kato, opts, out, cpl);
+	if (!disc)
+		nkv_subsys_put(ss);
+	return st;
+}
+
+/* Connect to @ss, held by the caller. */
+static nkv_status connect_ss(struct nkv_target *t, struct nkv_subsys *ss, const struct nkv_connect_data *d,
+			     uint16_t qid, uint16_t sqsize, uint32_t kato, const struct nkv_ctrlr_opts *opts,
+			     struct nkv_ctrlr **out, struct nkv_cqe *cpl)
+{
+	const struct nkv_dhchap_host *auth = NULL;
+	nkv_status st;
+	bool allowed;
+	int rc;
+
+	pthread_mutex_lock(&t->lock);
+	allowed = ss->discovery || nkv_subsys_host_allowed(ss, d->hostnqn);
+	pthread_mutex_unlock(&t->lock);
+	if (!allowed) {
 		NKV_WARN("%s: host %s is not allowed", ss->nqn, d->hostnqn);
 		return ST(CMD, CONNECT_INVALID_HOST);
 	}
@@ -125,11 +149,23 @@ nkv_status nkv_fabrics_connect(struct nkv_target *t, const struct nkv_sqe *cmd, 
 			return invalid_param(cpl, 1, DATA_CNTLID);
 		if ((rc = nkv_ctrlr_create(ss, d->hostnqn, d->hostid, opts, out)) < 0)
 			return rc == -EBUSY ? ST(CMD, CONTROLLER_BUSY) : ST(GENERIC, INTERNAL);
+		/* Again, with the controller on the subsystem's list: a host disallowed meanwhile either
+		 * is refused here or has this controller evicted by nkv_subsys_disallow_host. */
+		pthread_mutex_lock(&t->lock);
+		allowed = ss->discovery || (!ss->removed && nkv_subsys_host_allowed(ss, d->hostnqn));
+		if (allowed && !ss->discovery && (auth = nkv_subsys_host_auth(ss, d->hostnqn)))
+			atomic_fetch_add(&((struct nkv_dhchap_host *)auth)->refs, 1);
+		pthread_mutex_unlock(&t->lock);
+		if (!allowed) {
+			nkv_ctrlr_destroy(*out);
+			*out = NULL;
+			return ST(CMD, CONNECT_INVALID_HOST);
+		}
 		/* Round KATO up to the keep-alive granularity (KAS x 100 ms), as SPDK does. */
 		uint32_t g = NKV_KAS * 100;
 		(*out)->kato_ms = kato ? (kato + g - 1) / g * g : 0;
 		(*out)->last_keepalive_ms = nkv_now_ms();
-		(*out)->dhchap = ss->discovery ? NULL : nkv_subsys_host_auth(ss, d->hostnqn);
+		(*out)->dhchap = auth;
 	}
 	/* AUTHREQ.ATR on every queue of a host that must authenticate: each one runs a transaction. */
 	nkv_put32(&cpl->dw0, (*out)->cntlid | ((*out)->dhchap ? NKV_CONNECT_AUTHREQ_ATR : 0));
@@ -213,6 +249,8 @@ int nkv_target_enable_discovery(struct nkv_target *t)
 	if (!(ss = calloc(1, sizeof(*ss))))
 		return -ENOMEM;
 	ss->tgt = t;
+	atomic_init(&ss->refs, 1);
+	ss->allow_any = true;
 	ss->discovery = true;
 	strcpy(ss->nqn, NKV_DISCOVERY_NQN);
 	memcpy(ss->sn, t->subsystems ? t->subsystems->sn : "0000000000000000", 16);
@@ -233,6 +271,23 @@ int nkv_target_add_port(struct nkv_target *t, const struct nkv_port *port)
 	pthread_mutex_unlock(&t->lock);
 	atomic_fetch_add(&t->genctr, 1);
 	return 0;
+}
+
+void nkv_target_del_port(struct nkv_target *t, uint16_t portid)
+{
+	struct nkv_port *gone = NULL;
+
+	pthread_mutex_lock(&t->lock);
+	for (struct nkv_port **p = &t->ports; *p; p = &(*p)->next)
+		if ((*p)->portid == portid) {
+			gone = *p;
+			*p = gone->next;
+			break;
+		}
+	pthread_mutex_unlock(&t->lock);
+	if (gone)
+		atomic_fetch_add(&t->genctr, 1);
+	free(gone);
 }
 
 /* ASCII fields of a discovery entry are space padded. */

@@ -103,7 +103,8 @@ nkv_status nkv_kv_parse(struct nkv_req *req)
 
 	if (!op->has_key && cmd->opc != NKV_KV_FLUSH && !is_exec_opc(cmd->opc))
 		return ST(GENERIC, INVALID_OPCODE);
-	if (!(req->ns = nkv_subsys_ns(c->ss, nkv_get32(&cmd->nsid))))
+	/* Held until nkv_req_complete (or nkv_req_drop): a live removal waits for it. */
+	if (!(req->ns = nkv_ns_get(c->ss, nkv_get32(&cmd->nsid))))
 		return ST(GENERIC, INVALID_NS);
 	if (NKV_CC_CSS(c->cc) != NKV_CC_CSS_IOCS) /* KV is enabled only through the IOCS profile */
 		return ST(GENERIC, INVALID_NS);

@@ -54,8 +54,20 @@ void nkv_req_exec(struct nkv_req *req)
 		req->execute(req);
 }
 
+void nkv_req_drop(struct nkv_req *req)
+{
+	if (req->ns) {
+		nkv_ns_put(req->ns);
+		req->ns = NULL;
+	}
+}
+
 void nkv_req_complete(struct nkv_req *req, nkv_status st)
 {
+	if (req->ns) {
+		nkv_ns_count(req->ns, &req->cmd, st, req->xfer, req->length);
+		nkv_req_drop(req);
+	}
 	req->cpl.cid = req->cmd.cid;
 	nkv_put16(&req->cpl.sqid, req->qp->qid);
 	nkv_put16(&req->cpl.status, (uint16_t)(st << 1)); /* the transport owns the phase bit */

@@ -21,18 +21,36 @@ static void *stats_main(void *arg)
 	while (!t->stats_stop) {
 		struct timespec ts = nkv_abstime_in_ms(t->stats_ms);
 		pthread_cond_timedwait(&t->stats_cv, &t->lock, &ts);
-		struct nkv_subsys *first = t->subsystems; /* never unlinked before destroy joins us */
-		pthread_mutex_unlock(&t->lock);
-		for (struct nkv_subsys *ss = first; ss && !t->stats_stop; ss = ss->next)
-			for (uint32_t i = 1; i <= NKV_MAX_NSID; i++) {
-				struct nkv_ns *ns = nkv_subsys_ns(ss, i);
+		/* Subsystems may be removed live: hold each one while its namespaces are asked. */
+		struct nkv_subsys *ss = t->subsystems;
+		if (ss)
+			atomic_fetch_add(&ss->refs, 1);
+		while (ss && !t->stats_stop) {
+			pthread_mutex_unlock(&t->lock);
+			for (uint32_t i = 1; i <= NKV_MAX_NSID && !t->stats_stop; i++) {
+				struct nkv_ns *ns = nkv_subsys_has_ns(ss, i) ? nkv_ns_get(ss, i) : NULL;
 				struct nkv_kvns_info info;
 				if (ns && t->be->ns_info(ns->kvns, &info) == 0) {
 					atomic_store(&ns->used, info.used);
 					atomic_store(&ns->capacity, info.capacity);
 				}
+				if (ns)
+					nkv_ns_put(ns);
 			}
-		pthread_mutex_lock(&t->lock);
+			pthread_mutex_lock(&t->lock);
+			struct nkv_subsys *next = ss->removed ? NULL : ss->next; /* a removed one: next pass */
+			if (next)
+				atomic_fetch_add(&next->refs, 1);
+			pthread_mutex_unlock(&t->lock);
+			nkv_subsys_put(ss);
+			pthread_mutex_lock(&t->lock);
+			ss = next;
+		}
+		if (ss) { /* stopped midway */
+			pthread_mutex_unlock(&t->lock);
+			nkv_subsys_put(ss);
+			pthread_mutex_lock(&t->lock);
+		}
 	}
 	pthread_mutex_unlock(&t->lock);
 	return NULL;
@@ -88,19 +106,7 @@ void nkv_target_destroy(struct nkv_target *t)
 	while (t->subsystems) {
 		struct nkv_subsys *ss = t->subsystems;
 		t->subsystems = ss->next;
-		for (uint32_t i = 1; i <= NKV_MAX_NSID; i++) {
-			struct nkv_ns *ns = atomic_load(&ss->ns[i]);
-			if (ns) {
-				t->be->ns_close(ns->kvns);
-				nkv_exec_free(ns);
-				free(ns);
-			}
-		}
-		for (unsigned i = 0; i < ss->nhosts; i++)
-			nkv_dhchap_host_free(ss->dhchap[i]);
-		free(ss->dhchap);
-		free(ss->hosts);
-		free(ss);
+		nkv_subsys_free(ss);
 	}
 	while (t->ports) {
 		struct nkv_port *p = t->ports;
@@ -116,10 +122,26 @@ void nkv_target_destroy(struct nkv_target *t)
 
 struct nkv_subsys *nkv_target_find_subsys(struct nkv_target *t, const char *nqn)
 {
-	for (struct nkv_subsys *ss = t->subsystems; ss; ss = ss->next)
-		if (strcmp(ss->nqn, nqn) == 0)
-			return ss;
-	return NULL;
+	struct nkv_subsys *ss;
+
+	pthread_mutex_lock(&t->lock);
+	for (ss = t->subsystems; ss && strcmp(ss->nqn, nqn) != 0; ss = ss->next)
+		;
+	pthread_mutex_unlock(&t->lock);
+	return ss;
+}
+
+struct nkv_subsys *nkv_target_get_subsys(struct nkv_target *t, const char *nqn)
+{
+	struct nkv_subsys *ss;
+
+	pthread_mutex_lock(&t->lock);
+	for (ss = t->subsystems; ss && strcmp(ss->nqn, nqn) != 0; ss = ss->next)
+		;
+	if (ss)
+		atomic_fetch_add(&ss->refs, 1);
+	pthread_mutex_unlock(&t->lock);
+	return ss;
 }
 
 int nkv_subsys_add(struct nkv_target *t, const char *nqn, const char *pool, struct nkv_subsys **out)
@@ -139,6 +161,8 @@ int nkv_subsys_add(struct nkv_target *t, const char *nqn, const char *pool, stru
 	if (!(ss = calloc(1, sizeof(*ss))))
 		return -ENOMEM;
 	ss->tgt = t;
+	atomic_init(&ss->refs, 1); /* the target's list */
+	ss->allow_any = true;      /* until a host is allowed (nkv_subsys_allow_host) */
 	snprintf(ss->nqn, sizeof(ss->nqn), "%s", nqn);
 	snprintf(ss->pool, sizeof(ss->pool), "%s", pool);
 	/* A stable serial number per subsystem, derived from its NQN. */
@@ -190,9 +214,39 @@ static void ns_ids(const struct nkv_subsys *ss, struct nkv_ns *ns)
 	ns->eui64[0] = (uint8_t)((ns->eui64[0] & ~1u) | 2u);
 }
 
-int nkv_ns_add(struct nkv_subsys *ss, const struct nkv_ns_conf *conf)
+/* Open namespace @conf into @ns (a fresh or a drained slot). @return 0 or -errno, @ns closed. */
+static int ns_open(struct nkv_subsys *ss, struct nkv_ns *ns, const struct nkv_ns_conf *conf)
 {
 	struct nkv_target *t = ss->tgt;
+	int rc;
+
+	ns->nsid = conf->nsid;
+	ns->read_only = conf->read_only;
+	ns->kvns = NULL;
+	if ((rc = t->be->ns_open(t->dev, ss->pool, conf->rados_ns ? conf->rados_ns : "", &ns->kvns)) < 0 ||
+	    (rc = t->be->ns_info(ns->kvns, &ns->info)) < 0)
+		goto fail;
+	ns_ids(ss, ns);
+	atomic_store(&ns->used, ns->info.used);
+	atomic_store(&ns->capacity, ns->info.capacity);
+	if ((rc = nkv_ns_check_max_value(ss, ns, conf->max_value)) < 0)
+		goto fail;
+	ns->max_value = conf->max_value ? conf->max_value : NKV_DEFAULT_MAX_VALUE;
+	if (ns->max_value > nkv_ns_value_limit(ns))
+		ns->max_value = nkv_ns_value_limit(ns);
+	if ((rc = nkv_exec_init(ss, ns, conf->exec, conf->nexec)) < 0)
+		goto fail;
+	memset(&ns->stats, 0, sizeof(ns->stats));
+	return 0;
+fail:
+	if (ns->kvns)
+		t->be->ns_close(ns->kvns);
+	ns->kvns = NULL;
+	return rc;
+}
+
+int nkv_ns_add(struct nkv_subsys *ss, const struct nkv_ns_conf *conf)
+{
 	struct nkv_ns *ns;
 	int rc;
 
@@ -200,67 +254,70 @@ int nkv_ns_add(struct nkv_subsys *ss, const struct nkv_ns_conf *conf)
 		return -EINVAL;
 	if (atomic_load(&ss->ns[conf->nsid]))
 		return -EEXIST;
-	if (!(ns = calloc(1, sizeof(*ns))))
+	if (ss->max_ns && nkv_subsys_ns_count(ss) >= ss->max_ns)
+		return -ENOSPC;
+	/* The NSID's struct is reused: a command that read the old pointer just before the removal
+	 * may still look at it (and back off, nkv_ns_get), so it is never freed while the target runs. */
+	if ((ns = ss->slot[conf->nsid])) {
+		if ((rc = nkv_ns_reap(ss, ns, 0)) < 0)
+			return rc; /* still draining commands of its previous life */
+	} else if (!(ns = calloc(1, sizeof(*ns)))) {
 		return -ENOMEM;
-	ns->nsid = conf->nsid;
-	ns->read_only = conf->read_only;
-	if ((rc = t->be->ns_open(t->dev, ss->pool, conf->rados_ns ? conf->rados_ns : "", &ns->kvns)) < 0 ||
-	    (rc = t->be->ns_info(ns->kvns, &ns->info)) < 0) {
-		if (ns->kvns)
-			t->be->ns_close(ns->kvns);
-		free(ns);
+	}
+	if ((rc = ns_open(ss, ns, conf)) < 0) {
+		if (!ss->slot[conf->nsid])
+			free(ns);
 		return rc;
 	}
-	ns_ids(ss, ns);
-	atomic_init(&ns->used, ns->info.used);
-	atomic_init(&ns->capacity, ns->info.capacity);
-	/* An explicit size the cluster cannot hold is refused (naming the limit), never cut silently:
-	 * the operator would see Stores of the promised size fail. The default follows the cluster. */
-	uint64_t limit = ns->info.max_object < UINT32_MAX ? ns->info.max_object : UINT32_MAX; /* KVVML: 32 bits */
-	if (conf->max_value > limit) {
-		NKV_ERR("%s: nsid %u: max value %" PRIu64 " is above the largest the backend stores, %" PRIu64
-			" (osd max object size; KVVML is 32 bits)", ss->nqn, conf->nsid, conf->max_value, limit);
-		t->be->ns_close(ns->kvns);
-		free(ns);
-		return -EFBIG;
-	}
-	ns->max_value = conf->max_value ? conf->max_value : NKV_DEFAULT_MAX_VALUE;
-	if (ns->max_value > limit)
-		ns->max_value = limit;
-	if ((rc = nkv_exec_init(ss, ns, conf->exec, conf->nexec)) < 0) {
-		t->be->ns_close(ns->kvns);
-		free(ns);
-		return rc;
-	}
+	ss->slot[conf->nsid] = ns;
 	if (ns->max_value > atomic_load(&ss->max_value)) /* MDTS first, so no namespace outgrows it */
 		atomic_store(&ss->max_value, ns->max_value);
-	/* Pairs with the acquire load in nkv_subsys_ns(). */
+	/* Pairs with the acquire load in nkv_ns_get(). */
 	atomic_store_explicit(&ss->ns[conf->nsid], ns, memory_order_release);
 	NKV_INFO("%s: nsid %u = RADOS namespace '%s', max value %" PRIu64 "%s", ss->nqn, ns->nsid,
 		 conf->rados_ns ? conf->rados_ns : "", ns->max_value, ns->read_only ? ", read-only" : "");
+	nkv_subsys_ns_changed(ss, conf->nsid); /* hosts already connected rescan (none at startup) */
 	return 0;
+}
+
+int nkv_subsys_allow_host_auth(struct nkv_subsys *ss, const char *hostnqn, const struct nkv_dhchap_conf *conf)
+{
+	struct nkv_dhchap_host *auth = NULL;
+	int rc = 0;
+
+	if (!hostnqn || !*hostnqn || strlen(hostnqn) >= NKV_NQN_MAX)
+		return -EINVAL;
+	/* The settings exist before the host is on the list: no Connect slips in unauthenticated. */
+	if (conf && (rc = nkv_dhchap_host_build(ss, hostnqn, conf, &auth)) < 0)
+		return rc;
+	pthread_mutex_lock(&ss->tgt->lock);
+	for (unsigned i = 0; i < ss->nhosts; i++)
+		if (strcmp(ss->hosts[i], hostnqn) == 0)
+			rc = conf ? -EEXIST : 0;
+	if (rc == 0 && !(ss->allow_any == false && nkv_subsys_host_allowed(ss, hostnqn))) {
+		char(*h)[NKV_NQN_MAX] = realloc(ss->hosts, (ss->nhosts + 1) * sizeof(*h));
+		struct nkv_dhchap_host **a = h ? realloc(ss->dhchap, (ss->nhosts + 1) * sizeof(*a)) : NULL;
+		if (h)
+			ss->hosts = h;
+		if (a)
+			ss->dhchap = a;
+		if (!h || !a) {
+			rc = -ENOMEM;
+		} else {
+			snprintf(h[ss->nhosts], NKV_NQN_MAX, "%s", hostnqn);
+			a[ss->nhosts++] = auth;
+			auth = NULL;
+			ss->allow_any = false;
+		}
+	}
+	pthread_mutex_unlock(&ss->tgt->lock);
+	nkv_dhchap_host_free(auth);
+	if (rc == 0)
+		atomic_fetch_add(&ss->tgt->genctr, 1);
+	return rc;
 }
 
 int nkv_subsys_allow_host(struct nkv_subsys *ss, const char *hostnqn)
 {
-	char(*h)[NKV_NQN_MAX];
-	struct nkv_dhchap_host **a;
-
-	if (!hostnqn || !*hostnqn || strlen(hostnqn) >= NKV_NQN_MAX)
-		return -EINVAL;
-	if (nkv_subsys_host_allowed(ss, hostnqn) && ss->nhosts > 0)
-		return 0;
-	if (!(a = realloc(ss->dhchap, (ss->nhosts + 1) * sizeof(*a))))
-		return -ENOMEM;
-	a[ss->nhosts] = NULL;
-	ss->dhchap = a;
-	if (!(h = realloc(ss->hosts, (ss->nhosts + 1) * sizeof(*h))))
-		return -ENOMEM;
-	snprintf(h[ss->nhosts], NKV_NQN_MAX, "%s", hostnqn);
-	pthread_mutex_lock(&ss->tgt->lock);
-	ss->hosts = h;
-	ss->nhosts++;
-	pthread_mutex_unlock(&ss->tgt->lock);
-	atomic_fetch_add(&ss->tgt->genctr, 1);
-	return 0;
+	return nkv_subsys_allow_host_auth(ss, hostnqn, NULL);
 }

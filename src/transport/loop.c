@@ -105,7 +105,7 @@ int nkv_loop_connect(struct nkv_target *tgt, const char *subnqn, const char *hos
 		     struct nkv_loop_ctrlr **out)
 {
 	struct nkv_subsys *ss = nkv_target_find_subsys(tgt, subnqn);
-	struct nkv_ctrlr_opts opts = {.mqes = LOOP_MQES, .max_io_queues = LOOP_MAX_IO_QUEUES};
+	struct nkv_ctrlr_opts opts = {.mqes = LOOP_MQES, .max_io_queues = LOOP_MAX_IO_QUEUES, .trname = "loop"};
 	struct nkv_loop_ctrlr *c;
 	int rc;
 
@@ -132,6 +132,7 @@ void nkv_loop_disconnect(struct nkv_loop_ctrlr *c)
 			nkv_loop_qp_destroy(c->io[i]);
 	drain(c->admin, c->ctrlr->naer);
 	nkv_ctrlr_destroy(c->ctrlr); /* completes the held AERs */
+	nkv_msgq_poll(&c->admin->msgq, 0); /* notices already sent hold the controller: run them */
 	qp_free(c->admin);
 	free(c);
 }

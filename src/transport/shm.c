@@ -119,6 +119,7 @@ static void req_release(struct shm_req *r)
 
 	nkv_shm_unpin(c, &r->pinned);
 	nkv_shm_bounce_release(r);
+	nkv_req_drop(&r->req);
 	slot_mark(sq, r->slot, false);
 	r->next = c->free_reqs;
 	c->free_reqs = r;
@@ -441,6 +442,7 @@ static bool run_cmd(struct shm_ctrl *c, struct shm_sq *sq, struct shm_req *r)
 	if ((st = nkv_req_parse(&r->req)) == 0)
 		st = nkv_shm_map_data(c, r, r->req.length, h2c);
 	if (st == WAIT_BUDGET) { /* nothing is held: undo the start */
+		nkv_req_drop(&r->req);
 		slot_mark(sq, r->slot, false);
 		sq->outstanding--;
 		c->outstanding--;
@@ -569,6 +571,13 @@ static unsigned ctrl_scan(struct shm_ctrl *c)
 	check_cc(c);
 	if (!c->enabled || c->failed)
 		return 0;
+	if (nkv_ctrlr_closing(c->ctrlr)) { /* evicted (host disallowed, subsystem removed) */
+		NKV_INFO("shm: controller %u: association ended by the target", c->ctrlr->cntlid);
+		ctrl_fatal(c);
+		if (c->sock >= 0) /* the socket thread sees the hang-up and tears it down */
+			shutdown(c->sock, SHUT_RDWR);
+		return 1;
+	}
 	c->walked = 0;
 	work += nkv_shm_copy_poll(c);
 	for (uint16_t q = 0; q <= c->ctrlr->opts.max_io_queues; q++) {
@@ -603,6 +612,8 @@ static void ctrl_free(struct shm_ctrl *c)
 		free(r);
 	}
 	pthread_mutex_destroy(&c->mu);
+	if (c->sock >= 0)
+		close(c->sock);
 	atomic_fetch_sub(&c->s->nctrls, 1);
 	free(c);
 }
@@ -874,13 +885,16 @@ static int do_hello(struct nkv_shm *s, struct shm_listener *l, int sock, const s
 		    struct shm_ctrl **out, char *nqn_out)
 {
 	struct nkv_shm_reply rep = {.hdr = {NKV_SHM_MAGIC, NKV_SHM_VERSION, NKV_SHM_HELLO}};
-	struct nkv_ctrlr_opts opts = {.mqes = s->conf.mqes, .max_io_queues = s->conf.max_io_queues};
+	struct nkv_ctrlr_opts opts = {.mqes = s->conf.mqes, .max_io_queues = s->conf.max_io_queues, .trname = "shm"};
 	char hostnqn[NKV_NQN_MAX];
 	struct shm_ctrl *c;
 	int rfd = -1, rc = -ENOMEM;
 
 	snprintf(hostnqn, sizeof(hostnqn), "%.*s", (int)strnlen(h->hostnqn, sizeof(h->hostnqn)), h->hostnqn);
-	if (!*hostnqn || !nkv_subsys_host_allowed(l->ss, hostnqn)) {
+	pthread_mutex_lock(&s->tgt->lock); /* the allowlist changes live */
+	bool allowed = *hostnqn && !l->ss->removed && nkv_subsys_host_allowed(l->ss, hostnqn);
+	pthread_mutex_unlock(&s->tgt->lock);
+	if (!allowed) {
 		NKV_WARN("shm %s: host '%s' is not allowed", l->path, hostnqn);
 		rep.status = -EACCES;
 		send_reply(sock, &rep, -1);
@@ -900,7 +914,9 @@ static int do_hello(struct nkv_shm *s, struct shm_listener *l, int sock, const s
 	if (!(c = calloc(1, sizeof(*c))))
 		return -ENOMEM;
 	c->s = s;
-	c->sock = sock;
+	/* Our own descriptor of the host's socket, closed with the controller: the poller may shut the
+	 * socket down (eviction) without racing the socket thread's close of its own. */
+	c->sock = fcntl(sock, F_DUPFD_CLOEXEC, 0);
 	c->copy_tail = &c->copy_head;
 	pthread_mutex_init(&c->mu, NULL);
 	atomic_fetch_add(&s->nctrls, 1);
@@ -938,6 +954,7 @@ static int do_hello(struct nkv_shm *s, struct shm_listener *l, int sock, const s
 static void conn_close(struct nkv_shm *s, struct shm_conn *k)
 {
 	epoll_ctl(s->epfd, EPOLL_CTL_DEL, k->fd, NULL);
+	shutdown(k->fd, SHUT_RDWR); /* the controller's duplicate must not keep the host's end open */
 	close(k->fd);
 	for (struct shm_conn **p = &s->conns; *p; p = &(*p)->next)
 		if (*p == k) {
@@ -1193,7 +1210,7 @@ static int claim_path(const struct sockaddr_un *sa)
 
 int nkv_shm_listen(struct nkv_shm *s, const char *subnqn, const char *path)
 {
-	struct nkv_subsys *ss = nkv_target_find_subsys(s->tgt, subnqn);
+	struct nkv_subsys *ss = nkv_target_find_subsys(s->tgt, subnqn); /* removal: see do_hello */
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	struct shm_listener *l;
 	int fd;
@@ -1221,6 +1238,7 @@ int nkv_shm_listen(struct nkv_shm *s, const char *subnqn, const char *path)
 	l->ino = st.st_ino;
 	l->kind = EP_LISTENER;
 	l->ss = ss;
+	atomic_fetch_add(&ss->refs, 1); /* a removed subsystem stays until its listener goes */
 	l->fd = fd;
 	snprintf(l->path, sizeof(l->path), "%s", path);
 	pthread_mutex_lock(&s->mu);
@@ -1262,6 +1280,7 @@ void nkv_shm_destroy(struct nkv_shm *s, int grace_ms)
 		struct stat st;
 		if (stat(l->path, &st) == 0 && st.st_dev == l->dev && st.st_ino == l->ino)
 			unlink(l->path); /* ours still: a successor's socket is left alone */
+		nkv_subsys_put(l->ss);
 		free(l);
 	}
 	close(s->epfd);
@@ -1308,6 +1327,7 @@ int nkv_shm_test_adopt(struct nkv_shm *s, const char *subnqn, int fd)
 			return -ENOMEM;
 		l->kind = EP_LISTENER;
 		l->ss = ss;
+		atomic_fetch_add(&ss->refs, 1);
 		l->fd = -1;
 		snprintf(l->path, sizeof(l->path), "(test %s)", subnqn);
 		l->next = s->listeners;
@@ -1361,6 +1381,7 @@ int nkv_shm_test_destroy(struct nkv_shm *s, unsigned max_passes)
 	while (s->listeners) {
 		struct shm_listener *l = s->listeners;
 		s->listeners = l->next;
+		nkv_subsys_put(l->ss);
 		free(l);
 	}
 	pthread_mutex_destroy(&s->mu);

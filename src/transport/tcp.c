@@ -161,6 +161,10 @@ struct tcp_listener {
 	int fd;
 	bool tls;                   /* a secure listener: connections start with a TLS handshake */
 	uint64_t paused_ms;         /* out of file descriptors since then; 0: armed */
+	bool remove;                /* nkv_tcp_unlisten: reactor 0's tick closes it */
+	uint16_t portid;            /* its discovery log port (0: not advertised) */
+	int bound;                  /* its port */
+	char addr[64];              /* as given to nkv_tcp_listen ("" = any) */
 };
 
 struct nkv_tcp {
@@ -169,7 +173,8 @@ struct nkv_tcp {
 	struct tcp_reactor *rs;
 	unsigned nr;
 	atomic_uint next_rx;
-	struct tcp_listener *listeners;
+	struct tcp_listener *listeners; /* lmu; owned by reactor 0, which closes them */
+	pthread_mutex_t lmu;
 	uint16_t next_portid;
 	struct tcp_limits lim;
 	struct tcp_tls_ctx *tls;    /* PSKs and the SSL context, once a PSK is added */
@@ -273,6 +278,7 @@ static void req_release(struct tcp_req *r)
 		unlink_waiter(c->rx, r);
 	r2t_unlink(c, r);
 	buf_put(r);
+	nkv_req_drop(&r->req); /* a command dropped with its connection, never completed */
 	c->rx->kick = c->rx->wait_head != NULL; /* budget came back: idle starts waiters */
 	r->state = REQ_FREE;
 	if (r != &c->connect_req) {
@@ -567,6 +573,7 @@ static struct nkv_ctrlr_opts ctrlr_opts(const struct nkv_tcp *t)
 		.ioccsz = (64 + t->conf.in_capsule) / 16,
 		.iorcsz = 1,
 		.msdbd = 1,
+		.trname = "tcp",
 	};
 }
 
@@ -1404,21 +1411,28 @@ static void reactor_tick(struct nkv_reactor *r)
 	uint64_t now = nkv_now_ms();
 	bool draining = atomic_load(&t->draining), force = atomic_load(&t->force);
 
-	if (draining && r->id == 0) { /* listeners live on reactor 0 */
-		while (t->listeners) {
-			struct tcp_listener *l = t->listeners;
-			t->listeners = l->next;
-			nkv_reactor_del(r, l->fd);
-			close(l->fd);
-			free(l);
-		}
-	}
-	if (r->id == 0) /* listeners that ran out of file descriptors try again */
-		for (struct tcp_listener *l = t->listeners; l; l = l->next)
-			if (l->paused_ms && now - l->paused_ms >= ACCEPT_PAUSE_MS) {
+	if (r->id == 0) { /* listeners live on reactor 0 */
+		pthread_mutex_lock(&t->lmu);
+		for (struct tcp_listener **pl = &t->listeners; *pl;) {
+			struct tcp_listener *l = *pl;
+			if (draining || l->remove) {
+				/* In the tick, between event batches: no event of this batch still points at it. */
+				*pl = l->next;
+				nkv_reactor_del(r, l->fd);
+				close(l->fd);
+				if (l->portid)
+					nkv_target_del_port(t->tgt, l->portid);
+				free(l);
+				continue;
+			}
+			if (l->paused_ms && now - l->paused_ms >= ACCEPT_PAUSE_MS) { /* out of descriptors: retry */
 				l->paused_ms = 0;
 				nkv_reactor_mod(r, l->fd, EPOLLIN, &l->ev);
 			}
+			pl = &l->next;
+		}
+		pthread_mutex_unlock(&t->lmu);
+	}
 	run_waiters(rx); /* budget released by other reactors */
 	for (struct tcp_conn *c = rx->conns, *next; c; c = next) {
 		struct nkv_ctrlr *ctrlr = c->qp.ctrlr;
@@ -1438,7 +1452,7 @@ static void reactor_tick(struct nkv_reactor *r)
 			conn_close(c, "no Connect");
 		else if (conn_overdue(c, now))
 			continue;
-		else if (ctrlr && atomic_load(&ctrlr->dead))
+		else if (ctrlr && nkv_ctrlr_closing(ctrlr))
 			conn_close(c, "association ended");
 		else if (ctrlr && c->qp.qid == 0 && ctrlr->kato_ms && now - ctrlr->last_keepalive_ms > ctrlr->kato_ms) {
 			NKV_WARN("%s: controller %u: keep alive timeout (%u ms)", ctrlr->ss->nqn, ctrlr->cntlid,
@@ -1474,6 +1488,7 @@ int nkv_tcp_create(struct nkv_target *tgt, const struct nkv_tcp_conf *conf, stru
 	if (!t)
 		return -ENOMEM;
 	t->tgt = tgt;
+	pthread_mutex_init(&t->lmu, NULL);
 	if (conf)
 		t->conf = *conf;
 	if (!t->conf.reactors)
@@ -1560,9 +1575,11 @@ static int listen_on(struct nkv_tcp *t, const char *addr, const char *port, bool
 	l->ev.fn = accept_ready;
 	int bound = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
 					     : ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	l->bound = bound;
+	snprintf(l->addr, sizeof(l->addr), "%s", addr ? addr : "");
 	if (advertise) {
 		/* A secure port: TREQ "required", TSAS SECTYPE TLS 1.3 (docs/nvme-kv-wire.md C.10, C.12). */
-		struct nkv_port p = {.trtype = NKV_TRTYPE_TCP, .portid = ++t->next_portid,
+		struct nkv_port p = {.trtype = NKV_TRTYPE_TCP, .portid = l->portid = ++t->next_portid,
 				     .adrfam = ss.ss_family == AF_INET6 ? NKV_ADRFAM_IPV6 : NKV_ADRFAM_IPV4,
 				     .treq = tls ? NKV_TREQ_REQUIRED : NKV_TREQ_NOT_REQUIRED,
 				     .sectype = tls ? NKV_TCP_SECTYPE_TLS13 : NKV_TCP_SECTYPE_NONE};
@@ -1577,9 +1594,13 @@ static int listen_on(struct nkv_tcp *t, const char *addr, const char *port, bool
 		}
 	}
 	/* Listeners are owned by reactor 0 (its tick closes them on shutdown); link before arming. */
+	pthread_mutex_lock(&t->lmu);
 	l->next = t->listeners;
 	t->listeners = l;
 	if ((rc = nkv_reactor_add(&t->rs[0].r, fd, EPOLLIN, &l->ev)) < 0)
+		l->remove = true; /* the tick takes it away */
+	pthread_mutex_unlock(&t->lmu);
+	if (rc < 0)
 		return rc;
 	NKV_DEBUG("tcp: listening on %s:%d%s%s", addr && *addr ? addr : "*", bound, tls ? " (TLS)" : "",
 		  advertise ? "" : " (not advertised)");
@@ -1596,6 +1617,34 @@ int nkv_tcp_listen_tls(struct nkv_tcp *t, const char *addr, const char *port, bo
 	if (!t->tls || nkv_tcp_tls_npsk(t->tls) == 0)
 		return -ENOKEY; /* nobody could ever connect */
 	return listen_on(t, addr, port, advertise, true);
+}
+
+int nkv_tcp_unlisten(struct nkv_tcp *t, const char *addr, int port)
+{
+	struct tcp_listener *l;
+	bool found = false;
+
+	pthread_mutex_lock(&t->lmu);
+	for (l = t->listeners; l; l = l->next)
+		if (!l->remove && l->bound == port && strcmp(l->addr, addr ? addr : "") == 0) {
+			l->remove = true;
+			found = true;
+		}
+	pthread_mutex_unlock(&t->lmu);
+	if (!found)
+		return -ENOENT;
+	/* Reactor 0 closes it at its next tick: wait, so that the caller may bind the port again. */
+	for (int i = 0; i < 500; i++) {
+		bool gone = true;
+		pthread_mutex_lock(&t->lmu);
+		for (l = t->listeners; l; l = l->next)
+			gone = gone && !(l->remove && l->bound == port);
+		pthread_mutex_unlock(&t->lmu);
+		if (gone)
+			return 0;
+		usleep(10 * 1000);
+	}
+	return -ETIMEDOUT;
 }
 
 int nkv_tcp_add_psk(struct nkv_tcp *t, const char *hostnqn, const char *subnqn, const char *key)
@@ -1626,6 +1675,7 @@ void nkv_tcp_destroy(struct nkv_tcp *t, int grace_ms)
 		close(l->fd);
 		free(l);
 	}
+	pthread_mutex_destroy(&t->lmu);
 	nkv_tcp_limits_fini(&t->lim);
 	nkv_tcp_tls_ctx_destroy(t->tls);
 	free(t->rs);

@@ -513,9 +513,23 @@ static void scen_netem(void)
 	CHECK(system(off) == 0, "netem: %s", off);
 	uint64_t t_off = f_now_ms(), ops1 = load_ops(r.l);
 	load_stats(r.l, &s1);
-	printf("netem: %llu commands completed under the impairment, %llu of them failed (82h); longest so far %llu ms\n",
+	/* The failures under the impairment, by status: the counts now less those before it. */
+	struct load_stats sd = {0};
+	for (unsigned i = 0; i < s1.nst; i++) {
+		unsigned before = 0;
+		for (unsigned j = 0; j < s0.nst; j++)
+			if (s0.st_code[j] == s1.st_code[i])
+				before = s0.st_count[j];
+		if (s1.st_count[i] > before) {
+			sd.st_code[sd.nst] = s1.st_code[i];
+			sd.st_count[sd.nst++] = s1.st_count[i] - before;
+		}
+	}
+	char sts[160];
+	print_statuses(&sd, sts, sizeof(sts));
+	printf("netem: %llu commands completed under the impairment, %llu of them failed [%s]; longest so far %llu ms\n",
 	       (unsigned long long)(ops1 - ops0),
-	       (unsigned long long)(s1.stores_failed + s1.reads_failed - s0.stores_failed - s0.reads_failed),
+	       (unsigned long long)(s1.stores_failed + s1.reads_failed - s0.stores_failed - s0.reads_failed), sts,
 	       (unsigned long long)s1.max_ms);
 	CHECK(ops1 > ops0, "netem: commands completed under the impairment");
 	sleep_ms(recovery_ms + 3000);

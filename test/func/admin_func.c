@@ -323,7 +323,7 @@ static void test_logs(struct h_qp *a)
 	static uint8_t full[4096];
 
 	CHECK(get_log(a, NKV_LID_SUPPORTED, 0, 1024, 0) == G && nkv_get32(B) == 1 && nkv_get32(B + 8) == 1 &&
-		      nkv_get32(B + 20) == 1 && nkv_get32(B + 16) == 0, "supported log pages");
+		      nkv_get32(B + 20) == 1 && nkv_get32(B + 16) == 1, "supported log pages (04h too)");
 	CHECK(get_log(a, NKV_LID_ERROR, 0, 64, 0) == G && nkv_get64(B) == 0, "error log");
 	CHECK(get_log(a, NKV_LID_SMART, 0, 512, 0) == G, "SMART");
 	memcpy(full, B, 512);
@@ -420,6 +420,61 @@ static void test_aer_abort(void)
 	CHECK(held.n == 6, "AERs completed at disconnect: %d", held.n);
 }
 
+/* Live namespace changes reach a connected host as Namespace Attribute Changed notices (Asynchronous
+ * Event, log 04h), one at a time until the log is read; I/O on the removed namespace gets 0Bh. */
+static unsigned changed_log(struct nkv_loop_qp *a, bool rae, uint32_t *first, uint32_t *second)
+{
+	struct nkv_sqe g = cmd(NKV_ADM_GET_LOG_PAGE, 0xffffffffu, NKV_LID_CHANGED_NS | (rae ? 1u << 15 : 0) | (1023u << 16), 0);
+	uint8_t buf[4096];
+	struct nkv_cqe c;
+	memset(buf, 0xa5, sizeof(buf));
+	if (nkv_loop_qp_exec(a, &g, buf, sizeof(buf), &c, NULL) < 0)
+		return 0xffff;
+	*first = nkv_get32(buf);
+	*second = nkv_get32(buf + 4);
+	return h_status(&c);
+}
+
+static void test_aen_ns(void)
+{
+	struct h_ctrl *hc = h_connect();
+	struct nkv_loop_ctrlr *c = h_loop(hc);
+	struct nkv_loop_qp *a = nkv_loop_admin_qp(c);
+	struct nkv_sqe aer = cmd(NKV_ADM_ASYNC_EVENT, 0, 0, 0);
+	struct aer_seen seen = {0};
+	uint32_t dw0 = 0, n1 = 0, n2 = 0;
+	struct nkv_ns_conf nc = {.nsid = 9, .rados_ns = "admin-func-live"};
+
+	struct nkv_id_ctrlr *id = (struct nkv_id_ctrlr *)B;
+	CHECK(loop_identify(a, 0, NKV_CNS_CTRLR, 0) == G && (nkv_get32(&id->oaes) & NKV_OAES_NS_ATTR),
+	      "OAES: Namespace Attribute Notices");
+	CHECK(nkv_loop_qp_submit(a, &aer, NULL, 0, aer_cb, &seen) == 0, "AER held");
+	/* Not enabled (AEC bit 8 clear): the notice waits. */
+	CHECK(nkv_ns_add(H.ss, &nc) == 0, "add NSID 9 live");
+	nkv_loop_qp_poll(a, 50);
+	CHECK(seen.n == 0, "no notice while AEC bit 8 is clear");
+	struct nkv_sqe sf = cmd(NKV_ADM_SET_FEATURES, 0, NKV_FEAT_ASYNC_EVENT, NKV_OAES_NS_ATTR);
+	CHECK(loop_admin(a, &sf, &dw0) == G, "enable Namespace Attribute Notices");
+	nkv_loop_qp_poll(a, 50);
+	CHECK(seen.n == 1 && seen.status == G, "the waiting notice goes once enabled: %d", seen.n);
+	CHECK(changed_log(a, true, &n1, &n2) == G && n1 == 9 && n2 == 0, "log 04h (RAE): [%u, %u]", n1, n2);
+	/* Masked until the log is read with RAE clear: a second change sends nothing yet. */
+	CHECK(nkv_loop_qp_submit(a, &aer, NULL, 0, aer_cb, &seen) == 0, "second AER");
+	CHECK(nkv_ns_set_read_only(H.ss, 9, true) == 0, "NSID 9 read-only");
+	nkv_loop_qp_poll(a, 50);
+	CHECK(seen.n == 1, "masked until the log is read");
+	CHECK(changed_log(a, false, &n1, &n2) == G && n1 == 9 && n2 == 0, "log 04h read and cleared: [%u, %u]", n1, n2);
+	CHECK(changed_log(a, false, &n1, &n2) == G && n1 == 0, "log 04h empty after the read");
+	CHECK(nkv_ns_remove(H.ss, 9, 1000) == 0, "remove NSID 9 live");
+	CHECK(nkv_ns_remove(H.ss, 9, 1000) == -ENOENT, "remove again: -ENOENT");
+	nkv_loop_qp_poll(a, 50);
+	CHECK(seen.n == 2 && seen.status == G, "notice for the removal: %d", seen.n);
+	CHECK(changed_log(a, false, &n1, &n2) == G && n1 == 9, "log 04h names NSID 9");
+	CHECK(loop_identify(a, 9, NKV_CNS_NS, 0) == G && zero(B, 4096), "Identify of the removed NSID: zeros");
+	CHECK(nkv_ns_add(H.ss, &nc) == 0 && nkv_ns_remove(H.ss, 9, 1000) == 0, "add and remove NSID 9 again");
+	h_disconnect(hc);
+}
+
 /* shm: nkv_connect's "shm:/path" form, the socket's own SUBNQN, and connect errors. */
 static void test_shm_connect(void)
 {
@@ -461,8 +516,10 @@ int main(int argc, char **argv)
 	test_features(h_admin_qp(c));
 	h_qp_destroy(q);
 	h_disconnect(c);
-	if (h_is_loop())
+	if (h_is_loop()) {
 		test_aer_abort();
+		test_aen_ns();
+	}
 	if (h_is_shm())
 		test_shm_connect();
 	return h_finish();

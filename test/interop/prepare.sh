@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# One-time, cached preparation for the Linux kernel interop test (test/interop/run.sh):
-#   - Debian packages: qemu-system-x86, busybox-static, nvme-cli, kmod, xz-utils, cpio
+# One-time, cached preparation for the Linux kernel interop test (test/interop/run.sh) and the fault
+# suite's netem router VM (test/faults/netem.sh):
+#   - Debian packages: qemu-system-x86, busybox-static, nvme-cli, iproute2, ethtool, kmod, xz-utils,
+#     zstd, cpio
 #   - the Debian kernel (linux-image-amd64 -> linux-image-<abi>-amd64), downloaded and unpacked with
 #     dpkg -x (never installed), its vmlinux extracted from vmlinuz for QEMU's PVH entry.
 #     NKV_INTEROP_KERNEL_PKG names another meta package: linux-image-6.12-amd64 (Debian 12's 6.12,
 #     built with CONFIG_NVME_HOST_AUTH; 6.1 has no NVMe in-band authentication) for run.sh auth
-#   - an initramfs: busybox, nvme-cli with its libraries and loader, the nvme-tcp / virtio_net /
-#     crc32c module closures (from modules.dep, made by depmod -b), /etc/nvme/hostnqn + hostid, /init
+#   - an initramfs: busybox, nvme-cli, iproute2's tc (busybox's tc has no netem) and ethtool with
+#     their libraries and loader, the nvme-tcp / virtio_net / crc32c / sch_netem module closures (from
+#     modules.dep, made by depmod -b), /etc/nvme/hostnqn + hostid, /init
 #
 # Cache: ${NKV_INTEROP_CACHE:-/var/cache/nkv-interop}/<kernel package version>/ holds vmlinux,
 # initramfs.cpio.gz and a stamp. Outside the repository, so it survives between the CI steps of a
@@ -22,7 +25,7 @@ log() { echo "interop-prepare: $*" >&2; }
 t0=$(date +%s)
 
 # 1. Host packages (only what is missing; apt-get update at most once).
-PKGS=(qemu-system-x86 busybox-static nvme-cli kmod xz-utils zstd cpio)
+PKGS=(qemu-system-x86 busybox-static nvme-cli iproute2 ethtool kmod xz-utils zstd cpio)
 bash "$HERE/../../scripts/apt-install.sh" interop-prepare "${PKGS[@]}" >&2
 
 # 2. Which kernel: the package linux-image-amd64 (or $NKV_INTEROP_KERNEL_PKG) depends on (e.g.
@@ -82,12 +85,20 @@ cp /bin/busybox "$R/bin/busybox"
 # /dev/console must exist before /init runs or init has no stdout.
 mknod -m 600 "$R/dev/console" c 5 1 2>/dev/null || true
 mknod -m 666 "$R/dev/null" c 1 3 2>/dev/null || true
-# nvme-cli + every library ldd lists + the loader, at their own paths.
-cp /usr/sbin/nvme "$R/sbin/nvme"
-for lib in $(ldd /usr/sbin/nvme | grep -oE '/[^ ]+'); do
-  mkdir -p "$R$(dirname "$lib")"
-  cp -L "$lib" "$R$lib"
-done
+# A host binary + every library ldd lists + the loader, at their own paths: nvme-cli; iproute2's tc
+# at /usr/sbin/tc (busybox's own tc applet, linked into /sbin, knows no netem) and ethtool, for the
+# fault suite's router VM (netem on its NICs, GRO off so that netem sees every packet).
+add_bin() { # host path, guest path
+  mkdir -p "$R$(dirname "$2")"
+  cp "$1" "$R$2"
+  for lib in $(ldd "$1" | grep -oE '/[^ ]+'); do
+    mkdir -p "$R$(dirname "$lib")"
+    cp -L "$lib" "$R$lib"
+  done
+}
+add_bin /usr/sbin/nvme /sbin/nvme
+add_bin /usr/sbin/tc /usr/sbin/tc
+add_bin /usr/sbin/ethtool /usr/sbin/ethtool
 [ -e "$R/lib64/ld-linux-x86-64.so.2" ] || { mkdir -p "$R/lib64"; cp -L /lib64/ld-linux-x86-64.so.2 "$R/lib64/"; }
 # Host identity (nvme-cli needs both files).
 uuid="$(cat /proc/sys/kernel/random/uuid)"
@@ -97,11 +108,13 @@ echo "$uuid" >"$R/etc/nvme/hostid"
 # /lib/modules with a load order for insmod. Modules built into the kernel (modules.builtin) are
 # skipped; compressed ones (6.12 ships .ko.xz) are stored decompressed, for busybox insmod. 6.12's
 # nvme-tcp brings nvme-auth and nvme-keyring along; its HMAC, SHA-2 and FFDHE code is built in.
+# sch_netem is for the fault suite's router VM (loaded at boot like the rest: a few KB, no effect
+# until a qdisc uses it).
 : >"$R/lib/modules/load.list"
 want=(kernel/crypto/crct10dif_generic kernel/crypto/crc64_rocksoft_generic
       kernel/crypto/crc32c_generic
       kernel/drivers/virtio/virtio_pci kernel/drivers/net/virtio_net
-      kernel/drivers/nvme/host/nvme-tcp)
+      kernel/drivers/nvme/host/nvme-tcp kernel/net/sched/sch_netem)
 add_mod() {
   local m="$1" base
   base="$(basename "$m")"

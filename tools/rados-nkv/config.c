@@ -90,6 +90,15 @@ static void usage(FILE *f)
 		"      --log-syslog          log to syslog (journald) instead of stderr\n"
 		"      --pid-file PATH       write the process ID here once listening (refused if a live daemon\n"
 		"                            owns it; removed on exit)\n"
+		"      --control ADDR|none   gRPC control plane on HOST:PORT or unix:PATH (default 127.0.0.1:5500)\n"
+		"      --control-tls-cert F, --control-tls-key F\n"
+		"                            serve the control plane over TLS with this certificate and key\n"
+		"      --control-client-ca F require client certificates signed by this CA (mutual TLS)\n"
+		"      --group NAME          share subsystems, namespaces, hosts and listeners with the gateways\n"
+		"                            of group NAME through one RADOS object (applied live)\n"
+		"      --group-pool POOL     pool of the group's state object (default nkv)\n"
+		"      --gateway-name NAME   this gateway's name in its group (default: the host name)\n"
+		"      --state-file PATH     without a group: keep the control plane's state in this file\n"
 		"      --check               validate the configuration, print what would be served, and exit\n"
 		"  -V, --version             print the version and exit\n"
 		"  -h, --help                this text\n");
@@ -101,6 +110,10 @@ void conf_defaults(struct daemon_conf *c)
 	snprintf(c->backend_name, sizeof(c->backend_name), "rados");
 	c->log_level = -1;
 	c->grace_ms = 10000;
+	snprintf(c->control_addr, sizeof(c->control_addr), "127.0.0.1:5500");
+	snprintf(c->group_pool, sizeof(c->group_pool), "nkv");
+	if (gethostname(c->gateway_name, sizeof(c->gateway_name) - 1) < 0 || !c->gateway_name[0])
+		snprintf(c->gateway_name, sizeof(c->gateway_name), "gateway");
 }
 
 static int parse_size(const char *s, uint64_t *out)
@@ -818,7 +831,10 @@ out:
 int conf_load_file(struct daemon_conf *c, const char *path)
 {
 	static const char *const top[] = {"backend", "listeners", "discovery", "subsystems", "tcp", "shm",
-					  "log_level", "log_syslog", "shutdown_grace_ms", NULL};
+					  "log_level", "log_syslog", "shutdown_grace_ms", "control", "group",
+					  "gateway_name", "state_file", NULL};
+	static const char *const control_keys[] = {"address", "tls_cert", "tls_key", "client_ca", NULL};
+	static const char *const group_keys[] = {"name", "pool", NULL};
 	static const char *const backend_keys[] = {"type", "ceph_conf", "keyring", "client_id", "op_timeout_s",
 						   "connect_timeout_s", "list_workers", "mem_max_object", NULL};
 	static const char *const tcp_keys[] = {"reactors", "in_capsule", "maxh2cdata", "max_queue_depth",
@@ -951,6 +967,21 @@ int conf_load_file(struct daemon_conf *c, const char *path)
 	if (jbool(&j, root, "", "log_syslog"))
 		c->log_syslog = true;
 	v = c->grace_ms, jnum(&j, root, "", "shutdown_grace_ms", 0, 3600000, &v), c->grace_ms = (unsigned)v;
+	if ((o = jget(&j, root, "", "control", json_type_object))) {
+		jkeys(&j, o, "control", control_keys);
+		copy(c->control_addr, sizeof(c->control_addr), jstr(&j, o, "control", "address"));
+		c->control_set = c->control_set || jstr(&j, o, "control", "address");
+		copy(c->control_cert, sizeof(c->control_cert), jstr(&j, o, "control", "tls_cert"));
+		copy(c->control_key, sizeof(c->control_key), jstr(&j, o, "control", "tls_key"));
+		copy(c->control_ca, sizeof(c->control_ca), jstr(&j, o, "control", "client_ca"));
+	}
+	if ((o = jget(&j, root, "", "group", json_type_object))) {
+		jkeys(&j, o, "group", group_keys);
+		copy(c->group, sizeof(c->group), jstr(&j, o, "group", "name"));
+		copy(c->group_pool, sizeof(c->group_pool), jstr(&j, o, "group", "pool"));
+	}
+	copy(c->gateway_name, sizeof(c->gateway_name), jstr(&j, root, "", "gateway_name"));
+	copy(c->state_file, sizeof(c->state_file), jstr(&j, root, "", "state_file"));
 	json_object_put(root);
 	struct stat st;
 	if (!j.err && j.secrets && stat(path, &st) == 0 && (st.st_mode & 077))
@@ -968,7 +999,9 @@ enum { OPT_CEPH_CONF = 256, OPT_KEYRING, OPT_CLIENT_ID, OPT_OP_TIMEOUT, OPT_CONN
        OPT_TCP_CONNECT_MS, OPT_IDLE_ADMIN_MS, OPT_MAX_CONNS, OPT_MAX_HOST_CONNS, OPT_MAX_CTRLRS,
        OPT_MAX_HOST_CTRLRS, OPT_ALLOW_ANY, OPT_SHM_MODE, OPT_SHM_GROUP, OPT_CHECK, OPT_SHM_MAX_CTRLS,
        OPT_SHM_MAX_CTRLS_HOST, OPT_LOG_SYSLOG, OPT_DHCHAP_KEY, OPT_DHCHAP_CTRL_KEY, OPT_DHCHAP_HASH,
-       OPT_DHCHAP_DHGROUP, OPT_AUTH_TIMEOUT, OPT_LISTEN_TLS, OPT_TLS_KEY, OPT_TLS_MS };
+       OPT_DHCHAP_DHGROUP, OPT_AUTH_TIMEOUT, OPT_LISTEN_TLS, OPT_TLS_KEY, OPT_TLS_MS, OPT_CONTROL,
+       OPT_CONTROL_CERT, OPT_CONTROL_KEY, OPT_CONTROL_CA, OPT_GROUP, OPT_GROUP_POOL, OPT_GATEWAY_NAME,
+       OPT_STATE_FILE };
 
 int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 {
@@ -1007,7 +1040,13 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 		{"dhchap-dhgroup", required_argument, 0, OPT_DHCHAP_DHGROUP},
 		{"auth-timeout-ms", required_argument, 0, OPT_AUTH_TIMEOUT},
 		{"listen-tls", required_argument, 0, OPT_LISTEN_TLS}, {"tls-key", required_argument, 0, OPT_TLS_KEY},
-		{"tls-handshake-timeout-ms", required_argument, 0, OPT_TLS_MS}, {0, 0, 0, 0},
+		{"tls-handshake-timeout-ms", required_argument, 0, OPT_TLS_MS},
+		{"control", required_argument, 0, OPT_CONTROL}, {"control-tls-cert", required_argument, 0, OPT_CONTROL_CERT},
+		{"control-tls-key", required_argument, 0, OPT_CONTROL_KEY},
+		{"control-client-ca", required_argument, 0, OPT_CONTROL_CA}, {"group", required_argument, 0, OPT_GROUP},
+		{"group-pool", required_argument, 0, OPT_GROUP_POOL},
+		{"gateway-name", required_argument, 0, OPT_GATEWAY_NAME},
+		{"state-file", required_argument, 0, OPT_STATE_FILE}, {0, 0, 0, 0},
 	};
 	struct conf_subsys *host_ss = NULL; /* the subsystem and host of the last --allow-host */
 	unsigned host_idx = 0;
@@ -1218,6 +1257,25 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 				goto bad;
 			break;
 		case OPT_PID: copy(c->pid_file, sizeof(c->pid_file), optarg); break;
+		case OPT_CONTROL:
+			copy(c->control_addr, sizeof(c->control_addr), optarg);
+			c->control_set = true;
+			break;
+		case OPT_CONTROL_CERT: copy(c->control_cert, sizeof(c->control_cert), optarg); break;
+		case OPT_CONTROL_KEY: copy(c->control_key, sizeof(c->control_key), optarg); break;
+		case OPT_CONTROL_CA: copy(c->control_ca, sizeof(c->control_ca), optarg); break;
+		case OPT_GROUP:
+			if (!*optarg || strlen(optarg) >= sizeof(c->group) || strchr(optarg, '/'))
+				goto bad;
+			copy(c->group, sizeof(c->group), optarg);
+			break;
+		case OPT_GROUP_POOL: copy(c->group_pool, sizeof(c->group_pool), optarg); break;
+		case OPT_GATEWAY_NAME:
+			if (!*optarg || strlen(optarg) >= sizeof(c->gateway_name) || strchr(optarg, '/'))
+				goto bad;
+			copy(c->gateway_name, sizeof(c->gateway_name), optarg);
+			break;
+		case OPT_STATE_FILE: copy(c->state_file, sizeof(c->state_file), optarg); break;
 		case 'S':
 			if (!(s = flag_subsys(c, "--shm", cli_subsys, &loose)) || strlen(optarg) >= sizeof(s->shm_path))
 				goto bad;

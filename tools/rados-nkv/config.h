@@ -28,6 +28,7 @@ struct conf_listener {
 	char addr[256];
 	char port[16];
 	bool tls;            /* a secure listener: TLS 1.3 with a PSK required (TP 8011) */
+	int bound;           /* the port it got (port 0: the kernel's choice); 0 until listening */
 };
 
 /** A TLS PSK of one host on one subsystem. */
@@ -73,6 +74,14 @@ struct daemon_conf {
 	unsigned shm_mode;   /* permissions of the shm sockets; 0: 0660 */
 	char shm_group[64];  /* group of the shm sockets; "": the daemon's */
 	bool check;          /* --check: validate, print the plan, exit */
+	/* the control plane (README "Control plane") */
+	char control_addr[256];   /* --control: gRPC address; "none": no server */
+	bool control_set;         /* given (flag or file): an address in use is then an error */
+	char control_cert[4096], control_key[4096], control_ca[4096]; /* TLS / mTLS of the server */
+	char group[128];          /* --group: state shared in RADOS; "": none */
+	char group_pool[256];     /* --group-pool */
+	char gateway_name[128];   /* --gateway-name (default: the host name) */
+	char state_file[4096];    /* --state-file: state in a local file (no group) */
 };
 
 /** Defaults: rados backend, 127.0.0.1:4420, discovery on 127.0.0.1:8009, log level info. */

@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "common/nvme_psk.h"
 #include "config.h"
+#include "daemon.h"
 #include "nkv/nkv_target.h"
 
 static const char *backend_hint(const struct daemon_conf *c, int rc)
@@ -174,6 +175,7 @@ static int listen_all(struct daemon_conf *c, struct nkv_tcp *tcp)
 			return port;
 		}
 		NKV_INFO("NVMe/TCP%s on %s:%d", l->tls ? " with TLS" : "", l->addr, port);
+		l->bound = port;
 	}
 	if (!c->no_discovery) {
 		if ((port = nkv_tcp_listen(tcp, c->discovery.addr, c->discovery.port, false)) < 0) {
@@ -189,7 +191,8 @@ static int listen_all(struct daemon_conf *c, struct nkv_tcp *tcp)
 /* The shared-memory transport starts only when a subsystem names a socket for it. The socket is
  * created owner-only (umask) and then opened to --shm-mode / --shm-group, so it is never briefly
  * open to everyone; GPU processes usually run as a non-root user in that group. */
-static int listen_shm(struct daemon_conf *c, struct nkv_target *tgt, struct nkv_shm **shm)
+int daemon_shm_serve(const struct daemon_conf *c, struct nkv_target *tgt, struct nkv_shm **shm, const char *nqn,
+		     const char *path)
 {
 	gid_t gid = (gid_t)-1;
 	int rc;
@@ -202,32 +205,37 @@ static int listen_shm(struct daemon_conf *c, struct nkv_target *tgt, struct nkv_
 		}
 		gid = g->gr_gid;
 	}
+	if (!*shm && (rc = nkv_shm_create(tgt, &c->shm, shm)) < 0) {
+		NKV_ERR("cannot start the shared-memory transport: %s", strerror(-rc));
+		return rc;
+	}
+	mode_t old = umask(0177);
+	rc = nkv_shm_listen(*shm, nqn, path);
+	umask(old);
+	if (rc < 0) {
+		NKV_ERR("cannot serve %s on %s: %s%s", nqn, path, strerror(-rc),
+			rc == -EADDRINUSE ? " (another live daemon answers on it)"
+			: rc == -EEXIST  ? " (the path exists and is not a socket: not removed)"
+					 : "");
+		return rc;
+	}
+	if ((gid != (gid_t)-1 && chown(path, (uid_t)-1, gid) < 0) || chmod(path, c->shm_mode) < 0) {
+		rc = -errno;
+		NKV_ERR("cannot set the owner or mode of %s: %s", path, strerror(-rc));
+		return rc;
+	}
+	NKV_INFO("shared memory for %s on %s (mode %04o%s%s)", nqn, path, c->shm_mode, *c->shm_group ? ", group " : "",
+		 c->shm_group);
+	return 0;
+}
 
+static int listen_shm(struct daemon_conf *c, struct nkv_target *tgt, struct nkv_shm **shm)
+{
 	for (unsigned i = 0; i < c->nsubsys; i++) {
-		struct conf_subsys *s = &c->subsys[i];
-		if (!*s->shm_path)
-			continue;
-		if (!*shm && (rc = nkv_shm_create(tgt, &c->shm, shm)) < 0) {
-			NKV_ERR("cannot start the shared-memory transport: %s", strerror(-rc));
+		int rc;
+		if (*c->subsys[i].shm_path &&
+		    (rc = daemon_shm_serve(c, tgt, shm, c->subsys[i].nqn, c->subsys[i].shm_path)) < 0)
 			return rc;
-		}
-		mode_t old = umask(0177);
-		rc = nkv_shm_listen(*shm, s->nqn, s->shm_path);
-		umask(old);
-		if (rc < 0) {
-			NKV_ERR("cannot serve %s on %s: %s%s", s->nqn, s->shm_path, strerror(-rc),
-				rc == -EADDRINUSE ? " (another live daemon answers on it)"
-				: rc == -EEXIST  ? " (the path exists and is not a socket: not removed)"
-						 : "");
-			return rc;
-		}
-		if ((gid != (gid_t)-1 && chown(s->shm_path, (uid_t)-1, gid) < 0) || chmod(s->shm_path, c->shm_mode) < 0) {
-			rc = -errno;
-			NKV_ERR("cannot set the owner or mode of %s: %s", s->shm_path, strerror(-rc));
-			return rc;
-		}
-		NKV_INFO("shared memory for %s on %s (mode %04o%s%s)", s->nqn, s->shm_path, c->shm_mode,
-			 *c->shm_group ? ", group " : "", c->shm_group);
 	}
 	return 0;
 }
@@ -301,14 +309,16 @@ static int pid_file_write(const char *path)
 /* SIGHUP: the log level is the one setting applied live (from the file, unless a flag set it). */
 /* SIGHUP, Exec allowlists: each running namespace takes the file's allowlist (none if the file has
  * none for it). Namespaces the file adds or drops need a restart. */
-static void reload_exec(const struct daemon_conf *run, const struct daemon_conf *fresh)
+static void reload_exec(struct nkv_target *tgt, const struct daemon_conf *run, const struct daemon_conf *fresh)
 {
 	for (unsigned i = 0; i < run->nsubsys; i++) {
 		const struct conf_subsys *rs = &run->subsys[i], *fs = NULL;
 		for (unsigned k = 0; k < fresh->nsubsys && !fs; k++)
 			if (strcmp(fresh->subsys[k].nqn, rs->nqn) == 0)
 				fs = &fresh->subsys[k];
-		for (unsigned j = 0; rs->ss && j < rs->nns; j++) {
+		/* By name: the control plane may have removed (or re-created) the subsystem since startup. */
+		struct nkv_subsys *ss = nkv_target_subsys(tgt, rs->nqn);
+		for (unsigned j = 0; ss && j < rs->nns; j++) {
 			unsigned n = 0;
 			const struct nkv_exec_rule *r = NULL;
 			for (unsigned k = 0; fs && k < fs->nns; k++)
@@ -316,8 +326,8 @@ static void reload_exec(const struct daemon_conf *run, const struct daemon_conf 
 					r = fs->exec[k];
 					n = fs->nexec[k];
 				}
-			int rc = nkv_ns_set_exec(rs->ss, rs->ns[j].nsid, r, n);
-			if (rc < 0)
+			int rc = nkv_ns_set_exec(ss, rs->ns[j].nsid, r, n);
+			if (rc < 0 && rc != -ENOENT) /* -ENOENT: the control plane removed it */
 				NKV_ERR("SIGHUP: %s nsid %u: Exec allowlist refused (%s); the previous one stays", rs->nqn,
 					rs->ns[j].nsid, strerror(-rc));
 		}
@@ -326,7 +336,7 @@ static void reload_exec(const struct daemon_conf *run, const struct daemon_conf 
 
 /* SIGHUP: what applies live is the log level (from the file, unless a flag set it) and each
  * namespace's Exec allowlist. */
-static void reload(const struct daemon_conf *run, const char *cfile, int argc, char **argv)
+static void reload(struct nkv_target *tgt, const struct daemon_conf *run, const char *cfile, int argc, char **argv)
 {
 	static struct daemon_conf fresh;
 
@@ -344,7 +354,7 @@ static void reload(const struct daemon_conf *run, const char *cfile, int argc, c
 	if (fresh.log_level < 0)
 		fresh.log_level = 2;
 	nkv_log_set_level((enum nkv_log_level)fresh.log_level);
-	reload_exec(run, &fresh);
+	reload_exec(tgt, run, &fresh);
 	NKV_INFO("SIGHUP: re-read %s: log level %d and Exec allowlists applied; listeners, subsystems, "
 		 "namespaces, TLS keys and limits need a restart", cfile, fresh.log_level);
 	conf_free(&fresh);
@@ -356,6 +366,7 @@ int main(int argc, char **argv)
 	struct nkv_target *tgt = NULL;
 	struct nkv_tcp *tcp = NULL;
 	struct nkv_shm *shm = NULL;
+	struct daemon_control *ctl = NULL;
 	const char *cfile = config_arg(argc, argv);
 	sigset_t sigs;
 	int sig = 0, rc = 1;
@@ -400,7 +411,8 @@ int main(int argc, char **argv)
 		rc = 1;
 		goto out;
 	}
-	if (listen_all(&conf, tcp) < 0 || listen_shm(&conf, tgt, &shm) < 0) {
+	if (listen_all(&conf, tcp) < 0 || listen_shm(&conf, tgt, &shm) < 0 ||
+	    daemon_control_start(&conf, tgt, tcp, &shm, &ctl) < 0) {
 		rc = 1;
 		goto out;
 	}
@@ -415,13 +427,14 @@ int main(int argc, char **argv)
 	 * window's end, even when nothing else is logged; SIGHUP re-reads the configuration. */
 	while ((sig = sigtimedwait(&sigs, NULL, &(struct timespec){.tv_sec = 1})) < 0 || sig == SIGHUP) {
 		if (sig == SIGHUP)
-			reload(&conf, cfile, argc, argv);
+			reload(tgt, &conf, cfile, argc, argv);
 		nkv_log_tick();
 	}
 	NKV_INFO("%s: shutting down (up to %u ms for commands in flight)", strsignal(sig),
 		conf.grace_ms);
 	rc = 0;
 out:
+	daemon_control_stop(ctl);
 	nkv_shm_destroy(shm, (int)conf.grace_ms);
 	nkv_tcp_destroy(tcp, (int)conf.grace_ms);
 	nkv_target_destroy(tgt);

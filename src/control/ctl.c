@@ -1,0 +1,855 @@
+/*
+ * ctl.c - the control plane's methods (one per RPC of proto/rados_nkv/v1/control.proto, JSON in and
+ * out, ctl.h) and the watcher that applies the group's changes.
+ *
+ * A change is made as an optimistic transaction: read the stored state, apply the method to a copy,
+ * commit it with a compare-and-set on the epoch (store.c) and start again from the fresh state when
+ * another gateway committed first; then apply it to this gateway's target (state.c) and notify the
+ * group. Validation happens before the commit, against the state the change is made from, so what
+ * the store holds is always a state every gateway can apply.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define NKV_LOG_COMPONENT "control"
+#include "common/clock.h"
+#include "common/log.h"
+#include "control/ctl_int.h"
+#include "nkv/nkv_target.h"
+
+#define COMMIT_TRIES 32
+
+struct call {
+	struct nkv_ctl *ctl;
+	json_object *req;
+	json_object *resp;
+	char err[512];
+};
+
+static int fail(struct call *c, int rc, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(c->err, sizeof(c->err), fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+/* ---- request fields ---------------------------------------------------------------------------- */
+
+static const char *req_str(struct call *c, const char *key)
+{
+	const char *s = st_str(c->req, key);
+	return s ? s : "";
+}
+
+static int req_u64(struct call *c, const char *key, uint64_t *out)
+{
+	if (st_u64(c->req, key, 0, out) < 0)
+		return fail(c, -EINVAL, "'%s' must be a non-negative integer", key);
+	return 0;
+}
+
+static int check_nqn(struct call *c, const char *what, const char *nqn)
+{
+	size_t n = strlen(nqn);
+	if (n == 0)
+		return fail(c, -EINVAL, "%s is required", what);
+	if (n > 223 || strncmp(nqn, "nqn.", 4) != 0)
+		return fail(c, -EINVAL, "%s '%.240s' is not an NQN (\"nqn.\" followed by at most 219 bytes)", what, nqn);
+	return 0;
+}
+
+static json_object *find_ss(struct call *c, json_object *st, const char *nqn, int *rc)
+{
+	json_object *ss = st_get(st_subsystems(st), nqn);
+	if (!ss)
+		*rc = fail(c, -ENOENT, "no subsystem %s", nqn);
+	return ss;
+}
+
+/* ---- responses (the proto's messages) ---------------------------------------------------------- */
+
+static json_object *ns_msg(const char *nqn, json_object *ns)
+{
+	json_object *o = json_object_new_object();
+	uint64_t nsid, maxv;
+	st_u64(ns, "nsid", 0, &nsid);
+	st_u64(ns, "max_value", 0, &maxv);
+	json_object_object_add(o, "nqn", json_object_new_string(nqn));
+	json_object_object_add(o, "nsid", json_object_new_int64((int64_t)nsid));
+	json_object_object_add(o, "rados_namespace", json_object_new_string(st_str(ns, "rados_namespace") ? st_str(ns, "rados_namespace") : ""));
+	json_object_object_add(o, "max_value", json_object_new_uint64(maxv));
+	json_object_object_add(o, "read_only", json_object_new_boolean(st_bool(ns, "read_only")));
+	return o;
+}
+
+static json_object *host_msg(const char *nqn, json_object *h)
+{
+	json_object *o = json_object_new_object();
+	const char *k = st_str(h, "dhchap_key"), *ck = st_str(h, "dhchap_ctrl_key");
+	json_object_object_add(o, "nqn", json_object_new_string(nqn));
+	json_object_object_add(o, "host_nqn", json_object_new_string(st_str(h, "host_nqn")));
+	json_object_object_add(o, "dhchap", json_object_new_boolean(k && *k)); /* never the secret */
+	json_object_object_add(o, "dhchap_bidirectional", json_object_new_boolean(ck && *ck));
+	return o;
+}
+
+static int nsid_cmp(const void *a, const void *b)
+{
+	uint64_t x, y;
+	st_u64(*(json_object *const *)a, "nsid", 0, &x);
+	st_u64(*(json_object *const *)b, "nsid", 0, &y);
+	return x < y ? -1 : x > y;
+}
+
+/* The namespaces of @ss by NSID. */
+static json_object *ns_list(const char *nqn, json_object *ss)
+{
+	json_object *arr = json_object_new_array(), *v[NKV_MAX_NSID];
+	size_t n = 0;
+	json_object_object_foreach(st_get(ss, "namespaces"), k, ns) {
+		(void)k;
+		if (n < NKV_MAX_NSID)
+			v[n++] = ns;
+	}
+	qsort(v, n, sizeof(v[0]), nsid_cmp);
+	for (size_t i = 0; i < n; i++)
+		json_object_array_add(arr, ns_msg(nqn, v[i]));
+	return arr;
+}
+
+static json_object *ss_msg(json_object *ss)
+{
+	json_object *o = json_object_new_object(), *hosts = json_object_new_array();
+	const char *nqn = st_str(ss, "nqn");
+	uint64_t maxns;
+	st_u64(ss, "max_namespaces", 0, &maxns);
+	json_object_object_add(o, "nqn", json_object_new_string(nqn));
+	json_object_object_add(o, "pool", json_object_new_string(st_str(ss, "pool")));
+	json_object_object_add(o, "max_namespaces", json_object_new_int64((int64_t)maxns));
+	json_object_object_add(o, "allow_any_host", json_object_new_boolean(st_bool(ss, "allow_any_host")));
+	json_object_object_foreach(st_get(ss, "hosts"), h, hv) {
+		(void)hv;
+		json_object_array_add(hosts, json_object_new_string(h));
+	}
+	json_object_object_add(o, "hosts", hosts);
+	json_object_object_add(o, "namespaces", ns_list(nqn, ss));
+	json_object_object_add(o, "serial_number", json_object_new_string(""));
+	json_object_object_add(o, "shm_socket", json_object_new_string(st_str(ss, "shm_socket") ? st_str(ss, "shm_socket") : ""));
+	return o;
+}
+
+static json_object *listener_msg(json_object *l, bool active)
+{
+	json_object *o = json_object_new_object();
+	uint64_t port;
+	st_u64(l, "port", 0, &port);
+	json_object_object_add(o, "gateway", json_object_new_string(st_str(l, "gateway")));
+	json_object_object_add(o, "address", json_object_new_string(st_str(l, "address")));
+	json_object_object_add(o, "port", json_object_new_int64((int64_t)port));
+	json_object_object_add(o, "tls", json_object_new_boolean(st_bool(l, "tls")));
+	json_object_object_add(o, "active", json_object_new_boolean(active));
+	return o;
+}
+
+static json_object *connections(struct nkv_ctl *ctl, const char *nqn)
+{
+	json_object *arr = json_object_new_array();
+	struct nkv_conn_info *v = NULL;
+	int n = nkv_target_connections(ctl->conf.tgt, nqn && *nqn ? nqn : NULL, &v);
+	for (int i = 0; i < n; i++) {
+		json_object *o = json_object_new_object();
+		json_object_object_add(o, "nqn", json_object_new_string(v[i].subnqn));
+		json_object_object_add(o, "host_nqn", json_object_new_string(v[i].hostnqn));
+		json_object_object_add(o, "cntlid", json_object_new_int(v[i].cntlid));
+		json_object_object_add(o, "io_queues", json_object_new_int(v[i].io_queues));
+		json_object_object_add(o, "transport", json_object_new_string(v[i].transport));
+		json_object_object_add(o, "authenticated", json_object_new_boolean(v[i].authenticated));
+		json_object_array_add(arr, o);
+	}
+	free(v);
+	return arr;
+}
+
+/* ---- mutating methods: change @st (a copy of the stored state); c->resp is the answer ----------- */
+
+static int m_create_subsystem(struct call *c, json_object *st)
+{
+	const char *nqn = req_str(c, "nqn"), *pool = req_str(c, "pool"), *shm = req_str(c, "shm_socket");
+	uint64_t maxns;
+	int rc;
+
+	if ((rc = check_nqn(c, "nqn", nqn)) < 0 || (rc = req_u64(c, "max_namespaces", &maxns)) < 0)
+		return rc;
+	if (!*pool || strlen(pool) > 255)
+		return fail(c, -EINVAL, "subsystem %s: a pool name is required (at most 255 bytes)", nqn);
+	if (maxns > NKV_MAX_NSID)
+		return fail(c, -EINVAL, "subsystem %s: max_namespaces %" PRIu64 " is above %u", nqn, maxns, NKV_MAX_NSID);
+	if (strlen(shm) > 107)
+		return fail(c, -EINVAL, "subsystem %s: shm_socket path longer than 107 bytes", nqn);
+	if (st_get(st_subsystems(st), nqn))
+		return fail(c, -EEXIST, "subsystem %s exists", nqn);
+	if ((rc = nkv_target_check_pool(c->ctl->conf.tgt, pool, NULL)) < 0)
+		return fail(c, rc == -ENOENT ? -EPERM : rc, "subsystem %s: pool '%s': %s", nqn, pool,
+			    rc == -ENOENT ? "no such pool (create it: ceph osd pool create NAME)" : strerror(-rc));
+	json_object *ss = json_object_new_object();
+	json_object_object_add(ss, "nqn", json_object_new_string(nqn));
+	json_object_object_add(ss, "pool", json_object_new_string(pool));
+	json_object_object_add(ss, "max_namespaces", json_object_new_int64((int64_t)maxns));
+	json_object_object_add(ss, "allow_any_host", json_object_new_boolean(st_bool(c->req, "allow_any_host")));
+	json_object_object_add(ss, "shm_socket", json_object_new_string(shm));
+	json_object_object_add(ss, "hosts", json_object_new_object());
+	json_object_object_add(ss, "namespaces", json_object_new_object());
+	json_object_object_add(st_subsystems(st), nqn, ss);
+	c->resp = ss_msg(ss);
+	return 0;
+}
+
+static int m_delete_subsystem(struct call *c, json_object *st)
+{
+	const char *nqn = req_str(c, "nqn");
+	int rc = 0;
+	if (!find_ss(c, st, nqn, &rc))
+		return rc;
+	json_object_object_del(st_subsystems(st), nqn);
+	c->resp = json_object_new_object();
+	return 0;
+}
+
+static int m_add_namespace(struct call *c, json_object *st)
+{
+	const char *nqn = req_str(c, "nqn"), *rns = req_str(c, "rados_namespace");
+	uint64_t nsid, maxv, maxns, limit = UINT32_MAX;
+	char key[16];
+	int rc = 0;
+	json_object *ss = find_ss(c, st, nqn, &rc), *nss;
+
+	if (!ss)
+		return rc;
+	if ((rc = req_u64(c, "nsid", &nsid)) < 0 || (rc = req_u64(c, "max_value", &maxv)) < 0)
+		return rc;
+	nss = st_get(ss, "namespaces");
+	if (nsid > NKV_MAX_NSID)
+		return fail(c, -EINVAL, "%s: nsid %" PRIu64 " is out of range (1-%u)", nqn, nsid, NKV_MAX_NSID);
+	for (uint64_t i = 1; nsid == 0 && i <= NKV_MAX_NSID; i++) { /* 0: the lowest free NSID */
+		snprintf(key, sizeof(key), "%" PRIu64, i);
+		if (!st_get(nss, key))
+			nsid = i;
+	}
+	snprintf(key, sizeof(key), "%" PRIu64, nsid);
+	if (nsid == 0 || st_get(nss, key))
+		return fail(c, -EEXIST, "%s: namespace %s exists", nqn, nsid ? key : "(all NSIDs in use)");
+	st_u64(ss, "max_namespaces", 0, &maxns);
+	if (maxns && (uint64_t)json_object_object_length(nss) >= maxns)
+		return fail(c, -EPERM, "%s: max_namespaces (%" PRIu64 ") reached", nqn, maxns);
+	if (strlen(rns) > 127)
+		return fail(c, -EINVAL, "%s: rados_namespace longer than 127 bytes", nqn);
+	if ((rc = nkv_target_check_pool(c->ctl->conf.tgt, st_str(ss, "pool"), &limit)) < 0)
+		return fail(c, -EPERM, "%s: pool '%s': %s", nqn, st_str(ss, "pool"), strerror(-rc));
+	if (maxv > limit || maxv > UINT32_MAX)
+		return fail(c, -EINVAL, "%s: max_value %" PRIu64 " is above the largest value the cluster stores, %" PRIu64,
+			    nqn, maxv, limit < UINT32_MAX ? limit : (uint64_t)UINT32_MAX);
+	json_object *ns = json_object_new_object();
+	json_object_object_add(ns, "nsid", json_object_new_int64((int64_t)nsid));
+	json_object_object_add(ns, "rados_namespace", json_object_new_string(rns));
+	json_object_object_add(ns, "max_value", json_object_new_uint64(maxv));
+	json_object_object_add(ns, "read_only", json_object_new_boolean(st_bool(c->req, "read_only")));
+	json_object_object_add(nss, key, ns);
+	c->resp = ns_msg(nqn, ns);
+	return 0;
+}
+
+/* The namespace the request names. */
+static json_object *find_ns(struct call *c, json_object *st, int *rc)
+{
+	const char *nqn = req_str(c, "nqn");
+	json_object *ss = find_ss(c, st, nqn, rc), *ns;
+	uint64_t nsid;
+	char key[16];
+
+	if (!ss)
+		return NULL;
+	if ((*rc = req_u64(c, "nsid", &nsid)) < 0)
+		return NULL;
+	snprintf(key, sizeof(key), "%" PRIu64, nsid);
+	if (!(ns = st_get(st_get(ss, "namespaces"), key)))
+		*rc = fail(c, -ENOENT, "%s: no namespace %s", nqn, key);
+	return ns;
+}
+
+static int m_remove_namespace(struct call *c, json_object *st)
+{
+	int rc = 0;
+	json_object *ns = find_ns(c, st, &rc);
+	uint64_t nsid;
+	char key[16];
+
+	if (!ns)
+		return rc;
+	st_u64(ns, "nsid", 0, &nsid);
+	snprintf(key, sizeof(key), "%" PRIu64, nsid);
+	json_object_object_del(st_get(st_get(st_subsystems(st), req_str(c, "nqn")), "namespaces"), key);
+	c->resp = json_object_new_object();
+	return 0;
+}
+
+static int m_set_read_only(struct call *c, json_object *st)
+{
+	int rc = 0;
+	json_object *ns = find_ns(c, st, &rc);
+	if (!ns)
+		return rc;
+	json_object_object_add(ns, "read_only", json_object_new_boolean(st_bool(c->req, "read_only")));
+	c->resp = ns_msg(req_str(c, "nqn"), ns);
+	return 0;
+}
+
+static int m_set_max_value(struct call *c, json_object *st)
+{
+	int rc = 0;
+	json_object *ns = find_ns(c, st, &rc), *ss = st_get(st_subsystems(st), req_str(c, "nqn"));
+	uint64_t maxv, limit = UINT32_MAX;
+	if (!ns)
+		return rc;
+	if ((rc = req_u64(c, "max_value", &maxv)) < 0)
+		return rc;
+	if ((rc = nkv_target_check_pool(c->ctl->conf.tgt, st_str(ss, "pool"), &limit)) < 0)
+		return fail(c, -EPERM, "%s: pool '%s': %s", req_str(c, "nqn"), st_str(ss, "pool"), strerror(-rc));
+	if (maxv > limit || maxv > UINT32_MAX)
+		return fail(c, -EINVAL, "%s: max_value %" PRIu64 " is above the largest value the cluster stores, %" PRIu64,
+			    req_str(c, "nqn"), maxv, limit < UINT32_MAX ? limit : (uint64_t)UINT32_MAX);
+	json_object_object_add(ns, "max_value", json_object_new_uint64(maxv));
+	c->resp = ns_msg(req_str(c, "nqn"), ns);
+	return 0;
+}
+
+static int m_allow_host(struct call *c, json_object *st)
+{
+	const char *nqn = req_str(c, "nqn"), *host = req_str(c, "host_nqn");
+	const char *key = req_str(c, "dhchap_key"), *ckey = req_str(c, "dhchap_ctrl_key");
+	int rc = 0;
+	json_object *ss = find_ss(c, st, nqn, &rc);
+
+	if (!ss)
+		return rc;
+	if ((rc = check_nqn(c, "host_nqn", host)) < 0)
+		return rc;
+	if (st_get(st_get(ss, "hosts"), host))
+		return fail(c, -EEXIST, "%s: host %s is allowed already", nqn, host);
+	if (*ckey && !*key)
+		return fail(c, -EINVAL, "%s: host %s: a controller secret needs a host secret", nqn, host);
+	if (*key && (rc = nkv_dhchap_secret_check(key)) < 0)
+		return fail(c, -EINVAL, "%s: host %s: dhchap_key is not a DHHC-1 secret", nqn, host);
+	if (*ckey && (rc = nkv_dhchap_secret_check(ckey)) < 0)
+		return fail(c, -EINVAL, "%s: host %s: dhchap_ctrl_key is not a DHHC-1 secret", nqn, host);
+	json_object *h = json_object_new_object();
+	json_object_object_add(h, "host_nqn", json_object_new_string(host));
+	json_object_object_add(h, "dhchap_key", json_object_new_string(key));
+	json_object_object_add(h, "dhchap_ctrl_key", json_object_new_string(ckey));
+	json_object_object_add(st_get(ss, "hosts"), host, h);
+	c->resp = host_msg(nqn, h);
+	return 0;
+}
+
+static int m_disallow_host(struct call *c, json_object *st)
+{
+	const char *nqn = req_str(c, "nqn"), *host = req_str(c, "host_nqn");
+	int rc = 0;
+	json_object *ss = find_ss(c, st, nqn, &rc);
+
+	if (!ss)
+		return rc;
+	if (!st_get(st_get(ss, "hosts"), host))
+		return fail(c, -ENOENT, "%s: host %s is not on the allowlist", nqn, host);
+	json_object_object_del(st_get(ss, "hosts"), host);
+	/* How many this gateway will disconnect (unless the subsystem is open to any host). */
+	struct nkv_conn_info *v = NULL;
+	int n = st_bool(ss, "allow_any_host") ? 0 : nkv_target_connections(c->ctl->conf.tgt, nqn, &v), k = 0;
+	for (int i = 0; i < n; i++)
+		k += strcmp(v[i].hostnqn, host) == 0;
+	free(v);
+	c->resp = json_object_new_object();
+	json_object_object_add(c->resp, "disconnected", json_object_new_int(k));
+	return 0;
+}
+
+static int listener_req(struct call *c, char *key, size_t n, uint64_t *port)
+{
+	const char *gw = *req_str(c, "gateway") ? req_str(c, "gateway") : c->ctl->gateway, *addr = req_str(c, "address");
+	int rc;
+	if ((rc = req_u64(c, "port", port)) < 0)
+		return rc;
+	if (*port == 0 || *port > 65535)
+		return fail(c, -EINVAL, "port %" PRIu64 " is out of range (1-65535)", *port);
+	if (!*addr || strlen(addr) > 63 || strchr(addr, '/'))
+		return fail(c, -EINVAL, "address '%.64s' is not an IP address", addr);
+	if (strlen(gw) > 200 || strchr(gw, '/'))
+		return fail(c, -EINVAL, "gateway name '%.64s' is too long or has a '/'", gw);
+	st_listener_key(key, n, gw, addr, (unsigned)*port);
+	return 0;
+}
+
+static int m_add_listener(struct call *c, json_object *st)
+{
+	char key[300];
+	uint64_t port;
+	int rc;
+
+	if ((rc = listener_req(c, key, sizeof(key), &port)) < 0)
+		return rc;
+	if (st_get(st_listeners(st), key))
+		return fail(c, -EEXIST, "listener %s exists", key);
+	json_object *l = json_object_new_object();
+	json_object_object_add(l, "gateway", json_object_new_string(*req_str(c, "gateway") ? req_str(c, "gateway") : c->ctl->gateway));
+	json_object_object_add(l, "address", json_object_new_string(req_str(c, "address")));
+	json_object_object_add(l, "port", json_object_new_int64((int64_t)port));
+	json_object_object_add(l, "tls", json_object_new_boolean(st_bool(c->req, "tls")));
+	json_object_object_add(st_listeners(st), key, l);
+	c->resp = listener_msg(l, false);
+	return 0;
+}
+
+static int m_remove_listener(struct call *c, json_object *st)
+{
+	char key[300];
+	uint64_t port;
+	int rc;
+
+	if ((rc = listener_req(c, key, sizeof(key), &port)) < 0)
+		return rc;
+	if (!st_get(st_listeners(st), key))
+		return fail(c, -ENOENT, "no listener %s", key);
+	json_object_object_del(st_listeners(st), key);
+	c->resp = json_object_new_object();
+	return 0;
+}
+
+/* ---- read-only methods: answer from the state this gateway last read ---------------------------- */
+
+static int r_list_subsystems(struct call *c, json_object *st)
+{
+	json_object *arr = json_object_new_array();
+	json_object_object_foreach(st_subsystems(st), nqn, ss) {
+		(void)nqn;
+		json_object_array_add(arr, ss_msg(ss));
+	}
+	c->resp = json_object_new_object();
+	json_object_object_add(c->resp, "subsystems", arr);
+	return 0;
+}
+
+static int r_get_subsystem(struct call *c, json_object *st)
+{
+	int rc = 0;
+	json_object *ss = find_ss(c, st, req_str(c, "nqn"), &rc);
+	if (!ss)
+		return rc;
+	c->resp = ss_msg(ss);
+	struct nkv_subsys *s = nkv_target_subsys(c->ctl->conf.tgt, req_str(c, "nqn"));
+	if (s)
+		json_object_object_add(c->resp, "serial_number", json_object_new_string(nkv_subsys_serial(s)));
+	return 0;
+}
+
+static int r_list_namespaces(struct call *c, json_object *st)
+{
+	int rc = 0;
+	json_object *ss = find_ss(c, st, req_str(c, "nqn"), &rc);
+	if (!ss)
+		return rc;
+	c->resp = json_object_new_object();
+	json_object_object_add(c->resp, "namespaces", ns_list(req_str(c, "nqn"), ss));
+	return 0;
+}
+
+static int r_list_hosts(struct call *c, json_object *st)
+{
+	int rc = 0;
+	json_object *ss = find_ss(c, st, req_str(c, "nqn"), &rc), *arr = json_object_new_array();
+	if (!ss) {
+		json_object_put(arr);
+		return rc;
+	}
+	json_object_object_foreach(st_get(ss, "hosts"), h, hv) {
+		(void)h;
+		json_object_array_add(arr, host_msg(req_str(c, "nqn"), hv));
+	}
+	c->resp = json_object_new_object();
+	json_object_object_add(c->resp, "hosts", arr);
+	return 0;
+}
+
+static int r_namespace_stats(struct call *c, json_object *st)
+{
+	struct nkv_ns_stats s;
+	int rc = 0;
+	json_object *ns = find_ns(c, st, &rc);
+	struct nkv_subsys *ss = ns ? nkv_target_subsys(c->ctl->conf.tgt, req_str(c, "nqn")) : NULL;
+	uint64_t nsid;
+
+	if (!ns)
+		return rc;
+	st_u64(ns, "nsid", 0, &nsid);
+	if (!ss || nkv_ns_stats(ss, (uint32_t)nsid, &s) < 0)
+		return fail(c, -ENOENT, "%s: namespace %" PRIu64 " is not served by gateway %s", req_str(c, "nqn"), nsid,
+			    c->ctl->gateway);
+	json_object *o = c->resp = json_object_new_object();
+	json_object_object_add(o, "nqn", json_object_new_string(req_str(c, "nqn")));
+	json_object_object_add(o, "nsid", json_object_new_int64((int64_t)nsid));
+	json_object_object_add(o, "gateway", json_object_new_string(c->ctl->gateway));
+	const struct { const char *k; uint64_t v; } f[] = {
+		{"stores", s.stores}, {"retrieves", s.retrieves}, {"deletes", s.deletes}, {"exists", s.exists},
+		{"lists", s.lists}, {"bytes_written", s.bytes_written}, {"bytes_read", s.bytes_read},
+		{"errors", s.errors}, {"in_flight", s.in_flight}, {"used_bytes", s.used},
+	};
+	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
+		json_object_object_add(o, f[i].k, json_object_new_uint64(f[i].v));
+	return 0;
+}
+
+static int r_list_connections(struct call *c, json_object *st)
+{
+	(void)st;
+	c->resp = json_object_new_object();
+	json_object_object_add(c->resp, "connections", connections(c->ctl, req_str(c, "nqn")));
+	return 0;
+}
+
+static int r_list_listeners(struct call *c, json_object *st)
+{
+	const char *gw = req_str(c, "gateway");
+	json_object *arr = json_object_new_array();
+	json_object_object_foreach(st_listeners(st), k, l) {
+		if (*gw && strcmp(gw, st_str(l, "gateway")) != 0)
+			continue;
+		json_object_array_add(arr, listener_msg(l, st_get(st_listeners(c->ctl->applied), k) != NULL));
+	}
+	c->resp = json_object_new_object();
+	json_object_object_add(c->resp, "listeners", arr);
+	return 0;
+}
+
+static int r_gateway_info(struct call *c, json_object *st)
+{
+	struct nkv_ctl *ctl = c->ctl;
+	json_object *o = c->resp = json_object_new_object(), *ls = json_object_new_array();
+	(void)st;
+	json_object_object_add(o, "name", json_object_new_string(ctl->gateway));
+	json_object_object_add(o, "version", json_object_new_string(ctl->version));
+	json_object_object_add(o, "group", json_object_new_string(ctl->group));
+	json_object_object_add(o, "epoch", json_object_new_uint64(st_epoch(ctl->applied)));
+	json_object_object_add(o, "uptime_s", json_object_new_uint64((nkv_now_ms() - ctl->started_ms) / 1000));
+	json_object_object_add(o, "backend", json_object_new_string(ctl->backend));
+	json_object_object_foreach(st_listeners(ctl->applied), k, l) {
+		(void)k;
+		json_object_array_add(ls, listener_msg(l, true));
+	}
+	json_object_object_add(o, "listeners", ls);
+	json_object_object_add(o, "connections", connections(ctl, NULL));
+	json_object_object_add(o, "state_store", json_object_new_string(store_name(ctl->store)));
+	return 0;
+}
+
+/* ---- dispatch ------------------------------------------------------------------------------------ */
+
+struct method {
+	const char *name;
+	int (*fn)(struct call *c, json_object *st);
+	bool changes;
+};
+
+static const struct method g_methods[] = {
+	{"CreateSubsystem", m_create_subsystem, true},
+	{"DeleteSubsystem", m_delete_subsystem, true},
+	{"ListSubsystems", r_list_subsystems, false},
+	{"GetSubsystem", r_get_subsystem, false},
+	{"AddNamespace", m_add_namespace, true},
+	{"RemoveNamespace", m_remove_namespace, true},
+	{"ListNamespaces", r_list_namespaces, false},
+	{"SetNamespaceReadOnly", m_set_read_only, true},
+	{"SetNamespaceMaxValue", m_set_max_value, true},
+	{"GetNamespaceStats", r_namespace_stats, false},
+	{"AllowHost", m_allow_host, true},
+	{"DisallowHost", m_disallow_host, true},
+	{"ListHosts", r_list_hosts, false},
+	{"ListConnections", r_list_connections, false},
+	{"AddListener", m_add_listener, true},
+	{"RemoveListener", m_remove_listener, true},
+	{"ListListeners", r_list_listeners, false},
+	{"GetGatewayInfo", r_gateway_info, false},
+};
+
+/* Apply @ctl->want to the target (ctl->mu held). */
+static int apply(struct nkv_ctl *ctl)
+{
+	int rc = st_reconcile(ctl, ctl->applied, ctl->want);
+	if (rc < 0)
+		NKV_WARN("state epoch %" PRIu64 ": not all of it applies on this gateway (%s); retried on the next change",
+			 st_epoch(ctl->want), strerror(-rc));
+	return rc;
+}
+
+/* Read the stored state into ctl->want (ctl->mu held). @return 0 or -errno. */
+static int refresh(struct nkv_ctl *ctl)
+{
+	json_object *st = NULL;
+	int rc = store_load(ctl->store, &st);
+	if (rc < 0)
+		return rc;
+	if (st) {
+		json_object_put(ctl->want);
+		ctl->want = st;
+	}
+	return 0;
+}
+
+/* A change: read, change a copy, compare-and-set, repeat on a conflict. */
+static int change(struct call *c, const struct method *m)
+{
+	struct nkv_ctl *ctl = c->ctl;
+	int rc;
+
+	for (int tries = 0; tries < COMMIT_TRIES; tries++) {
+		if ((rc = refresh(ctl)) < 0)
+			return fail(c, -EIO, "cannot read the state (%s): %s", store_name(ctl->store), strerror(-rc));
+		json_object *next = st_copy(ctl->want);
+		if (!next)
+			return fail(c, -ENOMEM, "out of memory");
+		json_object_put(c->resp);
+		c->resp = NULL;
+		if ((rc = m->fn(c, next)) < 0) {
+			json_object_put(next);
+			return rc;
+		}
+		json_object_object_add(next, "epoch", json_object_new_int64((int64_t)st_epoch(ctl->want) + 1));
+		rc = store_commit(ctl->store, st_epoch(ctl->want) ? ctl->want : NULL, next);
+		if (rc == -ECANCELED) { /* another gateway committed first: start from its state */
+			json_object_put(next);
+			NKV_DEBUG("%s: epoch %" PRIu64 " moved on, retrying", m->name, st_epoch(ctl->want));
+			continue;
+		}
+		if (rc < 0) {
+			json_object_put(next);
+			return fail(c, -EIO, "cannot write the state (%s): %s", store_name(ctl->store), strerror(-rc));
+		}
+		json_object_put(ctl->want);
+		ctl->want = next;
+		NKV_INFO("%s committed: epoch %" PRIu64, m->name, st_epoch(next));
+		rc = apply(ctl);
+		store_notify(ctl->store);
+		if (rc < 0)
+			return fail(c, -EIO, "%s committed (epoch %" PRIu64 ") but not applied on gateway %s: %s", m->name,
+				    st_epoch(next), ctl->gateway, strerror(-rc));
+		return 0;
+	}
+	return fail(c, -EAGAIN, "%s: %d concurrent changes won the commit in a row; retry", m->name, COMMIT_TRIES);
+}
+
+int nkv_ctl_call(struct nkv_ctl *ctl, const char *method, const char *req_json, char **resp_json, char **err_msg)
+{
+	struct call c = {.ctl = ctl};
+	const struct method *m = NULL;
+	int rc;
+
+	*resp_json = NULL;
+	*err_msg = NULL;
+	for (size_t i = 0; i < sizeof(g_methods) / sizeof(g_methods[0]); i++)
+		if (strcmp(g_methods[i].name, method) == 0)
+			m = &g_methods[i];
+	if (!m) {
+		rc = fail(&c, -ENOSYS, "no method %s", method);
+	} else if (!(c.req = json_tokener_parse(req_json && *req_json ? req_json : "{}")) ||
+		   !json_object_is_type(c.req, json_type_object)) {
+		rc = fail(&c, -EINVAL, "%s: the request is not a JSON object", method);
+	} else {
+		pthread_mutex_lock(&ctl->mu);
+		if (m->changes) {
+			rc = change(&c, m);
+		} else {
+			/* Group members answer from the state they last read: refresh first, so that a read
+			 * right after another gateway's change sees it. */
+			if (ctl->group[0])
+				refresh(ctl);
+			rc = m->fn(&c, ctl->want);
+		}
+		pthread_mutex_unlock(&ctl->mu);
+	}
+	if (rc == 0) {
+		*resp_json = strdup(json_object_to_json_string_ext(c.resp ? c.resp : json_object_new_object(),
+								    JSON_C_TO_STRING_PLAIN));
+		if (!*resp_json)
+			rc = -ENOMEM;
+	}
+	if (rc < 0) {
+		*err_msg = strdup(c.err[0] ? c.err : strerror(-rc));
+		NKV_DEBUG("%s: %s", method, c.err);
+	}
+	json_object_put(c.resp);
+	json_object_put(c.req);
+	return rc;
+}
+
+/* ---- the watcher ------------------------------------------------------------------------------- */
+
+/* From a librados callback thread: never wait for ctl->mu there (a notify in progress holds it and
+ * may need that thread), only for the watcher's own small lock. */
+static void kick(void *arg)
+{
+	struct nkv_ctl *ctl = arg;
+	pthread_mutex_lock(&ctl->kick_mu);
+	ctl->kick = true;
+	pthread_cond_signal(&ctl->cv);
+	pthread_mutex_unlock(&ctl->kick_mu);
+}
+
+static void *watch_main(void *arg)
+{
+	struct nkv_ctl *ctl = arg;
+	unsigned poll = ctl->conf.poll_ms ? ctl->conf.poll_ms : 2000;
+
+	for (;;) {
+		pthread_mutex_lock(&ctl->kick_mu);
+		if (!ctl->kick && !ctl->stop) {
+			struct timespec ts = nkv_abstime_in_ms(poll);
+			pthread_cond_timedwait(&ctl->cv, &ctl->kick_mu, &ts);
+		}
+		bool stop = ctl->stop;
+		ctl->kick = false;
+		pthread_mutex_unlock(&ctl->kick_mu);
+		if (stop)
+			break;
+		pthread_mutex_lock(&ctl->mu);
+		int64_t e = store_epoch(ctl->store);
+		if (e > 0 && (uint64_t)e != st_epoch(ctl->applied) && refresh(ctl) == 0 &&
+		    st_epoch(ctl->want) != st_epoch(ctl->applied)) {
+			NKV_INFO("group %s: epoch %" PRIu64 " -> %" PRIu64 ": applying", ctl->group, st_epoch(ctl->applied),
+				 st_epoch(ctl->want));
+			apply(ctl);
+		}
+		pthread_mutex_unlock(&ctl->mu);
+	}
+	return NULL;
+}
+
+/* First time this gateway joins a stored state: its own listeners from the flags go in. */
+static bool has_listeners_of(json_object *st, const char *gw)
+{
+	json_object_object_foreach(st_listeners(st), k, l) {
+		(void)k;
+		if (strcmp(st_str(l, "gateway"), gw) == 0)
+			return true;
+	}
+	return false;
+}
+
+int nkv_ctl_create(const struct nkv_ctl_conf *conf, const char *seed_json, struct nkv_ctl **out)
+{
+	struct nkv_ctl *ctl = calloc(1, sizeof(*ctl));
+	const char *why = NULL;
+	json_object *stored = NULL;
+	int rc;
+
+	if (!ctl)
+		return -ENOMEM;
+	ctl->conf = *conf;
+	snprintf(ctl->gateway, sizeof(ctl->gateway), "%s", conf->gateway ? conf->gateway : "gateway");
+	snprintf(ctl->group, sizeof(ctl->group), "%s", conf->group ? conf->group : "");
+	snprintf(ctl->backend, sizeof(ctl->backend), "%s", conf->backend ? conf->backend : "");
+	snprintf(ctl->version, sizeof(ctl->version), "%s", conf->version ? conf->version : "");
+	ctl->conf.gateway = ctl->gateway;
+	ctl->conf.group = ctl->group;
+	ctl->started_ms = nkv_now_ms();
+	pthread_mutex_init(&ctl->mu, NULL);
+	pthread_mutex_init(&ctl->kick_mu, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&ctl->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	/* What the daemon set up from its flags and file is what runs now. */
+	ctl->applied = json_tokener_parse(seed_json ? seed_json : "");
+	if (!ctl->applied || st_check(ctl->applied, &why) < 0) {
+		NKV_ERR("control: the seed state is malformed: %s", why ? why : "not JSON");
+		rc = -EINVAL;
+		goto fail;
+	}
+	if ((rc = store_open(conf, &ctl->store)) < 0 || (rc = store_load(ctl->store, &stored)) < 0)
+		goto fail;
+	ctl->want = st_copy(ctl->applied);
+	if (stored && !has_listeners_of(stored, ctl->gateway) && json_object_object_length(st_listeners(ctl->applied))) {
+		/* Joining: add this gateway's listeners to the group's state (one commit, retried). */
+		for (int tries = 0; tries < COMMIT_TRIES; tries++) {
+			json_object *next = st_copy(stored);
+			json_object_object_foreach(st_listeners(ctl->applied), k, l)
+				json_object_object_add(st_listeners(next), k, json_object_get(l));
+			json_object_object_add(next, "epoch", json_object_new_int64((int64_t)st_epoch(stored) + 1));
+			if ((rc = store_commit(ctl->store, stored, next)) == 0) {
+				json_object_put(stored);
+				stored = next;
+				store_notify(ctl->store);
+				break;
+			}
+			json_object_put(next);
+			json_object_put(stored);
+			stored = NULL;
+			if (rc != -ECANCELED || (rc = store_load(ctl->store, &stored)) < 0)
+				goto fail;
+		}
+	}
+	if (stored) { /* the stored state wins */
+		json_object_put(ctl->want);
+		ctl->want = stored;
+		NKV_INFO("control: state %s, epoch %" PRIu64 ": applying it", store_name(ctl->store), st_epoch(stored));
+		apply(ctl);
+	} else { /* nothing stored yet: the flags and file seed it */
+		json_object_object_add(ctl->want, "epoch", json_object_new_int64(1));
+		if ((rc = store_commit(ctl->store, NULL, ctl->want)) < 0 && rc != -ECANCELED)
+			goto fail;
+		if (rc == -ECANCELED) { /* another gateway seeded the group meanwhile: take its state */
+			if ((rc = refresh(ctl)) < 0)
+				goto fail;
+			apply(ctl);
+		} else {
+			json_object_object_add(ctl->applied, "epoch", json_object_new_int64(1));
+			NKV_INFO("control: state %s seeded from the configuration (epoch 1)", store_name(ctl->store));
+		}
+	}
+	if ((rc = store_watch(ctl->store, kick, ctl)) < 0 ||
+	    (rc = -pthread_create(&ctl->thread, NULL, watch_main, ctl)) < 0)
+		goto fail;
+	*out = ctl;
+	return 0;
+fail:
+	json_object_put(ctl->applied);
+	json_object_put(ctl->want);
+	store_close(ctl->store);
+	pthread_mutex_destroy(&ctl->mu);
+	pthread_mutex_destroy(&ctl->kick_mu);
+	pthread_cond_destroy(&ctl->cv);
+	free(ctl);
+	return rc < 0 ? rc : -EINVAL;
+}
+
+void nkv_ctl_destroy(struct nkv_ctl *ctl)
+{
+	if (!ctl)
+		return;
+	pthread_mutex_lock(&ctl->kick_mu);
+	ctl->stop = true;
+	pthread_cond_signal(&ctl->cv);
+	pthread_mutex_unlock(&ctl->kick_mu);
+	pthread_join(ctl->thread, NULL);
+	store_close(ctl->store); /* no more watch callbacks after this */
+	json_object_put(ctl->applied);
+	json_object_put(ctl->want);
+	pthread_mutex_destroy(&ctl->mu);
+	pthread_mutex_destroy(&ctl->kick_mu);
+	pthread_cond_destroy(&ctl->cv);
+	free(ctl);
+}

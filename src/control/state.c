@@ -1,0 +1,326 @@
+/*
+ * state.c - the control plane's state model (ctl_int.h) and the reconciler that makes the running
+ * target match it: subsystems, namespaces, hosts and this gateway's listeners are added, changed
+ * and removed live, through the core's live-change functions (nkv_target.h).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NKV_LOG_COMPONENT "control"
+#include "common/log.h"
+#include "control/ctl_int.h"
+#include "nkv/nkv_target.h"
+
+json_object *st_new(void)
+{
+	json_object *st = json_object_new_object();
+	json_object_object_add(st, "epoch", json_object_new_int64(0));
+	json_object_object_add(st, "subsystems", json_object_new_object());
+	json_object_object_add(st, "listeners", json_object_new_object());
+	return st;
+}
+
+json_object *st_get(json_object *o, const char *key)
+{
+	json_object *v = NULL;
+	return o && json_object_is_type(o, json_type_object) && json_object_object_get_ex(o, key, &v) ? v : NULL;
+}
+
+uint64_t st_epoch(json_object *st)
+{
+	uint64_t e = 0;
+	st_u64(st, "epoch", 0, &e);
+	return e;
+}
+
+json_object *st_subsystems(json_object *st)
+{
+	return st_get(st, "subsystems");
+}
+
+json_object *st_listeners(json_object *st)
+{
+	return st_get(st, "listeners");
+}
+
+int st_u64(json_object *o, const char *key, uint64_t def, uint64_t *out)
+{
+	json_object *v = st_get(o, key);
+	char *end;
+
+	*out = def;
+	if (!v || json_object_is_type(v, json_type_null))
+		return 0;
+	if (json_object_is_type(v, json_type_int)) {
+		if (json_object_get_int64(v) < 0)
+			return -EINVAL;
+		*out = json_object_get_uint64(v);
+		return 0;
+	}
+	if (json_object_is_type(v, json_type_string)) { /* proto3 JSON writes 64-bit integers so */
+		const char *s = json_object_get_string(v);
+		errno = 0;
+		unsigned long long x = strtoull(s, &end, 10);
+		if (!*s || *end || errno || *s == '-')
+			return -EINVAL;
+		*out = x;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+const char *st_str(json_object *o, const char *key)
+{
+	json_object *v = st_get(o, key);
+	return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+}
+
+int st_bool(json_object *o, const char *key)
+{
+	json_object *v = st_get(o, key);
+	return v && json_object_is_type(v, json_type_boolean) && json_object_get_boolean(v);
+}
+
+json_object *st_copy(json_object *st)
+{
+	json_object *c = NULL;
+	return json_object_deep_copy(st, &c, NULL) == 0 ? c : NULL;
+}
+
+void st_listener_key(char *out, size_t n, const char *gw, const char *addr, unsigned port)
+{
+	snprintf(out, n, "%s/%s/%u", gw, addr, port);
+}
+
+int st_check(json_object *st, const char **why)
+{
+	uint64_t x;
+
+	if (!json_object_is_type(st, json_type_object) || st_u64(st, "epoch", 0, &x) < 0) {
+		*why = "not a state object (no epoch)";
+		return -EINVAL;
+	}
+	if (!json_object_is_type(st_subsystems(st), json_type_object) ||
+	    !json_object_is_type(st_listeners(st), json_type_object)) {
+		*why = "'subsystems' and 'listeners' must be objects";
+		return -EINVAL;
+	}
+	json_object_object_foreach(st_subsystems(st), nqn, ss) {
+		if (!st_str(ss, "pool") || !st_str(ss, "nqn") || strcmp(st_str(ss, "nqn"), nqn) != 0 ||
+		    !json_object_is_type(st_get(ss, "hosts"), json_type_object) ||
+		    !json_object_is_type(st_get(ss, "namespaces"), json_type_object)) {
+			*why = "a subsystem without nqn, pool, hosts or namespaces";
+			return -EINVAL;
+		}
+		json_object_object_foreach(st_get(ss, "namespaces"), k, ns) {
+			(void)k;
+			if (st_u64(ns, "nsid", 0, &x) < 0 || x == 0 || x > NKV_MAX_NSID || st_u64(ns, "max_value", 0, &x) < 0) {
+				*why = "a namespace with a bad nsid or max_value";
+				return -EINVAL;
+			}
+		}
+	}
+	json_object_object_foreach(st_listeners(st), lk, l) {
+		(void)lk;
+		if (!st_str(l, "gateway") || !st_str(l, "address") || st_u64(l, "port", 0, &x) < 0 || x == 0 || x > 65535) {
+			*why = "a listener without gateway, address or port";
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+/* ---- reconcile --------------------------------------------------------------------------------- */
+
+static bool same(json_object *a, json_object *b, const char *key)
+{
+	const char *x = json_object_to_json_string_ext(st_get(a, key), JSON_C_TO_STRING_PLAIN);
+	char *copy = strdup(x ? x : "null");
+	const char *y = json_object_to_json_string_ext(st_get(b, key), JSON_C_TO_STRING_PLAIN);
+	bool eq = copy && strcmp(copy, y ? y : "null") == 0;
+	free(copy);
+	return eq;
+}
+
+/* Both values as integers (proto3 JSON may give a string where the file had a number). */
+static bool same_u64(json_object *a, json_object *b, const char *key)
+{
+	uint64_t x, y;
+	return st_u64(a, key, 0, &x) == 0 && st_u64(b, key, 0, &y) == 0 && x == y;
+}
+
+static int ns_apply(struct nkv_subsys *ss, json_object *ns)
+{
+	uint64_t nsid, maxv;
+	st_u64(ns, "nsid", 0, &nsid);
+	st_u64(ns, "max_value", 0, &maxv);
+	struct nkv_ns_conf c = {.nsid = (uint32_t)nsid, .rados_ns = st_str(ns, "rados_namespace"),
+				.max_value = maxv, .read_only = st_bool(ns, "read_only")};
+	return nkv_ns_add(ss, &c);
+}
+
+static int host_apply(struct nkv_subsys *ss, json_object *h)
+{
+	const char *key = st_str(h, "dhchap_key"), *ckey = st_str(h, "dhchap_ctrl_key");
+	struct nkv_dhchap_conf dc = {.key = key, .ctrl_key = ckey && *ckey ? ckey : NULL};
+	return nkv_subsys_allow_host_auth(ss, st_str(h, "host_nqn"), key && *key ? &dc : NULL);
+}
+
+/* Make running subsystem @ss (applied as @have) match @want; @have is updated entry by entry. */
+static int subsys_reconcile(struct nkv_ctl *ctl, struct nkv_subsys *ss, json_object *have, json_object *want)
+{
+	const char *nqn = st_str(want, "nqn");
+	json_object *hh = st_get(have, "hosts"), *wh = st_get(want, "hosts");
+	json_object *hn = st_get(have, "namespaces"), *wn = st_get(want, "namespaces");
+	int first = 0, rc;
+	uint64_t maxns;
+
+	st_u64(want, "max_namespaces", 0, &maxns);
+	nkv_subsys_set_max_ns(ss, (unsigned)maxns);
+	json_object_object_add(have, "max_namespaces", json_object_get(st_get(want, "max_namespaces")));
+	/* Hosts: removed ones (or ones whose secrets changed) first, then the new ones. */
+	json_object_object_foreach(hh, h, hv) {
+		json_object *w = st_get(wh, h);
+		if (w && same(w, hv, "dhchap_key") && same(w, hv, "dhchap_ctrl_key"))
+			continue;
+		nkv_subsys_disallow_host(ss, h);
+		json_object_object_del(hh, h);
+	}
+	json_object_object_foreach(wh, h2, wv) {
+		if (st_get(hh, h2))
+			continue;
+		if ((rc = host_apply(ss, wv)) < 0) {
+			NKV_ERR("%s: cannot allow host %s: %s", nqn, h2, strerror(-rc));
+			first = first ? first : rc;
+			continue;
+		}
+		json_object_object_add(hh, h2, json_object_get(wv));
+	}
+	if (st_bool(have, "allow_any_host") != st_bool(want, "allow_any_host") || !st_get(have, "allow_any_host")) {
+		nkv_subsys_set_allow_any(ss, st_bool(want, "allow_any_host"));
+		json_object_object_add(have, "allow_any_host", json_object_new_boolean(st_bool(want, "allow_any_host")));
+	}
+	/* Namespaces: removed or re-pointed ones, then attribute changes, then new ones. */
+	json_object_object_foreach(hn, n, nv) {
+		json_object *w = st_get(wn, n);
+		uint64_t nsid;
+		st_u64(nv, "nsid", 0, &nsid);
+		if (w && same(w, nv, "rados_namespace"))
+			continue;
+		nkv_ns_remove(ss, (uint32_t)nsid, ctl->conf.drain_ms);
+		json_object_object_del(hn, n);
+	}
+	json_object_object_foreach(wn, n2, wnv) {
+		json_object *h = st_get(hn, n2);
+		uint64_t nsid, maxv;
+		st_u64(wnv, "nsid", 0, &nsid);
+		st_u64(wnv, "max_value", 0, &maxv);
+		if (!h) {
+			if ((rc = ns_apply(ss, wnv)) < 0) {
+				NKV_ERR("%s: cannot add namespace %s (RADOS namespace '%s'): %s", nqn, n2,
+					st_str(wnv, "rados_namespace") ? st_str(wnv, "rados_namespace") : "", strerror(-rc));
+				first = first ? first : rc;
+				continue;
+			}
+		} else {
+			if (st_bool(h, "read_only") != st_bool(wnv, "read_only"))
+				nkv_ns_set_read_only(ss, (uint32_t)nsid, st_bool(wnv, "read_only"));
+			if (!same_u64(h, wnv, "max_value") && (rc = nkv_ns_set_max_value(ss, (uint32_t)nsid, maxv)) < 0) {
+				first = first ? first : rc;
+				continue;
+			}
+		}
+		json_object_object_add(hn, n2, json_object_get(wnv));
+	}
+	return first;
+}
+
+static int subsys_create(struct nkv_ctl *ctl, json_object *want, json_object *applied_ss)
+{
+	const char *nqn = st_str(want, "nqn"), *shm = st_str(want, "shm_socket");
+	struct nkv_subsys *ss;
+	int rc;
+
+	if ((rc = nkv_subsys_add(ctl->conf.tgt, nqn, st_str(want, "pool"), &ss)) < 0) {
+		NKV_ERR("cannot export pool '%s' as %s: %s", st_str(want, "pool"), nqn, strerror(-rc));
+		return rc;
+	}
+	json_object *have = json_object_new_object();
+	json_object_object_add(have, "nqn", json_object_new_string(nqn));
+	json_object_object_add(have, "pool", json_object_new_string(st_str(want, "pool")));
+	json_object_object_add(have, "hosts", json_object_new_object());
+	json_object_object_add(have, "namespaces", json_object_new_object());
+	json_object_object_add(applied_ss, nqn, have);
+	if (shm && *shm && ctl->conf.hooks.shm_listen) {
+		if ((rc = ctl->conf.hooks.shm_listen(ctl->conf.hooks.arg, nqn, shm)) < 0)
+			NKV_ERR("%s: cannot serve it over shared memory on %s: %s", nqn, shm, strerror(-rc));
+		else
+			json_object_object_add(have, "shm_socket", json_object_new_string(shm));
+	}
+	return subsys_reconcile(ctl, ss, have, want);
+}
+
+static int listeners_reconcile(struct nkv_ctl *ctl, json_object *have, json_object *want)
+{
+	int first = 0, rc = 0;
+
+	json_object_object_foreach(have, k, hv) {
+		json_object *w = st_get(want, k);
+		uint64_t port;
+		if (w && st_bool(w, "tls") == st_bool(hv, "tls"))
+			continue;
+		st_u64(hv, "port", 0, &port);
+		if (ctl->conf.hooks.tcp_unlisten &&
+		    (rc = ctl->conf.hooks.tcp_unlisten(ctl->conf.hooks.arg, st_str(hv, "address"), (unsigned)port)) < 0 &&
+		    rc != -ENOENT) {
+			NKV_ERR("cannot stop listening on %s: %s", k, strerror(-rc));
+			first = first ? first : rc;
+			continue;
+		}
+		json_object_object_del(have, k);
+	}
+	json_object_object_foreach(want, k2, wv) {
+		uint64_t port;
+		if (st_get(have, k2) || strcmp(st_str(wv, "gateway"), ctl->gateway) != 0)
+			continue; /* running, or another gateway's */
+		st_u64(wv, "port", 0, &port);
+		if (!ctl->conf.hooks.tcp_listen ||
+		    (rc = ctl->conf.hooks.tcp_listen(ctl->conf.hooks.arg, st_str(wv, "address"), (unsigned)port,
+						     st_bool(wv, "tls"))) < 0) {
+			NKV_ERR("cannot listen on %s:%" PRIu64 ": %s", st_str(wv, "address"), port,
+				strerror(ctl->conf.hooks.tcp_listen ? -rc : ENOTSUP));
+			first = first ? first : (ctl->conf.hooks.tcp_listen ? rc : -ENOTSUP);
+			continue;
+		}
+		json_object_object_add(have, k2, json_object_get(wv));
+	}
+	return first;
+}
+
+int st_reconcile(struct nkv_ctl *ctl, json_object *applied, json_object *want)
+{
+	json_object *have_ss = st_subsystems(applied), *want_ss = st_subsystems(want);
+	int first = 0, rc;
+
+	json_object_object_foreach(have_ss, nqn, hv) {
+		(void)hv;
+		json_object *w = st_get(want_ss, nqn);
+		if (w && same(w, hv, "pool"))
+			continue;
+		nkv_subsys_remove(ctl->conf.tgt, nqn, ctl->conf.drain_ms);
+		json_object_object_del(have_ss, nqn);
+	}
+	json_object_object_foreach(want_ss, nqn2, wv) {
+		json_object *h = st_get(have_ss, nqn2);
+		struct nkv_subsys *ss = h ? nkv_target_subsys(ctl->conf.tgt, nqn2) : NULL;
+		rc = ss ? subsys_reconcile(ctl, ss, h, wv) : subsys_create(ctl, wv, have_ss);
+		first = first ? first : rc;
+	}
+	rc = listeners_reconcile(ctl, st_listeners(applied), st_listeners(want));
+	first = first ? first : rc;
+	json_object_object_add(applied, "epoch", json_object_new_int64((int64_t)st_epoch(want)));
+	return first;
+}

@@ -1,0 +1,469 @@
+/*
+ * live.c - configuration changes while hosts are connected (the control plane's core half):
+ * subsystems and namespaces removed under I/O, hosts disallowed, namespace attributes changed, and
+ * the Asynchronous Event notices (Namespace Attribute Changed, Changed Namespace List log 04h) that
+ * tell connected hosts to rescan. Per-namespace counters and the list of controllers live here too.
+ *
+ * Lifetimes: a command holds its namespace from parse to completion (nkv_ns_get/put, core.h); a
+ * controller holds its subsystem; the target's list holds each subsystem it names. A namespace
+ * struct is never freed while the target runs (a host's command may still read the old pointer
+ * and back off), but reused for the same NSID; its backend handle is closed once drained.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/dhchap.h"
+#include "common/log.h"
+#include "common/status.h"
+#include "core.h"
+
+/* ---- namespaces -------------------------------------------------------------------------------- */
+
+uint64_t nkv_ns_value_limit(const struct nkv_ns *ns)
+{
+	return ns->info.max_object < UINT32_MAX ? ns->info.max_object : UINT32_MAX; /* KVVML: 32 bits */
+}
+
+int nkv_ns_check_max_value(struct nkv_subsys *ss, const struct nkv_ns *ns, uint64_t max)
+{
+	/* An explicit size the cluster cannot hold is refused (naming the limit), never cut silently:
+	 * the operator would see Stores of the promised size fail. The default follows the cluster. */
+	if (max > nkv_ns_value_limit(ns)) {
+		NKV_ERR("%s: nsid %u: max value %" PRIu64 " is above the largest the backend stores, %" PRIu64
+			" (osd max object size; KVVML is 32 bits)", ss->nqn, ns->nsid, max, nkv_ns_value_limit(ns));
+		return -EFBIG;
+	}
+	return 0;
+}
+
+unsigned nkv_subsys_ns_count(struct nkv_subsys *ss)
+{
+	unsigned n = 0;
+	for (uint32_t i = 1; i <= NKV_MAX_NSID; i++)
+		n += nkv_subsys_has_ns(ss, i);
+	return n;
+}
+
+int nkv_ns_reap(struct nkv_subsys *ss, struct nkv_ns *ns, unsigned wait_ms)
+{
+	uint64_t until = nkv_now_ms() + wait_ms;
+
+	if (!ns->kvns)
+		return 0;
+	/* Every command completes within the op timeout (the backend's watchdog), so this ends. */
+	while (atomic_load(&ns->active) != 0) {
+		if (nkv_now_ms() >= until)
+			return -EBUSY;
+		nanosleep(&(struct timespec){0, 1000000}, NULL);
+	}
+	ss->tgt->be->ns_close(ns->kvns);
+	ns->kvns = NULL;
+	nkv_exec_free(ns);
+	return 0;
+}
+
+/* Unpublish @nsid (new commands: Invalid Namespace) and wait up to @drain_ms for those in flight. */
+static void ns_unpublish(struct nkv_subsys *ss, uint32_t nsid, unsigned drain_ms)
+{
+	struct nkv_ns *ns = ss->slot[nsid];
+
+	/* Sequentially consistent: pairs with the increment-then-recheck in nkv_ns_get(). */
+	atomic_store(&ss->ns[nsid], NULL);
+	if (nkv_ns_reap(ss, ns, drain_ms) < 0)
+		NKV_WARN("%s: nsid %u: %u command(s) still in flight after %u ms; the namespace closes when "
+			 "they end", ss->nqn, nsid, atomic_load(&ns->active), drain_ms);
+}
+
+/* The namespace as the configuring thread sees it (it alone publishes and unpublishes). */
+static struct nkv_ns *ns_live(struct nkv_subsys *ss, uint32_t nsid)
+{
+	return nsid && nsid <= NKV_MAX_NSID ? atomic_load(&ss->ns[nsid]) : NULL;
+}
+
+int nkv_ns_remove(struct nkv_subsys *ss, uint32_t nsid, unsigned drain_ms)
+{
+	if (!ns_live(ss, nsid))
+		return -ENOENT;
+	ns_unpublish(ss, nsid, drain_ms);
+	NKV_INFO("%s: nsid %u removed", ss->nqn, nsid);
+	nkv_subsys_ns_changed(ss, nsid);
+	return 0;
+}
+
+int nkv_ns_set_read_only(struct nkv_subsys *ss, uint32_t nsid, bool ro)
+{
+	struct nkv_ns *ns = ns_live(ss, nsid);
+
+	if (!ns)
+		return -ENOENT;
+	if (ns->read_only != ro) {
+		/* A plain flag, read at parse: commands parsed before keep the old answer. */
+		__atomic_store_n(&ns->read_only, ro, __ATOMIC_RELAXED);
+		NKV_INFO("%s: nsid %u is now %s", ss->nqn, nsid, ro ? "read-only" : "writable");
+		nkv_subsys_ns_changed(ss, nsid);
+	}
+	return 0;
+}
+
+int nkv_ns_set_max_value(struct nkv_subsys *ss, uint32_t nsid, uint64_t max)
+{
+	struct nkv_ns *ns = ns_live(ss, nsid);
+	int rc;
+
+	if (!ns)
+		return -ENOENT;
+	if ((rc = nkv_ns_check_max_value(ss, ns, max)) < 0)
+		return rc;
+	if (!max)
+		max = NKV_DEFAULT_MAX_VALUE < nkv_ns_value_limit(ns) ? NKV_DEFAULT_MAX_VALUE : nkv_ns_value_limit(ns);
+	if (max > atomic_load(&ss->max_value)) /* MDTS first, so no namespace outgrows it */
+		atomic_store(&ss->max_value, max);
+	if (ns->max_value != max) {
+		__atomic_store_n(&ns->max_value, max, __ATOMIC_RELAXED);
+		NKV_INFO("%s: nsid %u: max value %" PRIu64, ss->nqn, nsid, max);
+		nkv_subsys_ns_changed(ss, nsid);
+	}
+	return 0;
+}
+
+void nkv_subsys_set_max_ns(struct nkv_subsys *ss, unsigned max_ns)
+{
+	ss->max_ns = max_ns > NKV_MAX_NSID ? NKV_MAX_NSID : max_ns;
+}
+
+void nkv_ns_count(struct nkv_ns *ns, const struct nkv_sqe *cmd, uint16_t status, uint32_t xfer, uint32_t len)
+{
+	struct nkv_ns_counters *k = &ns->stats;
+	atomic_uint_fast64_t *op;
+
+	switch (cmd->opc) {
+	case NKV_KV_STORE: op = &k->stores; break;
+	case NKV_KV_RETRIEVE: case NKV_VS_RETRIEVE_RANGE: op = &k->retrieves; break;
+	case NKV_KV_DELETE: op = &k->deletes; break;
+	case NKV_KV_EXIST: op = &k->exists; break;
+	case NKV_KV_LIST: op = &k->lists; break;
+	default: op = &k->others;
+	}
+	atomic_fetch_add_explicit(op, 1, memory_order_relaxed);
+	if (status != 0) {
+		atomic_fetch_add_explicit(&k->errors, 1, memory_order_relaxed);
+	} else if (cmd->opc == NKV_KV_STORE) {
+		atomic_fetch_add_explicit(&k->bytes_written, len, memory_order_relaxed);
+	} else if (xfer) {
+		atomic_fetch_add_explicit(&k->bytes_read, xfer, memory_order_relaxed);
+	}
+}
+
+int nkv_ns_stats(struct nkv_subsys *ss, uint32_t nsid, struct nkv_ns_stats *out)
+{
+	struct nkv_ns *ns = ns_live(ss, nsid);
+	struct nkv_ns_counters *k;
+
+	if (!ns)
+		return -ENOENT;
+	k = &ns->stats;
+	*out = (struct nkv_ns_stats){
+		.stores = atomic_load(&k->stores),
+		.retrieves = atomic_load(&k->retrieves),
+		.deletes = atomic_load(&k->deletes),
+		.exists = atomic_load(&k->exists),
+		.lists = atomic_load(&k->lists),
+		.others = atomic_load(&k->others),
+		.bytes_written = atomic_load(&k->bytes_written),
+		.bytes_read = atomic_load(&k->bytes_read),
+		.errors = atomic_load(&k->errors),
+		.in_flight = atomic_load(&ns->active),
+		.used = atomic_load(&ns->used),
+		.max_value = ns->max_value,
+		.read_only = ns->read_only,
+	};
+	return 0;
+}
+
+/* ---- subsystems and hosts ---------------------------------------------------------------------- */
+
+int nkv_target_check_pool(struct nkv_target *t, const char *pool, uint64_t *max_value)
+{
+	struct nkv_kvns *probe;
+	struct nkv_kvns_info info;
+	int rc;
+
+	if ((rc = t->be->ns_open(t->dev, pool, "", &probe)) < 0)
+		return rc;
+	rc = t->be->ns_info(probe, &info);
+	t->be->ns_close(probe);
+	if (rc == 0 && max_value)
+		*max_value = info.max_object < UINT32_MAX ? info.max_object : UINT32_MAX;
+	return rc;
+}
+
+const char *nkv_subsys_serial(const struct nkv_subsys *ss)
+{
+	return ss->sn;
+}
+
+int nkv_dhchap_secret_check(const char *secret)
+{
+	struct nkv_dhchap_key k;
+	const char *why = NULL;
+	int rc = nkv_dhchap_key_parse(secret, &k, &why);
+	nkv_dhchap_wipe(&k, sizeof(k));
+	return rc < 0 ? -EINVAL : 0;
+}
+
+struct nkv_subsys *nkv_target_subsys(struct nkv_target *t, const char *nqn)
+{
+	return nkv_target_find_subsys(t, nqn);
+}
+
+void nkv_subsys_free(struct nkv_subsys *ss)
+{
+	struct nkv_target *t = ss->tgt;
+
+	for (uint32_t i = 1; i <= NKV_MAX_NSID; i++) {
+		struct nkv_ns *ns = ss->slot[i];
+		if (!ns)
+			continue;
+		if (ns->kvns)
+			t->be->ns_close(ns->kvns);
+		nkv_exec_free(ns);
+		free(ns);
+	}
+	for (unsigned i = 0; i < ss->nhosts; i++)
+		nkv_dhchap_host_free(ss->dhchap[i]);
+	free(ss->dhchap);
+	free(ss->hosts);
+	free(ss);
+}
+
+void nkv_subsys_put(struct nkv_subsys *ss)
+{
+	/* Only a removed subsystem can drop to zero: the target's list holds the others. */
+	if (ss && atomic_fetch_sub(&ss->refs, 1) == 1) {
+		NKV_DEBUG("%s: freed", ss->nqn);
+		nkv_subsys_free(ss);
+	}
+}
+
+/* Evict the controllers of @ss that @pick selects (under tgt->lock): unlinked so that no I/O queue
+ * joins them, then every transport closes their queues at its next tick. @return how many. */
+static int evict(struct nkv_subsys *ss, bool (*pick)(struct nkv_subsys *, struct nkv_ctrlr *, const void *),
+		 const void *arg)
+{
+	int n = 0;
+
+	for (struct nkv_ctrlr **p = &ss->ctrlrs; *p;) {
+		struct nkv_ctrlr *c = *p;
+		if (!pick(ss, c, arg)) {
+			p = &c->next;
+			continue;
+		}
+		*p = c->next;
+		atomic_store(&c->evict, true);
+		NKV_INFO("%s: controller %u of host %s: disconnected by the control plane", ss->nqn, c->cntlid,
+			 c->hostnqn);
+		n++;
+	}
+	return n;
+}
+
+static bool pick_all(struct nkv_subsys *ss, struct nkv_ctrlr *c, const void *arg)
+{
+	(void)ss, (void)c, (void)arg;
+	return true;
+}
+
+static bool pick_host(struct nkv_subsys *ss, struct nkv_ctrlr *c, const void *hostnqn)
+{
+	(void)ss;
+	return strcmp(c->hostnqn, hostnqn) == 0;
+}
+
+static bool pick_unallowed(struct nkv_subsys *ss, struct nkv_ctrlr *c, const void *arg)
+{
+	(void)arg;
+	return !nkv_subsys_host_allowed(ss, c->hostnqn);
+}
+
+int nkv_subsys_remove(struct nkv_target *t, const char *nqn, unsigned drain_ms)
+{
+	struct nkv_subsys *ss;
+
+	pthread_mutex_lock(&t->lock);
+	struct nkv_subsys **p = &t->subsystems;
+	while (*p && strcmp((*p)->nqn, nqn) != 0)
+		p = &(*p)->next;
+	if (!(ss = *p)) {
+		pthread_mutex_unlock(&t->lock);
+		return -ENOENT;
+	}
+	*p = ss->next; /* gone from Connect and discovery */
+	ss->removed = true;
+	int n = evict(ss, pick_all, NULL);
+	pthread_mutex_unlock(&t->lock);
+	atomic_fetch_add(&t->genctr, 1);
+	for (uint32_t i = 1; i <= NKV_MAX_NSID; i++)
+		if (ns_live(ss, i))
+			ns_unpublish(ss, i, drain_ms);
+	NKV_INFO("subsystem %s removed (%d controller(s) disconnected)", nqn, n);
+	nkv_subsys_put(ss); /* the list's reference; controllers still closing hold theirs */
+	return 0;
+}
+
+int nkv_subsys_disallow_host(struct nkv_subsys *ss, const char *hostnqn)
+{
+	int n = -ENOENT;
+
+	pthread_mutex_lock(&ss->tgt->lock);
+	for (unsigned i = 0; i < ss->nhosts; i++) {
+		if (strcmp(ss->hosts[i], hostnqn) != 0)
+			continue;
+		nkv_dhchap_host_free(ss->dhchap[i]); /* controllers keep their own reference */
+		memmove(&ss->hosts[i], &ss->hosts[i + 1], (ss->nhosts - i - 1) * sizeof(ss->hosts[0]));
+		memmove(&ss->dhchap[i], &ss->dhchap[i + 1], (ss->nhosts - i - 1) * sizeof(ss->dhchap[0]));
+		ss->nhosts--;
+		/* Still reachable through allow_any: then its connections stay. */
+		n = ss->allow_any ? 0 : evict(ss, pick_host, hostnqn);
+		break;
+	}
+	pthread_mutex_unlock(&ss->tgt->lock);
+	if (n >= 0) {
+		atomic_fetch_add(&ss->tgt->genctr, 1);
+		NKV_INFO("%s: host %s disallowed (%d controller(s) disconnected)", ss->nqn, hostnqn, n);
+	}
+	return n;
+}
+
+int nkv_subsys_set_allow_any(struct nkv_subsys *ss, bool any)
+{
+	int n = 0;
+
+	pthread_mutex_lock(&ss->tgt->lock);
+	ss->allow_any = any;
+	if (!any)
+		n = evict(ss, pick_unallowed, NULL);
+	pthread_mutex_unlock(&ss->tgt->lock);
+	atomic_fetch_add(&ss->tgt->genctr, 1);
+	return n;
+}
+
+int nkv_target_connections(struct nkv_target *t, const char *subnqn, struct nkv_conn_info **out)
+{
+	struct nkv_conn_info *v = NULL;
+	int n = 0, cap = 0;
+
+	*out = NULL;
+	pthread_mutex_lock(&t->lock);
+	for (struct nkv_subsys *ss = t->subsystems; ss; ss = ss->next) {
+		if (subnqn && strcmp(ss->nqn, subnqn) != 0)
+			continue;
+		for (struct nkv_ctrlr *c = ss->ctrlrs; c; c = c->next) {
+			if (n == cap) {
+				struct nkv_conn_info *g = realloc(v, (size_t)(cap = cap ? 2 * cap : 16) * sizeof(*v));
+				if (!g) {
+					pthread_mutex_unlock(&t->lock);
+					free(v);
+					return -ENOMEM;
+				}
+				v = g;
+			}
+			struct nkv_conn_info *e = &v[n++];
+			memset(e, 0, sizeof(*e));
+			snprintf(e->subnqn, sizeof(e->subnqn), "%s", ss->nqn);
+			snprintf(e->hostnqn, sizeof(e->hostnqn), "%s", c->hostnqn);
+			snprintf(e->transport, sizeof(e->transport), "%s", c->opts.trname ? c->opts.trname : "");
+			e->cntlid = c->cntlid;
+			for (unsigned q = 1; q <= c->opts.max_io_queues; q++)
+				e->io_queues += (uint16_t)(c->qids[q / 8] >> (q % 8) & 1);
+			e->authenticated = c->dhchap && atomic_load(&c->auth_ok);
+		}
+	}
+	pthread_mutex_unlock(&t->lock);
+	*out = v;
+	return n;
+}
+
+/* ---- Asynchronous Event notices ---------------------------------------------------------------- */
+
+struct aen_msg {
+	struct nkv_msg m;
+	struct nkv_ctrlr *c;
+};
+
+static void aen_msg_run(struct nkv_msg *m)
+{
+	struct aen_msg *a = (struct aen_msg *)m;
+
+	nkv_aen_deliver(a->c);
+	nkv_ctrlr_put(a->c);
+	free(a);
+}
+
+/* Under tgt->lock: wake @c's admin queue thread if a notice can go now. */
+static void aen_kick(struct nkv_ctrlr *c)
+{
+	struct aen_msg *a;
+
+	if (!c->aen_msgq || c->aen_masked || !c->aen_pending || !(a = malloc(sizeof(*a))))
+		return; /* no AER yet, or masked: the next AER or log read delivers it */
+	a->c = c;
+	nkv_ctrlr_get(c);
+	nkv_msgq_send(c->aen_msgq, &a->m, aen_msg_run);
+}
+
+void nkv_subsys_ns_changed(struct nkv_subsys *ss, uint32_t nsid)
+{
+	pthread_mutex_lock(&ss->tgt->lock);
+	for (struct nkv_ctrlr *c = ss->ctrlrs; c; c = c->next) {
+		c->ns_changed[nsid / 8] |= (uint8_t)(1u << (nsid % 8));
+		c->aen_pending = true;
+		aen_kick(c);
+	}
+	pthread_mutex_unlock(&ss->tgt->lock);
+}
+
+void nkv_aen_attach(struct nkv_ctrlr *c, struct nkv_msgq *q)
+{
+	pthread_mutex_lock(&c->ss->tgt->lock);
+	c->aen_msgq = q;
+	pthread_mutex_unlock(&c->ss->tgt->lock);
+}
+
+void nkv_aen_deliver(struct nkv_ctrlr *c)
+{
+	bool go;
+
+	pthread_mutex_lock(&c->ss->tgt->lock);
+	go = c->aen_pending && !c->aen_masked && (c->aec & NKV_OAES_NS_ATTR) && c->naer > 0 &&
+	     !atomic_load(&c->dead);
+	if (go) {
+		c->aen_pending = false;
+		c->aen_masked = true; /* until the host reads log 04h (NVMe 2.0 5.2: one per type) */
+	}
+	pthread_mutex_unlock(&c->ss->tgt->lock);
+	if (go) {
+		struct nkv_req *req = c->aer[--c->naer];
+		nkv_put32(&req->cpl.dw0, NKV_AEN_NS_ATTR_CHANGED);
+		nkv_req_complete(req, 0);
+	}
+}
+
+void nkv_aen_changed_ns_log(struct nkv_ctrlr *c, uint8_t *buf, bool clear)
+{
+	unsigned n = 0;
+
+	pthread_mutex_lock(&c->ss->tgt->lock);
+	for (uint32_t i = 1; i <= NKV_MAX_NSID; i++)
+		if (c->ns_changed[i / 8] >> (i % 8) & 1)
+			nkv_put32(buf + 4 * n++, i); /* 1,024 NSIDs at most: the list never overflows */
+	if (clear) {
+		memset(c->ns_changed, 0, sizeof(c->ns_changed));
+		c->aen_pending = false; /* everything pending was in this read */
+		c->aen_masked = false;
+	}
+	pthread_mutex_unlock(&c->ss->tgt->lock);
+}

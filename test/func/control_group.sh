@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# control_group.sh - issue 12's gateway-group tests with the real binaries on the micro cluster:
+# two rados-nkv daemons of one group (gw-a, gw-b), nkv-ctl against each, nkv as the host.
+#   1. a subsystem and a namespace created through gateway A are served by B within 1 s; a value
+#      stored through A is retrieved, identical, through B;
+#   2. 2 x 20 host allowlist changes through A and B at the same time: all 40 present afterwards;
+#   3. both gateways restarted: `nkv-ctl subsystem list -o json` and `listener list -o json`
+#      byte for byte the same before and after, and B still serves the value.
+#   control_group.sh PATH/rados-nkv PATH/nkv-ctl PATH/nkv
+# Needs NKV_CEPH_CONF (else exit 77, or 1 with NKV_REQUIRE_RADOS=1). Prints ok/FAIL lines, then
+# "N passed, N failed".
+set -u
+D=$1 CTL=$2 NKV=$3
+pass=0 fail=0
+ok() { echo "ok - $*"; pass=$((pass + 1)); }
+bad() { echo "FAIL - $*"; fail=$((fail + 1)); }
+check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
+if [ -z "${NKV_CEPH_CONF:-}" ]; then
+	[ "${NKV_REQUIRE_RADOS:-0}" = 1 ] && { echo "FAIL - no cluster (NKV_CEPH_CONF unset)"; echo "0 passed, 1 failed"; exit 1; }
+	echo "skip: no cluster (NKV_CEPH_CONF unset)"; exit 77
+fi
+POOL=${NKV_CEPH_POOL:-nkv}
+T=$(mktemp -d "${TMPDIR:-/tmp}/nkv-ctlgroup.XXXXXX")
+G=ctlgroup-$$-$(date +%s)
+NQN=nqn.2026-12.io.rados-nkv:group-$$
+declare -A PID PORT
+cleanup() {
+	for g in a b; do [ -n "${PID[$g]:-}" ] && kill -KILL "${PID[$g]}" 2>/dev/null; done
+	wait 2>/dev/null
+	rados -c "$NKV_CEPH_CONF" ${NKV_CEPH_KEYRING:+--keyring "$NKV_CEPH_KEYRING"} -p "$POOL" rm "rados_nkv.group.$G" 2>/dev/null
+	rm -rf "$T"
+}
+trap cleanup EXIT
+ceph_args=(--ceph-conf "$NKV_CEPH_CONF" --client-id "${NKV_CEPH_USER:-admin}" ${NKV_CEPH_KEYRING:+--keyring "$NKV_CEPH_KEYRING"})
+
+# start GW: a daemon of the group on a kernel-chosen NVMe/TCP port, gRPC on a Unix socket.
+start() {
+	local g=$1
+	rm -f "$T/$g.pid"
+	"$D" "${ceph_args[@]}" --group "$G" --group-pool "$POOL" --gateway-name "gw-$g" -l 127.0.0.1:0 -d none \
+		--control "unix:$T/$g.sock" --pid-file "$T/$g.pid" -s "nqn.2026-12.io.rados-nkv:seed-$$" -p "$POOL" \
+		--op-timeout 5 >>"$T/$g.log" 2>&1 &
+	PID[$g]=$!
+	for _ in $(seq 300); do [ -s "$T/$g.pid" ] && break; kill -0 "${PID[$g]}" 2>/dev/null || break; sleep 0.05; done
+	PORT[$g]=$(grep -o 'NVMe/TCP on 127\.0\.0\.1:[0-9]*' "$T/$g.log" | tail -1 | sed 's/.*://')
+	[ -s "$T/$g.pid" ] && [ -n "${PORT[$g]}" ]
+}
+stop() { kill -TERM "${PID[$1]}" 2>/dev/null; wait "${PID[$1]}" 2>/dev/null; PID[$1]=""; }
+ctl() { local g=$1; shift; "$CTL" --server "unix:$T/$g.sock" "$@"; }
+
+check "gateway A starts" start a
+check "gateway B starts (joins the group)" start b
+[ "$fail" = 0 ] || { cat "$T"/*.log; echo "$pass passed, $fail failed"; exit 1; }
+
+# 1. A change through A, served by B.
+t0=$(date +%s%N)
+check "subsystem add through A" ctl a subsystem add "$NQN" --pool "$POOL" --allow-any-host
+check "ns add through A" ctl a ns add "$NQN" --nsid 1 --rados-ns "$G"
+served=""
+for _ in $(seq 250); do
+	if "$NKV" --timeout 2000 -s "${PORT[b]}" -n "$NQN" list-ns >/dev/null 2>&1; then served=$((($(date +%s%N) - t0) / 1000000)); break; fi
+	sleep 0.02
+done
+echo "gateway B serves the new namespace ${served:-never} ms after the change through A (two nkv-ctl calls included)"
+check "B serves it within 1 s (${served:-never} ms)" [ -n "$served" ] && [ "$served" -le 1000 ]
+head -c 1048576 /dev/urandom >"$T/v"
+check "Store through A" "$NKV" -s "${PORT[a]}" -n "$NQN" store k1 "$T/v"
+check "Retrieve through B: the same 1 MiB" bash -c "'$NKV' -s ${PORT[b]} -n '$NQN' retrieve k1 '$T/r' && cmp -s '$T/v' '$T/r'"
+
+# 2. Concurrent changes through both gateways.
+( for i in $(seq 20); do ctl a host allow "$NQN" "nqn.2026-12.io.test:a-$i" >/dev/null || echo "a-$i failed"; done ) >"$T/ra" 2>&1 &
+ra=$!
+( for i in $(seq 20); do ctl b host allow "$NQN" "nqn.2026-12.io.test:b-$i" >/dev/null || echo "b-$i failed"; done ) >"$T/rb" 2>&1 &
+rb=$!
+wait $ra $rb
+check "40 concurrent host allow calls succeeded" [ ! -s "$T/ra" ] && [ ! -s "$T/rb" ]
+n=$(ctl b -o json host list "$NQN" | grep -o '"host_nqn":"nqn.2026-12.io.test:[ab]-[0-9]*"' | sort -u | wc -l)
+check "all 40 hosts are in the group's state ($n)" [ "$n" = 40 ]
+check "allow_any_host keeps the host connected: B still serves" "$NKV" -s "${PORT[b]}" -n "$NQN" exist k1
+
+# 3. Restart both gateways.
+ctl a -o json subsystem list >"$T/ss.before"
+ctl a -o json listener list >"$T/l.before"
+stop a
+stop b
+check "gateway A restarts" start a
+check "gateway B restarts" start b
+ctl b -o json subsystem list >"$T/ss.after"
+ctl b -o json listener list >"$T/l.after"
+check "subsystem list -o json: the same after the restart" cmp -s "$T/ss.before" "$T/ss.after"
+check "listener list -o json: the same after the restart" cmp -s "$T/l.before" "$T/l.after"
+check "B serves the value after the restart" bash -c "'$NKV' -s ${PORT[b]} -n '$NQN' retrieve k1 '$T/r2' && cmp -s '$T/v' '$T/r2'"
+check "subsystem del through B" ctl b subsystem del "$NQN"
+gone=""
+for _ in $(seq 250); do
+	"$NKV" --timeout 2000 -s "${PORT[a]}" -n "$NQN" list-ns >/dev/null 2>&1 || { gone=1; break; }
+	sleep 0.02
+done
+check "A no longer serves it" [ -n "$gone" ]
+stop a
+stop b
+if [ "$fail" != 0 ]; then
+	for g in a b; do echo "--- $g.log"; tail -30 "$T/$g.log"; done
+	diff "$T/ss.before" "$T/ss.after" | head -5
+fi
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]
