@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <string>
 
@@ -122,7 +123,8 @@ int call(const nkv_ctl_client_conf *conf, const char *method, const char *req_js
 	int rc = credentials(conf, &creds, err_msg);
 	if (rc)
 		return rc;
-	nkv_glue::route_grpc_log("nkv-ctl", NKV_LOG_INFO);
+	static std::once_flag log_once; /* process-wide handlers: set once, not on every call */
+	std::call_once(log_once, [] { nkv_glue::route_grpc_log("nkv-ctl", NKV_LOG_INFO); });
 	grpc::ChannelArguments args;
 	args.SetMaxReceiveMessageSize(kMaxResponse);
 	args.SetInt(GRPC_ARG_ENABLE_HTTP_PROXY, 0); /* the control plane is reached directly, never through $http_proxy */
