@@ -187,6 +187,7 @@ struct nkv_ns_stats {
 	uint64_t used;        /* bytes in use, as the last usage refresh saw them */
 	uint64_t max_value;
 	bool read_only;
+	uint8_t nguid[16];    /* Identify Namespace NGUID */
 };
 /** @return 0 or -ENOENT. */
 int nkv_ns_stats(struct nkv_subsys *ss, uint32_t nsid, struct nkv_ns_stats *out);

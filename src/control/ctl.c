@@ -177,6 +177,18 @@ static json_object *connections(struct nkv_ctl *ctl, const char *nqn)
 	return arr;
 }
 
+static void fill_live(struct nkv_ctl *ctl, json_object *resp);
+
+/* fill_live for each namespace of a list, and of each subsystem's list. */
+static void fill_list(struct nkv_ctl *ctl, json_object *arr)
+{
+	for (size_t i = 0; arr && i < json_object_array_length(arr); i++) {
+		json_object *o = json_object_array_get_idx(arr, i);
+		fill_live(ctl, o);
+		fill_list(ctl, st_get(o, "namespaces"));
+	}
+}
+
 /* ---- mutating methods: change @st (a copy of the stored state); c->resp is the answer ----------- */
 
 static int m_create_subsystem(struct call *c, json_object *st)
@@ -439,6 +451,7 @@ static int r_list_subsystems(struct call *c, json_object *st)
 		(void)nqn;
 		json_object_array_add(arr, ss_msg(ss));
 	}
+	fill_list(c->ctl, arr);
 	c->resp = json_object_new_object();
 	json_object_object_add(c->resp, "subsystems", arr);
 	return 0;
@@ -451,9 +464,8 @@ static int r_get_subsystem(struct call *c, json_object *st)
 	if (!ss)
 		return rc;
 	c->resp = ss_msg(ss);
-	struct nkv_subsys *s = nkv_target_subsys(c->ctl->conf.tgt, req_str(c, "nqn"));
-	if (s)
-		json_object_object_add(c->resp, "serial_number", json_object_new_string(nkv_subsys_serial(s)));
+	fill_live(c->ctl, c->resp);
+	fill_list(c->ctl, st_get(c->resp, "namespaces"));
 	return 0;
 }
 
@@ -465,6 +477,7 @@ static int r_list_namespaces(struct call *c, json_object *st)
 		return rc;
 	c->resp = json_object_new_object();
 	json_object_object_add(c->resp, "namespaces", ns_list(req_str(c, "nqn"), ss));
+	fill_list(c->ctl, st_get(c->resp, "namespaces"));
 	return 0;
 }
 
@@ -609,6 +622,29 @@ static int refresh(struct nkv_ctl *ctl)
 	return 0;
 }
 
+/* What only the running target knows, once a change is applied: the serial number of a subsystem
+ * and the effective max value of a namespace created with 0 (the default or the cluster's limit). */
+static void fill_live(struct nkv_ctl *ctl, json_object *resp)
+{
+	const char *nqn = st_str(resp, "nqn");
+	struct nkv_subsys *ss = nqn ? nkv_target_subsys(ctl->conf.tgt, nqn) : NULL;
+	struct nkv_ns_stats st;
+	uint64_t nsid;
+
+	if (!ss)
+		return;
+	if (st_get(resp, "serial_number"))
+		json_object_object_add(resp, "serial_number", json_object_new_string(nkv_subsys_serial(ss)));
+	if (st_get(resp, "max_value") && st_u64(resp, "nsid", 0, &nsid) == 0 && nsid &&
+	    nkv_ns_stats(ss, (uint32_t)nsid, &st) == 0) {
+		char hex[33];
+		for (int i = 0; i < 16; i++)
+			snprintf(hex + 2 * i, 3, "%02x", st.nguid[i]);
+		json_object_object_add(resp, "max_value", json_object_new_uint64(st.max_value));
+		json_object_object_add(resp, "nguid", json_object_new_string(hex));
+	}
+}
+
 /* A change: read, change a copy, compare-and-set, repeat on a conflict. */
 static int change(struct call *c, const struct method *m)
 {
@@ -642,6 +678,7 @@ static int change(struct call *c, const struct method *m)
 		ctl->want = next;
 		NKV_INFO("%s committed: epoch %" PRIu64, m->name, st_epoch(next));
 		rc = apply(ctl);
+		fill_live(ctl, c->resp);
 		store_notify(ctl->store);
 		if (rc < 0)
 			return fail(c, -EIO, "%s committed (epoch %" PRIu64 ") but not applied on gateway %s: %s", m->name,

@@ -189,9 +189,11 @@ static int subsys_reconcile(struct nkv_ctl *ctl, struct nkv_subsys *ss, json_obj
 		nkv_subsys_disallow_host(ss, h);
 		json_object_object_del(hh, h);
 	}
+	bool hosts_changed = false;
 	json_object_object_foreach(wh, h2, wv) {
 		if (st_get(hh, h2))
 			continue;
+		hosts_changed = true;
 		if ((rc = host_apply(ss, wv)) < 0) {
 			NKV_ERR("%s: cannot allow host %s: %s", nqn, h2, strerror(-rc));
 			first = first ? first : rc;
@@ -199,7 +201,10 @@ static int subsys_reconcile(struct nkv_ctl *ctl, struct nkv_subsys *ss, json_obj
 		}
 		json_object_object_add(hh, h2, json_object_get(wv));
 	}
-	if (st_bool(have, "allow_any_host") != st_bool(want, "allow_any_host") || !st_get(have, "allow_any_host")) {
+	/* After the hosts: allowing one closes an open subsystem in the core (the flags' meaning), so
+	 * the state's explicit setting is applied again whenever the allowlist moved. */
+	if (hosts_changed || st_bool(have, "allow_any_host") != st_bool(want, "allow_any_host") ||
+	    !st_get(have, "allow_any_host")) {
 		nkv_subsys_set_allow_any(ss, st_bool(want, "allow_any_host"));
 		json_object_object_add(have, "allow_any_host", json_object_new_boolean(st_bool(want, "allow_any_host")));
 	}

@@ -181,6 +181,7 @@ int nkv_ns_stats(struct nkv_subsys *ss, uint32_t nsid, struct nkv_ns_stats *out)
 		.max_value = ns->max_value,
 		.read_only = ns->read_only,
 	};
+	memcpy(out->nguid, ns->nguid, 16);
 	return 0;
 }
 

@@ -81,7 +81,7 @@ wait $OB
 orc=$?
 dt=$((($(date +%s%N) - t0) / 1000000))
 echo "the disallowed host's bench ended ${dt} ms after DisallowHost (exit $orc)"
-check "its bench ended (exit $orc) within 5 s (${dt} ms)" [ "$orc" != 0 ] && [ "$dt" -le 5000 ]
+check "its bench ended (exit $orc) within 5 s (${dt} ms)" test "$orc" != 0 -a "$dt" -le 5000
 n=$(ctl -o json connections "$NQN" | grep -o "\"host_nqn\":\"$OTHER\"" | wc -l)
 check "no controller of it left ($n)" [ "$n" = 0 ]
 check "the allowed host still works" bash -c "echo x | '$NKV' -q '$HOST' -s $PORT -n '$NQN' store after -"
