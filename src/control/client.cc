@@ -37,19 +37,6 @@ int fail(char **err_msg, int rc, const std::string &why)
 	return rc;
 }
 
-int read_file(const char *path, std::string *out)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return -errno;
-	char b[4096];
-	size_t n;
-	while ((n = fread(b, 1, sizeof(b), f)) > 0)
-		out->append(b, n);
-	int rc = ferror(f) ? -EIO : 0;
-	fclose(f);
-	return rc;
-}
 
 /** The channel's credentials from conf's TLS files. @return 0 or -EINVAL (*err_msg set). */
 int credentials(const nkv_ctl_client_conf *conf, std::shared_ptr<grpc::ChannelCredentials> *out, char **err_msg)
@@ -72,7 +59,7 @@ int credentials(const nkv_ctl_client_conf *conf, std::shared_ptr<grpc::ChannelCr
 	for (auto &f : files) {
 		if (!f.path)
 			continue;
-		int rc = read_file(f.path, f.out);
+		int rc = nkv_glue::read_file(f.path, f.out);
 		if (rc < 0)
 			return fail(err_msg, -EINVAL, std::string("cannot read the TLS ") + f.what + " " + f.path + ": " + strerror(-rc));
 		if (f.out->find("-----BEGIN ") == std::string::npos)

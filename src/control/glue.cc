@@ -155,6 +155,20 @@ char *dup_cstr(const std::string &s)
 	return p;
 }
 
+int read_file(const char *path, std::string *out)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return -errno;
+	char b[4096];
+	size_t n;
+	while ((n = fread(b, 1, sizeof(b), f)) > 0)
+		out->append(b, n);
+	int rc = ferror(f) ? -EIO : 0;
+	fclose(f);
+	return rc;
+}
+
 } // namespace nkv_glue
 
 extern "C" {

@@ -80,6 +80,9 @@ int errno_of_status(grpc::StatusCode code);
  */
 void route_grpc_log(const char *origin, int error_level);
 
+/** Read a whole (PEM) file into @out. @return 0 or -errno. */
+int read_file(const char *path, std::string *out);
+
 /** A malloc'ed copy of @s (NUL-terminated), or NULL without memory. */
 char *dup_cstr(const std::string &s);
 

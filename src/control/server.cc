@@ -224,20 +224,6 @@ void drive(nkv_ctl_server *s)
 		static_cast<call *>(tag)->proceed(ok);
 }
 
-/** Read a whole (PEM) file. @return 0 or -errno. */
-int read_file(const char *path, std::string *out)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return -errno;
-	char b[4096];
-	size_t n;
-	while ((n = fread(b, 1, sizeof(b), f)) > 0)
-		out->append(b, n);
-	int rc = ferror(f) ? -EIO : 0;
-	fclose(f);
-	return rc;
-}
 
 /* The first certificate of @pem, or nullptr (caller frees). */
 X509 *pem_cert(const std::string &pem)
@@ -266,7 +252,7 @@ int load_tls(const nkv_ctl_server_conf *conf, grpc::SslServerCredentialsOptions 
 	for (auto &f : files) {
 		if (!f.path)
 			continue;
-		int rc = read_file(f.path, f.out);
+		int rc = nkv_glue::read_file(f.path, f.out);
 		if (rc < 0) {
 			NKV_ERR("cannot read the TLS %s %s: %s", f.what, f.path, strerror(-rc));
 			return -EINVAL;

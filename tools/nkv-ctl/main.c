@@ -14,6 +14,7 @@
 #include "control/glue.h"
 #include "ctl_cli.h"
 #include "nkv/nkv_version.h"
+#include "common/cli_json.h"
 
 #define DEFAULT_SERVER "127.0.0.1:5500"
 
@@ -200,26 +201,6 @@ static void cmd_help(const struct ctl_cli *c, const char *group, const struct ct
 	help(c, text);
 }
 
-/* "-o json", "-ojson", "--output json", "--output=json" anywhere (the last wins), before any option
- * is parsed, so that even a bad option answers in JSON. */
-static bool wants_json(int argc, char **argv)
-{
-	bool json = false;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = NULL;
-		if (strcmp(a, "--") == 0)
-			break;
-		if ((strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) && i + 1 < argc)
-			v = argv[++i];
-		else if (strncmp(a, "--output=", 9) == 0)
-			v = a + 9;
-		else if (strncmp(a, "-o", 2) == 0 && a[2])
-			v = a + 2;
-		if (v)
-			json = strcmp(v, "json") == 0;
-	}
-	return json;
-}
 
 /* ---- options ------------------------------------------------------------------------------- */
 
@@ -545,7 +526,7 @@ static int run(struct ctl_cli *c, int argc, char **argv)
 int main(int argc, char **argv)
 {
 	struct ctl_cli c = {0};
-	c.json = wants_json(argc, argv);
+	c.json = nkv_cli_wants_json(argc, argv);
 	int ex = run(&c, argc, argv);
 	char *secrets[] = {c.dhchap_key, c.dhchap_ctrl_key};
 	for (size_t i = 0; i < sizeof(secrets) / sizeof(secrets[0]); i++)

@@ -10,35 +10,17 @@
 #include <string.h>
 
 #include "cli.h"
+#include "common/cli_json.h"
 
 static FILE *g_stdout; /* the real stdout while a run is held in memory */
 static FILE *g_mem;
 static char *g_buf;
 static size_t g_len;
 
-/* "-o json", "-ojson", "--output json", "--output=json" anywhere (the last -o wins, as getopt's). */
-static bool wants_json(int argc, char **argv)
-{
-	bool json = false;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = NULL;
-		if (strcmp(a, "--") == 0)
-			break;
-		if ((strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) && i + 1 < argc)
-			v = argv[++i];
-		else if (strncmp(a, "--output=", 9) == 0)
-			v = a + 9;
-		else if (strncmp(a, "-o", 2) == 0 && a[2])
-			v = a + 2;
-		if (v)
-			json = strcmp(v, "json") == 0;
-	}
-	return json;
-}
 
 void cli_json_begin(struct cli *c, int argc, char **argv)
 {
-	c->json = wants_json(argc, argv);
+	c->json = nkv_cli_wants_json(argc, argv);
 	if (!c->json)
 		return;
 	fflush(stdout);
