@@ -74,8 +74,9 @@ static void ns_unpublish(struct nkv_subsys *ss, uint32_t nsid, unsigned drain_ms
 	/* Sequentially consistent: pairs with the increment-then-recheck in nkv_ns_get(). */
 	atomic_store(&ss->ns[nsid], NULL);
 	if (nkv_ns_reap(ss, ns, drain_ms) < 0)
-		NKV_WARN("%s: nsid %u: %u command(s) still in flight after %u ms; the namespace closes when "
-			 "they end", ss->nqn, nsid, atomic_load(&ns->active), drain_ms);
+		NKV_WARN("%s: nsid %u: %u command(s) still in flight after %u ms; its backend handle stays open "
+			 "until the NSID is added again or the subsystem goes", ss->nqn, nsid, atomic_load(&ns->active),
+			 drain_ms);
 }
 
 /* The namespace as the configuring thread sees it (it alone publishes and unpublishes). */

@@ -104,17 +104,20 @@ static void drain(struct nkv_loop_qp *qp, unsigned keep)
 int nkv_loop_connect(struct nkv_target *tgt, const char *subnqn, const char *hostnqn,
 		     struct nkv_loop_ctrlr **out)
 {
-	struct nkv_subsys *ss = nkv_target_find_subsys(tgt, subnqn);
+	struct nkv_subsys *ss = nkv_target_get_subsys(tgt, subnqn); /* held until the controller holds it */
 	struct nkv_ctrlr_opts opts = {.mqes = LOOP_MQES, .max_io_queues = LOOP_MAX_IO_QUEUES, .trname = "loop"};
 	struct nkv_loop_ctrlr *c;
 	int rc;
 
 	if (!ss)
 		return -ENOENT;
-	if (!(c = calloc(1, sizeof(*c))))
+	if (!(c = calloc(1, sizeof(*c)))) {
+		nkv_subsys_put(ss);
 		return -ENOMEM;
-	if ((rc = nkv_ctrlr_create(ss, hostnqn, NULL, &opts, &c->ctrlr)) < 0 ||
-	    (rc = qp_new(c, 0, 32, &c->admin)) < 0) {
+	}
+	rc = nkv_ctrlr_create(ss, hostnqn, NULL, &opts, &c->ctrlr);
+	nkv_subsys_put(ss);
+	if (rc < 0 || (rc = qp_new(c, 0, 32, &c->admin)) < 0) {
 		nkv_ctrlr_destroy(c->ctrlr);
 		free(c);
 		return rc;
