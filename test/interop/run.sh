@@ -20,7 +20,7 @@
 #   NKV_CEPH_CONF, NKV_CEPH_KEYRING, NKV_CEPH_USER, NKV_CEPH_POOL   the cluster (rados backend)
 #   NKV_REQUIRE_RADOS=1   rados without a cluster fails instead of skipping (77)
 #   NKV_REQUIRE_INTEROP=1 a failed preparation (no apt, no QEMU) fails instead of skipping (77)
-#   NKV_INTEROP_TIMEOUT   hard limit for the guest in seconds (default 120)
+#   NKV_INTEROP_TIMEOUT   hard limit for the guest in seconds (default 180)
 #   NKV_INTEROP_KEEP=DIR  keep the logs (serial console, daemon) in DIR
 # Prints each guest check as "ok - ..." / "FAIL - ...", then "N passed, N failed". Exit 0/1/77.
 # Everything it starts (daemon, QEMU) is killed on exit.
@@ -30,7 +30,7 @@ ROOT="$(cd "$HERE/../.." && pwd)"
 BACKEND="${1:-}"
 case "$BACKEND" in mem|rados) SUITE=kv ;; auth) SUITE=auth; BACKEND=mem ;; *) echo "usage: $0 mem|rados|auth" >&2; exit 64 ;; esac
 [ "$SUITE" = auth ] && export NKV_INTEROP_KERNEL_PKG="${NKV_INTEROP_KERNEL_PKG:-linux-image-6.12-amd64}"
-TIMEOUT="${NKV_INTEROP_TIMEOUT:-120}"
+TIMEOUT="${NKV_INTEROP_TIMEOUT:-180}"
 t_start=$(date +%s.%N)
 elapsed() { awk -v a="$t_start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
 say() { echo "interop[$BACKEND${SUITE/#kv/}]: $*"; }
