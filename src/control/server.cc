@@ -304,6 +304,8 @@ void split_hostport(const std::string &a, std::string *host, std::string *port)
  * Before grpc binds: a Unix socket path someone serves on is in use (grpc would unlink it and take it
  * over), a TCP host must resolve. @return 0, -EADDRINUSE or -EINVAL (logged).
  */
+int bind_errno(const std::string &addr, int *why);
+
 int precheck(const std::string &addr)
 {
 	if (addr.compare(0, 5, "unix:") == 0) {
@@ -340,6 +342,13 @@ int precheck(const std::string &addr)
 		return -EINVAL;
 	}
 	freeaddrinfo(ai);
+	/* A port in use is the caller's to report (the daemon serves on without its default address):
+	 * found here, before grpc logs its own error about it. */
+	int why = 0;
+	if (bind_errno(addr, &why) == -EADDRINUSE && why == EADDRINUSE) {
+		NKV_DEBUG("%s is in use", addr.c_str());
+		return -EADDRINUSE;
+	}
 	return 0;
 }
 
