@@ -336,6 +336,33 @@ try:
     code, _, body = http("/metrics", "HEAD")
     check(code == 200 and body == "", "HEAD /metrics: 200, no body")
 
+    # ---- configuration errors, --check, a port in use ----
+    def run_d(*a, stdin=None):
+        p = subprocess.run([DAEMON] + list(a), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
+        return p.returncode, p.stdout.decode()
+    rc, out = run_d("--backend", "mem", "--metrics", "bogus")
+    check(rc == 64 and "--metrics" in out, "--metrics bogus: usage error 64 (%d)" % rc)
+    rc, out = run_d("--backend", "mem", "--metrics", "127.0.0.1:70000")
+    check(rc == 64, "--metrics with port 70000: usage error 64 (%d)" % rc)
+    conf = os.path.join(tmp, "m.json")
+    for body, want in (('{"metrics": {"address": "x:y"}}', '"address" must be'),
+                       ('{"metrics": {"adress": "127.0.0.1:1"}}', '"adress" is not a known key'),
+                       ('{"metrics": "127.0.0.1:1"}', 'must be an object')):
+        with open(conf, "w") as f:
+            f.write(body)
+        rc, out = run_d("-c", conf, "--backend", "mem", "--check")
+        check(rc == 1 and want in out, "config %s: exit 1 naming the key (%d: %s)" % (body, rc, out.strip()[:120]))
+    with open(conf, "w") as f:
+        f.write('{"metrics": {"address": "127.0.0.1:9470"}}')
+    rc, out = run_d("-c", conf, "--backend", "mem", "--check")
+    check(rc == 0 and "metrics: GET /metrics on 127.0.0.1:9470" in out, "--check prints the metrics address")
+    rc, out = run_d("-c", conf, "--backend", "mem", "--metrics", "none", "--check")
+    check(rc == 0 and "metrics" not in out, "--metrics none overrides the file")
+    rc, out = run_d("--backend", "mem", "-l", "127.0.0.1:0", "-d", "none", "--control", "none",
+                    "--metrics", "127.0.0.1:%d" % mport)
+    check(rc == 1 and "cannot serve metrics on 127.0.0.1:%d: Address already in use" % mport in out,
+          "a second daemon on the same metrics port: exit 1, 'Address already in use'")
+
     # ---- a clean stop ----
     daemon.send_signal(signal.SIGTERM)
     try:

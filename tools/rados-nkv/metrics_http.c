@@ -149,11 +149,11 @@ int daemon_metrics_start(const struct daemon_conf *c, struct nkv_target *tgt, st
 	 * socket is ours (numeric or named addresses, IPv6, port 0); MHD closes it when it stops. */
 	m->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG |
 					  (family == AF_INET6 ? MHD_USE_IPv6 : 0), 0, NULL, NULL, on_request, m,
+				  MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, /* first: it covers the options' errors */
 				  MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT, (unsigned)METRICS_MAX_CONNS,
 				  MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)METRICS_MAX_PER_IP,
 				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)METRICS_IDLE_S,
-				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)METRICS_REQ_MEM,
-				  MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
+				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)METRICS_REQ_MEM, MHD_OPTION_END);
 	if (!m->mhd) {
 		NKV_ERR("cannot start the metrics server on %s:%d", c->metrics.addr, port);
 		close(fd);
