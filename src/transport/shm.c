@@ -901,8 +901,11 @@ static int do_hello(struct nkv_shm *s, struct shm_listener *l, int sock, const s
 	int rfd = -1, rc = -ENOMEM;
 
 	snprintf(hostnqn, sizeof(hostnqn), "%.*s", (int)strnlen(h->hostnqn, sizeof(h->hostnqn)), h->hostnqn);
-	pthread_mutex_lock(&s->tgt->lock); /* the allowlist changes live */
-	bool allowed = *hostnqn && !l->ss->removed && nkv_subsys_host_allowed(l->ss, hostnqn);
+	pthread_mutex_lock(&s->tgt->lock); /* the allowlist changes live; l->ss too (nkv_shm_listen) */
+	struct nkv_subsys *ss = l->ss;
+	bool allowed = *hostnqn && !ss->removed && nkv_subsys_host_allowed(ss, hostnqn);
+	if (allowed)
+		atomic_fetch_add(&ss->refs, 1); /* until its controller holds it */
 	pthread_mutex_unlock(&s->tgt->lock);
 	if (!allowed) {
 		NKV_WARN("shm %s: host '%s' is not allowed", l->path, hostnqn);
@@ -919,10 +922,13 @@ static int do_hello(struct nkv_shm *s, struct shm_listener *l, int sock, const s
 			 s->conf.max_ctrls, s->conf.max_ctrls_per_host);
 		rep.status = -EUSERS;
 		send_reply(sock, &rep, -1);
+		nkv_subsys_put(ss);
 		return -EUSERS;
 	}
-	if (!(c = calloc(1, sizeof(*c))))
+	if (!(c = calloc(1, sizeof(*c)))) {
+		nkv_subsys_put(ss);
 		return -ENOMEM;
+	}
 	c->s = s;
 	/* Our own descriptor of the host's socket, closed with the controller: the poller may shut the
 	 * socket down (eviction) without racing the socket thread's close of its own. */
@@ -933,14 +939,16 @@ static int do_hello(struct nkv_shm *s, struct shm_listener *l, int sock, const s
 	c->sqs = calloc((size_t)s->conf.max_io_queues + 1, sizeof(*c->sqs));
 	c->cqs = calloc((size_t)s->conf.max_io_queues + 1, sizeof(*c->cqs));
 	if (!c->sqs || !c->cqs || (rfd = rc = make_regs(c)) < 0 ||
-	    (rc = nkv_ctrlr_create(l->ss, hostnqn, h->hostid, &opts, &c->ctrlr)) < 0) {
+	    (rc = nkv_ctrlr_create(ss, hostnqn, h->hostid, &opts, &c->ctrlr)) < 0) {
 		if (rfd >= 0)
 			close(rfd);
 		ctrl_free(c);
+		nkv_subsys_put(ss);
 		rep.status = rc < 0 ? rc : -ENOMEM;
 		send_reply(sock, &rep, -1);
 		return rep.status;
 	}
+	nkv_subsys_put(ss); /* the controller holds it now */
 	publish_regs(c);
 	rep.reg_size = c->reg_size;
 	rep.cntlid = c->ctrlr->cntlid;
@@ -1243,6 +1251,31 @@ int nkv_shm_listen(struct nkv_shm *s, const char *subnqn, const char *path)
 		return -ENOENT;
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
+	/* Ours already: a subsystem removed live left its socket behind (refusing every HELLO); the
+	 * subsystem created again on that path takes it over. */
+	pthread_mutex_lock(&s->mu);
+	for (l = s->listeners; l && strcmp(l->path, path) != 0; l = l->next)
+		;
+	struct nkv_subsys *old = NULL;
+	int taken = 0;
+	if (l) {
+		pthread_mutex_lock(&s->tgt->lock);
+		if (l->ss->removed) {
+			old = l->ss;
+			l->ss = ss;
+			atomic_fetch_add(&ss->refs, 1);
+		} else {
+			taken = -EADDRINUSE;
+		}
+		pthread_mutex_unlock(&s->tgt->lock);
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (l) {
+		nkv_subsys_put(old);
+		if (!taken)
+			NKV_INFO("shm: %s on %s (the socket of a removed subsystem)", subnqn, path);
+		return taken;
+	}
 	strcpy(sa.sun_path, path);
 	if ((fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) < 0)
 		return -errno;

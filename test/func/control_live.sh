@@ -85,6 +85,17 @@ check "its bench ended (exit $orc) within 5 s (${dt} ms)" test "$orc" != 0 -a "$
 n=$(ctl -o json connections "$NQN" | grep -o "\"host_nqn\":\"$OTHER\"" | wc -l)
 check "no controller of it left ($n)" [ "$n" = 0 ]
 check "the allowed host still works" bash -c "echo x | '$NKV' -q '$HOST' -s $PORT -n '$NQN' store after -"
+# Shared memory: a subsystem created live is served on its socket; deleted, the socket refuses; created
+# again on the same path, it is served again (the socket is taken over, not "in use").
+S2=nqn.2026-12.io.rados-nkv:live-shm-$$
+check "subsystem add with a shared-memory socket" ctl subsystem add "$S2" --pool "$POOL" --allow-any-host --shm "$T/s2.sock"
+check "ns add on it" ctl ns add "$S2" --nsid 1 --rados-ns "live-$$-s2"
+check "Store over shm" bash -c "echo shm | '$NKV' -t 'shm:$T/s2.sock' store k -"
+check "subsystem del" ctl subsystem del "$S2"
+check "the socket refuses hosts once the subsystem is gone" bash -c "! echo x | '$NKV' -t 'shm:$T/s2.sock' store k - 2>/dev/null"
+check "subsystem add again on the same socket" ctl subsystem add "$S2" --pool "$POOL" --allow-any-host --shm "$T/s2.sock"
+check "ns add again" ctl ns add "$S2" --nsid 1 --rados-ns "live-$$-s2"
+check "Store over shm again" bash -c "echo shm2 | '$NKV' -t 'shm:$T/s2.sock' store k -"
 kill -TERM "$PID"; wait "$PID"; drc=$?; PID=""
 check "the daemon stops cleanly (exit $drc)" [ "$drc" = 0 ]
 [ "$fail" = 0 ] || tail -40 "$T/d.log"

@@ -290,6 +290,81 @@ t_range() { # KEY FILE OFF HBS: the bytes at OFF, DW0 = the full size
 	is_result $n && cmp $T/want $T/got
 }
 
+# Namespace notices (control plane): run.sh watches the console for NKV-AEN-ADD / NKV-AEN-DEL and
+# runs `nkv-ctl ns add $NQN --nsid 3` / `ns del $NQN 3`; the target completes an Asynchronous Event
+# Request with Namespace Attribute Changed (log 04h) and the kernel rescans ("rescanning namespaces."
+# in dmesg, once per notice). The guest cannot hear back, so it polls for the device (globs and
+# /proc/uptime: no process per poll but `sleep`) for 20 s at most.
+NG3=""
+now() { read -r up _ </proc/uptime; echo "$up"; }
+rescans() { dmesg | grep -c "$CTRL: rescanning namespaces"; }
+aen_wait() { # add|del: NSID 3's /dev/ngXnY appears (NG3) / goes, after one more rescan than R0 (updated)
+	read -r a _ </proc/uptime
+	while :; do
+		if [ $1 = add ]; then
+			for d in /dev/ng*n*; do
+				[ -c "$d" ] && [ "$d" != "$NG" ] && [ "$d" != "$NG2" ] || continue
+				[ "$(nvme get-ns-id $d 2>/dev/null | sed -n 's/.*namespace-id: *\([0-9]*\).*/\1/p')" = 3 ] && NG3=$d
+			done
+			[ -n "$NG3" ] && break
+		elif [ ! -e "$NG3" ]; then
+			break
+		fi
+		read -r b _ </proc/uptime
+		[ ${b%.*} -lt $((${a%.*} + 20)) ] || break
+		sleep 0.1
+	done
+	AEN_T=$(awk -v a=$a -v b="$(now)" 'BEGIN { printf "%.1f", b - a }')
+	r=$(rescans)
+	echo "NSID 3 $1: ${NG3:-no device} after $AEN_T s; kernel rescans: $R0 before, $r now"
+	ls /dev/ng*
+	r0=$R0 R0=$r
+	if [ $1 = add ]; then [ -n "$NG3" ]; else [ ! -e "$NG3" ]; fi && [ $r -eq $((r0 + 1)) ]
+}
+on3() { # CMD...: CMD with NSID 3 through $NG3
+	o=$NG; NSID=3; NG=$NG3; "$@"; r=$?; NSID=1; NG=$o
+	return $r
+}
+t_others_live() { # NSIDs 1 and 2 are still attached and NSID 1 serves Store + Retrieve
+	[ -c "$NG" ] && [ -c "$NG2" ] && t_store_retrieve k1 $T/v100 && delete k1
+}
+# After the removal the host cannot address NSID 3 at all: the 6.1 kernel refuses a passthrough
+# command whose NSID is not its device's ("nsid (3) in cmd does not match nsid (1) of namespace"),
+# and the controller node takes I/O commands only with a single namespace (a kernel that sent it would
+# get Invalid Namespace, 0Bh). What the target says is the controller's active NSID list (CNS 02h).
+t_gone_ns() {
+	NSID=3; exist k3; r=$?; NSID=1
+	[ $r -ne 0 ] && { [ -z "$STATUS" ] || is_status 0x0b; } || return 1 # the kernel's refusal, or 0Bh
+	nvme list-ns /dev/$CTRL >$T/out 2>&1 || return 1
+	cat $T/out
+	[ "$(sed -n 's/^\[ *[0-9]*\]: *\(0x[0-9a-f]*\).*/\1/p' $T/out | tr '\n' ' ')" = "0x1 0x2 " ]
+}
+aen_suite() {
+	f=$NFAIL
+	read -r t0 _ </proc/uptime
+	R0=$(rescans)
+	echo NKV-AEN-ADD
+	check "[aen] nkv-ctl ns add NSID 3 while connected: one kernel rescan, /dev/ngXnY of NSID 3 appears" aen_wait add
+	echo "# NSID 3 attached as ${NG3:-nothing} after $AEN_T s"
+	if [ -n "$NG3" ]; then
+		check "[aen] Store + Retrieve 4 KiB through NSID 3 ($NG3): identical, DW0 = 4096" on3 t_store_retrieve k3 $T/v4k
+		check "[aen] NSID 1 unaffected, its own RADOS namespace: NSID 3's key absent there (87h)" t_absent exist k3
+		on3 delete k3
+	fi
+	echo NKV-AEN-DEL
+	if [ -n "$NG3" ]; then
+		check "[aen] nkv-ctl ns del 3: one kernel rescan, $NG3 goes away" aen_wait del
+		echo "# NSID 3 detached after $AEN_T s"
+		check "[aen] NSID 3 is gone from the controller: active NSID list (nvme list-ns) 1 2, I/O to 3 refused" t_gone_ns
+		check "[aen] NSIDs 1 and 2 still attached, NSID 1 serves Store + Retrieve" t_others_live
+	fi
+	echo "# NSID 3 checks took $(awk -v a=$t0 -v b="$(now)" 'BEGIN { printf "%.1f", b - a }') s of guest time"
+	if [ $NFAIL -gt $f ]; then
+		echo "---- guest dmesg, nvme lines (last 20) ----"
+		dmesg | grep -i nvme | tail -n 20
+	fi
+}
+
 suite() { # TAG: the KV checks on the current connection
 	tag=$1
 	check "[$tag] id-ctrl: CNTLID matches the connection, SUBNQN, KAS, IOCCSZ, IORCSZ" t_idctrl
@@ -374,6 +449,11 @@ if [ -n "$NG" ]; then
 		eval '! kv 0xf2 k1m 3 1 4096 4096 --read --input-file=$T/got && is_status 0x02'
 	delete k1m
 	dmesg | grep -i 'effects' | sed 's/^/# kernel: /'
+fi
+if [ -n "$NG" ] && [ "$AEN" = 1 ]; then
+	aen_suite
+elif [ -n "$NG" ]; then
+	echo "# namespace notice checks skipped: $AEN"
 fi
 check "nvme disconnect -n $NQN; the namespace device goes away" disconnect
 

@@ -9,12 +9,18 @@
 # three subsystems that require DH-HMAC-CHAP (mem backend): nvme connect --dhchap-secret (and
 # --dhchap-ctrl-secret), every hash function, DH groups null, ffdhe2048 and ffdhe3072, Store/Retrieve,
 # re-authentication through sysfs, and a wrong secret, a wrong controller secret and no secret refused.
+# mem|rados also check namespace notices: the daemon serves its control plane on a Unix socket in the
+# run's directory; when the guest, connected, prints NKV-AEN-ADD / NKV-AEN-DEL on the console, this
+# script runs `nkv-ctl ns add NQN --nsid 3` / `nkv-ctl ns del NQN 3`, and the guest waits for the
+# kernel to rescan (Namespace Attribute Changed, log 04h) and /dev/ngXnY of NSID 3 to come and go.
 # Environment:
 #   NKV_DAEMON            rados-nkv binary (default: build/interop/rados-nkv, then build/*/rados-nkv)
+#   NKV_CTL               nkv-ctl binary (default: next to the daemon, or its build tree's
+#                         tools/nkv-ctl/nkv-ctl); none there: the namespace notice checks are skipped
 #   NKV_CEPH_CONF, NKV_CEPH_KEYRING, NKV_CEPH_USER, NKV_CEPH_POOL   the cluster (rados backend)
 #   NKV_REQUIRE_RADOS=1   rados without a cluster fails instead of skipping (77)
 #   NKV_REQUIRE_INTEROP=1 a failed preparation (no apt, no QEMU) fails instead of skipping (77)
-#   NKV_INTEROP_TIMEOUT   hard limit for the guest in seconds (default 120)
+#   NKV_INTEROP_TIMEOUT   hard limit for the guest in seconds (default 180)
 #   NKV_INTEROP_KEEP=DIR  keep the logs (serial console, daemon) in DIR
 # Prints each guest check as "ok - ..." / "FAIL - ...", then "N passed, N failed". Exit 0/1/77.
 # Everything it starts (daemon, QEMU) is killed on exit.
@@ -24,7 +30,7 @@ ROOT="$(cd "$HERE/../.." && pwd)"
 BACKEND="${1:-}"
 case "$BACKEND" in mem|rados) SUITE=kv ;; auth) SUITE=auth; BACKEND=mem ;; *) echo "usage: $0 mem|rados|auth" >&2; exit 64 ;; esac
 [ "$SUITE" = auth ] && export NKV_INTEROP_KERNEL_PKG="${NKV_INTEROP_KERNEL_PKG:-linux-image-6.12-amd64}"
-TIMEOUT="${NKV_INTEROP_TIMEOUT:-120}"
+TIMEOUT="${NKV_INTEROP_TIMEOUT:-180}"
 t_start=$(date +%s.%N)
 elapsed() { awk -v a="$t_start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
 say() { echo "interop[$BACKEND${SUITE/#kv/}]: $*"; }
@@ -41,6 +47,18 @@ if [ -z "$DAEMON" ]; then
   done
 fi
 [ -x "$DAEMON" ] || { say "no rados-nkv binary (set NKV_DAEMON)"; echo "0 passed, 1 failed"; exit 1; }
+
+# nkv-ctl, for the namespace notice checks (builds without grpc++ have none: skipped, not failed).
+CTL="${NKV_CTL:-}"
+if [ -z "$CTL" ]; then
+  for c in "$(dirname "$DAEMON")/nkv-ctl" "$(dirname "$DAEMON")/tools/nkv-ctl/nkv-ctl"; do
+    [ -x "$c" ] && { CTL="$c"; break; }
+  done
+fi
+[ -z "$CTL" ] || [ -x "$CTL" ] || { say "NKV_CTL=$CTL is not executable"; echo "0 passed, 1 failed"; exit 1; }
+AEN=1   # or why the checks are skipped (the guest prints it)
+[ -n "$CTL" ] || AEN="no nkv-ctl next to $DAEMON (set NKV_CTL)"
+[ "$SUITE" = kv ] || AEN="not in this suite"
 
 if [ "$BACKEND" = rados ] && [ -z "${NKV_CEPH_CONF:-}" ]; then
   skip_or_fail NKV_REQUIRE_RADOS "no cluster (NKV_CEPH_CONF unset)"
@@ -115,6 +133,7 @@ EOF
 fi
 chmod 600 "$WORK/rados-nkv.json"   # it holds secrets
 args=(-c "$WORK/rados-nkv.json" --backend "$BACKEND" --log-level debug --grace-ms 2000)
+[ "$AEN" = 1 ] && args+=(--control "unix:$WORK/ctl.sock")
 if [ "$BACKEND" = rados ]; then
   args+=(--ceph-conf "$NKV_CEPH_CONF" --client-id "${NKV_CEPH_USER:-admin}" --op-timeout 20)
   [ -n "${NKV_CEPH_KEYRING:-}" ] && args+=(--keyring "$NKV_CEPH_KEYRING")
@@ -139,6 +158,8 @@ if [ -z "$DAEMON_PID" ]; then
   say "rados-nkv did not start:"; cat "$WORK/daemon.log"; echo "0 passed, 1 failed"; exit 1
 fi
 say "rados-nkv ($BACKEND) on 127.0.0.1:$PORT, discovery :$DPORT, $NQN (guest sees 10.0.2.2)"
+if [ "$AEN" = 1 ]; then say "control plane on unix:$WORK/ctl.sock, nkv-ctl $CTL"
+elif [ "$SUITE" = kv ]; then say "namespace notice checks skipped: $AEN"; fi
 
 # A second cpio archive after the cached initramfs carries this run's guest script and parameters.
 mkdir -p "$WORK/ov/interop"
@@ -150,6 +171,7 @@ DPORT=$DPORT
 NQN=$NQN
 BACKEND=$BACKEND
 SUITE=$SUITE
+AEN='$AEN'
 KA='$KA'
 KAC='$KAC'
 KB='$KB'
@@ -169,10 +191,31 @@ qemu-system-x86_64 -nodefaults -display none -no-reboot -accel tcg -m 768 -smp 1
   -serial "file:$SERIAL" -monitor none \
   -netdev user,id=n0 -device virtio-net-pci,netdev=n0 >"$WORK/qemu.log" 2>&1 &
 QEMU_PID=$!
+# Namespace notices: each marker the guest prints runs one nkv-ctl command, once. aen_add/aen_del
+# hold "EXIT-STATUS MILLISECONDS OUTPUT" of the command once it ran.
+AEN_NS="${RADOS_NS:-interop}-aen"   # NSID 3's RADOS namespace, not NSID 1's
+aen_add="" aen_del=""
+aen_ctl() {
+  local a b out rc
+  a=$(date +%s%N)
+  out=$("$CTL" --server "unix:$WORK/ctl.sock" "$@" 2>&1); rc=$?
+  b=$(date +%s%N)
+  echo "$rc $(( (b - a) / 1000000 )) $(echo "$out" | tr '\n' ' ')"
+}
+aen_poll() {
+  [ "$AEN" = 1 ] && [ -z "$aen_del" ] || return 0
+  if [ -z "$aen_add" ] && grep -aq '^NKV-AEN-ADD' "$SERIAL" 2>/dev/null; then
+    aen_add=$(aen_ctl ns add "$NQN" --nsid 3 --rados-ns "$AEN_NS")
+  fi
+  if [ -n "$aen_add" ] && grep -aq '^NKV-AEN-DEL' "$SERIAL" 2>/dev/null; then
+    aen_del=$(aen_ctl ns del "$NQN" 3)
+  fi
+}
 deadline=$(( $(date +%s) + TIMEOUT ))
 timed_out=0
 while kill -0 "$QEMU_PID" 2>/dev/null; do
   if [ "$(date +%s)" -ge "$deadline" ]; then timed_out=1; break; fi
+  aen_poll
   sleep 0.2
 done
 if [ "$timed_out" = 1 ]; then
@@ -210,7 +253,7 @@ if kill -0 "$DAEMON_PID" 2>/dev/null; then
 else
   echo "FAIL - rados-nkv died during the run"; fail=$((fail + 1)); DAEMON_PID=""
 fi
-grep -E '^(ok|FAIL) - ' "$WORK/console.log" | sed 's/^/  guest: /'
+grep -E '^(ok|FAIL) - |^# NSID 3 ' "$WORK/console.log" | sed 's/^/  guest: /'
 
 # Host-side checks on the target's debug log (one "cmd" line per command received).
 DL="$WORK/daemon.log"
@@ -247,6 +290,23 @@ hcheck "Keep Alive (18h) every KATO/2 on that controller ($ka seen, want >= 3)" 
 hcheck "vendor opcodes 82h (allowlisted) and 9Ah (not) reached the target from the kernel" \
   "grep -q ' cmd opc 82h ' '$DL' && grep -q ' cmd opc 9ah ' '$DL'"
 
+# Namespace notices: both nkv-ctl commands ran when the guest asked, and the kernel answered each
+# notice by reading the Changed Namespace List (log 04h) on an admin queue with RAE clear (CDW10
+# bit 15), which unmasks the next notice.
+if [ "$AEN" = 1 ]; then
+  aen_hcheck() { # WHAT "EXIT-STATUS MILLISECONDS OUTPUT"
+    local rc ms out
+    read -r rc ms out <<<"$2"
+    if [ -z "$2" ]; then echo "FAIL - target: $1: the guest never asked for it"; fail=$((fail + 1))
+    elif [ "$rc" = 0 ]; then echo "ok - target: $1 while the host was connected ($ms ms)"; pass=$((pass + 1))
+    else echo "FAIL - target: $1: exit $rc: $out"; fail=$((fail + 1)); fi
+  }
+  aen_hcheck "nkv-ctl ns add $NQN --nsid 3 --rados-ns $AEN_NS" "$aen_add"
+  aen_hcheck "nkv-ctl ns del $NQN 3" "$aen_del"
+  n04=$(grep -c ' qid 0 cid [0-9]* cmd opc 02h nsid [0-9a-f]*h cdw10 [0-9a-f]\{4\}[0-7][0-9a-f]04h' "$DL")
+  hcheck "the kernel read log 04h with RAE clear after the notices ($n04 reads, want >= 2)" "[ $n04 -ge 2 ]"
+fi
+
 # The kernel's attach sequence on the admin queue of the first I/O controller, decoded.
 attach_sequence() {
   local peer line opc fct c10 c11 c12 c14 nsid what
@@ -278,6 +338,7 @@ attach_sequence() {
   done
 }
 attach_sequence
+[ "$AEN" = 1 ] || say "namespace notice checks skipped: $AEN"
 say "timings: prepare ${t_prep}s, boot+guest $(awk -v a="$t_boot" -v b="$t_end" 'BEGIN { printf "%.1f", b - a }')s, total $(elapsed)s"
 [ "$bad" = 1 ] && fail=$((fail + 1))
 echo "$pass passed, $fail failed"
