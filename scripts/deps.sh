@@ -16,6 +16,8 @@ PKGS=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler openssl   # control plane (src/control, nkv-ctl); openssl: test certificates
   python3-pytest python3-numpy python3-torch python3-pip python3-setuptools   # python/ (rados_nkv) tests
   python3-tqdm                      # nkv-weights / the vLLM loader: progress bars (and their test)
+  libmicrohttpd-dev                 # the daemon's --metrics (Prometheus) endpoint
+  python3-prometheus-client         # metrics_* tests: the Prometheus text parser
 )
 
 bash "$(dirname "$0")/apt-install.sh" deps "${PKGS[@]}"

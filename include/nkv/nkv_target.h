@@ -207,6 +207,94 @@ struct nkv_conn_info {
  */
 int nkv_target_connections(struct nkv_target *tgt, const char *subnqn, struct nkv_conn_info **out);
 
+/* ---- metrics: what a monitoring exporter reads (the daemon's --metrics) ------------------------------
+ * Every command that reached a namespace (it named a published one) is counted once when it
+ * completes, by kind and status class, with its bytes and its latency from parse to completion.
+ * The counters are per namespace since it was added (a namespace removed and added again starts
+ * from zero); they are read without stopping I/O, so one snapshot may see a command in one counter
+ * and not yet in another. */
+
+/** Command kinds (by opcode). */
+enum nkv_metric_op {
+	NKV_MOP_STORE,          /* 01h */
+	NKV_MOP_RETRIEVE,       /* 02h */
+	NKV_MOP_RETRIEVE_RANGE, /* F2h */
+	NKV_MOP_DELETE,         /* 10h */
+	NKV_MOP_EXIST,          /* 14h */
+	NKV_MOP_LIST,           /* 06h */
+	NKV_MOP_EXEC,           /* 80h-EFh, the namespace's Exec allowlist */
+	NKV_MOP_OTHER,          /* Flush and any other opcode sent to a namespace */
+	NKV_MOP_COUNT
+};
+
+/** Status classes. */
+enum nkv_metric_status {
+	NKV_MST_SUCCESS,     /* 00h */
+	NKV_MST_NOT_FOUND,   /* 87h KV Key Does Not Exist */
+	NKV_MST_EXISTS,      /* 89h KV Key Exists (a Store that must not overwrite) */
+	NKV_MST_SIZE,        /* 85h Invalid Value Size, 86h Invalid Key Size */
+	NKV_MST_CAPACITY,    /* 81h KV Capacity Exceeded (pool quota or cluster full) */
+	NKV_MST_NOT_READY,   /* 82h KV Namespace Not Ready: op timeout, cluster unreachable; hosts retry */
+	NKV_MST_REFUSED,     /* the command was refused as sent: invalid opcode, field, namespace or SGL,
+			      * namespace write protected (20h), not authenticated */
+	NKV_MST_EXEC_FAILED, /* C0h method unavailable, C1h the method returned an error */
+	NKV_MST_OTHER,       /* internal (06h), unrecovered (88h), aborted, data transfer errors... */
+	NKV_MST_COUNT
+};
+
+/** Latency histogram groups. */
+enum nkv_metric_lat { NKV_MLAT_STORE, NKV_MLAT_RETRIEVE /* with Retrieve Range */, NKV_MLAT_OTHER, NKV_MLAT_COUNT };
+
+/** Latency buckets: bucket i < 21 holds (8 us << (i - 1), 8 us << i] (the first from 0), the last
+ *  everything above 8 us << 20 (8.39 s). */
+#define NKV_MLAT_BUCKETS 22
+
+/** The upper bound of latency bucket @i in microseconds; UINT64_MAX for the last (+Inf). */
+uint64_t nkv_metric_lat_bound_us(unsigned i);
+/** Short lowercase names ("store", "retrieve_range"; "not_found", "exec_failed"): label values. */
+const char *nkv_metric_op_name(unsigned op);
+const char *nkv_metric_status_name(unsigned st);
+
+/** One namespace's metrics (nkv_target_metrics). */
+struct nkv_ns_metrics {
+	char subnqn[224];
+	uint32_t nsid;
+	bool read_only;
+	uint64_t cmds[NKV_MOP_COUNT][NKV_MST_COUNT];     /* completed commands */
+	uint64_t bytes_written[NKV_MOP_COUNT];           /* host-to-controller data of successful commands */
+	uint64_t bytes_read[NKV_MOP_COUNT];              /* controller-to-host data of successful commands */
+	uint64_t lat[NKV_MLAT_COUNT][NKV_MLAT_BUCKETS];  /* commands per latency bucket (not cumulative) */
+	uint64_t lat_sum_ns[NKV_MLAT_COUNT];             /* their latencies added up */
+	uint64_t in_flight;   /* parsed, not yet completed */
+	uint64_t used;        /* bytes in use as the backend reports them (rados: the whole pool), as the
+			       * last usage refresh saw them */
+	uint64_t max_value;
+	/* A cache over the namespace (TTL, pins, eviction) adds its figures here: pinned and capacity
+	 * bytes, evictions, expirations, byte-hours, token-hours. None exists yet, so none is reported. */
+};
+
+/**
+ * Every published namespace of every subsystem, in a malloc'ed array (free() it), subsystems in
+ * the target's order and namespaces by NSID. Takes the target's configuration lock briefly; never
+ * waits for I/O. @return how many (>= 0; *out NULL when 0) or -ENOMEM.
+ */
+int nkv_target_metrics(struct nkv_target *tgt, struct nkv_ns_metrics **out);
+
+/** One transport's gauges (nkv_target_transport_metrics). */
+struct nkv_transport_metrics {
+	char name[8];          /* "tcp", "shm" */
+	uint64_t connections;  /* tcp: connections open (admin, I/O and discovery queues, and those not
+				* yet connected); shm: controllers live */
+	uint64_t queue_depth;  /* I/O commands the transport holds: received, not yet answered (waiting
+				* for buffers or data, in the core or the backend, or being sent back) */
+};
+
+/**
+ * The gauges of the transports running on @tgt (nkv_tcp_create, nkv_shm_create; the loop
+ * transport has none), up to @max of them into @out. @return how many there are (may exceed @max).
+ */
+int nkv_target_transport_metrics(struct nkv_target *tgt, struct nkv_transport_metrics *out, unsigned max);
+
 /**
  * DH-HMAC-CHAP settings of one allowed host (NVMe in-band authentication, docs/nvme-kv-wire.md C.12).
  * Secrets are in the representation `nvme gen-dhchap-key` prints, "DHHC-1:hh:<base64>:".

@@ -52,6 +52,7 @@ struct nkv_target {
 	unsigned stats_ms;
 	bool stats_stop;
 	atomic_uint auth_seq;          /* DH-HMAC-CHAP S1: random start, never 0 (auth.c) */
+	struct nkv_transport_reg *transports; /* running transports' gauges (lock) */
 };
 
 /** One allowlisted vendor opcode, as the core keeps it (see struct nkv_exec_rule). */
@@ -71,10 +72,23 @@ struct nkv_exec_table {
 	struct nkv_exec_entry e[];
 };
 
-/** Per-namespace command counters (this gateway), updated at completion. */
+/** Per-namespace command counters (this gateway), updated at completion with relaxed atomics: the
+ *  metrics snapshot (nkv_target_metrics) and nkv_ns_stats() add them up. */
 struct nkv_ns_counters {
-	atomic_uint_fast64_t stores, retrieves, deletes, exists, lists, others;
-	atomic_uint_fast64_t bytes_written, bytes_read, errors;
+	atomic_uint_fast64_t cmds[NKV_MOP_COUNT][NKV_MST_COUNT];
+	atomic_uint_fast64_t bytes_written[NKV_MOP_COUNT], bytes_read[NKV_MOP_COUNT];
+	atomic_uint_fast64_t lat[NKV_MLAT_COUNT][NKV_MLAT_BUCKETS];
+	atomic_uint_fast64_t lat_sum_ns[NKV_MLAT_COUNT];
+};
+
+/** A transport's gauges, registered with its target so that a metrics reader finds every transport
+ *  (even one started later by the control plane) and never reads one being freed. */
+struct nkv_transport_reg {
+	struct nkv_transport_reg *next;
+	const char *name;
+	/** Read the gauges (any thread, under tgt->lock): relaxed loads only, never blocks. */
+	void (*read)(void *arg, uint64_t *connections, uint64_t *queue_depth);
+	void *arg;
 };
 
 struct nkv_ns {
@@ -208,6 +222,7 @@ struct nkv_req {
 	uint32_t xfer;      /* bytes moved to the host (controller-to-host commands) */
 	void (*execute)(struct nkv_req *req);
 	struct nkv_ns *ns;
+	uint64_t start_ns;  /* parse time (CLOCK_MONOTONIC): the latency metrics */
 	struct nkv_kvio io;
 };
 
@@ -281,8 +296,8 @@ static inline void nkv_ns_put(struct nkv_ns *ns)
 {
 	atomic_fetch_sub_explicit(&ns->active, 1, memory_order_release);
 }
-/** Count a finished command on its namespace (nkv_req_complete). */
-void nkv_ns_count(struct nkv_ns *ns, const struct nkv_sqe *cmd, uint16_t status, uint32_t xfer, uint32_t len);
+/** Count a finished command on its namespace (nkv_req_complete): kind, status class, bytes, latency. */
+void nkv_ns_count(struct nkv_ns *ns, const struct nkv_req *req, nkv_status st);
 
 /* ---- live changes (live.c) ---- */
 /** Queue a Namespace Attribute Changed notice for @nsid to every controller of @ss. */
@@ -348,6 +363,10 @@ nkv_status nkv_fabrics_parse(struct nkv_req *req);
 int nkv_target_add_port(struct nkv_target *t, const struct nkv_port *port);
 /** Take a transport address out of the discovery log (its listener closed). */
 void nkv_target_del_port(struct nkv_target *t, uint16_t portid);
+/** Register a transport's gauges (@r lives until nkv_target_del_transport). */
+void nkv_target_add_transport(struct nkv_target *t, struct nkv_transport_reg *r);
+/** Unregister them (idempotent): after it returns no reader calls r->read. */
+void nkv_target_del_transport(struct nkv_target *t, struct nkv_transport_reg *r);
 /** Create the target's discovery subsystem (idempotent). @return 0 or -ENOMEM. */
 int nkv_target_enable_discovery(struct nkv_target *t);
 /** Is @hostnqn allowed on @ss? Caller holds tgt->lock (the allowlist changes live). */

@@ -2,7 +2,8 @@
  * live.c - configuration changes while hosts are connected (the control plane's core half):
  * subsystems and namespaces removed under I/O, hosts disallowed, namespace attributes changed, and
  * the Asynchronous Event notices (Namespace Attribute Changed, Changed Namespace List log 04h) that
- * tell connected hosts to rescan. Per-namespace counters and the list of controllers live here too.
+ * tell connected hosts to rescan. The totals of the per-namespace counters (nkv_ns_stats; counted in
+ * metrics.c) and the list of controllers live here too.
  *
  * Lifetimes: a command holds its namespace from parse to completion (nkv_ns_get/put, core.h); a
  * controller holds its subsystem; the target's list holds each subsystem it names. A namespace
@@ -136,47 +137,35 @@ void nkv_subsys_set_max_ns(struct nkv_subsys *ss, unsigned max_ns)
 	ss->max_ns = max_ns > NKV_MAX_NSID ? NKV_MAX_NSID : max_ns;
 }
 
-void nkv_ns_count(struct nkv_ns *ns, const struct nkv_sqe *cmd, uint16_t status, uint32_t xfer, uint32_t len)
-{
-	struct nkv_ns_counters *k = &ns->stats;
-	atomic_uint_fast64_t *op;
-
-	switch (cmd->opc) {
-	case NKV_KV_STORE: op = &k->stores; break;
-	case NKV_KV_RETRIEVE: case NKV_VS_RETRIEVE_RANGE: op = &k->retrieves; break;
-	case NKV_KV_DELETE: op = &k->deletes; break;
-	case NKV_KV_EXIST: op = &k->exists; break;
-	case NKV_KV_LIST: op = &k->lists; break;
-	default: op = &k->others;
-	}
-	atomic_fetch_add_explicit(op, 1, memory_order_relaxed);
-	if (status != 0) {
-		atomic_fetch_add_explicit(&k->errors, 1, memory_order_relaxed);
-	} else if (cmd->opc == NKV_KV_STORE) {
-		atomic_fetch_add_explicit(&k->bytes_written, len, memory_order_relaxed);
-	} else if (xfer) {
-		atomic_fetch_add_explicit(&k->bytes_read, xfer, memory_order_relaxed);
-	}
-}
-
 int nkv_ns_stats(struct nkv_subsys *ss, uint32_t nsid, struct nkv_ns_stats *out)
 {
 	struct nkv_ns *ns = ns_live(ss, nsid);
 	struct nkv_ns_counters *k;
+	uint64_t by_op[NKV_MOP_COUNT] = {0}, errors = 0, written = 0, read = 0;
 
 	if (!ns)
 		return -ENOENT;
 	k = &ns->stats;
+	/* The totals of the metrics' counters (metrics.c), as this call has always reported them. */
+	for (unsigned o = 0; o < NKV_MOP_COUNT; o++) {
+		for (unsigned s = 0; s < NKV_MST_COUNT; s++) {
+			uint64_t v = atomic_load_explicit(&k->cmds[o][s], memory_order_relaxed);
+			by_op[o] += v;
+			errors += s != NKV_MST_SUCCESS ? v : 0;
+		}
+		written += atomic_load_explicit(&k->bytes_written[o], memory_order_relaxed);
+		read += atomic_load_explicit(&k->bytes_read[o], memory_order_relaxed);
+	}
 	*out = (struct nkv_ns_stats){
-		.stores = atomic_load(&k->stores),
-		.retrieves = atomic_load(&k->retrieves),
-		.deletes = atomic_load(&k->deletes),
-		.exists = atomic_load(&k->exists),
-		.lists = atomic_load(&k->lists),
-		.others = atomic_load(&k->others),
-		.bytes_written = atomic_load(&k->bytes_written),
-		.bytes_read = atomic_load(&k->bytes_read),
-		.errors = atomic_load(&k->errors),
+		.stores = by_op[NKV_MOP_STORE],
+		.retrieves = by_op[NKV_MOP_RETRIEVE] + by_op[NKV_MOP_RETRIEVE_RANGE],
+		.deletes = by_op[NKV_MOP_DELETE],
+		.exists = by_op[NKV_MOP_EXIST],
+		.lists = by_op[NKV_MOP_LIST],
+		.others = by_op[NKV_MOP_EXEC] + by_op[NKV_MOP_OTHER],
+		.bytes_written = written,
+		.bytes_read = read,
+		.errors = errors,
 		.in_flight = atomic_load(&ns->active),
 		.used = atomic_load(&ns->used),
 		.max_value = ns->max_value,

@@ -18,6 +18,9 @@ nkv_status nkv_req_parse(struct nkv_req *req)
 	struct nkv_ctrlr *c = req->qp->ctrlr;
 	nkv_status st;
 
+	/* Latency runs from here: a command that waits for buffers after its parse (NVMe/TCP) counts
+	 * that wait; one the transport parses again later (shm, out of bounce memory) starts over. */
+	req->start_ns = nkv_now_ns();
 	memset(&req->cpl, 0, sizeof(req->cpl));
 	req->length = 0;
 	req->xfer = 0;
@@ -65,7 +68,7 @@ void nkv_req_drop(struct nkv_req *req)
 void nkv_req_complete(struct nkv_req *req, nkv_status st)
 {
 	if (req->ns) {
-		nkv_ns_count(req->ns, &req->cmd, st, req->xfer, req->length);
+		nkv_ns_count(req->ns, req, st);
 		nkv_req_drop(req);
 	}
 	req->cpl.cid = req->cmd.cid;

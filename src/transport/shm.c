@@ -125,6 +125,8 @@ static void req_release(struct shm_req *r)
 	c->free_reqs = r;
 	sq->outstanding--;
 	c->outstanding--;
+	if (sq->qp.qid)
+		atomic_fetch_sub_explicit(&c->p->inflight, 1, memory_order_relaxed);
 	sq_maybe_free(sq);
 }
 
@@ -295,6 +297,8 @@ static nkv_status sq_create(struct shm_ctrl *c, uint16_t qid, uint16_t size, uin
 	sq->live = true;
 	c->sqs[qid] = sq;
 	c->cqs[cqid].sqs++;
+	if (qid)
+		nkv_ctrlr_claim_qid(c->ctrlr, qid); /* listed as connected (nkv_target_connections) */
 	reg_wr32(c, nkv_db_sq_tail(qid), 0);
 	return 0;
 }
@@ -306,6 +310,8 @@ static void sq_delete(struct shm_ctrl *c, uint16_t qid)
 
 	c->sqs[qid] = NULL;
 	c->cqs[sq->cqid].sqs--;
+	if (qid)
+		nkv_ctrlr_release_qid(c->ctrlr, qid);
 	nkv_shm_unpin(c, &sq->reg);
 	/* Copies not yet done and completions waiting for CQ room belong to this SQ's requests: drop
 	 * them. The SQ stays live until they are gone, or releasing the last one would free it under
@@ -431,6 +437,8 @@ static bool run_cmd(struct shm_ctrl *c, struct shm_sq *sq, struct shm_req *r)
 	r->direct = false;
 	sq->outstanding++;
 	c->outstanding++;
+	if (sq->qp.qid)
+		atomic_fetch_add_explicit(&c->p->inflight, 1, memory_order_relaxed);
 	if (sq->qp.qid == 0 && is_queue_cmd(r->req.cmd.opc)) {
 		memset(&r->req.cpl, 0, sizeof(r->req.cpl));
 		r->req.xfer = 0;
@@ -446,6 +454,8 @@ static bool run_cmd(struct shm_ctrl *c, struct shm_sq *sq, struct shm_req *r)
 		slot_mark(sq, r->slot, false);
 		sq->outstanding--;
 		c->outstanding--;
+		if (sq->qp.qid)
+			atomic_fetch_sub_explicit(&c->p->inflight, 1, memory_order_relaxed);
 		return false;
 	}
 	/* A bounced Store runs once its data is staged, a slice per scan (nkv_shm_copied). */
@@ -1145,6 +1155,18 @@ static int shm_alloc(struct nkv_target *tgt, const struct nkv_shm_conf *conf, st
 	return 0;
 }
 
+static void shm_read_gauges(void *arg, uint64_t *connections, uint64_t *queue_depth)
+{
+	struct nkv_shm *s = arg;
+	uint64_t qd = 0;
+
+	for (unsigned i = 0; i < s->conf.pollers; i++)
+		qd += atomic_load_explicit(&s->pollers[i].inflight, memory_order_relaxed);
+	int n = atomic_load_explicit(&s->nctrls, memory_order_relaxed);
+	*connections = n > 0 ? (uint64_t)n : 0;
+	*queue_depth = qd;
+}
+
 int nkv_shm_create(struct nkv_target *tgt, const struct nkv_shm_conf *conf, struct nkv_shm **out)
 {
 	struct nkv_shm *s;
@@ -1177,6 +1199,8 @@ int nkv_shm_create(struct nkv_target *tgt, const struct nkv_shm_conf *conf, stru
 			pthread_join(s->pollers[j].thread, NULL);
 		goto fail;
 	}
+	s->reg = (struct nkv_transport_reg){.name = "shm", .read = shm_read_gauges, .arg = s};
+	nkv_target_add_transport(tgt, &s->reg);
 	*out = s;
 	return 0;
 fail:
@@ -1291,6 +1315,7 @@ void nkv_shm_destroy(struct nkv_shm *s, int grace_ms)
 		return;
 	uint64_t deadline = nkv_now_ms() + (uint64_t)(grace_ms > 0 ? grace_ms : 0);
 
+	nkv_target_del_transport(s->tgt, &s->reg); /* no metrics reader looks at it any more */
 	/* No new hosts; give hosts time to finish and leave; then cut the rest off. */
 	atomic_store(&s->draining, true);
 	while (atomic_load(&s->nctrls) > 0 && nkv_now_ms() < deadline)

@@ -121,6 +121,7 @@ struct shm_poller {
 	struct nkv_msgq msgq;
 	struct shm_ctrl *ctrls;
 	unsigned id;
+	atomic_uint_fast64_t inflight; /* I/O commands of its controllers (the queue depth metric) */
 };
 
 enum ep_kind { EP_STOP, EP_LISTENER, EP_CONN }; /* what an epoll event of the socket thread is for */
@@ -141,6 +142,7 @@ struct nkv_shm {
 	atomic_bool pollers_stop;  /* set once the socket thread is joined: pollers reap and end */
 	atomic_int nctrls;
 	atomic_uint_fast64_t bounced; /* bounce bytes in use, all controllers (conf.bounce_budget) */
+	struct nkv_transport_reg reg; /* its gauges, for the target's metrics */
 };
 
 /* ---- shm_data.c: IOVA translation (any thread; takes c->mu) ---- */

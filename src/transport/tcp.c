@@ -80,6 +80,7 @@ struct tcp_req {
 	uint32_t icd_len;         /* in-capsule data length */
 	bool h2c;                 /* data flows host to controller */
 	bool connect;             /* a Connect on an unconnected queue */
+	bool io;                  /* an I/O queue's command: counted in its reactor's inflight */
 	nkv_status pending;       /* fail with this once the command's data is consumed */
 	struct tcp_req *next_free;  /* free list, or the reactor's buffer wait list */
 	uint64_t r2t_ms;          /* when its R2T was queued (deadline: r2t_timeout_ms) */
@@ -152,6 +153,7 @@ struct tcp_reactor {
 	unsigned zombies;           /* closed connections waiting for their requests */
 	struct tcp_req *wait_head, **wait_tail; /* commands waiting for buffer budget, oldest first */
 	bool kick;                  /* budget was released: try the waiters */
+	atomic_uint_fast64_t inflight; /* I/O commands held (the queue depth metric); this reactor writes it */
 };
 
 struct tcp_listener {
@@ -180,6 +182,7 @@ struct nkv_tcp {
 	struct tcp_tls_ctx *tls;    /* PSKs and the SSL context, once a PSK is added */
 	atomic_int nconns;
 	atomic_bool draining, force;
+	struct nkv_transport_reg reg; /* its gauges, for the target's metrics */
 };
 
 static void conn_close(struct tcp_conn *c, const char *why);
@@ -279,6 +282,10 @@ static void req_release(struct tcp_req *r)
 	r2t_unlink(c, r);
 	buf_put(r);
 	nkv_req_drop(&r->req); /* a command dropped with its connection, never completed */
+	if (r->io) {
+		atomic_fetch_sub_explicit(&c->rx->inflight, 1, memory_order_relaxed);
+		r->io = false;
+	}
 	c->rx->kick = c->rx->wait_head != NULL; /* budget came back: idle starts waiters */
 	r->state = REQ_FREE;
 	if (r != &c->connect_req) {
@@ -307,6 +314,9 @@ static struct tcp_req *req_alloc(struct tcp_conn *c)
 	}
 	if (r) {
 		c->outstanding++;
+		/* An I/O queue's command: the connection's qid is fixed from its Connect on. */
+		if ((r->io = c->qp.ctrlr && c->qp.qid != 0))
+			atomic_fetch_add_explicit(&c->rx->inflight, 1, memory_order_relaxed);
 		r->pending = 0;
 		r->h2c_got = 0;
 		r->connect = false;
@@ -1480,6 +1490,18 @@ static int reactor_done(struct nkv_reactor *r)
 
 /* ---- public API -------------------------------------------------------------------------------- */
 
+static void tcp_read_gauges(void *arg, uint64_t *connections, uint64_t *queue_depth)
+{
+	struct nkv_tcp *t = arg;
+	uint64_t qd = 0;
+
+	for (unsigned i = 0; i < t->nr; i++)
+		qd += atomic_load_explicit(&t->rs[i].inflight, memory_order_relaxed);
+	int n = atomic_load_explicit(&t->nconns, memory_order_relaxed);
+	*connections = n > 0 ? (uint64_t)n : 0;
+	*queue_depth = qd;
+}
+
 int nkv_tcp_create(struct nkv_target *tgt, const struct nkv_tcp_conf *conf, struct nkv_tcp **out)
 {
 	struct nkv_tcp *t = calloc(1, sizeof(*t));
@@ -1535,6 +1557,8 @@ int nkv_tcp_create(struct nkv_target *tgt, const struct nkv_tcp_conf *conf, stru
 			return rc;
 		}
 	}
+	t->reg = (struct nkv_transport_reg){.name = "tcp", .read = tcp_read_gauges, .arg = t};
+	nkv_target_add_transport(tgt, &t->reg);
 	*out = t;
 	return 0;
 }
@@ -1658,6 +1682,7 @@ void nkv_tcp_destroy(struct nkv_tcp *t, int grace_ms)
 		return;
 	uint64_t deadline = nkv_now_ms() + (uint64_t)(grace_ms > 0 ? grace_ms : 0);
 
+	nkv_target_del_transport(t->tgt, &t->reg); /* no metrics reader looks at it any more */
 	atomic_store(&t->draining, true);
 	while (atomic_load(&t->nconns) > 0 && nkv_now_ms() < deadline)
 		usleep(10 * 1000);

@@ -99,6 +99,9 @@ static void usage(FILE *f)
 		"      --group-pool POOL     pool of the group's state object (default nkv)\n"
 		"      --gateway-name NAME   this gateway's name in its group (default: the host name)\n"
 		"      --state-file PATH     without a group: keep the control plane's state in this file\n"
+		"      --metrics ADDR:PORT|none\n"
+		"                            serve Prometheus metrics at http://ADDR:PORT/metrics (port 0: any\n"
+		"                            free one, logged); default none\n"
 		"      --check               validate the configuration, print what would be served, and exit\n"
 		"  -V, --version             print the version and exit\n"
 		"  -h, --help                this text\n");
@@ -828,11 +831,25 @@ out:
 	return root;
 }
 
+/* --metrics / "metrics": {"address"}: ADDR:PORT, [V6]:PORT, PORT (every address) or none. */
+static int set_metrics(struct daemon_conf *c, const char *s)
+{
+	if (strcmp(s, "none") == 0) {
+		c->metrics_on = false;
+		return 0;
+	}
+	if (conf_parse_hostport(s, &c->metrics) < 0)
+		return -1;
+	c->metrics_on = true;
+	return 0;
+}
+
 int conf_load_file(struct daemon_conf *c, const char *path)
 {
 	static const char *const top[] = {"backend", "listeners", "discovery", "subsystems", "tcp", "shm",
 					  "log_level", "log_syslog", "shutdown_grace_ms", "control", "group",
-					  "gateway_name", "state_file", NULL};
+					  "gateway_name", "state_file", "metrics", NULL};
+	static const char *const metrics_keys[] = {"address", NULL};
 	static const char *const control_keys[] = {"address", "tls_cert", "tls_key", "client_ca", NULL};
 	static const char *const group_keys[] = {"name", "pool", NULL};
 	static const char *const backend_keys[] = {"type", "ceph_conf", "keyring", "client_id", "op_timeout_s",
@@ -982,6 +999,12 @@ int conf_load_file(struct daemon_conf *c, const char *path)
 	}
 	copy(c->gateway_name, sizeof(c->gateway_name), jstr(&j, root, "", "gateway_name"));
 	copy(c->state_file, sizeof(c->state_file), jstr(&j, root, "", "state_file"));
+	if ((o = jget(&j, root, "", "metrics", json_type_object))) {
+		jkeys(&j, o, "metrics", metrics_keys);
+		const char *a = jstr(&j, o, "metrics", "address");
+		if (a && set_metrics(c, a) < 0)
+			jfail(&j, "metrics", "address", "must be \"ADDR:PORT\", \"[V6]:PORT\", \"PORT\" or \"none\"");
+	}
 	json_object_put(root);
 	struct stat st;
 	if (!j.err && j.secrets && stat(path, &st) == 0 && (st.st_mode & 077))
@@ -1001,7 +1024,7 @@ enum { OPT_CEPH_CONF = 256, OPT_KEYRING, OPT_CLIENT_ID, OPT_OP_TIMEOUT, OPT_CONN
        OPT_SHM_MAX_CTRLS_HOST, OPT_LOG_SYSLOG, OPT_DHCHAP_KEY, OPT_DHCHAP_CTRL_KEY, OPT_DHCHAP_HASH,
        OPT_DHCHAP_DHGROUP, OPT_AUTH_TIMEOUT, OPT_LISTEN_TLS, OPT_TLS_KEY, OPT_TLS_MS, OPT_CONTROL,
        OPT_CONTROL_CERT, OPT_CONTROL_KEY, OPT_CONTROL_CA, OPT_GROUP, OPT_GROUP_POOL, OPT_GATEWAY_NAME,
-       OPT_STATE_FILE };
+       OPT_STATE_FILE, OPT_METRICS };
 
 int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 {
@@ -1046,7 +1069,8 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 		{"control-client-ca", required_argument, 0, OPT_CONTROL_CA}, {"group", required_argument, 0, OPT_GROUP},
 		{"group-pool", required_argument, 0, OPT_GROUP_POOL},
 		{"gateway-name", required_argument, 0, OPT_GATEWAY_NAME},
-		{"state-file", required_argument, 0, OPT_STATE_FILE}, {0, 0, 0, 0},
+		{"state-file", required_argument, 0, OPT_STATE_FILE}, {"metrics", required_argument, 0, OPT_METRICS},
+		{0, 0, 0, 0},
 	};
 	struct conf_subsys *host_ss = NULL; /* the subsystem and host of the last --allow-host */
 	unsigned host_idx = 0;
@@ -1276,6 +1300,10 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 			copy(c->gateway_name, sizeof(c->gateway_name), optarg);
 			break;
 		case OPT_STATE_FILE: copy(c->state_file, sizeof(c->state_file), optarg); break;
+		case OPT_METRICS:
+			if (set_metrics(c, optarg) < 0)
+				goto bad;
+			break;
 		case 'S':
 			if (!(s = flag_subsys(c, "--shm", cli_subsys, &loose)) || strlen(optarg) >= sizeof(s->shm_path))
 				goto bad;

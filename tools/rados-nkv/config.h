@@ -82,6 +82,8 @@ struct daemon_conf {
 	char group_pool[256];     /* --group-pool */
 	char gateway_name[128];   /* --gateway-name (default: the host name) */
 	char state_file[4096];    /* --state-file: state in a local file (no group) */
+	struct conf_listener metrics; /* --metrics: the Prometheus endpoint's address */
+	bool metrics_on;          /* off by default ("none") */
 };
 
 /** Defaults: rados backend, 127.0.0.1:4420, discovery on 127.0.0.1:8009, log level info. */

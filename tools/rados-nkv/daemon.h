@@ -22,4 +22,22 @@ int daemon_control_start(const struct daemon_conf *c, struct nkv_target *tgt, st
 /** Stop the gRPC server and the watcher (before the transports go). */
 void daemon_control_stop(struct daemon_control *dc);
 
+struct daemon_metrics;
+
+/**
+ * Serve GET /metrics on c->metrics (metrics_http.c), when c->metrics_on; logs the bound port.
+ * @return 0 (*out NULL when off) or -1 (logged: address in use, bad address).
+ */
+int daemon_metrics_start(const struct daemon_conf *c, struct nkv_target *tgt, struct daemon_metrics **out);
+
+/** Stop the metrics server (before the transports go); NULL is a no-op. */
+void daemon_metrics_stop(struct daemon_metrics *m);
+
+/**
+ * The target's metrics as Prometheus text, format 0.0.4 (metrics.c), in a malloc'ed buffer of
+ * *len bytes (no NUL counted) at most about @max_bytes long: namespaces past that are left out and
+ * counted in rados_nkv_metrics_namespaces_omitted. @return 0 or -ENOMEM.
+ */
+int metrics_render(struct nkv_target *tgt, size_t max_bytes, char **out, size_t *len);
+
 #endif

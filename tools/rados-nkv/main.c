@@ -67,6 +67,8 @@ static void print_plan(const struct daemon_conf *c)
 		printf("discovery: on the NVMe/TCP listeners only\n");
 	else
 		printf("discovery: %s:%s\n", c->discovery.addr, c->discovery.port);
+	if (c->metrics_on)
+		printf("metrics: GET /metrics on %s:%s\n", *c->metrics.addr ? c->metrics.addr : "*", c->metrics.port);
 	for (unsigned i = 0; i < c->nsubsys; i++) {
 		const struct conf_subsys *s = &c->subsys[i];
 		describe_access(s, who, sizeof(who));
@@ -367,6 +369,7 @@ int main(int argc, char **argv)
 	struct nkv_tcp *tcp = NULL;
 	struct nkv_shm *shm = NULL;
 	struct daemon_control *ctl = NULL;
+	struct daemon_metrics *metrics = NULL;
 	const char *cfile = config_arg(argc, argv);
 	sigset_t sigs;
 	int sig = 0, rc = 1;
@@ -412,7 +415,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	if (listen_all(&conf, tcp) < 0 || listen_shm(&conf, tgt, &shm) < 0 ||
-	    daemon_control_start(&conf, tgt, tcp, &shm, &ctl) < 0) {
+	    daemon_control_start(&conf, tgt, tcp, &shm, &ctl) < 0 || daemon_metrics_start(&conf, tgt, &metrics) < 0) {
 		rc = 1;
 		goto out;
 	}
@@ -434,6 +437,7 @@ int main(int argc, char **argv)
 		conf.grace_ms);
 	rc = 0;
 out:
+	daemon_metrics_stop(metrics); /* first: it reads the transports */
 	daemon_control_stop(ctl);
 	nkv_shm_destroy(shm, (int)conf.grace_ms);
 	nkv_tcp_destroy(tcp, (int)conf.grace_ms);
