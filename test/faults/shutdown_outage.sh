@@ -37,5 +37,14 @@ else
 	[ "$rc" = 0 ] && [ "$ms" -le 10000 ] && ok "SIGTERM with the cluster down: exit 0 in ${ms} ms" || fail "exit $rc after ${ms} ms"
 fi
 revive >/dev/null 2>&1 || fail "revive the cluster"
+# Leave the cluster as it was found: writable again (the OSD peers after its restart), so that the
+# next test does not start against a cluster still coming back.
+t0=$(date +%s)
+until timeout 10 rados -c "$NKV_CEPH_CONF" ${NKV_CEPH_KEYRING:+--keyring "$NKV_CEPH_KEYRING"} -n "client.${NKV_CEPH_USER:-admin}" 	-p "${NKV_CEPH_POOL:-nkv}" put "nkv-shut-probe-$$" "$T/v" >/dev/null 2>&1; do
+	[ $(($(date +%s) - t0)) -lt 90 ] || { fail "the cluster did not accept writes within 90 s of the restart"; break; }
+	sleep 1
+done
+timeout 10 rados -c "$NKV_CEPH_CONF" ${NKV_CEPH_KEYRING:+--keyring "$NKV_CEPH_KEYRING"} -n "client.${NKV_CEPH_USER:-admin}" 	-p "${NKV_CEPH_POOL:-nkv}" rm "nkv-shut-probe-$$" >/dev/null 2>&1
+echo "the cluster accepts writes again $(($(date +%s) - t0)) s after the restart"
 echo "$PASS passed, $FAILN failed"
 [ "$FAILN" = 0 ]
