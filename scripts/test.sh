@@ -23,6 +23,12 @@ cmake --build --preset "$PRESET" -j"$(nproc)"
 stop_cluster() { bash scripts/ceph-dev.sh stop --dir "$CEPH_DIR"; }
 # bluestore on a sparse file: memstore's space accounting can go negative after many deletes and
 # then the OSD refuses every write as "full" (seen in long runs).
+# A fresh cluster every run: one kept from earlier runs (some cut short) filled its 10 GiB and turned
+# every rados test into 81h. NKV_TEST_KEEP_CLUSTER=1 restarts the existing one instead.
+if [ "${NKV_TEST_KEEP_CLUSTER:-0}" != 1 ]; then
+	stop_cluster >/dev/null 2>&1
+	rm -rf "$CEPH_DIR"
+fi
 bash scripts/ceph-dev.sh start --durable --dir "$CEPH_DIR"
 trap stop_cluster EXIT
 eval "$(bash scripts/ceph-dev.sh env --dir "$CEPH_DIR")"
