@@ -234,10 +234,24 @@ static int m_delete_subsystem(struct call *c, json_object *st)
 	return 0;
 }
 
+/* A namespace max value of subsystem @ss (state) that the cluster can store (0: the default). */
+static int check_max_value(struct call *c, json_object *ss, const char *nqn, uint64_t maxv)
+{
+	uint64_t limit = UINT32_MAX;
+	int rc = nkv_target_check_pool(c->ctl->conf.tgt, st_str(ss, "pool"), &limit);
+
+	if (rc < 0)
+		return fail(c, -EPERM, "%s: pool '%s': %s", nqn, st_str(ss, "pool"), strerror(-rc));
+	if (maxv > limit || maxv > UINT32_MAX)
+		return fail(c, -EINVAL, "%s: max_value %" PRIu64 " is above the largest value the cluster stores, %" PRIu64,
+			    nqn, maxv, limit < UINT32_MAX ? limit : (uint64_t)UINT32_MAX);
+	return 0;
+}
+
 static int m_add_namespace(struct call *c, json_object *st)
 {
 	const char *nqn = req_str(c, "nqn"), *rns = req_str(c, "rados_namespace");
-	uint64_t nsid, maxv, maxns, limit = UINT32_MAX;
+	uint64_t nsid, maxv, maxns;
 	char key[16];
 	int rc = 0;
 	json_object *ss = find_ss(c, st, nqn, &rc), *nss;
@@ -262,11 +276,8 @@ static int m_add_namespace(struct call *c, json_object *st)
 		return fail(c, -EPERM, "%s: max_namespaces (%" PRIu64 ") reached", nqn, maxns);
 	if (strlen(rns) > 127)
 		return fail(c, -EINVAL, "%s: rados_namespace longer than 127 bytes", nqn);
-	if ((rc = nkv_target_check_pool(c->ctl->conf.tgt, st_str(ss, "pool"), &limit)) < 0)
-		return fail(c, -EPERM, "%s: pool '%s': %s", nqn, st_str(ss, "pool"), strerror(-rc));
-	if (maxv > limit || maxv > UINT32_MAX)
-		return fail(c, -EINVAL, "%s: max_value %" PRIu64 " is above the largest value the cluster stores, %" PRIu64,
-			    nqn, maxv, limit < UINT32_MAX ? limit : (uint64_t)UINT32_MAX);
+	if ((rc = check_max_value(c, ss, nqn, maxv)) < 0)
+		return rc;
 	json_object *ns = json_object_new_object();
 	json_object_object_add(ns, "nsid", json_object_new_int64((int64_t)nsid));
 	json_object_object_add(ns, "rados_namespace", json_object_new_string(rns));
@@ -326,16 +337,13 @@ static int m_set_max_value(struct call *c, json_object *st)
 {
 	int rc = 0;
 	json_object *ns = find_ns(c, st, &rc), *ss = st_get(st_subsystems(st), req_str(c, "nqn"));
-	uint64_t maxv, limit = UINT32_MAX;
+	uint64_t maxv;
 	if (!ns)
 		return rc;
 	if ((rc = req_u64(c, "max_value", &maxv)) < 0)
 		return rc;
-	if ((rc = nkv_target_check_pool(c->ctl->conf.tgt, st_str(ss, "pool"), &limit)) < 0)
-		return fail(c, -EPERM, "%s: pool '%s': %s", req_str(c, "nqn"), st_str(ss, "pool"), strerror(-rc));
-	if (maxv > limit || maxv > UINT32_MAX)
-		return fail(c, -EINVAL, "%s: max_value %" PRIu64 " is above the largest value the cluster stores, %" PRIu64,
-			    req_str(c, "nqn"), maxv, limit < UINT32_MAX ? limit : (uint64_t)UINT32_MAX);
+	if ((rc = check_max_value(c, ss, req_str(c, "nqn"), maxv)) < 0)
+		return rc;
 	json_object_object_add(ns, "max_value", json_object_new_uint64(maxv));
 	c->resp = ns_msg(req_str(c, "nqn"), ns);
 	return 0;
