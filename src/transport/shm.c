@@ -1054,17 +1054,13 @@ static void hello_sweep(struct nkv_shm *s)
 	}
 }
 
-static void accept_host(struct nkv_shm *s, struct shm_listener *l)
+/* A host's connection on @l, before HELLO (socket thread, or the test hooks' single thread). */
+static struct shm_conn *conn_new(struct nkv_shm *s, struct shm_listener *l, int fd)
 {
-	int fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-	struct shm_conn *k;
+	struct shm_conn *k = calloc(1, sizeof(*k));
 
-	if (fd < 0)
-		return;
-	if (atomic_load(&s->draining) || !(k = calloc(1, sizeof(*k)))) {
-		close(fd);
-		return;
-	}
+	if (!k)
+		return NULL;
 	k->kind = EP_CONN;
 	k->fd = fd;
 	k->l = l;
@@ -1072,6 +1068,20 @@ static void accept_host(struct nkv_shm *s, struct shm_listener *l)
 	k->next = s->conns;
 	s->conns = k;
 	s->pending++;
+	return k;
+}
+
+static void accept_host(struct nkv_shm *s, struct shm_listener *l)
+{
+	int fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	struct shm_conn *k;
+
+	if (fd < 0)
+		return;
+	if (atomic_load(&s->draining) || !(k = conn_new(s, l, fd))) {
+		close(fd);
+		return;
+	}
 	struct epoll_event e = {.events = EPOLLIN, .data.ptr = k};
 	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &e) < 0)
 		conn_close(s, k);
@@ -1374,7 +1384,6 @@ int nkv_shm_test_adopt(struct nkv_shm *s, const char *subnqn, int fd)
 {
 	struct nkv_subsys *ss = nkv_target_find_subsys(s->tgt, subnqn);
 	struct shm_listener *l;
-	struct shm_conn *k;
 
 	if (!ss)
 		return -ENOENT;
@@ -1391,16 +1400,7 @@ int nkv_shm_test_adopt(struct nkv_shm *s, const char *subnqn, int fd)
 		l->next = s->listeners;
 		s->listeners = l;
 	}
-	if (!(k = calloc(1, sizeof(*k))))
-		return -ENOMEM;
-	k->kind = EP_CONN;
-	k->fd = fd;
-	k->l = l;
-	k->since = nkv_now_ms();
-	k->next = s->conns;
-	s->conns = k;
-	s->pending++;
-	return 0;
+	return conn_new(s, l, fd) ? 0 : -ENOMEM;
 }
 
 unsigned nkv_shm_test_poll(struct nkv_shm *s, bool conns)
