@@ -337,6 +337,21 @@ NKV_API int nkv_store(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsi
 	      uint32_t len, unsigned opts, struct nkv_cpl *cpl);
 
 /**
+ * Store with a time to live (Store TTL, nkv_spec.h opcode F1h; docs/cache.md): as nkv_store(), on a
+ * cache namespace. @ttl_s: seconds (NKV_TTL_DEFAULT 0: the namespace's default, NKV_TTL_NONE: never
+ * expires); @pin: an explicit entry, never evicted until it expires, counted against the pin quota.
+ * @return as nkv_store(), and -ENOSPC for a pin past the quota (the value is not stored), -EINVAL
+ * (Invalid Field: not a cache namespace, or a pin without a finite TTL), -EOPNOTSUPP (a target
+ * without Store TTL: Invalid Command Opcode).
+ */
+NKV_API int nkv_store_ttl(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned klen, const void *val,
+			  uint32_t len, unsigned opts, uint32_t ttl_s, bool pin, struct nkv_cpl *cpl);
+/** Queue a Store TTL (see nkv_store_ttl()); returns as the other asynchronous calls. */
+NKV_API int nkv_store_ttl_async(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned klen,
+				const void *val, uint32_t len, unsigned opts, uint32_t ttl_s, bool pin, nkv_cb cb,
+				void *arg);
+
+/**
  * Retrieve into @buf (@len bytes). *@value_size (if not NULL) gets the value's full size (CQE DW0),
  * which may exceed @len: then @len bytes were returned. @return 0, -ENOENT, or -errno.
  */
@@ -430,18 +445,20 @@ enum nkv_op_type {
 	NKV_OP_LIST = 5,     /* keys >= @key (klen 0: from the start) into @buf, as nkv_list() */
 };
 
+#define NKV_OP_PIN 0x1u /* nkv_op.flags: a pinned (explicit) Store TTL */
+
 /** One command of a batch. The caller owns it (and @buf) until its batch completes. */
 struct nkv_op {
 	/* in */
 	uint8_t type;        /* enum nkv_op_type */
 	uint8_t klen;        /* 1..16 (LIST: 0..16) */
 	uint8_t opts;        /* STORE: NKV_STORE_* options */
-	uint8_t rsvd0;
+	uint8_t flags;       /* STORE: NKV_OP_PIN */
 	uint32_t nsid;
 	uint8_t key[16];
 	void *buf;
 	uint32_t len;
-	uint32_t rsvd1;
+	uint32_t ttl_s;      /* STORE: time to live (NKV_TTL_*); with NKV_OP_PIN or nonzero, a Store TTL */
 	uint64_t offset;     /* RETRIEVE: byte offset into the value */
 	uint64_t user;       /* the caller's; untouched */
 	/* out, valid once the batch completed */

@@ -334,7 +334,34 @@ static inline NKV_HD void nkv_sqe_exec(struct nkv_sqe *sqe, uint8_t opc, uint32_
  * destination (a tensor inside a chunk, a payload after a header) without moving the rest.
  */
 #define NKV_VS_OPC_FIRST 0xf0
+#define NKV_VS_STORE_TTL 0xf1
 #define NKV_VS_RETRIEVE_RANGE 0xf2
+
+/*
+ * Store TTL (F1h, host to controller): Store's layout (key in CDW2-3/14-15, its length and the
+ * Store options in CDW11 bits 7:0 and 15:8, CDW10 = Value Size, the value in the data buffer) plus
+ * CDW12 = the entry's time to live in seconds and CDW13 = flags. Served on namespaces with a cache
+ * (docs/cache.md); on others it is Invalid Field (02h). CDW12: 0 = the namespace's default TTL,
+ * FFFFFFFFh = never expires, else seconds from the Store's completion. CDW13 bit 0 (NKV_TTL_PIN):
+ * an explicit entry, pinned (never evicted) until it expires, counted against the namespace's pin
+ * quota (81h Capacity Exceeded past it, and the value is not stored) and charged in byte-hours; a
+ * pin needs a finite TTL (its own or the namespace's default: Invalid Field otherwise). CDW13 bits
+ * 31:1 are reserved (Invalid Field when set). Statuses as Store. A standard Store (01h) on a cache
+ * namespace is Store TTL with CDW12 = 0 and CDW13 = 0.
+ */
+#define NKV_TTL_DEFAULT 0u           /* CDW12: the namespace's default TTL */
+#define NKV_TTL_NONE 0xffffffffu     /* CDW12: never expires */
+#define NKV_TTL_PIN 0x1u             /* CDW13 bit 0: explicit (pinned) entry */
+
+/** Build a Store TTL command (@size bytes, Store options @opts, @ttl_s, @flags NKV_TTL_*). The
+ *  caller fills CID and DPTR. */
+static inline NKV_HD void nkv_sqe_store_ttl(struct nkv_sqe *sqe, uint32_t nsid, const uint8_t *key, unsigned klen,
+					    uint32_t size, unsigned opts, uint32_t ttl_s, uint32_t flags)
+{
+	nkv_sqe_kv(sqe, NKV_VS_STORE_TTL, nsid, key, klen, size, opts);
+	nkv_put32(&sqe->cdw12, ttl_s);
+	nkv_put32(&sqe->cdw13, flags);
+}
 
 /** Build a Retrieve Range command (HBS @size, byte @offset). The caller fills CID and DPTR. */
 static inline NKV_HD void nkv_sqe_retrieve_range(struct nkv_sqe *sqe, uint32_t nsid, const uint8_t *key,

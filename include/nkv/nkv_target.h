@@ -35,6 +35,9 @@ struct nkv_backend_conf {
 	/* mem */
 	uint64_t mem_max_object; /* largest value the mem backend accepts; 0: 128 MiB (Ceph default) */
 	unsigned stats_interval_ms; /* how often namespace usage (Identify NUSE/NSZE) is refreshed; 0: 5000 */
+	const char *gateway;     /* this gateway's name, unique among the gateways serving a namespace:
+				  * its share of a cache's usage and its eviction lease are kept under it
+				  * (NULL: "gateway") */
 };
 
 /**
@@ -63,7 +66,78 @@ struct nkv_ns_conf {
 	bool read_only;          /* Store/Delete fail with Namespace Is Write Protected (20h) */
 	const struct nkv_exec_rule *exec; /* the vendor Exec allowlist (copied); NULL: none */
 	unsigned nexec;
+	const struct nkv_cache_policy *cache; /* a cache over the namespace (copied); NULL: none */
 };
+
+/* ---- cache (docs/cache.md) ----------------------------------------------------------------------
+ * A namespace with a cache keeps a small record with every entry (its expiry, whether it is pinned,
+ * when it was stored and last used) and answers Retrieve and Exist of an expired entry with 87h.
+ * Its usage, pins and byte-hours are kept in RADOS, shared by every gateway serving it; one gateway
+ * at a time (holding a lease) evicts automatic entries past the capacity and removes expired ones. */
+
+enum nkv_evict {
+	NKV_EVICT_LRU = 0,  /* sampled least-recently-used: entries retrieved lately stay longest */
+	NKV_EVICT_FIFO = 1, /* sampled oldest-stored first (for comparison) */
+	NKV_EVICT_OFF = 2,  /* never evict: a Store past the hard limit gets 81h */
+};
+
+/** Policy of a cache namespace. Zeroed fields take the defaults noted. */
+struct nkv_cache_policy {
+	uint64_t capacity_bytes;   /* evict automatic entries above it; 0: no byte limit */
+	uint64_t capacity_keys;    /* evict above this many entries; 0: no key limit */
+	uint64_t pin_quota_bytes;  /* pinned bytes at most (81h past it); 0: no quota */
+	uint32_t default_ttl_s;    /* TTL of Stores that give none (standard Stores); 0: never expire */
+	uint32_t max_ttl_s;        /* longest TTL accepted (longer ones are cut to it); 0: no limit */
+	uint64_t bytes_per_token;  /* for token-hours (e.g. 131072); 0: token-hours not reported */
+	uint8_t eviction;          /* enum nkv_evict */
+	uint8_t low_watermark_pct; /* evict down to this share of the capacity; 0: 90 */
+	uint8_t overshoot_pct;     /* hard limit above capacity: Stores get 81h past it; 0: 10 */
+	uint32_t touch_interval_ms; /* a Retrieve refreshes an entry's last use at most this often; 0: 10000 */
+	uint32_t reap_interval_s;  /* a pass removing expired entries starts this often; 0: 10 */
+	uint32_t reap_rate;        /* entries examined per second by that pass; 0: 2000 */
+	uint32_t lease_ms;         /* the eviction lease; 0: 10000 */
+};
+
+/** Figures of one cache namespace: the whole namespace (every gateway), as this gateway last read
+ *  them (within a second), plus this gateway's own live changes. */
+struct nkv_cache_usage {
+	struct nkv_cache_policy policy;
+	uint64_t used_bytes, keys;     /* entries stored (expired ones until they are removed) */
+	uint64_t pinned_bytes, pinned_keys;
+	uint64_t evictions, evicted_bytes;   /* automatic entries evicted */
+	uint64_t expirations, expired_bytes; /* expired entries removed */
+	double byte_hours;             /* pinned byte-hours: size x TTL charged at the pin, the unused part
+					* refunded when the entry is replaced or deleted before it expires */
+	double token_hours;            /* byte_hours / bytes_per_token (0 without it) */
+	bool evicting;                 /* this gateway holds the eviction lease */
+	unsigned gateways;             /* gateways that reported usage for the namespace */
+};
+
+/** Change the policy of cache namespace @nsid live. @return 0, -ENOENT (no such namespace),
+ *  -EINVAL (not a cache namespace: a cache is given when the namespace is added). */
+int nkv_ns_set_cache_policy(struct nkv_subsys *ss, uint32_t nsid, const struct nkv_cache_policy *p);
+
+/** Figures of cache namespace @nsid. @return 0, -ENOENT, -EINVAL (not a cache namespace). */
+int nkv_ns_cache_usage(struct nkv_subsys *ss, uint32_t nsid, struct nkv_cache_usage *out);
+
+/** Why a cache removed an entry. */
+enum nkv_cache_reason { NKV_CACHE_EVICTED = 1, NKV_CACHE_EXPIRED = 2 };
+
+/** An entry a cache removed by its own decision (eviction or expiry; never a host's Delete). */
+struct nkv_cache_event {
+	const char *subnqn;
+	uint32_t nsid;
+	const char *rados_ns;  /* the namespace's RADOS namespace */
+	uint8_t key[16];
+	uint8_t klen;
+	uint8_t reason;        /* enum nkv_cache_reason */
+	uint64_t size;         /* the value's size */
+};
+typedef void (*nkv_cache_event_cb)(void *arg, const struct nkv_cache_event *ev);
+
+/** Report every eviction and expiry to @cb (NULL: stop). Set before namespaces are added. @cb runs on
+ *  the target's cache thread, once per removed entry, and must not block. */
+void nkv_target_set_cache_events(struct nkv_target *tgt, nkv_cache_event_cb cb, void *arg);
 
 #define NKV_MAX_NSID 1024u
 #define NKV_DEFAULT_MAX_VALUE (64ull << 20)
@@ -269,8 +343,8 @@ struct nkv_ns_metrics {
 	uint64_t used;        /* bytes in use as the backend reports them (rados: the whole pool), as the
 			       * last usage refresh saw them */
 	uint64_t max_value;
-	/* A cache over the namespace (TTL, pins, eviction) adds its figures here: pinned and capacity
-	 * bytes, evictions, expirations, byte-hours, token-hours. None exists yet, so none is reported. */
+	bool cache;           /* a cache namespace: cache_usage holds its figures */
+	struct nkv_cache_usage cache_usage;
 };
 
 /**
