@@ -342,7 +342,7 @@ static inline NKV_HD void nkv_sqe_exec(struct nkv_sqe *sqe, uint8_t opc, uint32_
  * Store options in CDW11 bits 7:0 and 15:8, CDW10 = Value Size, the value in the data buffer) plus
  * CDW12 = the entry's time to live in seconds and CDW13 = flags. Served on namespaces with a cache
  * (docs/cache.md); on others it is Invalid Field (02h). CDW12: 0 = the namespace's default TTL,
- * FFFFFFFFh = never expires, else seconds from the Store's completion. CDW13 bit 0 (NKV_TTL_PIN):
+ * FFFFFFFFh = never expires, else seconds from when the target received the Store. CDW13 bit 0 (NKV_TTL_PIN):
  * an explicit entry, pinned (never evicted) until it expires, counted against the namespace's pin
  * quota (81h Capacity Exceeded past it, and the value is not stored) and charged in byte-hours; a
  * pin needs a finite TTL (its own or the namespace's default: Invalid Field otherwise). CDW13 bits

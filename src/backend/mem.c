@@ -241,12 +241,11 @@ static int do_store(struct nkv_kvns *h, struct nkv_kvio *io)
 	return rc;
 }
 
-/* A hit refreshes the entry's last use: the first since its Store, then at most every touch_ms
- * (as the RADOS backend does). */
+/* A Retrieve refreshes the entry's last use when it is touch_ms old (as the RADOS backend does). */
 static void touch(const struct nkv_kvio *io, struct mem_val *v)
 {
-	uint64_t now = nkv_unix_ms();
-	if (io->touch_ms && v->has_meta && (v->touched_ms <= v->meta.stored_ms || now >= v->touched_ms + io->touch_ms))
+	uint64_t now = nkv_unix_ms(), last = v->touched_ms > v->meta.stored_ms ? v->touched_ms : v->meta.stored_ms;
+	if (io->touch_ms && v->has_meta && now >= last + io->touch_ms)
 		v->touched_ms = now;
 }
 
@@ -292,8 +291,6 @@ static int do_io(struct nkv_kvns *h, struct nkv_kvio *io)
 		break;
 	case NKV_IO_EXIST:
 		rc = found && !(io->cache && expired(&t->vals[i])) ? 0 : -ENOENT;
-		if (rc == 0)
-			touch(io, &t->vals[i]);
 		break;
 	case NKV_IO_LIST: {
 		uint32_t nrk;

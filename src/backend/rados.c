@@ -454,9 +454,10 @@ static int cache_read_done(struct nkv_kvio *io, int rc)
 		io->xfer = 0;
 		return -ENOENT;
 	}
-	/* The first hit since the Store marks the entry as used (it leaves probation, docs/cache.md);
-	 * later ones refresh its last use at most every touch_ms. */
-	if (io->touch_ms && (touched <= io->meta.stored_ms || now >= touched + io->touch_ms)) {
+	/* A Retrieve refreshes the last use when it is touch_ms old (the Store counts as a use): at
+	 * most one small write per entry per touch interval, none for a read right after its Store. */
+	uint64_t last = touched > io->meta.stored_ms ? touched : io->meta.stored_ms;
+	if (io->touch_ms && io->op == NKV_IO_RETRIEVE && now >= last + io->touch_ms) {
 		char oid[NKV_OID_MAX];
 		nkv_key_to_oid(&io->key, oid);
 		touch(io->be_ns, io, oid);
