@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -608,8 +609,9 @@ static int usage_msg(struct call *c, struct nkv_subsys *ss, const char *nqn, uin
 	};
 	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
 		json_object_object_add(o, f[i].k, json_object_new_uint64(f[i].v));
-	json_object_object_add(o, "byte_hours", json_object_new_double(u.byte_hours));
-	json_object_object_add(o, "token_hours", json_object_new_double(u.token_hours));
+	/* JSON has no NaN or infinity (json-c would write them, protobuf refuse them) */
+	json_object_object_add(o, "byte_hours", json_object_new_double(isfinite(u.byte_hours) ? u.byte_hours : 0));
+	json_object_object_add(o, "token_hours", json_object_new_double(isfinite(u.token_hours) ? u.token_hours : 0));
 	json_object_object_add(o, "evicting", json_object_new_boolean(u.evicting));
 	json_object_object_add(o, "gateways", json_object_new_int64(u.gateways));
 	return 0;
