@@ -489,6 +489,15 @@ static void test_group(void)
 		took_;                                                                                   \
 	})
 
+/* A target of gateway @gw: a cache keeps its usage share and its eviction lease under the target's
+ * gateway name (nkv_backend_conf.gateway; the daemon sets it to --gateway-name). */
+static int gw_target(const char *gw, struct nkv_target **t)
+{
+	struct nkv_backend_conf bc = g_bc;
+	bc.gateway = gw;
+	return nkv_target_create(&bc, t);
+}
+
 static void test_group_cache(void)
 {
 	char group[64], *a = NULL, *b = NULL;
@@ -496,7 +505,7 @@ static void test_group_cache(void)
 	struct nkv_cache_usage u;
 	struct host ha = {0};
 	snprintf(group, sizeof(group), "ctl-cache-%d-%ld", (int)getpid(), (long)time(NULL));
-	CHECK(nkv_target_create(&g_bc, &ta) == 0 && nkv_target_create(&g_bc, &tb) == 0, "two targets");
+	CHECK(gw_target("gw-a", &ta) == 0 && gw_target("gw-b", &tb) == 0, "two targets");
 	struct nkv_ctl *A = mk(ta, "gw-a", group, NULL), *B = mk(tb, "gw-b", group, NULL);
 	if (!A || !B)
 		return;
@@ -505,12 +514,14 @@ static void test_group_cache(void)
 			   "\"8388608\",\"default_ttl_s\":600,\"bytes_per_token\":4096,\"eviction\":\"fifo\"}}", g_nqn, group) == 0,
 	      "a cache namespace added through gateway A");
 	uint64_t ms = WAIT_FOR(5000, live_policy(tb, 1, &u) == 0 && u.policy.capacity_bytes == 8388608);
+	printf("gateway B runs the new cache namespace's policy %llu ms after A's AddNamespace\n", (unsigned long long)ms);
 	CHECK(ms && u.policy.eviction == NKV_EVICT_FIFO && u.policy.default_ttl_s == 600,
 	      "gateway B runs it with A's policy (%llu ms)", (unsigned long long)ms);
 	CHECK(call(B, "SetCachePolicy", NULL, "{\"nqn\":\"%s\",\"nsid\":1,\"policy\":{\"capacity_bytes\":\"16777216\"},"
 		   "\"fields\":[\"capacity_bytes\"]}", g_nqn) == 0, "SetCachePolicy through B");
 	CHECK(live_policy(tb, 1, &u) == 0 && u.policy.capacity_bytes == 16777216, "B runs the new capacity at once");
 	ms = WAIT_FOR(5000, live_policy(ta, 1, &u) == 0 && u.policy.capacity_bytes == 16777216);
+	printf("gateway A runs the policy changed through B %llu ms after the change\n", (unsigned long long)ms);
 	CHECK(ms && u.policy.eviction == NKV_EVICT_FIFO, "A runs it within 5 s (%llu ms), other fields kept", (unsigned long long)ms);
 	/* Usage is shared in RADOS: a pin stored through A shows in B's GetUsage. */
 	char v[4096];
@@ -518,8 +529,9 @@ static void test_group_cache(void)
 	CHECK(host_open(ta, &ha) == 0 && store_ttl(&ha, 1, "pin-a", v, sizeof(v), 3600, NKV_TTL_PIN) == 0,
 	      "a 4 KiB pin for 1 h stored through A");
 	host_close(&ha);
-	ms = WAIT_FOR(10000, call(B, "GetUsage", &a, "{\"nqn\":\"%s\",\"nsid\":1}", g_nqn) == 0 && num(a, "pinned_keys") >= 1
-					   ? true : (free(a), a = NULL, false));
+	ms = WAIT_FOR(10000, (free(a), a = NULL, call(B, "GetUsage", &a, "{\"nqn\":\"%s\",\"nsid\":1}", g_nqn) == 0 &&
+							  num(a, "pinned_keys") >= 1));
+	printf("GetUsage through B shows the pin stored through A %llu ms after it\n", (unsigned long long)ms);
 	CHECK(ms && a && num(a, "pinned_bytes") >= 4096 && num(a, "byte_hours") >= 4096 && num(a, "gateways") >= 1 &&
 		      strstr(a, "\"gateway\":\"gw-b\""),
 	      "GetUsage through B sees A's pin within 10 s (%llu ms): %s", (unsigned long long)ms, a ? a : "");
@@ -532,7 +544,7 @@ static void test_group_cache(void)
 	nkv_ctl_destroy(B);
 	nkv_target_destroy(ta);
 	nkv_target_destroy(tb);
-	CHECK(nkv_target_create(&g_bc, &ta) == 0 && nkv_target_create(&g_bc, &tb) == 0, "two fresh targets");
+	CHECK(gw_target("gw-a", &ta) == 0 && gw_target("gw-b", &tb) == 0, "two fresh targets");
 	A = mk(ta, "gw-a", group, NULL);
 	B = mk(tb, "gw-b", group, NULL);
 	CHECK(A && B && call(B, "ListNamespaces", &b, "{\"nqn\":\"%s\"}", g_nqn) == 0 && a && b && strcmp(a, b) == 0,
