@@ -581,6 +581,10 @@ static void jsize(struct jctx *j, json_object *o, const char *where, const char 
 			jfail(j, where, key, "must be bytes or a size like \"64M\"");
 		return;
 	}
+	if (!json_object_is_type(v, json_type_int)) {
+		jfail(j, where, key, "must be bytes or a size like \"64M\"");
+		return;
+	}
 	jnum(j, o, where, key, 0, INT64_MAX, &n);
 	if (n >= 0)
 		*out = (uint64_t)n;
