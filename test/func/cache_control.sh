@@ -6,15 +6,17 @@
 #   2. (with nkv-ctl) a daemon with a state file: the file's policies in `ns list`, a live change
 #      with `ns cache-policy` (by field and --replace) seen in `usage`, the errors' exit codes
 #      (FAILED_PRECONDITION 5, INVALID_ARGUMENT 4, NOT_FOUND 2), a cache namespace added live,
-#      and after a restart the state's policies (not the file's) running
+#      and after a restart the state's policies (not the file's) running; with nkv, values stored
+#      over NVMe/TCP counted in `usage`
 #
-#   bash test/func/cache_control.sh PATH/rados-nkv [PATH/nkv-ctl]
+#   bash test/func/cache_control.sh PATH/rados-nkv [PATH/nkv-ctl [PATH/nkv]]
 #
 # Every check prints "ok - ..." or "FAIL - ..."; the last line is "N passed, N failed"; exit 1 on
 # any failure. Commands run under timeout; the EXIT trap kills the daemon it started.
 set -u
 D=${1:?usage: $0 PATH/rados-nkv [PATH/nkv-ctl]}
 CTL=${2:-}
+NKV=${3:-}
 T=$(mktemp -d "${TMPDIR:-/tmp}/nkv-cachectl.XXXXXX")
 PASS=0 FAILN=0 PID=""
 NQN=nqn.2026-12.io.rados-nkv:cache-ctl
@@ -101,6 +103,18 @@ OUT=$(ctl -o json usage "$NQN" 1); RC=$?
 	ok "usage: the target runs the new policy (answered by gw-cache)" || fail "usage: $RC $OUT"
 run 20 "$CTL" --server "unix:$T/ctl.sock" usage "$NQN" 1
 check "usage for people" 0 "used            0 \(0 bytes\) of 128 MiB"
+if [ -n "$NKV" ]; then
+	PORT=$(grep -o 'NVMe/TCP on 127\.0\.0\.1:[0-9]*' "$T/d.log" | tail -1 | sed 's/.*://')
+	head -c 100000 /dev/urandom >"$T/v"
+	run 20 "$NKV" -s "$PORT" -n "$NQN" --nsid 1 store k1 "$T/v"
+	check "a Store over NVMe/TCP on the cache namespace" 0 ""
+	run 20 "$NKV" -s "$PORT" -n "$NQN" --nsid 1 store k2 "$T/v"
+	OUT=$(ctl -o json usage "$NQN" 1); RC=$?
+	[ "$RC" = 0 ] && [ "$(jpath "$OUT" 'j["namespaces"][0]["keys"], int(j["namespaces"][0]["used_bytes"]) >= 200000, j["namespaces"][0]["pinned_keys"]')" = "('2', True, '0')" ] &&
+		ok "usage counts the 2 values stored (>= 200000 bytes, no pins)" || fail "usage after 2 Stores: $RC $OUT"
+	run 20 "$CTL" --server "unix:$T/ctl.sock" usage "$NQN" 1
+	check "usage for people after them" 0 "keys            2 \(no key limit\)"
+fi
 run 20 "$CTL" --server "unix:$T/ctl.sock" ns cache-policy "$NQN" 2 --capacity 1M
 check "ns cache-policy on a namespace without a cache: FAILED_PRECONDITION (5)" 5 "has no cache.*FAILED_PRECONDITION"
 run 20 "$CTL" --server "unix:$T/ctl.sock" ns cache-policy "$NQN" 9 --capacity 1M
