@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #define NKV_LOG_COMPONENT "control"
 #include "common/clock.h"
 #include "common/log.h"
+#include "control/cache_policy.h"
 #include "control/ctl_int.h"
 #include "nkv/nkv_target.h"
 
@@ -86,6 +88,8 @@ static json_object *ns_msg(const char *nqn, json_object *ns)
 	json_object_object_add(o, "rados_namespace", json_object_new_string(st_str(ns, "rados_namespace") ? st_str(ns, "rados_namespace") : ""));
 	json_object_object_add(o, "max_value", json_object_new_uint64(maxv));
 	json_object_object_add(o, "read_only", json_object_new_boolean(st_bool(ns, "read_only")));
+	if (st_get(ns, "cache")) /* absent: not a cache (the message field's presence says so) */
+		json_object_object_add(o, "cache", json_object_get(st_get(ns, "cache")));
 	return o;
 }
 
@@ -278,11 +282,18 @@ static int m_add_namespace(struct call *c, json_object *st)
 		return fail(c, -EINVAL, "%s: rados_namespace longer than 127 bytes", nqn);
 	if ((rc = check_max_value(c, ss, nqn, maxv)) < 0)
 		return rc;
+	json_object *jc = st_get(c->req, "cache");
+	struct nkv_cache_policy pol = {0};
+	char why[256];
+	if (jc && !json_object_is_type(jc, json_type_null) && ctl_cache_policy_from_json(jc, NULL, &pol, why, sizeof(why)) < 0)
+		return fail(c, -EINVAL, "%s: namespace %s: %s", nqn, key, why);
 	json_object *ns = json_object_new_object();
 	json_object_object_add(ns, "nsid", json_object_new_int64((int64_t)nsid));
 	json_object_object_add(ns, "rados_namespace", json_object_new_string(rns));
 	json_object_object_add(ns, "max_value", json_object_new_uint64(maxv));
 	json_object_object_add(ns, "read_only", json_object_new_boolean(st_bool(c->req, "read_only")));
+	if (jc && !json_object_is_type(jc, json_type_null))
+		json_object_object_add(ns, "cache", ctl_cache_policy_to_json(&pol));
 	json_object_object_add(nss, key, ns);
 	c->resp = ns_msg(nqn, ns);
 	return 0;
@@ -346,6 +357,50 @@ static int m_set_max_value(struct call *c, json_object *st)
 		return rc;
 	json_object_object_add(ns, "max_value", json_object_new_uint64(maxv));
 	c->resp = ns_msg(req_str(c, "nqn"), ns);
+	return 0;
+}
+
+/* SetCachePolicy: the named fields of "policy" (all of them when "fields" is empty) replace the
+ * namespace's; the reconciler applies the result live (nkv_ns_set_cache_policy) on every gateway. */
+static int m_set_cache_policy(struct call *c, json_object *st)
+{
+	const char *nqn = req_str(c, "nqn"), *only[32];
+	json_object *jf = st_get(c->req, "fields"), *jp = st_get(c->req, "policy");
+	struct nkv_cache_policy pol = {0};
+	size_t nf = 0;
+	char why[256];
+	int rc = 0;
+	json_object *ns = find_ns(c, st, &rc);
+
+	if (!ns)
+		return rc;
+	if (!st_get(ns, "cache"))
+		return fail(c, -EPERM, "%s: namespace %s has no cache (a cache is given when the namespace is added: "
+			    "AddNamespace with a cache policy)", nqn, json_object_get_string(st_get(ns, "nsid")));
+	if (jf && !json_object_is_type(jf, json_type_null) && !json_object_is_type(jf, json_type_array))
+		return fail(c, -EINVAL, "%s: 'fields' must be a list of CachePolicy field names", nqn);
+	for (size_t i = 0; jf && json_object_is_type(jf, json_type_array) && i < json_object_array_length(jf); i++) {
+		json_object *f = json_object_array_get_idx(jf, i);
+		const char *name = json_object_is_type(f, json_type_string) ? json_object_get_string(f) : "";
+		if (!ctl_cache_policy_field(name))
+			return fail(c, -EINVAL, "%s: 'fields': '%.64s' is not a field of CachePolicy", nqn, name);
+		if (nf == sizeof(only) / sizeof(only[0]) - 1)
+			return fail(c, -EINVAL, "%s: 'fields': too many", nqn);
+		only[nf++] = name;
+	}
+	only[nf] = NULL;
+	/* The stored policy was checked when it was written: start from it for a partial change. */
+	if (ctl_cache_policy_from_json(st_get(ns, "cache"), NULL, &pol, why, sizeof(why)) < 0)
+		return fail(c, -EIO, "%s: the stored %s", nqn, why);
+	if (!jp || json_object_is_type(jp, json_type_null))
+		jp = NULL;
+	json_object *empty = jp ? NULL : json_object_new_object();
+	rc = ctl_cache_policy_from_json(jp ? jp : empty, nf ? only : NULL, &pol, why, sizeof(why));
+	json_object_put(empty);
+	if (rc < 0)
+		return fail(c, -EINVAL, "%s: namespace %s: %s", nqn, json_object_get_string(st_get(ns, "nsid")), why);
+	json_object_object_add(ns, "cache", ctl_cache_policy_to_json(&pol));
+	c->resp = ns_msg(nqn, ns);
 	return 0;
 }
 
@@ -534,6 +589,76 @@ static int r_namespace_stats(struct call *c, json_object *st)
 	return 0;
 }
 
+/* One CacheUsage message: the live figures of namespace @nsid of @ss. @return 0 or the core's -errno. */
+static int usage_msg(struct call *c, struct nkv_subsys *ss, const char *nqn, uint32_t nsid, json_object **out)
+{
+	struct nkv_cache_usage u;
+	int rc = ss ? nkv_ns_cache_usage(ss, nsid, &u) : -ENOENT;
+	if (rc < 0)
+		return rc;
+	json_object *o = *out = json_object_new_object();
+	json_object_object_add(o, "nqn", json_object_new_string(nqn));
+	json_object_object_add(o, "nsid", json_object_new_int64(nsid));
+	json_object_object_add(o, "gateway", json_object_new_string(c->ctl->gateway));
+	json_object_object_add(o, "policy", ctl_cache_policy_to_json(&u.policy));
+	const struct { const char *k; uint64_t v; } f[] = {
+		{"used_bytes", u.used_bytes}, {"keys", u.keys}, {"pinned_bytes", u.pinned_bytes},
+		{"pinned_keys", u.pinned_keys}, {"evictions", u.evictions}, {"evicted_bytes", u.evicted_bytes},
+		{"expirations", u.expirations}, {"expired_bytes", u.expired_bytes},
+		{"capacity_bytes", u.policy.capacity_bytes}, {"capacity_keys", u.policy.capacity_keys},
+	};
+	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
+		json_object_object_add(o, f[i].k, json_object_new_uint64(f[i].v));
+	/* JSON has no NaN or infinity (json-c would write them, protobuf refuse them) */
+	json_object_object_add(o, "byte_hours", json_object_new_double(isfinite(u.byte_hours) ? u.byte_hours : 0));
+	json_object_object_add(o, "token_hours", json_object_new_double(isfinite(u.token_hours) ? u.token_hours : 0));
+	json_object_object_add(o, "evicting", json_object_new_boolean(u.evicting));
+	json_object_object_add(o, "gateways", json_object_new_int64(u.gateways));
+	return 0;
+}
+
+/* GetUsage: one cache namespace (nsid), or every cache namespace of the subsystem that this gateway
+ * serves (nsid 0), by NSID. */
+static int r_get_usage(struct call *c, json_object *st)
+{
+	const char *nqn = req_str(c, "nqn");
+	uint64_t nsid;
+	int rc = 0;
+	json_object *ss = find_ss(c, st, nqn, &rc), *arr, *u = NULL;
+	struct nkv_subsys *live = ss ? nkv_target_subsys(c->ctl->conf.tgt, nqn) : NULL;
+
+	if (!ss)
+		return rc;
+	if ((rc = req_u64(c, "nsid", &nsid)) < 0)
+		return rc;
+	if (nsid) {
+		json_object *ns = find_ns(c, st, &rc);
+		if (!ns)
+			return rc;
+		if (!st_get(ns, "cache"))
+			return fail(c, -EPERM, "%s: namespace %" PRIu64 " has no cache", nqn, nsid);
+		if ((rc = usage_msg(c, live, nqn, (uint32_t)nsid, &u)) < 0)
+			return fail(c, rc == -ENOENT ? -ENOENT : rc == -EINVAL ? -EPERM : -EIO,
+				    "%s: namespace %" PRIu64 ": no cache usage on gateway %s: %s", nqn, nsid, c->ctl->gateway,
+				    rc == -ENOENT ? "not served here" : strerror(-rc));
+	}
+	c->resp = json_object_new_object();
+	json_object_object_add(c->resp, "namespaces", arr = json_object_new_array());
+	if (u) {
+		json_object_array_add(arr, u);
+		return 0;
+	}
+	json_object *list = ns_list(nqn, ss); /* by NSID */
+	for (size_t i = 0; i < json_object_array_length(list); i++) {
+		json_object *ns = json_object_array_get_idx(list, i);
+		if (st_get(ns, "cache") && st_u64(ns, "nsid", 0, &nsid) == 0 &&
+		    usage_msg(c, live, nqn, (uint32_t)nsid, &u) == 0) /* not served here: left out */
+			json_object_array_add(arr, u);
+	}
+	json_object_put(list);
+	return 0;
+}
+
 static int r_list_connections(struct call *c, json_object *st)
 {
 	(void)st;
@@ -596,6 +721,8 @@ static const struct method g_methods[] = {
 	{"SetNamespaceReadOnly", m_set_read_only, true},
 	{"SetNamespaceMaxValue", m_set_max_value, true},
 	{"GetNamespaceStats", r_namespace_stats, false},
+	{"SetCachePolicy", m_set_cache_policy, true},
+	{"GetUsage", r_get_usage, false},
 	{"AllowHost", m_allow_host, true},
 	{"DisallowHost", m_disallow_host, true},
 	{"ListHosts", r_list_hosts, false},

@@ -6,7 +6,8 @@
  *   {"epoch": N,
  *    "subsystems": {NQN: {"nqn", "pool", "max_namespaces", "allow_any_host", "shm_socket",
  *                         "hosts": {HOSTNQN: {"host_nqn", "dhchap_key", "dhchap_ctrl_key"}},
- *                         "namespaces": {"NSID": {"nsid", "rados_namespace", "max_value", "read_only"}}}},
+ *                         "namespaces": {"NSID": {"nsid", "rados_namespace", "max_value", "read_only",
+ *                                                 "cache": CachePolicy (present: a cache namespace)}}}},
  *    "listeners": {"GATEWAY/ADDRESS/PORT": {"gateway", "address", "port", "tls"}}}
  * Objects keyed by name, so that two states compare entry by entry.
  */

@@ -11,6 +11,7 @@
 
 #define NKV_LOG_COMPONENT "control"
 #include "common/log.h"
+#include "control/cache_policy.h"
 #include "control/ctl_int.h"
 #include "nkv/nkv_target.h"
 
@@ -121,6 +122,12 @@ int st_check(json_object *st, const char **why)
 				*why = "a namespace with a bad nsid or max_value";
 				return -EINVAL;
 			}
+			struct nkv_cache_policy p = {0};
+			char w[256];
+			if (st_get(ns, "cache") && ctl_cache_policy_from_json(st_get(ns, "cache"), NULL, &p, w, sizeof(w)) < 0) {
+				*why = "a namespace with a malformed cache policy";
+				return -EINVAL;
+			}
 		}
 	}
 	json_object_object_foreach(st_listeners(st), lk, l) {
@@ -152,13 +159,27 @@ static bool same_u64(json_object *a, json_object *b, const char *key)
 	return st_u64(a, key, 0, &x) == 0 && st_u64(b, key, 0, &y) == 0 && x == y;
 }
 
+/* The cache policy of state namespace @ns into @p. @return @p, or NULL (no cache). The state was
+ * checked when it was read or made (st_check, the methods), so the policy parses. */
+static const struct nkv_cache_policy *ns_cache(json_object *ns, struct nkv_cache_policy *p)
+{
+	char why[256];
+	*p = (struct nkv_cache_policy){0};
+	if (!st_get(ns, "cache"))
+		return NULL;
+	if (ctl_cache_policy_from_json(st_get(ns, "cache"), NULL, p, why, sizeof(why)) < 0)
+		NKV_ERR("namespace %s: %s: the defaults apply", json_object_get_string(st_get(ns, "nsid")), why);
+	return p;
+}
+
 static int ns_apply(struct nkv_subsys *ss, json_object *ns)
 {
 	uint64_t nsid, maxv;
+	struct nkv_cache_policy pol;
 	st_u64(ns, "nsid", 0, &nsid);
 	st_u64(ns, "max_value", 0, &maxv);
 	struct nkv_ns_conf c = {.nsid = (uint32_t)nsid, .rados_ns = st_str(ns, "rados_namespace"),
-				.max_value = maxv, .read_only = st_bool(ns, "read_only")};
+				.max_value = maxv, .read_only = st_bool(ns, "read_only"), .cache = ns_cache(ns, &pol)};
 	return nkv_ns_add(ss, &c);
 }
 
@@ -213,7 +234,8 @@ static int subsys_reconcile(struct nkv_ctl *ctl, struct nkv_subsys *ss, json_obj
 		json_object *w = st_get(wn, n);
 		uint64_t nsid;
 		st_u64(nv, "nsid", 0, &nsid);
-		if (w && same(w, nv, "rados_namespace"))
+		/* A cache is given when a namespace is added: one that gains or loses its cache is added again. */
+		if (w && same(w, nv, "rados_namespace") && !st_get(w, "cache") == !st_get(nv, "cache"))
 			continue;
 		nkv_ns_remove(ss, (uint32_t)nsid, ctl->conf.drain_ms);
 		json_object_object_del(hn, n);
@@ -234,6 +256,13 @@ static int subsys_reconcile(struct nkv_ctl *ctl, struct nkv_subsys *ss, json_obj
 			if (st_bool(h, "read_only") != st_bool(wnv, "read_only"))
 				nkv_ns_set_read_only(ss, (uint32_t)nsid, st_bool(wnv, "read_only"));
 			if (!same_u64(h, wnv, "max_value") && (rc = nkv_ns_set_max_value(ss, (uint32_t)nsid, maxv)) < 0) {
+				first = first ? first : rc;
+				continue;
+			}
+			struct nkv_cache_policy pol;
+			if (st_get(wnv, "cache") && !same(h, wnv, "cache") &&
+			    (rc = nkv_ns_set_cache_policy(ss, (uint32_t)nsid, ns_cache(wnv, &pol))) < 0) {
+				NKV_ERR("%s: cannot change the cache policy of namespace %s: %s", nqn, n2, strerror(-rc));
 				first = first ? first : rc;
 				continue;
 			}

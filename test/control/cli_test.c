@@ -219,6 +219,31 @@ static void check_case(const struct cli_case *t)
 	"{'nqn':'" NQN "','nsid':1,'gateway':'gw-a','stores':'11','retrieves':'22','deletes':'3','exists':'4',"  \
 	"'lists':'5','bytes_written':'1048576','bytes_read':'18446744073709551615','errors':'8','in_flight':'9'," \
 	"'used_bytes':'4096'}"
+#define POLICY_FULL                                                                                          \
+	"{'capacity_bytes':'67108864','capacity_keys':'1000','pin_quota_bytes':'1048576','default_ttl_s':60,"  \
+	"'max_ttl_s':3600,'bytes_per_token':'131072','eviction':'fifo','low_watermark_pct':80,'overshoot_pct':5," \
+	"'touch_interval_ms':500,'reap_interval_s':2,'reap_rate':100,'lease_ms':3000}"
+/* a policy message with the fields @f1 and @f2 (given as 'name':value) and zeros elsewhere */
+#define POLICY_ZERO                                                                                          \
+	"{'capacity_bytes':'0','capacity_keys':'0','pin_quota_bytes':'0','default_ttl_s':0,'max_ttl_s':0,"     \
+	"'bytes_per_token':'0','eviction':'','low_watermark_pct':0,'overshoot_pct':0,'touch_interval_ms':0,"    \
+	"'reap_interval_s':0,'reap_rate':0,'lease_ms':0}"
+#define NS_CACHE                                                                                             \
+	"{'nqn':'" NQN "','nsid':3,'rados_namespace':'cache','max_value':'67108864','read_only':false,"      \
+	"'nguid':'00112233445566778899aabbccddeeff','cache':" POLICY_FULL "}"
+#define NS_CACHE0                                                                                            \
+	"{'nqn':'" NQN "','nsid':4,'rados_namespace':'','max_value':'67108864','read_only':false,"           \
+	"'nguid':'','cache':{'eviction':'lru'}}"
+#define USAGE3                                                                                               \
+	"{'nqn':'" NQN "','nsid':3,'gateway':'gw-a','policy':" POLICY_FULL ",'used_bytes':'50331648',"         \
+	"'keys':'700','pinned_bytes':'1048576','pinned_keys':'2','evictions':'12','evicted_bytes':'12582912',"  \
+	"'expirations':'5','expired_bytes':'4096','byte_hours':1048576,'token_hours':8,"                       \
+	"'capacity_bytes':'67108864','capacity_keys':'1000','evicting':true,'gateways':2}"
+#define USAGE4                                                                                               \
+	"{'nqn':'" NQN "','nsid':4,'gateway':'gw-a','policy':" POLICY_ZERO ",'used_bytes':'0','keys':'0',"     \
+	"'pinned_bytes':'0','pinned_keys':'0','evictions':'0','evicted_bytes':'0','expirations':'0',"           \
+	"'expired_bytes':'0','byte_hours':0,'token_hours':0,'capacity_bytes':'0','capacity_keys':'0',"         \
+	"'evicting':false,'gateways':1}"
 #define GWINFO                                                                                               \
 	"{'name':'gw-a','version':'0.1.0','group':'g1','epoch':'42','uptime_s':'93784','backend':'rados',"   \
 	"'listeners':[" LST1 "," LST2 "],'connections':[" CONN1 "],'state_store':'rados:kv/rados-nkv.state'}"
@@ -291,7 +316,71 @@ static const struct cli_case g_cases[] = {
 	 "bytes written   1048576 (1 MiB)|bytes read      18446744073709551615 (16.0 EiB)|used            4096 (4 KiB)",
 	 NULL},
 	{"-o json ns stats " NQN " 1", 0, STATS, NULL, 0, "GetNamespaceStats", NULL, "=" STATS "\n", NULL},
-	{"ns", 0, "{}", NULL, 64, NULL, NULL, NULL, "ns: which one? add, del, list, set-ro, set-max-value, stats"},
+	{"ns", 0, "{}", NULL, 64, NULL, NULL, NULL,
+	 "ns: which one? add, del, list, set-ro, set-max-value, stats, cache-policy"},
+	/* cache namespaces: policies, live changes, usage */
+	{"ns add " NQN " --nsid 3 --rados-ns cache --cache --capacity 64M --capacity-keys 1000 --pin-quota 1M "
+	 "--default-ttl 60 --max-ttl 3600 --bytes-per-token 128K --eviction fifo --low-watermark 80 --overshoot 5 "
+	 "--touch-interval 500 --reap-interval 2 --reap-rate 100 --lease 3000", 0, NS_CACHE, NULL, 0, "AddNamespace",
+	 "{'nqn':'" NQN "','nsid':3,'rados_namespace':'cache','max_value':'0','read_only':false,'cache':" POLICY_FULL "}",
+	 "cache           yes|capacity        64 MiB, 1000 keys|pin quota       1 MiB|default ttl     60 s|"
+	 "max ttl         3600 s|bytes per token 131072|eviction        fifo|low watermark   80%|overshoot       5%|"
+	 "touch interval  500 ms|reap interval   2 s|reap rate       100/s|eviction lease  3000 ms", NULL},
+	{"namespace add " NQN " --cache", 0, NS_CACHE0, NULL, 0, "AddNamespace",
+	 "{'nqn':'" NQN "','nsid':0,'rados_namespace':'','max_value':'0','read_only':false,'cache':" POLICY_ZERO "}",
+	 "cache           yes|capacity        no byte limit, no key limit|pin quota       no quota|"
+	 "default ttl     never expire|max ttl         no limit|eviction        lru|low watermark   90% (default)|"
+	 "eviction lease  10000 ms (default)", NULL},
+	{"ns add " NQN, 0, NS1, NULL, 0, "AddNamespace", NULL, "cache           no", NULL},
+	{"ns add " NQN " --capacity 1M", 0, "{}", NULL, 64, NULL, NULL, NULL, "options (--capacity, ...) need --cache"},
+	{"ns add " NQN " --cache --capacity 1Q", 0, "{}", NULL, 64, NULL, NULL, NULL, "bad --capacity '1Q'"},
+	{"ns add " NQN " --cache --default-ttl 4294967295", 0, "{}", NULL, 64, NULL, NULL, NULL, "bad --default-ttl"},
+	{"ns cache-policy " NQN " 3 --capacity 128M --eviction off", 0, NS_CACHE, NULL, 0, "SetCachePolicy",
+	 "{'nqn':'" NQN "','nsid':3,'policy':{'capacity_bytes':'134217728','capacity_keys':'0','pin_quota_bytes':'0',"
+	 "'default_ttl_s':0,'max_ttl_s':0,'bytes_per_token':'0','eviction':'off','low_watermark_pct':0,"
+	 "'overshoot_pct':0,'touch_interval_ms':0,'reap_interval_s':0,'reap_rate':0,'lease_ms':0},"
+	 "'fields':['capacity_bytes','eviction']}",
+	 "namespace       3 of " NQN "|cache           yes|capacity        64 MiB", NULL},
+	{"namespace cache-policy " NQN " 3 --replace --default-ttl 30", 0, NS_CACHE, NULL, 0, "SetCachePolicy",
+	 "{'nqn':'" NQN "','nsid':3,'policy':{'capacity_bytes':'0','capacity_keys':'0','pin_quota_bytes':'0',"
+	 "'default_ttl_s':30,'max_ttl_s':0,'bytes_per_token':'0','eviction':'','low_watermark_pct':0,"
+	 "'overshoot_pct':0,'touch_interval_ms':0,'reap_interval_s':0,'reap_rate':0,'lease_ms':0},'fields':[]}", NULL, NULL},
+	{"ns cache-policy " NQN " 3 --replace", 0, NS_CACHE0, NULL, 0, "SetCachePolicy",
+	 "{'nqn':'" NQN "','nsid':3,'policy':" POLICY_ZERO ",'fields':[]}", NULL, NULL},
+	{"ns cache-policy " NQN " 3", 0, "{}", NULL, 64, NULL, NULL, NULL, "nothing to change"},
+	{"ns cache-policy " NQN, 0, "{}", NULL, 64, NULL, NULL, NULL, "wrong number of arguments"},
+	{"ns cache-policy " NQN " 3 --low-watermark 100", 0, "{}", NULL, 64, NULL, NULL, NULL, "bad --low-watermark '100' (0 to 99)"},
+	{"ns cache-policy " NQN " 3 --overshoot 101", 0, "{}", NULL, 64, NULL, NULL, NULL, "bad --overshoot"},
+	{"ns cache-policy " NQN " 3 --eviction lfu", 0, "{}", NULL, 64, NULL, NULL, NULL, "bad --eviction 'lfu' (lru, fifo or off)"},
+	{"ns cache-policy " NQN " 3 --lease -1", 0, "{}", NULL, 64, NULL, NULL, NULL, "bad --lease"},
+	{"ns cache-policy " NQN " 3 --cache", 0, "{}", NULL, 64, NULL, NULL, NULL, "ns cache-policy: --cache does not apply"},
+	{"ns set-ro " NQN " 3 on --capacity 1M", 0, "{}", NULL, 64, NULL, NULL, NULL, "ns set-ro: --capacity does not apply"},
+	{"ns cache-policy " NQN " 2 --capacity 1M", -EPERM, NULL, "namespace 2 has no cache", 5, "SetCachePolicy", NULL, NULL,
+	 "namespace 2 has no cache (FAILED_PRECONDITION)"},
+	{"ns cache-policy " NQN " 9 --capacity 1M", -ENOENT, NULL, "no namespace 9", 2, "SetCachePolicy", NULL, NULL,
+	 "(NOT_FOUND)"},
+	{"ns cache-policy " NQN " 3 --default-ttl 100 --max-ttl 10", -EINVAL, NULL, "default_ttl_s 100 is above max_ttl_s 10", 4,
+	 "SetCachePolicy", NULL, NULL, "(INVALID_ARGUMENT)"},
+	{"ns list " NQN, 0, "{'namespaces':[" NS1 "," NS_CACHE "]}", NULL, 0, "ListNamespaces", NULL,
+	 "NSID  RADOS NAMESPACE  MAX VALUE  MODE  NGUID                             CACHE|"
+	 "1     tenant-a         64 MiB     rw    0123456789abcdef0123456789abcdef  -|"
+	 "3     cache            64 MiB     rw    00112233445566778899aabbccddeeff  64 MiB", NULL},
+	{"usage " NQN " 3", 0, "{'namespaces':[" USAGE3 "]}", NULL, 0, "GetUsage", "{'nqn':'" NQN "','nsid':3}",
+	 "namespace       3 of " NQN "|gateway         gw-a (holds the eviction lease)|gateways        2 reporting usage|"
+	 "used            50331648 (48 MiB) of 64 MiB|keys            700|key limit       1000|"
+	 "pinned          1048576 (1 MiB) in 2 keys|evictions       12 (12 MiB)|expirations     5 (4 KiB)|"
+	 "byte-hours      1048576.0|token-hours     8.000|policy:|eviction        fifo", NULL},
+	{"-o json usage " NQN " 3", 0, "{'namespaces':[" USAGE3 "]}", NULL, 0, "GetUsage", NULL,
+	 "={'namespaces':[" USAGE3 "]}\n", NULL},
+	{"usage " NQN, 0, "{'namespaces':[" USAGE3 "," USAGE4 "]}", NULL, 0, "GetUsage", "{'nqn':'" NQN "','nsid':0}",
+	 "NSID  USED     CAPACITY  KEYS  PINNED   EVICTIONS  EXPIRATIONS  BYTE-HOURS  TOKEN-HOURS  LEASE|"
+	 "3     48 MiB   64 MiB    700   1 MiB    12         5            1048576.0   8.000        yes|"
+	 "4     0 bytes  no limit  0     0 bytes  0          0            0.0         0.000        no", NULL},
+	{"usage " NQN, 0, "{}", NULL, 0, "GetUsage", NULL,
+	 "=no cache namespaces of " NQN " served by the answering gateway\n", NULL},
+	{"usage " NQN " 2", -EPERM, NULL, "namespace 2 has no cache", 5, "GetUsage", NULL, NULL, "(FAILED_PRECONDITION)"},
+	{"usage", 0, "{}", NULL, 64, NULL, NULL, NULL, "usage: wrong number of arguments"},
+	{"usage " NQN " 0", 0, "{}", NULL, 64, NULL, NULL, NULL, "bad NSID '0'"},
 	{"ns frob", 0, "{}", NULL, 64, NULL, NULL, NULL, "unknown subcommand 'frob'"},
 	/* hosts */
 	{"host allow " NQN " " HOST1, 0, "{'nqn':'" NQN "','host_nqn':'" HOST1 "'}", NULL, 0, "AllowHost",

@@ -129,6 +129,23 @@ struct rpc_case {
 	"{'nqn':'" NQN "','host_nqn':'" HOST1 "','cntlid':8,'io_queues':1,'transport':'shm',"                \
 	"'authenticated':false}"
 
+#define POL                                                                                                  \
+	"{'capacity_bytes':'67108864','capacity_keys':'0','pin_quota_bytes':'1048576','default_ttl_s':60,"      \
+	"'max_ttl_s':3600,'bytes_per_token':'131072','eviction':'fifo','low_watermark_pct':90,'overshoot_pct':10," \
+	"'touch_interval_ms':10000,'reap_interval_s':10,'reap_rate':2000,'lease_ms':10000}"
+#define POL0                                                                                                 \
+	"{'capacity_bytes':'0','capacity_keys':'0','pin_quota_bytes':'0','default_ttl_s':0,'max_ttl_s':0,"     \
+	"'bytes_per_token':'0','eviction':'','low_watermark_pct':0,'overshoot_pct':0,'touch_interval_ms':0,"    \
+	"'reap_interval_s':0,'reap_rate':0,'lease_ms':0}"
+#define NS3                                                                                                  \
+	"{'nqn':'" NQN "','nsid':3,'rados_namespace':'cache','max_value':'67108864','read_only':false,"      \
+	"'nguid':'00112233445566778899aabbccddeeff','cache':" POL "}"
+#define USAGE                                                                                                \
+	"{'nqn':'" NQN "','nsid':3,'gateway':'gw-a','policy':" POL ",'used_bytes':'50331648','keys':'700',"    \
+	"'pinned_bytes':'1048576','pinned_keys':'2','evictions':'12','evicted_bytes':'12582912',"               \
+	"'expirations':'5','expired_bytes':'4096','byte_hours':1536.25,'token_hours':0.01171875,"              \
+	"'capacity_bytes':'67108864','capacity_keys':'0','evicting':true,'gateways':2}"
+
 static const struct rpc_case g_rpcs[] = {
 	{"CreateSubsystem", "{'nqn':'" NQN "','pool':'kv'}",
 	 "{'nqn':'" NQN "','pool':'kv','max_namespaces':0,'allow_any_host':false,'shm_socket':''}", SUB},
@@ -144,6 +161,21 @@ static const struct rpc_case g_rpcs[] = {
 	 "{'nqn':'" NQN "','nsid':0,'rados_namespace':'tenant-a','max_value':'67108864','read_only':false}", NS1},
 	{"AddNamespace", "{'nqn':'" NQN "','nsid':2,'max_value':'18446744073709551615','read_only':true}",
 	 "{'nqn':'" NQN "','nsid':2,'rados_namespace':'','max_value':'18446744073709551615','read_only':true}", NS2},
+	/* a cache namespace: the policy's presence (even empty) is kept; every field reaches the core */
+	{"AddNamespace", "{'nqn':'" NQN "','nsid':3,'rados_namespace':'cache','cache':{}}",
+	 "{'nqn':'" NQN "','nsid':3,'rados_namespace':'cache','max_value':'0','read_only':false,'cache':" POL0 "}", NS3},
+	{"AddNamespace",
+	 "{'nqn':'" NQN "','nsid':3,'cache':{'capacity_bytes':67108864,'pin_quota_bytes':'1048576','default_ttl_s':60,"
+	 "'max_ttl_s':3600,'bytes_per_token':131072,'eviction':'fifo','low_watermark_pct':90,'overshoot_pct':10,"
+	 "'touch_interval_ms':10000,'reap_interval_s':10,'reap_rate':2000,'lease_ms':10000}}",
+	 "{'nqn':'" NQN "','nsid':3,'rados_namespace':'','max_value':'0','read_only':false,'cache':" POL "}", NS3},
+	{"SetCachePolicy", "{'nqn':'" NQN "','nsid':3,'policy':{'capacity_bytes':'67108864'},'fields':['capacity_bytes']}",
+	 "{'nqn':'" NQN "','nsid':3,'policy':{'capacity_bytes':'67108864','capacity_keys':'0','pin_quota_bytes':'0',"
+	 "'default_ttl_s':0,'max_ttl_s':0,'bytes_per_token':'0','eviction':'','low_watermark_pct':0,'overshoot_pct':0,"
+	 "'touch_interval_ms':0,'reap_interval_s':0,'reap_rate':0,'lease_ms':0},'fields':['capacity_bytes']}", NS3},
+	{"SetCachePolicy", "{'nqn':'" NQN "','nsid':3}", "{'nqn':'" NQN "','nsid':3,'fields':[]}", NS3},
+	{"GetUsage", "{'nqn':'" NQN "','nsid':3}", "{'nqn':'" NQN "','nsid':3}", "{'namespaces':[" USAGE "]}"},
+	{"GetUsage", "{'nqn':'" NQN "'}", "{'nqn':'" NQN "','nsid':0}", "{'namespaces':[]}"},
 	{"RemoveNamespace", "{'nqn':'" NQN "','nsid':4294967294}", "{'nqn':'" NQN "','nsid':4294967294}", "{}"},
 	{"ListNamespaces", "{'nqn':'" NQN "'}", "{'nqn':'" NQN "'}", "{'namespaces':[" NS1 "," NS2 "]}"},
 	{"SetNamespaceReadOnly", "{'nqn':'" NQN "','nsid':2,'read_only':true}",

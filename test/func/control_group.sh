@@ -4,8 +4,11 @@
 #   1. a subsystem and a namespace created through gateway A are served by B within 1 s; a value
 #      stored through A is retrieved, identical, through B;
 #   2. 2 x 20 host allowlist changes through A and B at the same time: all 40 present afterwards;
-#   3. both gateways restarted: `nkv-ctl subsystem list -o json` and `listener list -o json`
-#      byte for byte the same before and after, and B still serves the value.
+#   3. a cache namespace added through A (ns add --cache), its policy changed through B
+#      (ns cache-policy), run by A within 5 s (usage through A);
+#   4. both gateways restarted: `nkv-ctl subsystem list -o json` (the cache policy included) and
+#      `listener list -o json` byte for byte the same before and after, B still serves the value and
+#      runs the changed policy.
 #   control_group.sh PATH/rados-nkv PATH/nkv-ctl PATH/nkv
 # Needs NKV_CEPH_CONF (else exit 77, or 1 with NKV_REQUIRE_RADOS=1). Prints ok/FAIL lines, then
 # "N passed, N failed".
@@ -78,7 +81,19 @@ n=$(ctl b -o json host list "$NQN" | grep -o '"host_nqn":"nqn.2026-12.io.test:[a
 check "all 40 hosts are in the group's state ($n)" [ "$n" = 40 ]
 check "allow_any_host keeps the host connected: B still serves" "$NKV" -s "${PORT[b]}" -n "$NQN" exist k1
 
-# 3. Restart both gateways.
+# 3. A cache namespace: added through A, its policy changed through B, run by A.
+check "ns add --cache through A" ctl a ns add "$NQN" --nsid 2 --rados-ns "$G-cache" --cache --capacity 32M --eviction fifo
+check "ns cache-policy through B" ctl b ns cache-policy "$NQN" 2 --capacity 48M
+cap=""
+for _ in $(seq 100); do
+	cap=$(ctl a -o json usage "$NQN" 2 2>/dev/null | grep -o '"policy":{"capacity_bytes":"[0-9]*"' | grep -o '[0-9]*"$')
+	[ "$cap" = '50331648"' ] && break
+	sleep 0.05
+done
+check "A runs B's change: capacity 48 MiB, eviction kept (usage through A: ${cap:-none})" bash -c \
+	"[ '$cap' = '50331648\"' ] && '$CTL' --server 'unix:$T/a.sock' usage '$NQN' 2 | grep -q 'eviction        fifo'"
+
+# 4. Restart both gateways.
 ctl a -o json subsystem list >"$T/ss.before"
 ctl a -o json listener list >"$T/l.before"
 stop a
@@ -92,6 +107,7 @@ check "subsystem list -o json: the same after the restart" cmp -s "$T/ss.before"
 check "listener list -o json: the same after the restart" cmp -s "$T/l.before" "$T/l.after"
 check "gateway B lists the same subsystems as A" cmp -s "$T/ss.after" "$T/ss.after.b"
 check "B serves the value after the restart" bash -c "'$NKV' -s ${PORT[b]} -n '$NQN' retrieve k1 '$T/r2' && cmp -s '$T/v' '$T/r2'"
+check "B runs the cache policy after the restart" bash -c "'$CTL' --server 'unix:$T/b.sock' -o json usage '$NQN' 2 | grep -q '\"policy\":{\"capacity_bytes\":\"50331648\"'"
 check "subsystem del through B" ctl b subsystem del "$NQN"
 gone=""
 for _ in $(seq 250); do

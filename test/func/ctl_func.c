@@ -3,9 +3,14 @@
  * gRPC glue calls, with targets in this process:
  *   ctl_func mem    a state file: every method, its errors, live changes seen through the loop
  *                   transport (I/O on a namespace added, 0Bh once removed), a restart from the file
+ *                   and cache namespaces: policies in AddNamespace (bad values refused), changed
+ *                   live with SetCachePolicy (whole or some fields), GetUsage after Store TTLs,
+ *                   the policy back after a restart, a malformed stored policy refused
  *   ctl_func rados  two gateways of one group on the real cluster: a change through A is served by
  *                   B within 1 s (a value stored through A read through B), 2 x 20 concurrent
- *                   changes through A and B all present, a restart of both gives the same state
+ *                   changes through A and B all present, a restart of both gives the same state;
+ *                   a cache namespace added through A runs B's policy, a policy change through B
+ *                   reaches A, usage stored through A is seen through B, and a restart keeps it
  * Prints "ok - ..." / "FAIL - ...", then "N passed, N failed". Exit 0/1/77 (no cluster).
  */
 #include <errno.h>
@@ -208,6 +213,177 @@ static void test_file(void)
 	unlink(file);
 }
 
+/* ---- cache namespaces ----------------------------------------------------------------------------- */
+
+/* Store TTL through the loop host: @ttl seconds, @flags NKV_TTL_*. @return SCT/SC as kv(). */
+static unsigned store_ttl(struct host *h, uint32_t nsid, const char *key, void *buf, uint32_t len, uint32_t ttl,
+			  uint32_t flags)
+{
+	struct nkv_sqe s;
+	struct nkv_cqe c;
+	nkv_sqe_store_ttl(&s, nsid, (const uint8_t *)key, (unsigned)strlen(key), len, 0, ttl, flags);
+	if (nkv_loop_qp_exec(h->q, &s, buf, len, &c, NULL) < 0)
+		return 0xffff;
+	return (nkv_get16(&c.status) >> 1) & 0x7ff;
+}
+
+/* The live policy of namespace @nsid of g_nqn on @t. @return nkv_ns_cache_usage's result. */
+static int live_policy(struct nkv_target *t, uint32_t nsid, struct nkv_cache_usage *u)
+{
+	struct nkv_subsys *ss = nkv_target_subsys(t, g_nqn);
+	memset(u, 0, sizeof(*u));
+	return ss ? nkv_ns_cache_usage(ss, nsid, u) : -ENOENT;
+}
+
+static int count(const char *s, const char *what)
+{
+	int n = 0;
+	for (const char *p = s; p && (p = strstr(p, what)); p += strlen(what))
+		n++;
+	return n;
+}
+
+/* A number member of a JSON text (the first one named @key). */
+static double num(const char *json, const char *key)
+{
+	char k[64];
+	snprintf(k, sizeof(k), "\"%s\":", key);
+	const char *p = json ? strstr(json, k) : NULL;
+	return p ? strtod(p + strlen(k) + (p[strlen(k)] == '"'), NULL) : -1;
+}
+
+static void test_cache_file(void)
+{
+	char file[256], *a = NULL, *b = NULL;
+	struct nkv_target *t;
+	struct nkv_cache_usage u;
+	struct host h = {0};
+	snprintf(file, sizeof(file), "%s/ctl_func-cache-%d.json", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
+	unlink(file);
+	CHECK(nkv_target_create(&g_bc, &t) == 0, "target");
+	struct nkv_ctl *ctl = mk(t, "gw-a", NULL, file);
+	if (!ctl)
+		return;
+	CHECK(call(ctl, "CreateSubsystem", NULL, "{\"nqn\":\"%s\",\"pool\":\"%s\",\"allow_any_host\":true}", g_nqn, g_pool) == 0,
+	      "CreateSubsystem");
+	CHECK(call(ctl, "AddNamespace", &a, "{\"nqn\":\"%s\",\"nsid\":1,\"rados_namespace\":\"cache-a\",\"cache\":{"
+		   "\"capacity_bytes\":\"1048576\",\"capacity_keys\":100,\"pin_quota_bytes\":65536,\"default_ttl_s\":60,"
+		   "\"max_ttl_s\":3600,\"bytes_per_token\":1024,\"eviction\":\"fifo\"}}", g_nqn) == 0 &&
+		      a && strstr(a, "\"cache\":{\"capacity_bytes\":1048576,\"capacity_keys\":100,\"pin_quota_bytes\":65536,"
+				      "\"default_ttl_s\":60,\"max_ttl_s\":3600,\"bytes_per_token\":1024"),
+	      "AddNamespace with a cache policy: the answer holds it: %s", a ? a : "");
+	CHECK(a && strstr(a, "\"eviction\":\"fifo\""), "eviction fifo in the answer");
+	free(a);
+	int rc = live_policy(t, 1, &u);
+	CHECK(rc == 0 && u.policy.capacity_bytes == 1048576 && u.policy.capacity_keys == 100 &&
+		      u.policy.pin_quota_bytes == 65536 && u.policy.default_ttl_s == 60 && u.policy.max_ttl_s == 3600 &&
+		      u.policy.bytes_per_token == 1024 && u.policy.eviction == NKV_EVICT_FIFO,
+	      "the target runs NSID 1 as a cache with that policy (nkv_ns_cache_usage %d, capacity %llu, eviction %u)", rc,
+	      (unsigned long long)u.policy.capacity_bytes, u.policy.eviction);
+	CHECK(call(ctl, "AddNamespace", &a, "{\"nqn\":\"%s\",\"nsid\":2,\"rados_namespace\":\"plain\"}", g_nqn) == 0 && a &&
+		      !strstr(a, "cache"), "a namespace without one is no cache: %s", a ? a : "");
+	free(a);
+	CHECK(live_policy(t, 2, &u) == -EINVAL, "nkv_ns_cache_usage of the plain namespace: -EINVAL");
+	CHECK(call(ctl, "AddNamespace", &a, "{\"nqn\":\"%s\",\"nsid\":3,\"rados_namespace\":\"cache-b\",\"cache\":{}}", g_nqn) == 0 &&
+		      a && strstr(a, "\"cache\":{\"capacity_bytes\":0,") && strstr(a, "\"eviction\":\"lru\""),
+	      "cache {}: a cache with the defaults: %s", a ? a : "");
+	free(a);
+	CHECK(live_policy(t, 3, &u) == 0, "and the target runs it as a cache");
+	static const char *const bad[] = {
+		"{\"eviction\":\"random\"}", "{\"low_watermark_pct\":100}", "{\"overshoot_pct\":101}", "{\"colour\":1}",
+		"{\"default_ttl_s\":100,\"max_ttl_s\":10}", "{\"capacity_bytes\":\"-5\"}", "{\"capacity_bytes\":-5}",
+		"{\"max_ttl_s\":4294967295}", "{\"eviction\":3}", "{\"reap_rate\":4294967296}", "5", "[]",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		CHECK(call(ctl, "AddNamespace", NULL, "{\"nqn\":\"%s\",\"nsid\":4,\"cache\":%s}", g_nqn, bad[i]) == -EINVAL,
+		      "AddNamespace with cache %s: -EINVAL", bad[i]);
+	CHECK(call(ctl, "ListNamespaces", &a, "{\"nqn\":\"%s\"}", g_nqn) == 0 && a && count(a, "\"nsid\":") == 3 &&
+		      count(a, "\"cache\":") == 2, "none of them was added; ListNamespaces shows 2 caches of 3: %s", a ? a : "");
+	free(a);
+	/* SetCachePolicy */
+	CHECK(call(ctl, "SetCachePolicy", NULL, "{\"nqn\":\"%s\",\"nsid\":2,\"policy\":{\"capacity_bytes\":1}}", g_nqn) == -EPERM,
+	      "SetCachePolicy on a namespace without a cache: -EPERM (FAILED_PRECONDITION)");
+	CHECK(call(ctl, "SetCachePolicy", NULL, "{\"nqn\":\"%s\",\"nsid\":9,\"policy\":{}}", g_nqn) == -ENOENT,
+	      "SetCachePolicy on no namespace: -ENOENT");
+	CHECK(call(ctl, "SetCachePolicy", NULL, "{\"nqn\":\"nqn.2026-12.io.test:none\",\"nsid\":1,\"policy\":{}}") == -ENOENT,
+	      "SetCachePolicy on no subsystem: -ENOENT");
+	CHECK(call(ctl, "SetCachePolicy", NULL, "{\"nqn\":\"%s\",\"nsid\":1,\"policy\":{\"overshoot_pct\":101}}", g_nqn) == -EINVAL,
+	      "SetCachePolicy with a bad value: -EINVAL");
+	CHECK(call(ctl, "SetCachePolicy", NULL, "{\"nqn\":\"%s\",\"nsid\":1,\"policy\":{},\"fields\":[\"nope\"]}", g_nqn) == -EINVAL,
+	      "SetCachePolicy naming a field CachePolicy lacks: -EINVAL");
+	CHECK(call(ctl, "SetCachePolicy", NULL, "{\"nqn\":\"%s\",\"nsid\":1,\"policy\":{\"max_ttl_s\":30},\"fields\":[\"max_ttl_s\"]}",
+		   g_nqn) == -EINVAL, "a max TTL below the default TTL left as it is (60): -EINVAL");
+	CHECK(live_policy(t, 1, &u) == 0 && u.policy.capacity_bytes == 1048576 && u.policy.max_ttl_s == 3600,
+	      "refused changes changed nothing live");
+	CHECK(call(ctl, "SetCachePolicy", &a, "{\"nqn\":\"%s\",\"nsid\":1,\"policy\":{\"capacity_bytes\":\"2097152\",\"eviction\":\"off\"},"
+		   "\"fields\":[\"capacity_bytes\"]}", g_nqn) == 0 && a && strstr(a, "\"capacity_bytes\":2097152") &&
+		      strstr(a, "\"eviction\":\"fifo\"") && strstr(a, "\"capacity_keys\":100"),
+	      "SetCachePolicy of one field: only capacity_bytes changed: %s", a ? a : "");
+	free(a);
+	rc = live_policy(t, 1, &u);
+	CHECK(rc == 0 && u.policy.capacity_bytes == 2097152 && u.policy.eviction == NKV_EVICT_FIFO && u.policy.capacity_keys == 100,
+	      "live: capacity 2 MiB, still fifo (%d, %llu, %u)", rc, (unsigned long long)u.policy.capacity_bytes, u.policy.eviction);
+	CHECK(call(ctl, "SetCachePolicy", &a, "{\"nqn\":\"%s\",\"nsid\":1,\"policy\":{\"capacity_bytes\":\"1048576\",\"eviction\":\"lru\","
+		   "\"default_ttl_s\":30,\"max_ttl_s\":7200,\"pin_quota_bytes\":\"65536\",\"bytes_per_token\":\"1024\"}}", g_nqn) == 0 &&
+		      a && strstr(a, "\"capacity_keys\":0"), "SetCachePolicy of the whole policy: capacity_keys back to 0: %s", a ? a : "");
+	free(a);
+	rc = live_policy(t, 1, &u);
+	CHECK(rc == 0 && u.policy.capacity_bytes == 1048576 && u.policy.eviction == NKV_EVICT_LRU && u.policy.default_ttl_s == 30 &&
+		      u.policy.max_ttl_s == 7200 && u.policy.capacity_keys == 0, "live: the whole new policy (%d)", rc);
+	/* GetUsage from real commands: a pinned 1000-byte entry for 1 h and an automatic 100-byte one. */
+	char v[1000];
+	memset(v, 'v', sizeof(v));
+	CHECK(host_open(t, &h) == 0, "a host connects (loop)");
+	CHECK(store_ttl(&h, 1, "pinned", v, 1000, 3600, NKV_TTL_PIN) == 0 && store_ttl(&h, 1, "auto", v, 100, 0, 0) == 0,
+	      "Store TTL: a pin for 3600 s and an entry with the default TTL");
+	CHECK(call(ctl, "GetUsage", &a, "{\"nqn\":\"%s\",\"nsid\":1}", g_nqn) == 0 && a, "GetUsage NSID 1: %s", a ? a : "");
+	CHECK(num(a, "keys") == 2 && num(a, "used_bytes") >= 1100 && num(a, "pinned_keys") == 1 && num(a, "pinned_bytes") >= 1000 &&
+		      num(a, "capacity_bytes") == 1048576 && num(a, "gateways") >= 1 && strstr(a, "\"gateway\":\"gw-a\""),
+	      "usage: 2 keys, >= 1100 bytes, 1 pin of >= 1000 bytes, capacity 1 MiB");
+	double bh = num(a, "byte_hours"), th = num(a, "token_hours");
+	CHECK(bh >= 1000 && th > 0 && th * 1024 > bh * 0.999 && th * 1024 < bh * 1.001,
+	      "byte_hours %.3f (>= 1000 bytes x 1 h) and token_hours %.6f = byte_hours / 1024", bh, th);
+	free(a);
+	host_close(&h);
+	CHECK(call(ctl, "GetUsage", &a, "{\"nqn\":\"%s\"}", g_nqn) == 0 && a && count(a, "\"nsid\":") == 2 &&
+		      strstr(a, "\"nsid\":1,") && strstr(a, "\"nsid\":3,") && !strstr(a, "\"nsid\":2,"),
+	      "GetUsage of the subsystem: its 2 caches, not the plain namespace: %s", a ? a : "");
+	free(a);
+	CHECK(call(ctl, "GetUsage", NULL, "{\"nqn\":\"%s\",\"nsid\":2}", g_nqn) == -EPERM, "GetUsage of the plain namespace: -EPERM");
+	CHECK(call(ctl, "GetUsage", NULL, "{\"nqn\":\"%s\",\"nsid\":9}", g_nqn) == -ENOENT, "GetUsage of no namespace: -ENOENT");
+	CHECK(call(ctl, "GetUsage", NULL, "{\"nqn\":\"nqn.2026-12.io.test:none\"}") == -ENOENT, "GetUsage of no subsystem: -ENOENT");
+	CHECK(call(ctl, "ListNamespaces", &a, "{\"nqn\":\"%s\"}", g_nqn) == 0, "ListNamespaces before the restart");
+	nkv_ctl_destroy(ctl);
+	nkv_target_destroy(t);
+	/* A restart: the policies come back from the file and run. */
+	CHECK(nkv_target_create(&g_bc, &t) == 0, "target again");
+	ctl = mk(t, "gw-a", NULL, file);
+	CHECK(ctl && call(ctl, "ListNamespaces", &b, "{\"nqn\":\"%s\"}", g_nqn) == 0 && a && b && strcmp(a, b) == 0,
+	      "after a restart the namespaces and policies are the same:\n  %s\n  %s", a ? a : "", b ? b : "");
+	rc = live_policy(t, 1, &u);
+	CHECK(rc == 0 && u.policy.capacity_bytes == 1048576 && u.policy.default_ttl_s == 30 && u.policy.max_ttl_s == 7200,
+	      "and the restarted target runs NSID 1's policy (%d)", rc);
+	CHECK(live_policy(t, 2, &u) == -EINVAL && live_policy(t, 3, &u) == 0, "NSID 2 plain, NSID 3 a cache");
+	free(a);
+	free(b);
+	nkv_ctl_destroy(ctl);
+	nkv_target_destroy(t);
+	/* A state whose stored policy is malformed (edited by hand): refused, not half applied. */
+	FILE *f = fopen(file, "w");
+	if (f) {
+		fprintf(f, "{\"epoch\":3,\"subsystems\":{\"%s\":{\"nqn\":\"%s\",\"pool\":\"%s\",\"hosts\":{},\"namespaces\":"
+			   "{\"1\":{\"nsid\":1,\"rados_namespace\":\"\",\"max_value\":0,\"cache\":{\"eviction\":\"sometimes\"}}}}},"
+			   "\"listeners\":{}}\n", g_nqn, g_nqn, g_pool);
+		fclose(f);
+	}
+	CHECK(nkv_target_create(&g_bc, &t) == 0, "target");
+	struct nkv_ctl_conf cc = {.tgt = t, .gateway = "gw-a", .state_file = file, .backend = g_bc.name, .version = "test"};
+	struct nkv_ctl *bad_ctl = NULL;
+	CHECK(f && nkv_ctl_create(&cc, EMPTY, &bad_ctl) == -EINVAL && !bad_ctl, "a stored malformed cache policy: -EINVAL");
+	nkv_target_destroy(t);
+	unlink(file);
+}
+
 /* ---- two gateways of one group ------------------------------------------------------------------ */
 
 struct racer {
@@ -300,6 +476,90 @@ static void test_group(void)
 	nkv_target_destroy(tb);
 }
 
+/* Wait up to @ms for @cond on the target (polled every 20 ms). @return the ms it took, or 0. */
+#define WAIT_FOR(ms, cond)                                                                               \
+	({                                                                                               \
+		uint64_t t0_ = nkv_now_ms(), took_ = 0;                                                  \
+		while (nkv_now_ms() - t0_ < (ms) && !took_) {                                            \
+			if (cond)                                                                        \
+				took_ = nkv_now_ms() - t0_ + 1;                                          \
+			else                                                                             \
+				usleep(20000);                                                           \
+		}                                                                                        \
+		took_;                                                                                   \
+	})
+
+/* A target of gateway @gw: a cache keeps its usage share and its eviction lease under the target's
+ * gateway name (nkv_backend_conf.gateway; the daemon sets it to --gateway-name). */
+static int gw_target(const char *gw, struct nkv_target **t)
+{
+	struct nkv_backend_conf bc = g_bc;
+	bc.gateway = gw;
+	return nkv_target_create(&bc, t);
+}
+
+static void test_group_cache(void)
+{
+	char group[64], *a = NULL, *b = NULL;
+	struct nkv_target *ta, *tb;
+	struct nkv_cache_usage u;
+	struct host ha = {0};
+	snprintf(group, sizeof(group), "ctl-cache-%d-%ld", (int)getpid(), (long)time(NULL));
+	CHECK(gw_target("gw-a", &ta) == 0 && gw_target("gw-b", &tb) == 0, "two targets");
+	struct nkv_ctl *A = mk(ta, "gw-a", group, NULL), *B = mk(tb, "gw-b", group, NULL);
+	if (!A || !B)
+		return;
+	CHECK(call(A, "CreateSubsystem", NULL, "{\"nqn\":\"%s\",\"pool\":\"%s\",\"allow_any_host\":true}", g_nqn, g_pool) == 0 &&
+		      call(A, "AddNamespace", NULL, "{\"nqn\":\"%s\",\"nsid\":1,\"rados_namespace\":\"%s\",\"cache\":{\"capacity_bytes\":"
+			   "\"8388608\",\"default_ttl_s\":600,\"bytes_per_token\":4096,\"eviction\":\"fifo\"}}", g_nqn, group) == 0,
+	      "a cache namespace added through gateway A");
+	uint64_t ms = WAIT_FOR(5000, live_policy(tb, 1, &u) == 0 && u.policy.capacity_bytes == 8388608);
+	printf("gateway B runs the new cache namespace's policy %llu ms after A's AddNamespace\n", (unsigned long long)ms);
+	CHECK(ms && u.policy.eviction == NKV_EVICT_FIFO && u.policy.default_ttl_s == 600,
+	      "gateway B runs it with A's policy (%llu ms)", (unsigned long long)ms);
+	CHECK(call(B, "SetCachePolicy", NULL, "{\"nqn\":\"%s\",\"nsid\":1,\"policy\":{\"capacity_bytes\":\"16777216\"},"
+		   "\"fields\":[\"capacity_bytes\"]}", g_nqn) == 0, "SetCachePolicy through B");
+	CHECK(live_policy(tb, 1, &u) == 0 && u.policy.capacity_bytes == 16777216, "B runs the new capacity at once");
+	ms = WAIT_FOR(5000, live_policy(ta, 1, &u) == 0 && u.policy.capacity_bytes == 16777216);
+	printf("gateway A runs the policy changed through B %llu ms after the change\n", (unsigned long long)ms);
+	CHECK(ms && u.policy.eviction == NKV_EVICT_FIFO, "A runs it within 5 s (%llu ms), other fields kept", (unsigned long long)ms);
+	/* Usage is shared in RADOS: a pin stored through A shows in B's GetUsage. */
+	char v[4096];
+	memset(v, 'p', sizeof(v));
+	CHECK(host_open(ta, &ha) == 0 && store_ttl(&ha, 1, "pin-a", v, sizeof(v), 3600, NKV_TTL_PIN) == 0,
+	      "a 4 KiB pin for 1 h stored through A");
+	host_close(&ha);
+	ms = WAIT_FOR(10000, (free(a), a = NULL, call(B, "GetUsage", &a, "{\"nqn\":\"%s\",\"nsid\":1}", g_nqn) == 0 &&
+							  num(a, "pinned_keys") >= 1));
+	printf("GetUsage through B shows the pin stored through A %llu ms after it\n", (unsigned long long)ms);
+	CHECK(ms && a && num(a, "pinned_bytes") >= 4096 && num(a, "byte_hours") >= 4096 && num(a, "gateways") >= 1 &&
+		      strstr(a, "\"gateway\":\"gw-b\""),
+	      "GetUsage through B sees A's pin within 10 s (%llu ms): %s", (unsigned long long)ms, a ? a : "");
+	free(a);
+	a = NULL;
+	/* Restart both: the policy comes back from the group's state. */
+	CHECK(call(A, "ListNamespaces", &a, "{\"nqn\":\"%s\"}", g_nqn) == 0 && a && strstr(a, "\"capacity_bytes\":16777216"),
+	      "ListNamespaces through A shows the policy: %s", a ? a : "");
+	nkv_ctl_destroy(A);
+	nkv_ctl_destroy(B);
+	nkv_target_destroy(ta);
+	nkv_target_destroy(tb);
+	CHECK(gw_target("gw-a", &ta) == 0 && gw_target("gw-b", &tb) == 0, "two fresh targets");
+	A = mk(ta, "gw-a", group, NULL);
+	B = mk(tb, "gw-b", group, NULL);
+	CHECK(A && B && call(B, "ListNamespaces", &b, "{\"nqn\":\"%s\"}", g_nqn) == 0 && a && b && strcmp(a, b) == 0,
+	      "after restarting both, the same namespaces and policy:\n  %s\n  %s", a ? a : "", b ? b : "");
+	CHECK(live_policy(ta, 1, &u) == 0 && u.policy.capacity_bytes == 16777216 && live_policy(tb, 1, &u) == 0 &&
+		      u.policy.capacity_bytes == 16777216 && u.policy.eviction == NKV_EVICT_FIFO, "and both run it");
+	CHECK(A && call(A, "DeleteSubsystem", NULL, "{\"nqn\":\"%s\"}", g_nqn) == 0, "DeleteSubsystem");
+	free(a);
+	free(b);
+	nkv_ctl_destroy(A);
+	nkv_ctl_destroy(B);
+	nkv_target_destroy(ta);
+	nkv_target_destroy(tb);
+}
+
 int main(int argc, char **argv)
 {
 	const char *be = argc > 1 ? argv[1] : "mem";
@@ -315,8 +575,10 @@ int main(int argc, char **argv)
 		g_bc.client_id = getenv("NKV_CEPH_USER") ? getenv("NKV_CEPH_USER") : "admin";
 		g_pool = getenv("NKV_CEPH_POOL") ? getenv("NKV_CEPH_POOL") : "nkv";
 		test_group();
+		test_group_cache();
 	} else {
 		test_file();
+		test_cache_file();
 	}
 	printf("%d passed, %d failed\n", g_pass, g_fail);
 	return g_fail ? 1 : 0;

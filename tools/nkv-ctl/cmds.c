@@ -37,6 +37,44 @@ static void put_bool(json_object *req, const char *key, bool v)
 	json_object_object_add(req, key, json_object_new_boolean(v));
 }
 
+/* ---- cache policy options ------------------------------------------------------------------ */
+
+const struct ctl_policy_opt g_ctl_policy_opts[CTL_NPOLICY] = {
+	{"--capacity", "capacity_bytes", POL_SIZE, 0, UINT64_MAX, true},
+	{"--capacity-keys", "capacity_keys", POL_NUM, 0, UINT64_MAX, true},
+	{"--pin-quota", "pin_quota_bytes", POL_SIZE, 0, UINT64_MAX, true},
+	{"--default-ttl", "default_ttl_s", POL_NUM, 0, 4294967294u, false},
+	{"--max-ttl", "max_ttl_s", POL_NUM, 0, 4294967294u, false},
+	{"--bytes-per-token", "bytes_per_token", POL_SIZE, 0, UINT64_MAX, true},
+	{"--eviction", "eviction", POL_EVICT, 0, 0, false},
+	{"--low-watermark", "low_watermark_pct", POL_NUM, 0, 99, false},
+	{"--overshoot", "overshoot_pct", POL_NUM, 0, 100, false},
+	{"--touch-interval", "touch_interval_ms", POL_NUM, 0, UINT32_MAX, false},
+	{"--reap-interval", "reap_interval_s", POL_NUM, 0, UINT32_MAX, false},
+	{"--reap-rate", "reap_rate", POL_NUM, 0, UINT32_MAX, false},
+	{"--lease", "lease_ms", POL_NUM, 0, UINT32_MAX, false},
+};
+
+/* The given policy options as a CachePolicy message; their field names into @fields when not NULL. */
+static json_object *policy_msg(const struct ctl_cli *c, json_object *fields)
+{
+	json_object *p = json_object_new_object();
+	for (int i = 0; i < CTL_NPOLICY; i++) {
+		const struct ctl_policy_opt *o = &g_ctl_policy_opts[i];
+		if (!(c->given & O_POLICY(i)))
+			continue;
+		if (o->kind == POL_EVICT)
+			json_object_object_add(p, o->field, json_object_new_string(c->eviction));
+		else if (o->u64)
+			jput_u64(p, o->field, c->policy[i]);
+		else
+			json_object_object_add(p, o->field, json_object_new_int64((int64_t)c->policy[i]));
+		if (fields)
+			json_object_array_add(fields, json_object_new_string(o->field));
+	}
+	return p;
+}
+
 /* ---- builders ------------------------------------------------------------------------------ */
 
 static int b_nqn(struct ctl_cli *c, json_object *req)
@@ -77,6 +115,10 @@ static int b_ns_add(struct ctl_cli *c, json_object *req)
 	put_str(req, "rados_namespace", c->rados_ns ? c->rados_ns : "");
 	jput_u64(req, "max_value", c->max_value);
 	put_bool(req, "read_only", c->given & O_READ_ONLY);
+	if ((c->given & O_POLICY_ALL) && !(c->given & O_CACHE))
+		return ctl_usage(c, "ns add: the cache policy options (--capacity, ...) need --cache");
+	if (c->given & O_CACHE) /* present, even empty: a cache namespace */
+		json_object_object_add(req, "cache", policy_msg(c, NULL));
 	return EXIT_OK;
 }
 
@@ -116,6 +158,31 @@ static int b_ns_set_max(struct ctl_cli *c, json_object *req)
 	if (!ex)
 		jput_u64(req, "max_value", v);
 	return ex;
+}
+
+static int b_cache_policy(struct ctl_cli *c, json_object *req)
+{
+	if (!(c->given & (O_POLICY_ALL | O_REPLACE)))
+		return ctl_usage(c, "ns cache-policy: nothing to change: give policy options (--capacity SIZE, ...), "
+				 "or --replace to reset the others to their defaults");
+	int ex = b_nqn_nsid(c, req);
+	if (ex)
+		return ex;
+	json_object *fields = json_object_new_array();
+	json_object_object_add(req, "policy", policy_msg(c, (c->given & O_REPLACE) ? NULL : fields));
+	json_object_object_add(req, "fields", fields); /* empty with --replace: the whole policy */
+	return EXIT_OK;
+}
+
+static int b_usage(struct ctl_cli *c, json_object *req)
+{
+	uint32_t nsid = 0;
+	int ex = c->nargs > 1 ? arg_nsid(c, c->args[1], &nsid) : EXIT_OK;
+	if (ex)
+		return ex;
+	put_str(req, "nqn", c->args[0]);
+	put_u32(req, "nsid", nsid);
+	return EXIT_OK;
 }
 
 static int b_host(struct ctl_cli *c, json_object *req)
@@ -191,19 +258,83 @@ static const char *max_value_str(uint64_t v, char buf[64])
 	return buf;
 }
 
+static json_object *member(json_object *o, const char *key)
+{
+	json_object *v = NULL;
+	return o && json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_object) ? v : NULL;
+}
+
+/* "64 MiB" / "no limit" for a capacity. */
+static const char *limit_str(uint64_t v, char buf[32])
+{
+	if (!v)
+		return "no limit";
+	return size_str(v, buf);
+}
+
 static void ns_table(json_object *o, const char *key, int indent)
 {
-	static const char *const h[] = {"NSID", "RADOS NAMESPACE", "MAX VALUE", "MODE", "NGUID"};
-	struct table *t = tab_new(5, h);
+	static const char *const h[] = {"NSID", "RADOS NAMESPACE", "MAX VALUE", "MODE", "NGUID", "CACHE"};
+	bool caches = false; /* the CACHE column only where a cache is listed */
+	for (size_t i = 0; i < jlen(o, key); i++)
+		caches |= member(jat(o, key, i), "cache") != NULL;
+	struct table *t = tab_new(caches ? 6 : 5, h);
 	for (size_t i = 0; i < jlen(o, key); i++) {
-		json_object *n = jat(o, key, i);
-		char nsid[16], mv[32];
+		json_object *n = jat(o, key, i), *pc = member(n, "cache");
+		char nsid[16], mv[32], cap[32];
 		snprintf(nsid, sizeof(nsid), "%" PRIu64, ju64(n, "nsid"));
 		const char *row[] = {nsid, dash(jstr(n, "rados_namespace")), size_str(ju64(n, "max_value"), mv),
-				     jbool(n, "read_only") ? "ro" : "rw", dash(jstr(n, "nguid"))};
+				     jbool(n, "read_only") ? "ro" : "rw", dash(jstr(n, "nguid")),
+				     pc ? limit_str(ju64(pc, "capacity_bytes"), cap) : "-"};
 		tab_row(t, row);
 	}
 	tab_print(t, stdout, indent);
+}
+
+/* A cache policy for people: 0 reads as the default it stands for. */
+static void show_policy(json_object *p)
+{
+	char b[32];
+	uint64_t v;
+	printf("%-16s", "capacity");
+	v = ju64(p, "capacity_bytes");
+	printf("%s", v ? size_str(v, b) : "no byte limit");
+	v = ju64(p, "capacity_keys");
+	if (v)
+		printf(", %" PRIu64 " keys", v);
+	else
+		printf(", no key limit");
+	putchar('\n');
+	v = ju64(p, "pin_quota_bytes");
+	printf("%-16s%s\n", "pin quota", v ? size_str(v, b) : "no quota");
+	v = ju64(p, "default_ttl_s");
+	if (v)
+		printf("%-16s%" PRIu64 " s\n", "default ttl", v);
+	else
+		printf("%-16s%s\n", "default ttl", "never expire");
+	v = ju64(p, "max_ttl_s");
+	if (v)
+		printf("%-16s%" PRIu64 " s\n", "max ttl", v);
+	else
+		printf("%-16s%s\n", "max ttl", "no limit");
+	v = ju64(p, "bytes_per_token");
+	if (v)
+		printf("%-16s%" PRIu64 "\n", "bytes per token", v);
+	else
+		printf("%-16s%s\n", "bytes per token", "- (no token-hours)");
+	printf("%-16s%s\n", "eviction", *jstr(p, "eviction") ? jstr(p, "eviction") : "lru");
+	static const struct { const char *k, *f, *unit, *def; } n[] = {
+		{"low watermark", "low_watermark_pct", "%", "90%"}, {"overshoot", "overshoot_pct", "%", "10%"},
+		{"touch interval", "touch_interval_ms", " ms", "10000 ms"}, {"reap interval", "reap_interval_s", " s", "10 s"},
+		{"reap rate", "reap_rate", "/s", "2000/s"}, {"eviction lease", "lease_ms", " ms", "10000 ms"},
+	};
+	for (size_t i = 0; i < sizeof(n) / sizeof(n[0]); i++) {
+		v = ju64(p, n[i].f);
+		if (v)
+			printf("%-16s%" PRIu64 "%s\n", n[i].k, v, n[i].unit);
+		else
+			printf("%-16s%s (default)\n", n[i].k, n[i].def);
+	}
 }
 
 static void show_subsystem(const struct ctl_cli *c, json_object *o)
@@ -269,6 +400,10 @@ static void show_namespace(const struct ctl_cli *c, json_object *o)
 	kv("max value", "%s", max_value_str(ju64(o, "max_value"), mv));
 	kv("mode", "%s", jbool(o, "read_only") ? "read-only" : "read-write");
 	kv("nguid", "%s", dash(jstr(o, "nguid")));
+	json_object *p = member(o, "cache");
+	kv("cache", "%s", p ? "yes" : "no");
+	if (p)
+		show_policy(p);
 }
 
 static void show_namespaces(const struct ctl_cli *c, json_object *o)
@@ -304,6 +439,63 @@ static void show_stats(const struct ctl_cli *c, json_object *o)
 	kv("bytes written", "%" PRIu64 " (%s)", ju64(o, "bytes_written"), size_str(ju64(o, "bytes_written"), b));
 	kv("bytes read", "%" PRIu64 " (%s)", ju64(o, "bytes_read"), size_str(ju64(o, "bytes_read"), b));
 	kv("used", "%" PRIu64 " (%s)", ju64(o, "used_bytes"), size_str(ju64(o, "used_bytes"), b));
+}
+
+static double jdouble(json_object *o, const char *key)
+{
+	json_object *v;
+	if (!json_object_object_get_ex(o, key, &v))
+		return 0;
+	return json_object_is_type(v, json_type_double) || json_object_is_type(v, json_type_int) ? json_object_get_double(v) : 0;
+}
+
+static void show_usage(const struct ctl_cli *c, json_object *o)
+{
+	char b[32], b2[32];
+	size_t n = jlen(o, "namespaces");
+	if (!n) {
+		printf("no cache namespaces of %s served by the answering gateway\n", c->args[0]);
+		return;
+	}
+	if (c->nargs > 1) { /* one namespace: every figure */
+		json_object *u = jat(o, "namespaces", 0);
+		kv("namespace", "%" PRIu64 " of %s", ju64(u, "nsid"), jstr(u, "nqn"));
+		kv("gateway", "%s%s", dash(jstr(u, "gateway")), jbool(u, "evicting") ? " (holds the eviction lease)" : "");
+		kv("gateways", "%" PRIu64 " reporting usage", ju64(u, "gateways"));
+		kv("used", "%" PRIu64 " (%s) of %s", ju64(u, "used_bytes"), size_str(ju64(u, "used_bytes"), b),
+		   limit_str(ju64(u, "capacity_bytes"), b2));
+		kv("keys", "%" PRIu64 "%s", ju64(u, "keys"), ju64(u, "capacity_keys") ? "" : " (no key limit)");
+		if (ju64(u, "capacity_keys"))
+			kv("key limit", "%" PRIu64, ju64(u, "capacity_keys"));
+		kv("pinned", "%" PRIu64 " (%s) in %" PRIu64 " keys", ju64(u, "pinned_bytes"), size_str(ju64(u, "pinned_bytes"), b),
+		   ju64(u, "pinned_keys"));
+		kv("evictions", "%" PRIu64 " (%s)", ju64(u, "evictions"), size_str(ju64(u, "evicted_bytes"), b));
+		kv("expirations", "%" PRIu64 " (%s)", ju64(u, "expirations"), size_str(ju64(u, "expired_bytes"), b));
+		kv("byte-hours", "%.1f", jdouble(u, "byte_hours"));
+		kv("token-hours", "%.3f", jdouble(u, "token_hours"));
+		printf("policy:\n");
+		if (member(u, "policy"))
+			show_policy(member(u, "policy"));
+		return;
+	}
+	static const char *const h[] = {"NSID", "USED", "CAPACITY", "KEYS", "PINNED", "EVICTIONS", "EXPIRATIONS",
+					"BYTE-HOURS", "TOKEN-HOURS", "LEASE"};
+	struct table *t = tab_new(10, h);
+	for (size_t i = 0; i < n; i++) {
+		json_object *u = jat(o, "namespaces", i);
+		char nsid[16], keys[24], ev[24], ex[24], bh[32], th[32];
+		snprintf(nsid, sizeof(nsid), "%" PRIu64, ju64(u, "nsid"));
+		snprintf(keys, sizeof(keys), "%" PRIu64, ju64(u, "keys"));
+		snprintf(ev, sizeof(ev), "%" PRIu64, ju64(u, "evictions"));
+		snprintf(ex, sizeof(ex), "%" PRIu64, ju64(u, "expirations"));
+		snprintf(bh, sizeof(bh), "%.1f", jdouble(u, "byte_hours"));
+		snprintf(th, sizeof(th), "%.3f", jdouble(u, "token_hours"));
+		char used[32], cap[32], pin[32];
+		const char *row[] = {nsid, size_str(ju64(u, "used_bytes"), used), limit_str(ju64(u, "capacity_bytes"), cap), keys,
+				     size_str(ju64(u, "pinned_bytes"), pin), ev, ex, bh, th, jbool(u, "evicting") ? "yes" : "no"};
+		tab_row(t, row);
+	}
+	tab_print(t, stdout, 0);
 }
 
 static const char *auth_str(json_object *h)
@@ -449,10 +641,12 @@ const struct ctl_cmd g_ctl_cmds[] = {
 	 "subsystem list\n  The subsystems of the group."},
 	{"subsystem", "get", "a subsystem, its hosts and namespaces", "GetSubsystem", 1, 1, 0, b_nqn, show_subsystem,
 	 "subsystem get NQN\n  Subsystem NQN with its hosts and namespaces."},
-	{"ns", "add", "add a namespace (a RADOS namespace of the pool)", "AddNamespace", 1, 1, O_NSID | O_RADOS_NS | O_MAX_VALUE | O_READ_ONLY, b_ns_add, show_namespace,
-	 "ns add NQN [--nsid N] [--rados-ns NAME] [--max-value SIZE] [--read-only]\n"
+	{"ns", "add", "add a namespace (a RADOS namespace of the pool)", "AddNamespace", 1, 1, O_NSID | O_RADOS_NS | O_MAX_VALUE | O_READ_ONLY | O_CACHE | O_POLICY_ALL, b_ns_add, show_namespace,
+	 "ns add NQN [--nsid N] [--rados-ns NAME] [--max-value SIZE] [--read-only] [--cache [POLICY]]\n"
 	 "  Add a namespace to NQN: NSID N (default: the lowest free one) on RADOS namespace NAME of the\n"
-	 "  subsystem's pool; --max-value: its largest value (default 64M or the cluster's limit)."},
+	 "  subsystem's pool; --max-value: its largest value (default 64M or the cluster's limit).\n"
+	 "  --cache: a cache namespace (TTLs, pins, capacity with eviction), with the POLICY options\n"
+	 "  (see ns cache-policy; none: TTLs and pins, no limits). Only at creation."},
 	{"ns", "del", "remove a namespace", "RemoveNamespace", 2, 2, 0, b_nqn_nsid, show_ns_removed,
 	 "ns del NQN NSID\n  Remove namespace NSID from NQN (its keys stay in RADOS)."},
 	{"ns", "list", "list the namespaces of a subsystem", "ListNamespaces", 1, 1, 0, b_nqn, show_namespaces, "ns list NQN\n  The namespaces of NQN."},
@@ -462,6 +656,15 @@ const struct ctl_cmd g_ctl_cmds[] = {
 	 "ns set-max-value NQN NSID SIZE\n  Set the largest value of namespace NSID (KVVML; K/M/G/T suffixes)."},
 	{"ns", "stats", "the answering gateway's counters of a namespace", "GetNamespaceStats", 2, 2, 0, b_nqn_nsid, show_stats,
 	 "ns stats NQN NSID\n  The answering gateway's counters for namespace NSID."},
+	{"ns", "cache-policy", "change a cache namespace's policy live", "SetCachePolicy", 2, 2, O_POLICY_ALL | O_REPLACE, b_cache_policy, show_namespace,
+	 "ns cache-policy NQN NSID [--capacity SIZE] [--capacity-keys N] [--pin-quota SIZE] [--default-ttl S]\n"
+	 "  [--max-ttl S] [--bytes-per-token N] [--eviction lru|fifo|off] [--low-watermark PCT] [--overshoot PCT]\n"
+	 "  [--touch-interval MS] [--reap-interval S] [--reap-rate N] [--lease MS] [--replace]\n"
+	 "  Change the policy of cache namespace NSID on every gateway, live: the options given change, the\n"
+	 "  others stay (--replace: the others go back to their defaults). 0 means the default: --capacity,\n"
+	 "  --capacity-keys, --pin-quota, --max-ttl: no limit; --default-ttl: never expire; --low-watermark\n"
+	 "  90; --overshoot 10; --touch-interval 10000; --reap-interval 10; --reap-rate 2000; --lease 10000.\n"
+	 "  --eviction off: never evict (Stores past the hard limit get 81h). TTLs in seconds."},
 	{"host", "allow", "allow a host (optionally with DH-HMAC-CHAP keys)", "AllowHost", 2, 2, O_DHCHAP | O_DHCHAP_CTRL, b_host_allow, show_host,
 	 "host allow NQN HOSTNQN [--dhchap-key KEY|@FILE] [--dhchap-ctrl-key KEY|@FILE]\n"
 	 "  Put HOSTNQN on NQN's allowlist; with --dhchap-key it must authenticate with DH-HMAC-CHAP\n"
@@ -470,6 +673,11 @@ const struct ctl_cmd g_ctl_cmds[] = {
 	{"host", "disallow", "disallow a host and disconnect it", "DisallowHost", 2, 2, 0, b_host, show_disallowed,
 	 "host disallow NQN HOSTNQN\n  Take HOSTNQN off NQN's allowlist and disconnect its controllers."},
 	{"host", "list", "the allowlist of a subsystem", "ListHosts", 1, 1, 0, b_nqn, show_hosts, "host list NQN\n  The allowlist of NQN."},
+	{"usage", NULL, "cache usage: bytes, keys, pins, evictions, byte-/token-hours", "GetUsage", 1, 2, 0, b_usage, show_usage,
+	 "usage NQN [NSID]\n"
+	 "  The usage of cache namespace NSID of NQN (or of each of its cache namespaces served by the\n"
+	 "  answering gateway): used bytes and keys against the capacity, pinned bytes, evictions,\n"
+	 "  expirations, byte-hours and token-hours, shared by every gateway serving it."},
 	{"connections", NULL, "controllers connected to the answering gateway", "ListConnections", 0, 1, 0, b_nqn_opt, show_connections,
 	 "connections [NQN]\n  The controllers connected to the answering gateway (to NQN, or to any subsystem)."},
 	{"listener", "add", "serve NVMe/TCP on an address (of one gateway)", "AddListener", 1, 1, O_GATEWAY | O_TLS_LISTENER, b_listener_add, show_listener,

@@ -35,7 +35,23 @@ enum {
 	O_DHCHAP_CTRL = 1u << 9,
 	O_GATEWAY = 1u << 10,
 	O_TLS_LISTENER = 1u << 11,
+	O_CACHE = 1u << 12,         /* ns add --cache */
+	O_REPLACE = 1u << 13,       /* ns cache-policy --replace */
+	O_POLICY_FIRST = 14,        /* bit of the first cache policy option (g_ctl_policy_opts) */
 };
+#define O_POLICY(i) (1u << (O_POLICY_FIRST + (i)))
+#define CTL_NPOLICY 13
+#define O_POLICY_ALL (((1u << CTL_NPOLICY) - 1) << O_POLICY_FIRST)
+
+/** A cache policy option: --capacity SIZE and the others; each sets one CachePolicy field. */
+struct ctl_policy_opt {
+	const char *opt;          /* "--capacity" */
+	const char *field;        /* "capacity_bytes" */
+	enum { POL_SIZE, POL_NUM, POL_EVICT } kind;
+	uint64_t lo, hi;          /* range of a number */
+	bool u64;                 /* a uint64 field (proto3 JSON: a decimal string) */
+};
+extern const struct ctl_policy_opt g_ctl_policy_opts[CTL_NPOLICY];
 
 struct ctl_cli {
 	struct nkv_ctl_client_conf conf;
@@ -49,6 +65,8 @@ struct ctl_cli {
 	char *dhchap_key, *dhchap_ctrl_key; /* malloc'ed (read from @FILE or copied); wiped at exit */
 	uint32_t max_ns, nsid;
 	uint64_t max_value;
+	uint64_t policy[CTL_NPOLICY];  /* cache policy option values (given: O_POLICY(i)) */
+	const char *eviction;          /* --eviction: "lru", "fifo" or "off" */
 };
 
 struct ctl_cmd {

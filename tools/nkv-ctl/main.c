@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,8 +23,9 @@ static const char g_usage_head[] =
 	"usage: nkv-ctl [options] <command> [args]\n"
 	"\n"
 	"Configure a rados-nkv gateway group through its gRPC control plane (rados-nkv --control):\n"
-	"subsystems, namespaces, host allowlists, listeners. A change made through any gateway of a\n"
-	"group is committed to the group's state and applied live by every gateway.\n"
+	"subsystems, namespaces (ns, or namespace) and their cache policies, host allowlists,\n"
+	"listeners, cache usage. A change made through any gateway of a group is committed to the\n"
+	"group's state and applied live by every gateway.\n"
 	"\n"
 	"commands:\n";
 
@@ -44,6 +46,24 @@ static const char g_usage_tail[] =
 	"  -v, --verbose              gRPC's and the glue's log on stderr\n"
 	"  -V, --version              print the version and exit\n"
 	"  -h, --help                 this help (also: nkv-ctl COMMAND --help)\n"
+	"\n"
+	"cache policy options (ns add --cache, ns cache-policy; 0 means the default):\n"
+	"      --cache                ns add: a cache namespace (TTLs, pins, capacity with eviction)\n"
+	"      --capacity SIZE        evict automatic entries above SIZE bytes (0: no limit)\n"
+	"      --capacity-keys N      evict above N entries (0: no limit)\n"
+	"      --pin-quota SIZE       pinned bytes at most; a pin past it gets 81h (0: no quota)\n"
+	"      --default-ttl S        TTL of Stores that give none, seconds (0: never expire)\n"
+	"      --max-ttl S            longest TTL, longer ones are cut (0: no limit)\n"
+	"      --bytes-per-token N    bytes per token for token-hours (0: not reported)\n"
+	"      --eviction lru|fifo|off\n"
+	"                             eviction order, or never evict (default lru)\n"
+	"      --low-watermark PCT    evict down to PCT % of the capacity, 1-99 (0: 90)\n"
+	"      --overshoot PCT        hard limit PCT % above the capacity, 0-100 (0: 10)\n"
+	"      --touch-interval MS    a Retrieve refreshes last use at most this often (0: 10000)\n"
+	"      --reap-interval S      expired entries are looked for this often (0: 10)\n"
+	"      --reap-rate N          entries examined per second then (0: 2000)\n"
+	"      --lease MS             the eviction lease (0: 10000)\n"
+	"      --replace              ns cache-policy: the options not given go back to 0\n"
 	"\n"
 	"Sizes take K/M/G/T suffixes (binary). Keys given as @FILE are read from FILE.\n"
 	"\n"
@@ -78,6 +98,9 @@ enum {
 	OPT_DHCHAP_CTRL,
 	OPT_GATEWAY,
 	OPT_TLS,
+	OPT_CACHE,
+	OPT_REPLACE,
+	OPT_POLICY, /* + i: g_ctl_policy_opts[i] */
 };
 
 static const char *const g_short = ":o:hvV";
@@ -105,6 +128,22 @@ static const struct option g_opts[] = {
 	{"dhchap-ctrl-key", required_argument, NULL, OPT_DHCHAP_CTRL},
 	{"gateway", required_argument, NULL, OPT_GATEWAY},
 	{"tls", no_argument, NULL, OPT_TLS},
+	{"cache", no_argument, NULL, OPT_CACHE},
+	{"replace", no_argument, NULL, OPT_REPLACE},
+	/* the cache policy options, in g_ctl_policy_opts' order */
+	{"capacity", required_argument, NULL, OPT_POLICY + 0},
+	{"capacity-keys", required_argument, NULL, OPT_POLICY + 1},
+	{"pin-quota", required_argument, NULL, OPT_POLICY + 2},
+	{"default-ttl", required_argument, NULL, OPT_POLICY + 3},
+	{"max-ttl", required_argument, NULL, OPT_POLICY + 4},
+	{"bytes-per-token", required_argument, NULL, OPT_POLICY + 5},
+	{"eviction", required_argument, NULL, OPT_POLICY + 6},
+	{"low-watermark", required_argument, NULL, OPT_POLICY + 7},
+	{"overshoot", required_argument, NULL, OPT_POLICY + 8},
+	{"touch-interval", required_argument, NULL, OPT_POLICY + 9},
+	{"reap-interval", required_argument, NULL, OPT_POLICY + 10},
+	{"reap-rate", required_argument, NULL, OPT_POLICY + 11},
+	{"lease", required_argument, NULL, OPT_POLICY + 12},
 	{NULL, 0, NULL, 0},
 };
 
@@ -112,7 +151,40 @@ static const struct option g_opts[] = {
 static const char *const g_opt_names[] = {
 	"--pool",     "--max-namespaces", "--allow-any-host", "--shm",	   "--nsid",	"--rados-ns",
 	"--max-value", "--read-only",	  "--dhchap-key",     "--dhchap-ctrl-key", "--gateway", "--tls",
+	"--cache",     "--replace",
 };
+
+/* The name of command option bit @b. */
+static const char *opt_name(unsigned b)
+{
+	if (b >= O_POLICY_FIRST)
+		return g_ctl_policy_opts[b - O_POLICY_FIRST].opt;
+	return b < sizeof(g_opt_names) / sizeof(g_opt_names[0]) ? g_opt_names[b] : "an option";
+}
+
+/* A cache policy option's value. @return EXIT_OK or EXIT_USAGE (reported). */
+static int policy_opt(struct ctl_cli *c, int i, const char *v)
+{
+	const struct ctl_policy_opt *o = &g_ctl_policy_opts[i];
+	uint64_t x = 0;
+	switch (o->kind) {
+	case POL_EVICT:
+		if (strcmp(v, "lru") && strcmp(v, "fifo") && strcmp(v, "off"))
+			return ctl_usage(c, "bad %s '%s' (lru, fifo or off)", o->opt, v);
+		c->eviction = v;
+		break;
+	case POL_SIZE:
+		if (parse_size(v, &x))
+			return ctl_usage(c, "bad %s '%s' (bytes, or with K/M/G/T: 64M; 0: no limit)", o->opt, v);
+		break;
+	default:
+		if (parse_u64(v, o->lo, o->hi, &x))
+			return ctl_usage(c, "bad %s '%s' (%" PRIu64 " to %" PRIu64 ")", o->opt, v, o->lo, o->hi);
+	}
+	c->policy[i] = x;
+	c->given |= O_POLICY(i);
+	return EXIT_OK;
+}
 
 /* ---- output -------------------------------------------------------------------------------- */
 
@@ -188,7 +260,7 @@ static char *usage_text(void)
 
 static void cmd_help(const struct ctl_cli *c, const char *group, const struct ctl_cmd *k)
 {
-	char text[2048];
+	char text[8192];
 	size_t n = 0;
 	for (unsigned i = 0; i < g_ctl_ncmds && n < sizeof(text); i++)
 		if ((k && &g_ctl_cmds[i] == k) || (!k && !strcmp(g_ctl_cmds[i].group, group)))
@@ -409,8 +481,18 @@ static int run(struct ctl_cli *c, int argc, char **argv)
 		case OPT_TLS:
 			c->given |= O_TLS_LISTENER;
 			break;
+		case OPT_CACHE:
+			c->given |= O_CACHE;
+			break;
+		case OPT_REPLACE:
+			c->given |= O_REPLACE;
+			break;
 		case ':':
 			return ctl_usage(c, "option '%s' needs an argument", argv[optind - 1]);
+		case OPT_POLICY ... OPT_POLICY + CTL_NPOLICY - 1:
+			if ((ex = policy_opt(c, o - OPT_POLICY, optarg)))
+				return ex;
+			break;
 		default: /* '?' */
 			if (optopt)
 				return ctl_usage(c, "unknown option '-%c'", optopt);
@@ -420,6 +502,8 @@ static int run(struct ctl_cli *c, int argc, char **argv)
 
 	char **pos = argv + optind;
 	int npos = argc - optind;
+	if (npos && strcmp(pos[0], "namespace") == 0)
+		pos[0] = "ns"; /* the long name of the group */
 	if (npos == 0 || strcmp(pos[0], "help") == 0) {
 		char *u = usage_text();
 		if (npos || want_help) {
@@ -473,9 +557,9 @@ static int run(struct ctl_cli *c, int argc, char **argv)
 		return ctl_usage(c, "%s: wrong number of arguments (%d)", c->cmd_name, c->nargs);
 	}
 	unsigned extra = c->given & ~k->opts;
-	for (unsigned b = 0; extra && b < sizeof(g_opt_names) / sizeof(g_opt_names[0]); b++)
+	for (unsigned b = 0; extra && b < 32; b++)
 		if (extra & (1u << b))
-			return ctl_usage(c, "%s: %s does not apply", c->cmd_name, g_opt_names[b]);
+			return ctl_usage(c, "%s: %s does not apply", c->cmd_name, opt_name(b));
 
 	/* where and how to call */
 	const char *env = getenv("NKV_CTL_SERVER");

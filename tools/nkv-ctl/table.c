@@ -4,7 +4,7 @@
 
 #include "ctl_cli.h"
 
-#define TAB_MAXCOL 8
+#define TAB_MAXCOL 12
 
 struct table {
 	int ncol;

@@ -1,12 +1,14 @@
 /* config.c - JSON configuration file and command-line flags of the rados-nkv daemon (see config.h). */
 #include "config.h"
 #include "common/dhchap.h"
+#include "control/cache_policy.h"
 #include "common/nvme_psk.h"
 #include "nkv/nkv_version.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
+#include <stddef.h>
 #include <json-c/json.h>
 #include <stdio.h>
 #include <sys/stat.h>
@@ -566,9 +568,86 @@ void conf_free(struct daemon_conf *c)
 		}
 }
 
+/* Bytes as a number, or a size string like "64M", into *out (left alone when absent). */
+static void jsize(struct jctx *j, json_object *o, const char *where, const char *key, uint64_t *out)
+{
+	json_object *v;
+	int64_t n = -1;
+
+	if (!json_object_object_get_ex(o, key, &v))
+		return;
+	if (json_object_is_type(v, json_type_string)) {
+		if (parse_size(json_object_get_string(v), out) < 0)
+			jfail(j, where, key, "must be bytes or a size like \"64M\"");
+		return;
+	}
+	if (!json_object_is_type(v, json_type_int)) {
+		jfail(j, where, key, "must be bytes or a size like \"64M\"");
+		return;
+	}
+	jnum(j, o, where, key, 0, INT64_MAX, &n);
+	if (n >= 0)
+		*out = (uint64_t)n;
+}
+
+/* "cache": {"capacity", "capacity_keys", "pin_quota", "default_ttl", "max_ttl", "bytes_per_token",
+ * "eviction", "low_watermark_pct", "overshoot_pct", "touch_interval_ms", "reap_interval_s",
+ * "reap_rate", "lease_ms"}: the namespace is a cache with this policy ({}: TTLs and pins, no limits). */
+static void load_cache(struct jctx *j, json_object *jc, const char *nswhere, struct nkv_cache_policy *p)
+{
+	static const char *const known[] = {"capacity", "capacity_keys", "pin_quota", "default_ttl", "max_ttl",
+					    "bytes_per_token", "eviction", "low_watermark_pct", "overshoot_pct",
+					    "touch_interval_ms", "reap_interval_s", "reap_rate", "lease_ms", NULL};
+	static const struct {
+		const char *key;
+		int64_t min, max;
+		size_t off, size;
+	} nums[] = {
+#define N(k, lo, hi, f) {k, lo, hi, offsetof(struct nkv_cache_policy, f), sizeof(((struct nkv_cache_policy *)0)->f)}
+		N("capacity_keys", 0, INT64_MAX, capacity_keys),
+		N("default_ttl", 0, 0xfffffffe, default_ttl_s),
+		N("max_ttl", 0, 0xfffffffe, max_ttl_s),
+		N("bytes_per_token", 0, INT64_MAX, bytes_per_token),
+		N("low_watermark_pct", 1, 99, low_watermark_pct),
+		N("overshoot_pct", 0, 100, overshoot_pct),
+		N("touch_interval_ms", 0, UINT32_MAX, touch_interval_ms),
+		N("reap_interval_s", 0, UINT32_MAX, reap_interval_s),
+		N("reap_rate", 0, UINT32_MAX, reap_rate),
+		N("lease_ms", 0, UINT32_MAX, lease_ms),
+#undef N
+	};
+	char where[400], why[256];
+
+	snprintf(where, sizeof(where), "%s: cache", nswhere);
+	*p = (struct nkv_cache_policy){0};
+	jkeys(j, jc, where, known);
+	jsize(j, jc, where, "capacity", &p->capacity_bytes);
+	jsize(j, jc, where, "pin_quota", &p->pin_quota_bytes);
+	for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
+		int64_t v = 0;
+		jnum(j, jc, where, nums[i].key, nums[i].min, nums[i].max, &v);
+		uint64_t u = (uint64_t)v;
+		uint32_t u32 = (uint32_t)v;
+		uint8_t u8 = (uint8_t)v;
+		memcpy((char *)p + nums[i].off, nums[i].size == 8 ? (void *)&u : nums[i].size == 4 ? (void *)&u32 : (void *)&u8,
+		       nums[i].size);
+	}
+	const char *ev = jstr(j, jc, where, "eviction");
+	int e = ev ? ctl_evict_parse(ev) : NKV_EVICT_LRU;
+	if (e < 0 || (ev && !*ev))
+		jfail(j, where, "eviction", "must be \"lru\", \"fifo\" or \"off\"");
+	else
+		p->eviction = (uint8_t)e;
+	if (!j->err && ctl_cache_policy_check(p, why, sizeof(why)) < 0) {
+		/* "cache policy: default_ttl_s ..." names the struct's field; say the file's key */
+		jfail(j, where, p->max_ttl_s && p->default_ttl_s > p->max_ttl_s ? "default_ttl" : "cache",
+		      p->max_ttl_s && p->default_ttl_s > p->max_ttl_s ? "is above \"max_ttl\"" : why);
+	}
+}
+
 static void load_ns(struct jctx *j, struct conf_subsys *s, json_object *jn, size_t i)
 {
-	static const char *const known[] = {"nsid", "rados_namespace", "max_value", "read_only", "exec", NULL};
+	static const char *const known[] = {"nsid", "rados_namespace", "max_value", "read_only", "exec", "cache", NULL};
 	char where[320];
 	int64_t nsid = 0, max = 0;
 	uint64_t m = 0;
@@ -600,6 +679,11 @@ static void load_ns(struct jctx *j, struct conf_subsys *s, json_object *jn, size
 	json_object *arr = jget(j, jn, where, "exec", json_type_array);
 	if (arr && !j->err)
 		load_exec(j, s, s->nns - 1, arr, where);
+	json_object *jc = jget(j, jn, where, "cache", json_type_object);
+	if (jc && !j->err) {
+		load_cache(j, jc, where, &s->cache[s->nns - 1]);
+		s->has_cache[s->nns - 1] = true;
+	}
 }
 
 /* ---- DH-HMAC-CHAP settings of allowed hosts ------------------------------------------------------- */
@@ -1442,6 +1526,7 @@ int conf_finish(struct daemon_conf *c)
 	c->backend.ceph_conf = *c->ceph_conf ? c->ceph_conf : NULL;
 	c->backend.keyring = *c->keyring ? c->keyring : NULL;
 	c->backend.client_id = *c->client_id ? c->client_id : NULL;
+	c->backend.gateway = c->gateway_name; /* a cache's usage share and eviction lease are kept under it */
 	if (c->log_level < 0)
 		c->log_level = 2; /* info: a daemon says what it serves */
 	return 0;

@@ -46,6 +46,8 @@ struct conf_subsys {
 	struct nkv_exec_rule *exec[CONF_MAX_NS]; /* each namespace's Exec allowlist (malloc'ed, with its
 						 * strings and inputs; conf_free) */
 	unsigned nexec[CONF_MAX_NS];
+	struct nkv_cache_policy cache[CONF_MAX_NS]; /* each namespace's cache policy, when has_cache */
+	bool has_cache[CONF_MAX_NS];             /* a "cache" object: a cache namespace */
 	struct nkv_subsys *ss;                   /* the running subsystem (for SIGHUP) */
 	char hosts[CONF_MAX_HOSTS][224];
 	struct conf_host_auth *auth[CONF_MAX_HOSTS]; /* per host: malloc'ed when it has a secret (conf_free) */

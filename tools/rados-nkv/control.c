@@ -16,6 +16,7 @@
 
 #define NKV_LOG_COMPONENT "daemon"
 #include "common/log.h"
+#include "control/cache_policy.h"
 #include "control/ctl.h"
 #include "daemon.h"
 #include "nkv/nkv_version.h"
@@ -85,6 +86,8 @@ static char *seed(const struct daemon_conf *c)
 			json_object_object_add(no, "rados_namespace", json_object_new_string(s->rados_ns[n]));
 			json_object_object_add(no, "max_value", json_object_new_uint64(s->ns[n].max_value));
 			json_object_object_add(no, "read_only", json_object_new_boolean(s->ns[n].read_only));
+			if (s->has_cache[n])
+				json_object_object_add(no, "cache", ctl_cache_policy_to_json(&s->cache[n]));
 			snprintf(key, sizeof(key), "%u", s->ns[n].nsid);
 			json_object_object_add(nss, key, no);
 		}

@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "common/nvme_psk.h"
 #include "config.h"
+#include "control/cache_policy.h"
 #include "daemon.h"
 #include "nkv/nkv_target.h"
 
@@ -76,6 +77,16 @@ static void print_plan(const struct daemon_conf *c)
 		for (unsigned j = 0; j < s->nns; j++) {
 			printf("  nsid %u: RADOS namespace '%s'%s\n", s->ns[j].nsid, s->rados_ns[j],
 			       s->ns[j].read_only ? ", read-only" : "");
+			if (s->has_cache[j]) {
+				const struct nkv_cache_policy *p = &s->cache[j];
+				printf("    cache: capacity %llu bytes, %llu keys; pin quota %llu bytes; default TTL %u s, max TTL %u s; "
+				       "bytes per token %llu; eviction %s; low watermark %u%%, overshoot %u%%; touch %u ms; "
+				       "reap every %u s at %u/s; lease %u ms (0: the default or no limit)\n",
+				       (unsigned long long)p->capacity_bytes, (unsigned long long)p->capacity_keys,
+				       (unsigned long long)p->pin_quota_bytes, p->default_ttl_s, p->max_ttl_s,
+				       (unsigned long long)p->bytes_per_token, ctl_evict_name(p->eviction), p->low_watermark_pct,
+				       p->overshoot_pct, p->touch_interval_ms, p->reap_interval_s, p->reap_rate, p->lease_ms);
+			}
 			for (unsigned e = 0; e < s->nexec[j]; e++)
 				printf("    exec %02xh: %s.%s (%s%s, bound input %u bytes)\n", s->exec[j][e].opcode,
 				       s->exec[j][e].cls, s->exec[j][e].method, s->exec[j][e].write ? "write" : "read",
@@ -144,6 +155,7 @@ static int build(struct daemon_conf *c, struct nkv_target **tgt)
 			s->ns[j].rados_ns = s->rados_ns[j];
 			s->ns[j].exec = s->exec[j];
 			s->ns[j].nexec = s->nexec[j];
+			s->ns[j].cache = s->has_cache[j] ? &s->cache[j] : NULL;
 			if ((rc = nkv_ns_add(ss, &s->ns[j])) < 0) {
 				NKV_ERR("%s: cannot add namespace %u (RADOS namespace '%s'): %s%s", s->nqn, s->ns[j].nsid,
 					s->rados_ns[j], strerror(-rc),
