@@ -356,9 +356,8 @@ def ttl_fields(ttl, pin):
     if ttl < 0 or ttl > TTL_NONE:
         raise ValueError("ttl %d out of range: 0..2**32-2 seconds (0: the namespace's default), or "
                          "rados_nkv.TTL_NONE (never expires)" % ttl)
-    # ttl 0 with no pin still asks for the namespace's default: the op must go as F1h, and only a
-    # nonzero ttl_s or OP_PIN says so; TTL_DEFAULT without a pin is a Store TTL of CDW12 0, which is
-    # what a standard Store means on a cache namespace (nkv_spec.h), so a plain Store is sent.
+    # With ttl 0 and no pin the engine sends a standard Store (it sends F1h only for a nonzero ttl_s
+    # or OP_PIN): on a cache namespace that is the same as F1h with CDW12 = 0 (nkv_spec.h).
     return ttl, (OP_PIN if pin else 0)
 
 
