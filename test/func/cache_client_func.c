@@ -29,18 +29,6 @@
 
 static struct h_qp *g_qp;
 
-static void add_ns(uint32_t nsid, const char *suffix, const struct nkv_cache_policy *p)
-{
-	char ns[128];
-	snprintf(ns, sizeof(ns), "%s-%s", H.rados_ns, suffix);
-	struct nkv_ns_conf c = {.nsid = nsid, .rados_ns = ns, .cache = p};
-	int rc = nkv_ns_add(H.ss, &c);
-	if (rc < 0) {
-		fprintf(stderr, "cannot add nsid %u%s: %s\n", nsid, p ? " (cache)" : "", strerror(-rc));
-		exit(1);
-	}
-}
-
 /** A raw Store TTL through whichever transport runs. @return the status (SCT << 8 | SC). */
 static unsigned st(uint32_t nsid, const char *key, const void *val, uint32_t len, unsigned opts, uint32_t ttl,
 		   uint32_t flags)
@@ -267,10 +255,10 @@ int main(int argc, char **argv)
 	h_init(argc, argv, "cache_client_func");
 	h_fill(g_v, sizeof(g_v), 1);
 	struct nkv_cache_policy none = {0}, def1 = {.default_ttl_s = 1}, quota = {.pin_quota_bytes = 1000};
-	add_ns(NS_PLAIN, "plain", NULL);
-	add_ns(NS_CACHE, "cache", &none);
-	add_ns(NS_DEFTTL, "defttl", &def1);
-	add_ns(NS_QUOTA, "quota", &quota);
+	h_add_ns(NS_PLAIN, "plain", 0, false);
+	h_add_ns_cache(NULL, NS_CACHE, "cache", &none);
+	h_add_ns_cache(NULL, NS_DEFTTL, "defttl", &def1);
+	h_add_ns_cache(NULL, NS_QUOTA, "quota", &quota);
 	struct h_ctrl *c = h_connect();
 	g_qp = h_qp_create(c, 1, 32);
 	CHECK(g_qp != NULL, "I/O queue pair");
