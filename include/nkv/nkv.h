@@ -438,7 +438,7 @@ NKV_API int nkv_exec(struct nkv_qpair *qp, const struct nkv_sqe *sqe, void *buf,
 struct nkv_engine;
 
 enum nkv_op_type {
-	NKV_OP_STORE = 1,    /* store @len bytes of @buf (opts: NKV_STORE_*) */
+	NKV_OP_STORE = 1,    /* store @len bytes of @buf (opts: NKV_STORE_*; ttl_s/flags: Store TTL) */
 	NKV_OP_RETRIEVE = 2, /* read up to @len bytes into @buf, from byte @offset (nonzero: Retrieve Range) */
 	NKV_OP_DELETE = 3,
 	NKV_OP_EXIST = 4,
@@ -490,7 +490,8 @@ NKV_API void nkv_engine_destroy(struct nkv_engine *e);
  * Submit @n ops as one batch named @tag (any value; the caller's). When every op completed, @tag
  * is queued for nkv_engine_reap() and the eventfd becomes readable. Any thread.
  * @return 0 (each op's outcome is in its rc), -EINVAL (n == 0, or an op with a bad type, key length
- * or buffer: nothing is submitted and that op's rc says -EINVAL), -EAGAIN (max_ops reached),
+ * or buffer, flag bits other than NKV_OP_PIN, or flags/ttl_s on an op other than STORE: nothing is
+ * submitted and that op's rc says -EINVAL), -EAGAIN (max_ops reached),
  * -ESHUTDOWN (the engine is being destroyed).
  */
 NKV_API int nkv_engine_submit(struct nkv_engine *e, struct nkv_op *ops, unsigned n, uint64_t tag);

@@ -517,6 +517,23 @@ static inline NKV_HD void nkv_dev_sqe_kv(struct nkv_sqe *sqe, uint8_t opc, uint3
 }
 
 /**
+ * Build a Store TTL (nkv_spec.h, opcode F1h; nkv_sqe_store_ttl) with PRP1/PRP2 (CID is set by
+ * nkv_dev_put): the @size bytes of the value at PRP1/PRP2 are stored under @key with the Store
+ * options @opts (NKV_STORE_*), time to live @ttl_s (NKV_TTL_DEFAULT 0: the namespace's default,
+ * NKV_TTL_NONE: never) and @flags (NKV_TTL_PIN: an explicit, pinned entry). Statuses as Store, plus
+ * Invalid Field (02h) on a namespace without a cache or for a pin without a finite TTL, and 81h for a
+ * pin past the namespace's pin quota.
+ */
+static inline NKV_HD void nkv_dev_sqe_store_ttl(struct nkv_sqe *sqe, uint32_t nsid, const uint8_t *key, unsigned klen,
+						uint32_t size, unsigned opts, uint32_t ttl_s, uint32_t flags,
+						uint64_t prp1, uint64_t prp2)
+{
+	nkv_sqe_store_ttl(sqe, nsid, key, klen, size, opts, ttl_s, flags);
+	nkv_put64(sqe->dptr, prp1);
+	nkv_put64(sqe->dptr + 8, prp2);
+}
+
+/**
  * Build a Retrieve Range (nkv_spec.h, opcode F2h; nkv_sqe_retrieve_range) with PRP1/PRP2 (CID is
  * set by nkv_dev_put): up to @size bytes of the value from byte @offset land in the buffer at
  * PRP1/PRP2, which must hold @size bytes. The completion's DW0 is the full value size; the bytes

@@ -17,7 +17,9 @@ from .aio import AsyncClient
 from . import longname
 
 __all__ = ["__version__", "lib_version", "connect", "discover", "Client", "AsyncClient", "Engine",
-           "NkvError", "BatchError", "longname", "library_path"]
+           "NkvError", "BatchError", "longname", "library_path", "TTL_NONE"]
+
+TTL_NONE = _ffi.TTL_NONE  # Client.store(..., ttl=TTL_NONE): the entry never expires
 
 library_path = _ffi.library_path
 

@@ -18,7 +18,7 @@ from pathlib import Path
 __all__ = [
     "Op", "ConnOpts", "EngineOpts", "DiscEntry", "lib", "library_path", "make_op", "op_array",
     "OP_STORE", "OP_RETRIEVE", "OP_DELETE", "OP_EXIST", "OP_LIST",
-    "STORE_MUST_EXIST", "STORE_MUST_NOT_EXIST", "STORE_NO_COMPRESS",
+    "STORE_MUST_EXIST", "STORE_MUST_NOT_EXIST", "STORE_NO_COMPRESS", "OP_PIN", "TTL_DEFAULT", "TTL_NONE",
     "STATUS_HOST_PATH", "LNAME_MAX", "KEY_MAX",
 ]
 
@@ -33,6 +33,11 @@ OP_LIST = 5
 STORE_MUST_EXIST = 0x01
 STORE_MUST_NOT_EXIST = 0x02
 STORE_NO_COMPRESS = 0x04
+
+# Store TTL (F1h; nkv_spec.h, nkv.h): struct nkv_op .flags and .ttl_s
+OP_PIN = 0x1               # NKV_OP_PIN: a pinned (explicit) entry
+TTL_DEFAULT = 0            # NKV_TTL_DEFAULT: the namespace's default TTL
+TTL_NONE = 0xFFFFFFFF      # NKV_TTL_NONE: never expires
 
 STATUS_HOST_PATH = 0x370  # SCT 3h SC 70h: the queue failed before the CQE arrived
 LNAME_MAX = 4096          # NKV_LNAME_MAX: longest long name
@@ -51,12 +56,12 @@ class Op(ctypes.Structure):
         ("type", ctypes.c_uint8),
         ("klen", ctypes.c_uint8),
         ("opts", ctypes.c_uint8),
-        ("rsvd0", ctypes.c_uint8),
+        ("flags", ctypes.c_uint8),      # STORE: OP_PIN
         ("nsid", ctypes.c_uint32),
         ("key", ctypes.c_uint8 * 16),
         ("buf", ctypes.c_void_p),
         ("len", ctypes.c_uint32),
-        ("rsvd1", ctypes.c_uint32),
+        ("ttl_s", ctypes.c_uint32),     # STORE: TTL seconds (TTL_*); nonzero or OP_PIN: Store TTL
         ("offset", ctypes.c_uint64),
         ("user", ctypes.c_uint64),
         ("rc", ctypes.c_int32),
@@ -128,7 +133,7 @@ class DiscEntry(ctypes.Structure):
 
 # The C layouts (sizes and offsets as gcc lays them out on LP64; test_abi.py asks the compiler).
 _LAYOUT = {
-    Op: (72, {"nsid": 4, "key": 8, "buf": 24, "len": 32, "offset": 40, "user": 48, "rc": 56,
+    Op: (72, {"flags": 3, "nsid": 4, "key": 8, "buf": 24, "len": 32, "ttl_s": 36, "offset": 40, "user": 48, "rc": 56,
               "status": 60, "value_size": 64, "xfer": 68}),
     ConnOpts: (88, {"hostid": 8, "hdgst": 24, "ddgst": 25, "kato_ms": 28, "no_keepalive": 32,
                     "queue_depth": 34, "timeout_ms": 36, "shm_bounce_kib": 40, "dhchap_secret": 48,
@@ -294,12 +299,14 @@ def op_array(n):
     return (Op * n)()
 
 
-def make_op(op_type, key, buf=0, length=0, *, nsid=1, offset=0, opts=0, user=0, op=None):
+def make_op(op_type, key, buf=0, length=0, *, nsid=1, offset=0, opts=0, user=0, op=None, ttl=None, pin=False):
     """Fill an Op (a new one, or @op, e.g. an element of op_array()) and return it.
 
     @key: bytes or str (UTF-8), 1..16 bytes (LIST: 0..16). @buf: an address (int) or None, @length
     its size in bytes: the caller keeps that memory alive and unmoved until the batch completes
-    (rados_nkv.buffers.address() gives the address of a buffer or torch tensor).
+    (rados_nkv.buffers.address() gives the address of a buffer or torch tensor). STORE only: @ttl
+    (seconds; TTL_DEFAULT 0: the namespace's default; TTL_NONE: never) and @pin make it a Store TTL
+    (F1h) on a cache namespace, as Client.store().
     """
     if op_type not in (OP_STORE, OP_RETRIEVE, OP_DELETE, OP_EXIST, OP_LIST):
         raise ValueError("make_op: unknown op type %r" % (op_type,))
@@ -314,6 +321,9 @@ def make_op(op_type, key, buf=0, length=0, *, nsid=1, offset=0, opts=0, user=0, 
         raise ValueError("make_op: a nonzero length needs a buffer")
     if not isinstance(offset, int) or offset < 0:
         raise ValueError("make_op: offset must be a non-negative int, got %r" % (offset,))
+    ttl_s, flags = ttl_fields(ttl, pin)
+    if (ttl is not None or pin) and op_type != OP_STORE:
+        raise ValueError("make_op: ttl and pin are for OP_STORE")
     if op is None:
         op = Op()
     else:
@@ -327,7 +337,28 @@ def make_op(op_type, key, buf=0, length=0, *, nsid=1, offset=0, opts=0, user=0, 
     op.len = length
     op.offset = offset
     op.user = user
+    op.ttl_s = ttl_s
+    op.flags = flags
     return op
+
+
+def ttl_fields(ttl, pin):
+    """(ttl_s, flags) of an op for Client.store()'s @ttl and @pin: (0, 0) for a plain Store.
+
+    @ttl: None (no TTL asked for), an int of seconds 0..2**32-2 (0: the namespace's default) or
+    TTL_NONE (never expires). @pin: a pinned entry (its TTL: @ttl, else the namespace's default)."""
+    if not isinstance(pin, bool):
+        raise TypeError("pin must be True or False, not %s" % type(pin).__name__)
+    if ttl is None:
+        return 0, (OP_PIN if pin else 0)
+    if isinstance(ttl, bool) or not isinstance(ttl, int):
+        raise TypeError("ttl must be an int of seconds (or rados_nkv.TTL_NONE), not %s" % type(ttl).__name__)
+    if ttl < 0 or ttl > TTL_NONE:
+        raise ValueError("ttl %d out of range: 0..2**32-2 seconds (0: the namespace's default), or "
+                         "rados_nkv.TTL_NONE (never expires)" % ttl)
+    # With ttl 0 and no pin the engine sends a standard Store (it sends F1h only for a nonzero ttl_s
+    # or OP_PIN): on a cache namespace that is the same as F1h with CDW12 = 0 (nkv_spec.h).
+    return ttl, (OP_PIN if pin else 0)
 
 
 def _key_bytes(key, allow_empty=False):

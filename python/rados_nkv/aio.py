@@ -168,9 +168,9 @@ class AsyncClient:
 
     # ---- the calls (documented on Client) ------------------------------------------------------
 
-    async def store(self, key, value, *, nsid=None, must_exist=False, must_not_exist=False):
+    async def store(self, key, value, *, nsid=None, must_exist=False, must_not_exist=False, ttl=None, pin=False):
         """Client.store() as a coroutine."""
-        return await self._drive(self._client._plan_store(key, value, nsid, must_exist, must_not_exist))
+        return await self._drive(self._client._plan_store(key, value, nsid, must_exist, must_not_exist, ttl, pin))
 
     async def retrieve(self, key, *, nsid=None):
         """Client.retrieve() as a coroutine."""
@@ -192,9 +192,9 @@ class AsyncClient:
         """Client.list() as a coroutine."""
         return await self._drive(self._client._plan_list(start, nsid, limit))
 
-    async def store_many(self, keys, values, *, nsid=None):
+    async def store_many(self, keys, values, *, nsid=None, ttl=None, pin=False):
         """Client.store_many() as a coroutine."""
-        return await self._drive(self._client._plan_store_many(keys, values, nsid))
+        return await self._drive(self._client._plan_store_many(keys, values, nsid, ttl, pin))
 
     async def retrieve_many(self, keys, outs, *, offsets=None, nsid=None):
         """Client.retrieve_many() as a coroutine."""
@@ -208,9 +208,9 @@ class AsyncClient:
         """Client.delete_many() as a coroutine."""
         return await self._drive(self._client._plan_delete_many(keys, nsid))
 
-    async def put_named(self, name, payload, *, nsid=None):
+    async def put_named(self, name, payload, *, nsid=None, ttl=None, pin=False):
         """Client.put_named() as a coroutine."""
-        return await self._drive(self._client._plan_put_named(name, payload, nsid))
+        return await self._drive(self._client._plan_put_named(name, payload, nsid, ttl, pin))
 
     async def get_named(self, name, *, nsid=None):
         """Client.get_named() as a coroutine."""
@@ -228,9 +228,9 @@ class AsyncClient:
         """Client.delete_named() as a coroutine."""
         return await self._drive(self._client._plan_delete_named(name, nsid))
 
-    async def put_named_many(self, names, payloads, *, nsid=None):
+    async def put_named_many(self, names, payloads, *, nsid=None, ttl=None, pin=False):
         """Client.put_named_many() as a coroutine."""
-        return await self._drive(self._client._plan_put_named_many(names, payloads, nsid))
+        return await self._drive(self._client._plan_put_named_many(names, payloads, nsid, ttl, pin))
 
     async def get_named_many(self, names, outs, *, nsid=None):
         """Client.get_named_many() as a coroutine."""

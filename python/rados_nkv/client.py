@@ -85,11 +85,13 @@ def _seq(name, items):
         raise TypeError("%s must be a sequence (list, tuple...), not %s" % (name, type(items).__name__)) from None
 
 
-def _set_op(op, op_type, key, nsid, addr=0, length=0, offset=0, opts=0):
-    """Fill an element of a zeroed op array (the key and arguments are already checked)."""
+def _set_op(op, op_type, key, nsid, addr=0, length=0, offset=0, opts=0, ttl=(0, 0)):
+    """Fill an element of a zeroed op array (the key and arguments are already checked; @ttl: the
+    (ttl_s, flags) pair of _ffi.ttl_fields())."""
     op.type = op_type
     op.klen = len(key)
     op.opts = opts
+    op.ttl_s, op.flags = ttl
     op.nsid = nsid
     ctypes.memmove(op.key, key, len(key))
     op.buf = addr or None
@@ -501,9 +503,10 @@ class Client:
 
     # ---- plans: argument checks, batches, results (shared with AsyncClient) -------------------
 
-    def _plan_store(self, key, value, nsid=None, must_exist=False, must_not_exist=False):
+    def _plan_store(self, key, value, nsid=None, must_exist=False, must_not_exist=False, ttl=None, pin=False):
         k = _key_bytes(key)
         nsid = _check_nsid(nsid, self.nsid)
+        tf = _ffi.ttl_fields(ttl, pin)
         if must_exist and must_not_exist:
             raise ValueError("must_exist and must_not_exist exclude each other")
         addr, n, keep = buffer_info(value, False, "value")
@@ -511,7 +514,7 @@ class Client:
             raise ValueError("value of %d bytes: at most 2**32-1 (the namespace takes %d)" % (n, self.max_value))
         opts = (_ffi.STORE_MUST_EXIST if must_exist else 0) | (_ffi.STORE_MUST_NOT_EXIST if must_not_exist else 0)
         ops = (Op * 1)()
-        _set_op(ops[0], OP_STORE, k, nsid, addr, n, opts=opts)
+        _set_op(ops[0], OP_STORE, k, nsid, addr, n, opts=opts, ttl=tf)
         yield ops, 1, keep
         if ops[0].rc:
             raise op_error(ops[0])
@@ -606,12 +609,13 @@ class Client:
 
     # batched
 
-    def _plan_store_many(self, keys, values, nsid=None):
+    def _plan_store_many(self, keys, values, nsid=None, ttl=None, pin=False):
         keys = _seq("keys", keys)
         values = _seq("values", values)
         if len(keys) != len(values):
             raise ValueError("%d keys but %d values" % (len(keys), len(values)))
         nsid = _check_nsid(nsid, self.nsid)
+        tf = _ffi.ttl_fields(ttl, pin)
         n = len(keys)
         if not n:
             return None
@@ -623,7 +627,7 @@ class Client:
             if ln > U32_MAX:
                 raise ValueError("values[%d] of %d bytes: at most 2**32-1" % (i, ln))
             keep.append(kp)
-            _set_op(ops[i], OP_STORE, k, nsid, addr, ln)
+            _set_op(ops[i], OP_STORE, k, nsid, addr, ln, ttl=tf)
         yield ops, n, keep
         errs = [(i, op_error(ops[i])) for i in range(n) if ops[i].rc]
         if errs:
@@ -712,11 +716,12 @@ class Client:
         del pkeep
         return key, val, vaddr, total
 
-    def _plan_put_named(self, name, payload, nsid=None):
+    def _plan_put_named(self, name, payload, nsid=None, ttl=None, pin=False):
         nsid = _check_nsid(nsid, self.nsid)
+        tf = _ffi.ttl_fields(ttl, pin)
         key, val, vaddr, total = self._named_value(name, payload, "payload")
         ops = (Op * 1)()
-        _set_op(ops[0], OP_STORE, key, nsid, vaddr, total)
+        _set_op(ops[0], OP_STORE, key, nsid, vaddr, total, ttl=tf)
         yield ops, 1, val
         if ops[0].rc:
             raise op_error(ops[0], "put_named")
@@ -797,12 +802,13 @@ class Client:
             return False
         return (yield from self._plan_flag(OP_DELETE, _ln.key_for(b), nsid))
 
-    def _plan_put_named_many(self, names, payloads, nsid=None):
+    def _plan_put_named_many(self, names, payloads, nsid=None, ttl=None, pin=False):
         names = _seq("names", names)
         payloads = _seq("payloads", payloads)
         if len(names) != len(payloads):
             raise ValueError("%d names but %d payloads" % (len(names), len(payloads)))
         nsid = _check_nsid(nsid, self.nsid)
+        tf = _ffi.ttl_fields(ttl, pin)
         n = len(names)
         if not n:
             return None
@@ -811,7 +817,7 @@ class Client:
         for i in range(n):
             key, val, vaddr, total = self._named_value(names[i], payloads[i], "payloads[%d]" % i)
             keep.append(val)
-            _set_op(ops[i], OP_STORE, key, nsid, vaddr, total)
+            _set_op(ops[i], OP_STORE, key, nsid, vaddr, total, ttl=tf)
         yield ops, n, keep
         errs = [(i, op_error(ops[i], "put_named")) for i in range(n) if ops[i].rc]
         if errs:
@@ -887,11 +893,20 @@ class Client:
 
     # ---- the synchronous API -------------------------------------------------------------------
 
-    def store(self, key, value, *, nsid=None, must_exist=False, must_not_exist=False):
+    def store(self, key, value, *, nsid=None, must_exist=False, must_not_exist=False, ttl=None, pin=False):
         """Store @value (bytes, bytearray, memoryview, numpy array, CPU torch tensor: its bytes, no
         copy) under @key (bytes or str, 1..16 bytes). @must_exist: fail with ENOENT when absent;
-        @must_not_exist: fail with EEXIST when present."""
-        return self._drive(self._plan_store(key, value, nsid, must_exist, must_not_exist))
+        @must_not_exist: fail with EEXIST when present.
+
+        On a cache namespace (rados-nkv's Store TTL, F1h): @ttl, seconds after which the entry
+        expires (then retrieve() returns None), or rados_nkv.TTL_NONE (never); @pin=True: an
+        explicit entry the cache never evicts until it expires, counted against the namespace's
+        pin quota. A pin takes @ttl, else the namespace's default TTL; it needs a finite one.
+        ttl=0 without a pin is a plain Store (which takes the namespace's default TTL).
+        Errors: NkvError EINVAL (status 02h: the namespace has no cache, or a pin without a finite
+        TTL), ENOSPC (81h: past the pin quota; nothing stored), EOPNOTSUPP (a target without
+        Store TTL)."""
+        return self._drive(self._plan_store(key, value, nsid, must_exist, must_not_exist, ttl, pin))
 
     def retrieve(self, key, *, nsid=None):
         """The value of @key as bytes, or None when there is no such key."""
@@ -916,10 +931,10 @@ class Client:
         @limit of them."""
         return self._drive(self._plan_list(start, nsid, limit))
 
-    def store_many(self, keys, values, *, nsid=None):
-        """Store values[i] under keys[i], all in flight at once. Raises BatchError listing the items
-        that failed (the others were stored)."""
-        return self._drive(self._plan_store_many(keys, values, nsid))
+    def store_many(self, keys, values, *, nsid=None, ttl=None, pin=False):
+        """Store values[i] under keys[i], all in flight at once; @ttl and @pin as store(), for every
+        item. Raises BatchError listing the items that failed (the others were stored)."""
+        return self._drive(self._plan_store_many(keys, values, nsid, ttl, pin))
 
     def retrieve_many(self, keys, outs, *, offsets=None, nsid=None):
         """Read each keys[i] into outs[i] (from offsets[i]), all in flight at once. Returns the full
@@ -934,9 +949,10 @@ class Client:
         """[delete(k) for k in keys], in one batch."""
         return self._drive(self._plan_delete_many(keys, nsid))
 
-    def put_named(self, name, payload, *, nsid=None):
-        """Store @payload under the long name @name (str or bytes, 1..4096 bytes)."""
-        return self._drive(self._plan_put_named(name, payload, nsid))
+    def put_named(self, name, payload, *, nsid=None, ttl=None, pin=False):
+        """Store @payload under the long name @name (str or bytes, 1..4096 bytes); @ttl and @pin as
+        store()."""
+        return self._drive(self._plan_put_named(name, payload, nsid, ttl, pin))
 
     def get_named(self, name, *, nsid=None):
         """The payload stored under @name, or None (absent, or the key holds another name's value
@@ -958,9 +974,10 @@ class Client:
         left alone)."""
         return self._drive(self._plan_delete_named(name, nsid))
 
-    def put_named_many(self, names, payloads, *, nsid=None):
-        """put_named() for each pair, in one batch (BatchError for failed items)."""
-        return self._drive(self._plan_put_named_many(names, payloads, nsid))
+    def put_named_many(self, names, payloads, *, nsid=None, ttl=None, pin=False):
+        """put_named() for each pair, in one batch (BatchError for failed items); @ttl and @pin as
+        store(), for every item."""
+        return self._drive(self._plan_put_named_many(names, payloads, nsid, ttl, pin))
 
     def get_named_many(self, names, outs, *, nsid=None):
         """get_named_into() for each pair, all reads in flight at once."""

@@ -1,7 +1,7 @@
 /*
- * kv.c - the KV command helpers of libnkv (Store, Retrieve, Retrieve Range, Delete, Exist, List,
- * vendor Exec), the List data walker, and the NVMe status -> errno/name tables
- * (docs/nvme-kv-wire.md A.2-A.6, A.9).
+ * kv.c - the KV command helpers of libnkv (Store, Store TTL, Retrieve, Retrieve Range, Delete, Exist,
+ * List, vendor Exec), the List data walker, and the NVMe status -> errno/name tables
+ * (docs/nvme-kv-wire.md A.2-A.6, A.9; Store TTL: nkv_spec.h, docs/cache.md).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -26,6 +26,30 @@ int nkv_store_async(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsign
 		return -EINVAL;
 	nkv_sqe_kv(&sqe, NKV_KV_STORE, nsid, key, klen, len, opts);
 	/* The engine only reads host-to-controller buffers: dropping const is safe. */
+	return nkv_submit(qp, &sqe, (void *)val, len, cb, arg);
+}
+
+/*
+ * Build a Store TTL (F1h). Same checks as Store; the TTL itself is the target's to judge (a pin needs a
+ * finite one, max_ttl cuts it), so any 32-bit value goes: only the namespace knows its default.
+ */
+static int store_ttl_prep(struct nkv_sqe *sqe, uint32_t nsid, const void *key, unsigned klen, const void *val,
+			  uint32_t len, unsigned opts, uint32_t ttl_s, bool pin)
+{
+	if (check_key(key, klen, false) || (len && !val))
+		return -EINVAL;
+	nkv_sqe_store_ttl(sqe, nsid, key, klen, len, opts, ttl_s, pin ? NKV_TTL_PIN : 0);
+	return 0;
+}
+
+int nkv_store_ttl_async(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned klen, const void *val,
+			uint32_t len, unsigned opts, uint32_t ttl_s, bool pin, nkv_cb cb, void *arg)
+{
+	struct nkv_sqe sqe;
+	int rc = store_ttl_prep(&sqe, nsid, key, klen, val, len, opts, ttl_s, pin);
+	if (rc)
+		return rc;
+	/* Store's data path: the engines only read host-to-controller buffers (F1h is 01b). */
 	return nkv_submit(qp, &sqe, (void *)val, len, cb, arg);
 }
 
@@ -125,6 +149,16 @@ int nkv_store(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned kle
 	if (check_key(key, klen, false) || (len && !val))
 		return -EINVAL;
 	nkv_sqe_kv(&sqe, NKV_KV_STORE, nsid, key, klen, len, opts);
+	return nkv_exec(qp, &sqe, (void *)val, len, cpl);
+}
+
+int nkv_store_ttl(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned klen, const void *val,
+		  uint32_t len, unsigned opts, uint32_t ttl_s, bool pin, struct nkv_cpl *cpl)
+{
+	struct nkv_sqe sqe;
+	int rc = store_ttl_prep(&sqe, nsid, key, klen, val, len, opts, ttl_s, pin);
+	if (rc)
+		return rc;
 	return nkv_exec(qp, &sqe, (void *)val, len, cpl);
 }
 

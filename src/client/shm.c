@@ -286,7 +286,7 @@ static uint64_t cmd_bytes(const struct nkv_qpair *qp, const struct nkv_sqe *sqe)
 		return 0;
 	}
 	if (sqe->opc == NKV_KV_STORE || sqe->opc == NKV_KV_RETRIEVE || sqe->opc == NKV_KV_LIST ||
-	    sqe->opc == NKV_VS_RETRIEVE_RANGE)
+	    sqe->opc == NKV_VS_RETRIEVE_RANGE || sqe->opc == NKV_VS_STORE_TTL)
 		return nkv_get32(&sqe->cdw10);
 	/* vendor Exec with data: CDW10 is the input size (01b) or the host buffer size (10b) */
 	if (sqe->opc >= NKV_EXEC_OPC_FIRST &&

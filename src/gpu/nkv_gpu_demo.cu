@@ -5,7 +5,7 @@
  * CPU only launches kernels and reads the timings afterwards).
  *
  *   nkv-gpu-demo --sock PATH [--keys N] [--value-size BYTES] [--batch B] [--mem host|vram]
- *                [--seed S] [--nsid NSID] [--max-mem BYTES]
+ *                [--seed S] [--nsid NSID] [--max-mem BYTES] [--ttl SECONDS|none] [--pin]
  *
  * Values are generated on the GPU by a seeded LFSR, stored, retrieved (into VRAM: with --mem host
  * the target writes pinned host memory mapped into the GPU and the verify kernel copies each value
@@ -14,6 +14,8 @@
  * kernel reads it in place), and verified on the GPU. A target that cannot use CUDA (-ENOTSUP) makes
  * --mem vram exit 77. Prints per-op latency (p50/p99, submit to completion as the GPU thread sees
  * it), batch latency and throughput, then one "RESULT key=value ..." line for scripts.
+ * --ttl / --pin (a cache namespace): the kernel stores with Store TTL (F1h, nkv_dev_sqe_store_ttl)
+ * instead of Store; a TTL shorter than the run makes the retrieves of expired keys fail (87h).
  * Exit 0 only when every value verified.
  */
 #include <errno.h>
@@ -99,7 +101,7 @@ __global__ void verify_kernel(const uint32_t *buf, uint32_t *dst, uint32_t len, 
  * its slot, thread 0 publishes them (one fence, one doorbell), every thread reaps its completion.
  */
 __global__ void kv_batch_kernel(struct nkv_dev_qp *qp, const uint64_t *prp, uint8_t opc, uint32_t nsid, uint32_t key0,
-				uint32_t len, uint64_t *lat, uint32_t *st)
+				uint32_t len, uint32_t ttl_s, uint32_t ttl_flags, uint64_t *lat, uint32_t *st)
 {
 	__shared__ uint32_t t0;
 	__shared__ int rc;
@@ -110,7 +112,10 @@ __global__ void kv_batch_kernel(struct nkv_dev_qp *qp, const uint64_t *prp, uint
 	struct nkv_dev_cpl c;
 
 	key_of(key0 + i, key, &klen);
-	nkv_dev_sqe_kv(&s, opc, nsid, key, klen, len, prp[2 * i], prp[2 * i + 1]);
+	if (opc == NKV_VS_STORE_TTL)
+		nkv_dev_sqe_store_ttl(&s, nsid, key, klen, len, 0, ttl_s, ttl_flags, prp[2 * i], prp[2 * i + 1]);
+	else
+		nkv_dev_sqe_kv(&s, opc, nsid, key, klen, len, prp[2 * i], prp[2 * i + 1]);
 	if (i == 0)
 		rc = nkv_dev_reserve(qp, n, BUDGET, &t0);
 	__syncthreads();
@@ -145,7 +150,8 @@ static double pct(std::vector<double> &v, double p)
 static void usage(void)
 {
 	fprintf(stderr, "usage: nkv-gpu-demo --sock PATH [--keys N] [--value-size BYTES] [--batch B] [--mem host|vram]\n"
-			"                    [--seed S] [--nsid NSID] [--max-mem BYTES] [--version]\n");
+			"                    [--seed S] [--nsid NSID] [--max-mem BYTES] [--ttl SECONDS|none] [--pin]\n"
+			"                    [--version]\n");
 	exit(64);
 }
 
@@ -154,10 +160,13 @@ int main(int argc, char **argv)
 	const char *sock = NULL, *mem = "host";
 	uint32_t keys = 1024, vlen = 4096, batch = 32, seed = 0x1badb002u, nsid = 1;
 	uint64_t max_mem = 2ull << 30;
+	uint32_t ttl_s = 0, ttl_flags = 0;
+	bool ttl = false; /* --ttl or --pin: stores go as Store TTL (F1h) */
+	char *end;
 	static const struct option lo[] = {{"sock", 1, 0, 's'},  {"keys", 1, 0, 'n'}, {"value-size", 1, 0, 'v'},
 					   {"batch", 1, 0, 'b'}, {"mem", 1, 0, 'm'},  {"seed", 1, 0, 'S'},
 					   {"nsid", 1, 0, 'N'},  {"max-mem", 1, 0, 'M'}, {"version", 0, 0, 'V'},
-					   {0, 0, 0, 0}};
+					   {"ttl", 1, 0, 'T'},   {"pin", 0, 0, 'P'},      {0, 0, 0, 0}};
 	int o;
 	while ((o = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (o) {
@@ -169,6 +178,20 @@ int main(int argc, char **argv)
 		case 'S': seed = (uint32_t)strtoul(optarg, NULL, 0); break;
 		case 'N': nsid = (uint32_t)strtoul(optarg, NULL, 0); break;
 		case 'M': max_mem = strtoull(optarg, NULL, 0); break;
+		case 'T':
+			ttl = true;
+			if (!strcmp(optarg, "none")) {
+				ttl_s = NKV_TTL_NONE;
+				break;
+			}
+			errno = 0;
+			ttl_s = (uint32_t)strtoul(optarg, &end, 10);
+			if (errno || end == optarg || *end || optarg[0] == '-' || strtoull(optarg, NULL, 10) >= NKV_TTL_NONE) {
+				fprintf(stderr, "nkv-gpu-demo: bad --ttl '%s' (seconds, or none)\n", optarg);
+				return 64;
+			}
+			break;
+		case 'P': ttl = true; ttl_flags = NKV_TTL_PIN; break;
 		/* nkv_version(), not nkv_version.h: gpu_build.sh compiles these sources without the build tree */
 		case 'V': printf("nkv-gpu-demo %s\n", nkv_version()); return 0;
 		default: usage();
@@ -227,7 +250,7 @@ int main(int argc, char **argv)
 	std::vector<uint32_t> hs(eff);
 	unsigned failed = 0;
 	for (int ph = 0; ph < 2; ph++) {
-		uint8_t opc = ph == 0 ? NKV_KV_STORE : NKV_KV_RETRIEVE;
+		uint8_t opc = ph == 1 ? NKV_KV_RETRIEVE : ttl ? NKV_VS_STORE_TTL : NKV_KV_STORE;
 		for (uint32_t k0 = 0; k0 < keys; k0 += eff) {
 			uint32_t n = std::min(eff, keys - k0);
 			if (ph == 0)
@@ -235,7 +258,7 @@ int main(int argc, char **argv)
 			else
 				CU(cudaMemset(b->dev, 0, (size_t)n * vlen)); /* nothing stale can pass the check */
 			CU(cudaEventRecord(e0));
-			kv_batch_kernel<<<1, n>>>(q->d_qp, b->d_prp, opc, nsid, k0, vlen, d_lat, d_st);
+			kv_batch_kernel<<<1, n>>>(q->d_qp, b->d_prp, opc, nsid, k0, vlen, ttl_s, ttl_flags, d_lat, d_st);
 			CU(cudaEventRecord(e1));
 			if (ph == 1)
 				verify_kernel<<<264, 256>>>((const uint32_t *)b->dev, vram, vlen, n, k0, seed, d_bad);

@@ -19,6 +19,9 @@
  *           serving Store/Retrieve
  *  range    Retrieve Range: nkv_dev_sqe_retrieve_range() packing; 17 slices of one 64 KiB value at
  *           unaligned offsets (the last past the end) in one batch, each verified with DW0; 87h, 02h
+ *  ttl      Store TTL: nkv_dev_sqe_store_ttl() packing; 8 values stored with a 1 s TTL in one batch
+ *           on a cache namespace (nsid 2), read back, then 87h after 2.5 s while a pinned 60 s entry
+ *           stays; F1h on a namespace without a cache and a pin without a finite TTL: 02h
  *  cuda     nkv_shm_reg_cuda() with a made-up CUDA IPC handle fails cleanly (-ENOTSUP where the target
  *           loads no CUDA runtime, -ENODEV where it does but cannot open the handle), bad arguments
  *           are -EINVAL, nothing stays registered, and the controller still serves Store/Retrieve
@@ -51,6 +54,7 @@ unsigned h_pass, h_fail;
 
 #define SUBNQN "nqn.2026-11.io.rados-nkv:dev"
 #define NSID 1u
+#define NSID_CACHE 2u /* a cache namespace without a default TTL */
 #define BUDGET (2000000000ull) /* polls: a backstop, far above any healthy wait */
 #define VLEN 4096u
 
@@ -369,6 +373,94 @@ static void test_range(void)
 	CHECK(qp->bad_cqes == 0 && qp->inflight == 0, "bad %u inflight %u", qp->bad_cqes, qp->inflight);
 out:
 	area_free(&big);
+	area_free(&a);
+	nkv_devq_destroy(dq);
+}
+
+/* ---- Store TTL: one batch of F1h on a cache namespace, expiry ------------------------------------- */
+
+#define TTL_N 8
+
+static void test_ttl(void)
+{
+	struct nkv_devq *dq;
+	struct area a;
+	struct nkv_sqe s;
+	struct nkv_dev_cpl c;
+	uint8_t key[16], k2[16];
+	unsigned klen;
+	uint32_t t0 = 0;
+
+	int rc = nkv_devq_create(g_ctrl, 32, &dq);
+	CHECK(rc == 0, "devq create: %d", rc);
+	if (rc)
+		return;
+	struct nkv_dev_qp *qp = nkv_devq_qp(dq);
+	CHECK(area_init(&a, TTL_N + 1, VLEN), "area");
+
+	/* packing: nkv_sqe_store_ttl's fields plus the PRPs */
+	key_of(0x77100, key, &klen);
+	nkv_dev_sqe_store_ttl(&s, NSID_CACHE, key, klen, VLEN, NKV_STORE_MUST_NOT_EXIST, 1, 0, a.prp1[0], a.prp2[0]);
+	nkv_sqe_get_key(&s, k2);
+	CHECK(s.opc == NKV_VS_STORE_TTL && nkv_get32(&s.nsid) == NSID_CACHE && nkv_get32(&s.cdw10) == VLEN &&
+		      nkv_get32(&s.cdw11) == (klen | NKV_STORE_MUST_NOT_EXIST << 8) && nkv_get32(&s.cdw12) == 1 &&
+		      nkv_get32(&s.cdw13) == 0 && memcmp(k2, key, klen) == 0 && nkv_get64(s.dptr) == a.prp1[0] &&
+		      nkv_get64(s.dptr + 8) == a.prp2[0],
+	      "F1h SQE packing: opc %#x cdw11 %#x cdw12 %u cdw13 %#x", s.opc, nkv_get32(&s.cdw11), nkv_get32(&s.cdw12),
+	      nkv_get32(&s.cdw13));
+
+	/* one batch of TTL_N Store TTLs (1 s), as a warp would */
+	for (uint32_t i = 0; i < TTL_N; i++)
+		fill(&a, i, 0x77100 + i);
+	rc = nkv_dev_reserve(qp, TTL_N, BUDGET, &t0);
+	CHECK(rc == NKV_DEV_OK, "reserve %u tickets: %d", TTL_N, rc);
+	if (rc != NKV_DEV_OK)
+		goto out;
+	for (uint32_t i = 0; i < TTL_N && rc >= 0; i++) {
+		key_of(0x77100 + i, key, &klen);
+		nkv_dev_sqe_store_ttl(&s, NSID_CACHE, key, klen, VLEN, 0, 1, 0, a.prp1[i], a.prp2[i]);
+		rc = nkv_dev_put(qp, t0 + i, &s, BUDGET);
+	}
+	CHECK(rc >= 0 && nkv_dev_publish(qp, t0, TTL_N, BUDGET) == NKV_DEV_OK, "put and publish %u Store TTLs", TTL_N);
+	unsigned good = 0;
+	for (uint32_t i = 0; i < TTL_N; i++)
+		good += nkv_dev_wait(qp, t0 + i, &c, BUDGET) == NKV_DEV_OK && (c.status & 0x7ff) == 0;
+	CHECK(good == TTL_N, "%u of %u Store TTLs succeeded", good, TTL_N);
+	/* a pinned 60 s entry */
+	fill(&a, TTL_N, 0x77199);
+	key_of(0x77199, key, &klen);
+	nkv_dev_sqe_store_ttl(&s, NSID_CACHE, key, klen, VLEN, 0, 60, NKV_TTL_PIN, a.prp1[TTL_N], a.prp2[TTL_N]);
+	CHECK((rc = dev_cmd(qp, &s, &c)) == 0, "pinned Store TTL (60 s): %#x", rc);
+	/* read back before expiry */
+	memset(a.data, 0, (size_t)TTL_N * VLEN);
+	good = 0;
+	for (uint32_t i = 0; i < TTL_N; i++) {
+		key_of(0x77100 + i, key, &klen);
+		nkv_dev_sqe_kv(&s, NKV_KV_RETRIEVE, NSID_CACHE, key, klen, VLEN, a.prp1[i], a.prp2[i]);
+		good += dev_cmd(qp, &s, &c) == 0 && c.dw0 == VLEN && verify(&a, i, 0x77100 + i);
+	}
+	CHECK(good == TTL_N, "%u of %u values read back before their TTL", good, TTL_N);
+	/* refused: no cache on nsid 1, a pin without a finite TTL */
+	key_of(0x77200, key, &klen);
+	nkv_dev_sqe_store_ttl(&s, NSID, key, klen, VLEN, 0, 5, 0, a.prp1[0], a.prp2[0]);
+	CHECK((rc = dev_cmd(qp, &s, &c)) == NKV_SC_INVALID_FIELD, "F1h on a namespace without a cache: %#x", rc);
+	nkv_dev_sqe_store_ttl(&s, NSID_CACHE, key, klen, VLEN, 0, NKV_TTL_DEFAULT, NKV_TTL_PIN, a.prp1[0], a.prp2[0]);
+	CHECK((rc = dev_cmd(qp, &s, &c)) == NKV_SC_INVALID_FIELD, "a pin without a finite TTL: %#x", rc);
+
+	usleep(2500 * 1000);
+	unsigned gone = 0;
+	for (uint32_t i = 0; i < TTL_N; i++) {
+		key_of(0x77100 + i, key, &klen);
+		nkv_dev_sqe_kv(&s, NKV_KV_RETRIEVE, NSID_CACHE, key, klen, VLEN, a.prp1[i], a.prp2[i]);
+		gone += dev_cmd(qp, &s, &c) == NKV_SC_KV_KEY_NOT_EXIST;
+	}
+	CHECK(gone == TTL_N, "%u of %u values gone (87h) 2.5 s after a 1 s TTL", gone, TTL_N);
+	memset(a.data + (size_t)TTL_N * VLEN, 0, VLEN);
+	key_of(0x77199, key, &klen);
+	nkv_dev_sqe_kv(&s, NKV_KV_RETRIEVE, NSID_CACHE, key, klen, VLEN, a.prp1[TTL_N], a.prp2[TTL_N]);
+	CHECK((rc = dev_cmd(qp, &s, &c)) == 0 && verify(&a, TTL_N, 0x77199), "the 60 s pin is still there: %#x", rc);
+	CHECK(qp->bad_cqes == 0 && qp->inflight == 0, "bad %u inflight %u", qp->bad_cqes, qp->inflight);
+out:
 	area_free(&a);
 	nkv_devq_destroy(dq);
 }
@@ -856,9 +948,12 @@ int main(void)
 	snprintf(sock, sizeof(sock), "%s/dev.sock", dir);
 	struct nkv_backend_conf bc = {.name = "mem"};
 	struct nkv_ns_conf ns = {.nsid = NSID, .rados_ns = "dev-func"};
+	struct nkv_cache_policy cache = {0};
+	struct nkv_ns_conf ns_cache = {.nsid = NSID_CACHE, .rados_ns = "dev-func-cache", .cache = &cache};
 	struct nkv_shm_conf sc = {.poll_idle_us = 10};
 	if ((rc = nkv_target_create(&bc, &tgt)) < 0 || (rc = nkv_subsys_add(tgt, SUBNQN, "nkv", &ss)) < 0 ||
-	    (rc = nkv_ns_add(ss, &ns)) < 0 || (rc = nkv_shm_create(tgt, &sc, &shm)) < 0 ||
+	    (rc = nkv_ns_add(ss, &ns)) < 0 || (rc = nkv_ns_add(ss, &ns_cache)) < 0 ||
+	    (rc = nkv_shm_create(tgt, &sc, &shm)) < 0 ||
 	    (rc = nkv_shm_listen(shm, SUBNQN, sock)) < 0) {
 		fprintf(stderr, "dev_func: target setup failed: %s\n", strerror(-rc));
 		return 1;
@@ -874,7 +969,8 @@ int main(void)
 	} groups[] = {
 		{"basic", test_basic}, {"wrap", test_wrap},   {"ticket", test_ticket},
 		{"batch", test_batch}, {"torn", test_torn},   {"bounded", test_bounded},
-		{"exec", test_exec},   {"range", test_range}, {"cuda", test_cuda},
+		{"exec", test_exec},   {"range", test_range}, {"ttl", test_ttl},
+		{"cuda", test_cuda},
 	};
 	for (unsigned i = 0; i < sizeof(groups) / sizeof(groups[0]); i++) {
 		unsigned f0 = h_fail;

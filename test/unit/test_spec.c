@@ -1,10 +1,12 @@
-/* test_spec.c - SQE/CQE encoders and decoders (KV and vendor Exec), status words, List entry sizes. */
+/* test_spec.c - SQE/CQE encoders and decoders (KV, Store TTL, Retrieve Range, vendor Exec; the device
+ * builders of nkv_dev.h), status words, List entry sizes. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "nkv/nkv_dev.h"
 #include "nkv/nkv_spec.h"
 
 static void kv_sqe_layout(void **state)
@@ -182,6 +184,81 @@ static void retrieve_range_sqe(void **state)
 	assert_int_equal(nkv_range_xfer(0xffffffffull, 1, 0xffffffffu), 0xfffffffeu);
 }
 
+/* Store TTL (F1h): Store's layout (key, KL, options, CDW10 = value size) plus CDW12 = TTL, CDW13 = flags. */
+static void store_ttl_sqe(void **state)
+{
+	(void)state;
+	struct nkv_sqe s, ref;
+	const uint8_t key[16] = {'b', 'l', 'o', 'c', 'k', '0', '1', 0, 0xfe, 9, 10, 11, 12, 13, 14, 15};
+	assert_int_equal(NKV_VS_STORE_TTL, 0xf1);
+	assert_true(NKV_VS_STORE_TTL >= NKV_VS_OPC_FIRST);
+	assert_int_equal(nkv_opc_xfer(NKV_VS_STORE_TTL), NKV_XFER_H2C); /* 01b: host to controller, as Store */
+	assert_int_equal(NKV_TTL_DEFAULT, 0);
+	assert_int_equal(NKV_TTL_NONE, 0xffffffffu);
+	assert_int_equal(NKV_TTL_PIN, 1);
+
+	memset(&s, 0xff, sizeof(s));
+	nkv_sqe_store_ttl(&s, 9, key, 16, 0x12345678, NKV_STORE_MUST_EXIST | NKV_STORE_NO_COMPRESS, 3600, NKV_TTL_PIN);
+	const uint8_t *b = (const uint8_t *)&s;
+	assert_int_equal(b[0], 0xf1);
+	assert_int_equal(b[1], 0);             /* no fuse, PRP: the SQE was zeroed first */
+	assert_int_equal(nkv_get16(b + 2), 0); /* CID: the caller's */
+	assert_int_equal(nkv_get32(b + 4), 9);
+	assert_memory_equal(b + 8, key, 8);
+	assert_memory_equal(b + 56, key + 8, 8);
+	for (int i = 16; i < 40; i++)
+		assert_int_equal(b[i], 0); /* MPTR/DPTR are the caller's */
+	assert_int_equal(nkv_get32(b + 40), 0x12345678); /* CDW10: value size */
+	assert_int_equal(b[44], 16);                      /* CDW11 7:0: KL */
+	assert_int_equal(b[45], NKV_STORE_MUST_EXIST | NKV_STORE_NO_COMPRESS); /* 15:8: Store options */
+	assert_int_equal(nkv_get16(b + 46), 0);
+	assert_int_equal(nkv_get32(b + 48), 3600);  /* CDW12: TTL seconds */
+	assert_int_equal(nkv_get32(b + 52), 1);     /* CDW13: bit 0 pin */
+	assert_int_equal(nkv_sqe_klen(&s), 16);
+	assert_int_equal(nkv_sqe_kv_opts(&s), NKV_STORE_MUST_EXIST | NKV_STORE_NO_COMPRESS);
+
+	/* Everything but the opcode, CDW12 and CDW13 is a Store's */
+	nkv_sqe_kv(&ref, NKV_KV_STORE, 9, key, 16, 0x12345678, NKV_STORE_MUST_EXIST | NKV_STORE_NO_COMPRESS);
+	assert_memory_equal(b + 1, (const uint8_t *)&ref + 1, 47);
+	assert_memory_equal(b + 56, (const uint8_t *)&ref + 56, 8);
+
+	/* Default TTL, no pin: CDW12 = CDW13 = 0; never expires: all ones; a short key zero-fills */
+	nkv_sqe_store_ttl(&s, 1, key, 3, 0, 0, NKV_TTL_DEFAULT, 0);
+	assert_int_equal(b[0], 0xf1);
+	assert_int_equal(nkv_get32(b + 40) | nkv_get32(b + 48) | nkv_get32(b + 52), 0);
+	assert_int_equal(nkv_get32(b + 44), 3);
+	assert_memory_equal(b + 8, key, 3);
+	assert_memory_equal(b + 11, (const uint8_t[5]){0}, 5);
+	assert_memory_equal(b + 56, (const uint8_t[8]){0}, 8);
+	nkv_sqe_store_ttl(&s, 1, key, 1, 1, 0, NKV_TTL_NONE, 0);
+	assert_int_equal(nkv_get32(b + 48), 0xffffffffu);
+	assert_int_equal(nkv_get32(b + 52), 0);
+}
+
+/* The device builders of nkv_dev.h: the host builders' fields plus PRP1/PRP2 in DPTR. */
+static void dev_store_ttl_sqe(void **state)
+{
+	(void)state;
+	struct nkv_sqe s, ref;
+	const uint8_t key[5] = {'g', 'p', 'u', '-', '1'};
+	memset(&s, 0xee, sizeof(s));
+	nkv_dev_sqe_store_ttl(&s, 4, key, 5, 65536, NKV_STORE_MUST_NOT_EXIST, 2, NKV_TTL_PIN, 0x1000200030004000ull,
+			      0x5000600070008000ull);
+	nkv_sqe_store_ttl(&ref, 4, key, 5, 65536, NKV_STORE_MUST_NOT_EXIST, 2, NKV_TTL_PIN);
+	const uint8_t *b = (const uint8_t *)&s;
+	assert_int_equal(b[0], 0xf1);
+	assert_int_equal(nkv_get64(b + 24), 0x1000200030004000ull); /* PRP1 */
+	assert_int_equal(nkv_get64(b + 32), 0x5000600070008000ull); /* PRP2 */
+	assert_memory_equal(b, (const uint8_t *)&ref, 24);           /* up to DPTR: the host builder's */
+	assert_memory_equal(b + 40, (const uint8_t *)&ref + 40, 24); /* CDW10-15 */
+	assert_int_equal(nkv_get32(b + 48), 2);
+	assert_int_equal(nkv_get32(b + 52), NKV_TTL_PIN);
+	/* and the plain Store builder still sends 01h with CDW12/13 clear */
+	nkv_dev_sqe_kv(&s, NKV_KV_STORE, 4, key, 5, 65536, 1, 2);
+	assert_int_equal(b[0], 0x01);
+	assert_int_equal(nkv_get32(b + 48) | nkv_get32(b + 52), 0);
+}
+
 static void list_entry_sizes(void **state)
 {
 	(void)state;
@@ -212,7 +289,8 @@ int main(void)
 		cmocka_unit_test(le_accessors),    cmocka_unit_test(status_word),
 		cmocka_unit_test(list_entry_sizes), cmocka_unit_test(identify_layouts),
 		cmocka_unit_test(exec_sqe_layout),  cmocka_unit_test(exec_directions),
-		cmocka_unit_test(retrieve_range_sqe),
+		cmocka_unit_test(retrieve_range_sqe), cmocka_unit_test(store_ttl_sqe),
+		cmocka_unit_test(dev_store_ttl_sqe),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -71,6 +71,9 @@ static int nb_submit(void *ctx, struct bh_io *io)
 	uint32_t ns = x->c->nsid;
 	switch (io->op) {
 	case BH_WRITE:
+		if (x->c->ttl_set || x->c->pin) /* --ttl / --pin: every Store is a Store TTL (F1h) */
+			return nkv_store_ttl_async(x->qp, ns, io->key, io->klen, io->buf, (uint32_t)io->len, 0, x->c->ttl_s,
+						   x->c->pin, nb_cb, io);
 		return nkv_store_async(x->qp, ns, io->key, io->klen, io->buf, (uint32_t)io->len, 0, nb_cb, io);
 	case BH_READ:
 		return nkv_retrieve_async(x->qp, ns, io->key, io->klen, io->buf, (uint32_t)io->len, nb_cb, io);
@@ -101,7 +104,9 @@ int cmd_bench(struct cli *c)
 			fprintf(f, "usage: nkv [-t tcp|shm:PATH] [-a ADDR] [-s PORT] [-n NQN] [--nsid N] [-o json] bench "
 				   "[KEY=VALUE...]\n\n%s\n"
 				   "Every retrieved value is checked (header with key, version and length; pattern from key\n"
-				   "and version); any mismatch or error makes the exit status 1.\n",
+				   "and version); any mismatch or error makes the exit status 1.\n"
+				   "nkv --ttl SECONDS|none [--pin] bench ...: every Store is a Store TTL (cache namespaces);\n"
+				   "a TTL shorter than the run makes reads of expired keys fail.\n",
 				bh_conf_help);
 			fclose(f);
 			cli_help(c, text);

@@ -25,6 +25,8 @@ static const char g_usage[] =
 	"  identify [--ns]               Identify Controller, or the KV namespace (--nsid)\n"
 	"  store KEY [FILE|-]            store a value from FILE or stdin\n"
 	"        [--must-exist | --must-not-exist]\n"
+	"        [--ttl SECONDS|none] [--pin]  cache namespaces: expire after SECONDS (0: the\n"
+	"                                namespace's default; none: never), pin until then\n"
 	"  retrieve KEY [FILE|-]         write a value to FILE or stdout\n"
 	"        [--max-size N]          buffer size (default: the namespace's max value size)\n"
 	"        [--offset N]            from byte N of the value on (Retrieve Range)\n"
@@ -96,9 +98,14 @@ static const struct cmd g_cmds[] = {
 	{"identify", cmd_identify, 0, 0,
 	 "nkv identify [--ns] [--nsid N]\n  Identify Controller, or with --ns the KV namespace (KVKML, KVVML, NUSE...)."},
 	{"store", cmd_store, 1, 2,
-	 "nkv store KEY [FILE|-] [--must-exist | --must-not-exist]\n"
+	 "nkv store KEY [FILE|-] [--must-exist | --must-not-exist] [--ttl SECONDS|none] [--pin]\n"
 	 "  Store FILE (or stdin) under KEY. --must-exist: only replace (exit 2 if absent);\n"
-	 "  --must-not-exist: only create (exit 3 if present)."},
+	 "  --must-not-exist: only create (exit 3 if present).\n"
+	 "  On a namespace with a cache (rados-nkv's Store TTL, vendor opcode F1h): --ttl SECONDS: the\n"
+	 "  entry expires SECONDS after the store (0: the namespace's default TTL; none: never);\n"
+	 "  --pin: an explicit entry, never evicted until it expires (needs a finite TTL, its own or\n"
+	 "  the namespace's default), counted against the pin quota (\"pin quota exceeded\": exit 1).\n"
+	 "  Either on a namespace without a cache fails (exit 1)."},
 	{"retrieve", cmd_retrieve, 1, 2,
 	 "nkv retrieve KEY [FILE|-] [--max-size N] [--offset N]\n"
 	 "  Write KEY's value to FILE or stdout. Without --max-size the buffer is the namespace's\n"
@@ -152,6 +159,8 @@ enum {
 	OPT_TLS,
 	OPT_TLS_KEY,
 	OPT_TLS_ID,
+	OPT_TTL,
+	OPT_PIN,
 };
 
 /* A leading ':' tells a missing argument (':') from an unknown option ('?'); opterr is 0, the
@@ -189,6 +198,8 @@ static const struct option g_opts[] = {
 	{"tls", no_argument, NULL, OPT_TLS},
 	{"tls-key", required_argument, NULL, OPT_TLS_KEY},
 	{"tls-identity", required_argument, NULL, OPT_TLS_ID},
+	{"ttl", required_argument, NULL, OPT_TTL},
+	{"pin", no_argument, NULL, OPT_PIN},
 	{NULL, 0, NULL, 0},
 };
 
@@ -545,6 +556,24 @@ static int run(struct cli *c, int argc, char **argv)
 				return cli_usage(c, "bad --tls-identity '%s' (0: NVMe0Rxx, 1: NVMe1Rxx)", optarg);
 			c->opts.tls_identity = (uint8_t)(optarg[0] - '0');
 			break;
+		case OPT_TTL:
+			if (strcmp(optarg, "none") == 0) {
+				c->ttl_s = NKV_TTL_NONE;
+			} else {
+				/* seconds in decimal; FFFFFFFFh is "none" on the wire, so the largest number is one less */
+				char *end;
+				errno = 0;
+				unsigned long long t = strtoull(optarg, &end, 10);
+				if (errno || end == optarg || *end || optarg[0] == '-' || t >= NKV_TTL_NONE)
+					return cli_usage(c, "bad --ttl '%s' (seconds, 0 to 4294967294; 0: the namespace's "
+							 "default; none: never expires)", optarg);
+				c->ttl_s = (uint32_t)t;
+			}
+			c->ttl_set = true;
+			break;
+		case OPT_PIN:
+			c->pin = true;
+			break;
 		case ':':
 			return cli_usage(c, "option '%s' needs an argument", argv[optind - 1]);
 		default: /* '?' */
@@ -589,6 +618,8 @@ static int run(struct cli *c, int argc, char **argv)
 		return cli_usage(c, "--tls needs --tls-key KEY|@FILE (the PSK in the interchange format)");
 	if (c->opts.tls && c->shm_path)
 		return cli_usage(c, "--tls is for NVMe/TCP, not shared memory");
+	if ((c->ttl_set || c->pin) && k->fn != cmd_store && k->fn != cmd_bench)
+		return cli_usage(c, "%s: --ttl and --pin are for store (and bench)", c->cmd);
 	if (c->store_opts == (NKV_STORE_MUST_EXIST | NKV_STORE_MUST_NOT_EXIST))
 		return cli_usage(c, "%s: --must-exist and --must-not-exist exclude each other", c->cmd);
 	if (c->opts.dhchap_ctrl_secret && !c->opts.dhchap_secret)

@@ -1,0 +1,286 @@
+/*
+ * cache_client_func.c - Store TTL (F1h) from the host side against the target's caches, through the
+ * transport named on the command line (loop, tcp, tcp-digest, shm), on mem or the micro cluster:
+ *   - raw F1h SQEs on every transport: a value stored with a 1 s TTL is retrievable (and Exist finds
+ *     it) at once and answers 87h after 2.5 s, while 30 s and never-expiring entries stay; a
+ *     standard Store (01h) on a namespace with a 1 s default TTL expires the same way; a pin with
+ *     no finite TTL (none given and no default, or FFFFFFFFh) is Invalid Field (02h) and stores
+ *     nothing; F1h on a namespace without a cache is 02h and stores nothing; a reserved CDW13 bit is
+ *     02h; a pin past the pin quota is 81h and stores nothing, while an automatic entry of the same
+ *     size goes in; F1h keeps Store's options (Must Not Exist: 89h);
+ *   - libnkv (tcp, shm): nkv_store_ttl() / _async() with the same outcomes as errnos (-ENOENT after
+ *     expiry, -EINVAL, -ENOSPC), and the engine's STORE ops with ttl_s / NKV_OP_PIN (an unknown flag
+ *     bit refuses the batch with -EINVAL before anything is sent).
+ * Usage: cache_client_func mem|rados [loop|tcp|tcp-digest|shm]
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+#define NS_PLAIN 1  /* no cache */
+#define NS_CACHE 2  /* a cache: no default TTL, no limits */
+#define NS_DEFTTL 3 /* a cache whose default TTL is 1 s */
+#define NS_QUOTA 4  /* a cache with a 1000-byte pin quota */
+#define EXPIRE_WAIT_MS 2500 /* past a 1 s TTL on a whole-second clock, with room for a loaded host */
+
+static struct h_qp *g_qp;
+
+/** A raw Store TTL through whichever transport runs. @return the status (SCT << 8 | SC). */
+static unsigned st(uint32_t nsid, const char *key, const void *val, uint32_t len, unsigned opts, uint32_t ttl,
+		   uint32_t flags)
+{
+	struct nkv_sqe sqe;
+	struct nkv_cqe cqe;
+	nkv_sqe_store_ttl(&sqe, nsid, (const uint8_t *)key, (unsigned)strlen(key), len, opts, ttl, flags);
+	if (h_exec(g_qp, &sqe, (void *)val, len, &cqe, NULL) < 0)
+		return 0xffff;
+	return h_status(&cqe);
+}
+
+/** Retrieve @key and check its bytes against seed @seed / length @len when it succeeds. */
+static unsigned get(uint32_t nsid, const char *key, uint32_t len, uint64_t seed, bool *same)
+{
+	uint8_t *b = malloc(len + 16);
+	uint32_t dw0 = 0, xfer = 0;
+	unsigned s = h_kv(g_qp, NKV_KV_RETRIEVE, nsid, key, (unsigned)strlen(key), len + 16, 0, b, len + 16, &dw0, &xfer);
+	if (same)
+		*same = s == 0 && dw0 == len && xfer == len && h_verify(b, len, seed);
+	free(b);
+	return s;
+}
+
+static unsigned exist(uint32_t nsid, const char *key)
+{
+	return h_kv(g_qp, NKV_KV_EXIST, nsid, key, (unsigned)strlen(key), 0, 0, NULL, 0, NULL, NULL);
+}
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+		;
+}
+
+/* ---- raw F1h: stores before the wait ----------------------------------------------------------- */
+
+static uint8_t g_v[4096];
+
+static void raw_before(void)
+{
+	bool same = false;
+	unsigned s = st(NS_CACHE, "t1", g_v, 1000, 0, 1, 0);
+	CHECK(s == 0, "F1h TTL 1 s on a cache namespace: status %#x", s);
+	s = get(NS_CACHE, "t1", 1000, 1, &same);
+	CHECK(s == 0 && same, "retrieve before expiry: status %#x, value %s", s, same ? "intact" : "wrong");
+	CHECK(exist(NS_CACHE, "t1") == 0, "exist before expiry");
+	s = st(NS_CACHE, "t30", g_v, 10, 0, 30, 0);
+	CHECK(s == 0, "F1h TTL 30 s: status %#x", s);
+	s = st(NS_CACHE, "tnone", g_v, 10, 0, NKV_TTL_NONE, 0);
+	CHECK(s == 0, "F1h TTL none: status %#x", s);
+	s = st(NS_CACHE, "tdef", g_v, 10, 0, NKV_TTL_DEFAULT, 0);
+	CHECK(s == 0, "F1h TTL 0 (the namespace's default: none here): status %#x", s);
+	s = h_kv(g_qp, NKV_KV_STORE, NS_DEFTTL, "d1", 2, 100, 0, g_v, 100, NULL, NULL);
+	CHECK(s == 0, "standard Store on a namespace with a 1 s default TTL: status %#x", s);
+	s = st(NS_DEFTTL, "d2", g_v, 10, 0, NKV_TTL_NONE, 0);
+	CHECK(s == 0, "F1h TTL none on that namespace: status %#x", s);
+
+	/* pins need a finite TTL */
+	s = st(NS_CACHE, "p0", g_v, 10, 0, NKV_TTL_DEFAULT, NKV_TTL_PIN);
+	CHECK(s == SC(0, 0x02), "pin with no TTL and no namespace default: Invalid Field, got %#x", s);
+	s = st(NS_CACHE, "p0", g_v, 10, 0, NKV_TTL_NONE, NKV_TTL_PIN);
+	CHECK(s == SC(0, 0x02), "pin with TTL none: Invalid Field, got %#x", s);
+	CHECK(exist(NS_CACHE, "p0") == SC(0, 0x87), "the refused pins stored nothing");
+	s = st(NS_CACHE, "p60", g_v, 10, 0, 60, NKV_TTL_PIN);
+	CHECK(s == 0, "pin with TTL 60 s: status %#x", s);
+	s = st(NS_DEFTTL, "pdef", g_v, 10, 0, NKV_TTL_DEFAULT, NKV_TTL_PIN);
+	CHECK(s == 0, "pin with the namespace's default TTL: status %#x", s);
+
+	/* no cache, reserved bits */
+	s = st(NS_PLAIN, "x", g_v, 10, 0, 5, 0);
+	CHECK(s == SC(0, 0x02), "F1h on a namespace without a cache: Invalid Field, got %#x", s);
+	s = st(NS_PLAIN, "x", g_v, 10, 0, 5, NKV_TTL_PIN);
+	CHECK(s == SC(0, 0x02), "pinned F1h on a namespace without a cache: Invalid Field, got %#x", s);
+	CHECK(exist(NS_PLAIN, "x") == SC(0, 0x87), "... and nothing stored");
+	s = st(NS_CACHE, "r", g_v, 10, 0, 5, 0x2);
+	CHECK(s == SC(0, 0x02), "CDW13 bit 1 (reserved): Invalid Field, got %#x", s);
+	s = st(NS_CACHE, "r", g_v, 10, 0, 5, 0x80000000u);
+	CHECK(s == SC(0, 0x02), "CDW13 bit 31 (reserved): Invalid Field, got %#x", s);
+
+	/* pin quota: 1000 bytes */
+	s = st(NS_QUOTA, "q1", g_v, 600, 0, 60, NKV_TTL_PIN);
+	CHECK(s == 0, "a 600-byte pin under a 1000-byte quota: status %#x", s);
+	s = st(NS_QUOTA, "q2", g_v, 600, 0, 60, NKV_TTL_PIN);
+	CHECK(s == SC(0, 0x81), "a second 600-byte pin: Capacity Exceeded, got %#x", s);
+	CHECK(exist(NS_QUOTA, "q2") == SC(0, 0x87), "... and the value is not stored");
+	s = st(NS_QUOTA, "q3", g_v, 600, 0, 60, 0);
+	CHECK(s == 0, "an automatic 600-byte entry: the pin quota does not count it (%#x)", s);
+
+	/* Store's options ride along */
+	s = st(NS_CACHE, "t30", g_v, 10, NKV_STORE_MUST_NOT_EXIST, 30, 0);
+	CHECK(s == SC(0, 0x89), "F1h with Must Not Exist on a present key: Key Exists, got %#x", s);
+	s = st(NS_CACHE, "absent", g_v, 10, NKV_STORE_MUST_EXIST, 30, 0);
+	CHECK(s == SC(0, 0x87), "F1h with Must Exist on an absent key: Key Does Not Exist, got %#x", s);
+}
+
+static void raw_after(void)
+{
+	bool same = false;
+	unsigned s = get(NS_CACHE, "t1", 1000, 1, NULL);
+	CHECK(s == SC(0, 0x87), "retrieve after a 1 s TTL: Key Does Not Exist, got %#x", s);
+	s = exist(NS_CACHE, "t1");
+	CHECK(s == SC(0, 0x87), "exist after a 1 s TTL: Key Does Not Exist, got %#x", s);
+	s = get(NS_CACHE, "t30", 10, 1, &same);
+	CHECK(s == 0 && same, "the 30 s entry is still there (%#x)", s);
+	s = get(NS_CACHE, "tnone", 10, 1, &same);
+	CHECK(s == 0 && same, "the never-expiring entry is still there (%#x)", s);
+	s = get(NS_CACHE, "tdef", 10, 1, &same);
+	CHECK(s == 0 && same, "TTL 0 without a namespace default never expires (%#x)", s);
+	s = get(NS_DEFTTL, "d1", 100, 1, NULL);
+	CHECK(s == SC(0, 0x87), "a standard Store under a 1 s default TTL expired: got %#x", s);
+	s = get(NS_DEFTTL, "d2", 10, 1, &same);
+	CHECK(s == 0 && same, "TTL none overrides the namespace default (%#x)", s);
+	s = get(NS_DEFTTL, "pdef", 10, 1, NULL);
+	CHECK(s == SC(0, 0x87), "a pin expires with its (default) TTL like any entry: got %#x", s);
+	s = get(NS_CACHE, "p60", 10, 1, &same);
+	CHECK(s == 0 && same, "the 60 s pin is there (%#x)", s);
+}
+
+/* ---- libnkv: nkv_store_ttl, _async, the engine ------------------------------------------------- */
+
+struct acb {
+	bool done;
+	int rc;
+};
+
+static void async_cb(void *arg, const struct nkv_cpl *cpl)
+{
+	struct acb *a = arg;
+	a->rc = nkv_cpl_errno(cpl);
+	a->done = true;
+}
+
+static struct nkv_engine *g_e;
+
+static void op_set(struct nkv_op *op, uint32_t nsid, const char *key, void *buf, uint32_t len, uint32_t ttl,
+		   uint8_t flags)
+{
+	memset(op, 0, sizeof(*op));
+	op->type = NKV_OP_STORE;
+	op->nsid = nsid;
+	op->klen = (uint8_t)strlen(key);
+	memcpy(op->key, key, op->klen);
+	op->buf = buf;
+	op->len = len;
+	op->ttl_s = ttl;
+	op->flags = flags;
+}
+
+static void lib_before(struct nkv_qpair *qp)
+{
+	struct nkv_cpl cpl = {0};
+	int rc = nkv_store_ttl(qp, NS_CACHE, "L1", 2, g_v, 2000, 0, 1, false, &cpl);
+	CHECK(rc == 0, "nkv_store_ttl TTL 1 s: %d", rc);
+	uint8_t b[4096];
+	uint32_t vs = 0;
+	rc = nkv_retrieve(qp, NS_CACHE, "L1", 2, b, sizeof(b), &vs, NULL);
+	CHECK(rc == 0 && vs == 2000 && h_verify(b, 2000, 1), "nkv_retrieve before expiry: %d, size %u", rc, vs);
+	rc = nkv_store_ttl(qp, NS_CACHE, "L60", 3, g_v, 10, 0, 60, true, NULL);
+	CHECK(rc == 0, "nkv_store_ttl pinned 60 s: %d", rc);
+	rc = nkv_store_ttl(qp, NS_CACHE, "Lp", 2, g_v, 10, 0, NKV_TTL_DEFAULT, true, &cpl);
+	CHECK(rc == -EINVAL && cpl.status == SC(0, 0x02), "pin without a finite TTL: %d (status %#x)", rc, cpl.status);
+	rc = nkv_store_ttl(qp, NS_PLAIN, "Lx", 2, g_v, 10, 0, 5, false, &cpl);
+	CHECK(rc == -EINVAL && cpl.status == SC(0, 0x02), "nkv_store_ttl on a namespace without a cache: %d", rc);
+	rc = nkv_store_ttl(qp, NS_QUOTA, "Lq", 2, g_v, 600, 0, 60, true, &cpl);
+	CHECK(rc == -ENOSPC && cpl.status == SC(0, 0x81), "a pin past the quota: %d (status %#x)", rc, cpl.status);
+	rc = nkv_exist(qp, NS_QUOTA, "Lq", 2, NULL);
+	CHECK(rc == -ENOENT, "... not stored: exist %d", rc);
+
+	struct acb a = {0};
+	rc = nkv_store_ttl_async(qp, NS_CACHE, "La", 2, g_v, 3000, 0, 1, false, async_cb, &a);
+	CHECK(rc == 0, "nkv_store_ttl_async queued: %d", rc);
+	for (int i = 0; rc == 0 && !a.done && i < 3000; i++)
+		nkv_qpair_poll(qp, 10);
+	CHECK(a.done && a.rc == 0, "nkv_store_ttl_async completed: done %d rc %d", a.done, a.rc);
+	struct acb b2 = {0};
+	rc = nkv_store_ttl_async(qp, NS_PLAIN, "Lb", 2, g_v, 10, 0, 1, false, async_cb, &b2);
+	for (int i = 0; rc == 0 && !b2.done && i < 3000; i++)
+		nkv_qpair_poll(qp, 10);
+	CHECK(rc == 0 && b2.done && b2.rc == -EINVAL, "nkv_store_ttl_async on a namespace without a cache: %d", b2.rc);
+
+	/* the engine */
+	struct nkv_op ops[4];
+	op_set(&ops[0], NS_CACHE, "E1", g_v, 500, 1, 0);
+	op_set(&ops[1], NS_CACHE, "E60", g_v, 500, 60, NKV_OP_PIN);
+	op_set(&ops[2], NS_CACHE, "Eplain", g_v, 500, 0, 0); /* a standard Store: no default TTL here */
+	op_set(&ops[3], NS_PLAIN, "Enocache", g_v, 500, 0, NKV_OP_PIN);
+	rc = nkv_engine_run(g_e, ops, 4);
+	CHECK(rc == 1 && ops[0].rc == 0 && ops[1].rc == 0 && ops[2].rc == 0 && ops[3].rc == -EINVAL &&
+		      ops[3].status == SC(0, 0x02),
+	      "engine: TTL, pin, plain, pin without a cache: %d failed (rc %d %d %d %d)", rc, ops[0].rc, ops[1].rc,
+	      ops[2].rc, ops[3].rc);
+	op_set(&ops[0], NS_CACHE, "Ebad", g_v, 10, 5, 0x4);
+	rc = nkv_engine_run(g_e, ops, 1);
+	CHECK(rc == -EINVAL && ops[0].rc == -EINVAL, "engine: an unknown flag bit refuses the batch: %d", rc);
+	rc = nkv_exist(qp, NS_CACHE, "Ebad", 4, NULL);
+	CHECK(rc == -ENOENT, "... and nothing was sent: exist %d", rc);
+}
+
+static void lib_after(struct nkv_qpair *qp)
+{
+	uint8_t b[4096];
+	int rc = nkv_retrieve(qp, NS_CACHE, "L1", 2, b, sizeof(b), NULL, NULL);
+	CHECK(rc == -ENOENT, "nkv_retrieve after a 1 s TTL: %d", rc);
+	rc = nkv_retrieve(qp, NS_CACHE, "La", 2, b, sizeof(b), NULL, NULL);
+	CHECK(rc == -ENOENT, "the async 1 s entry expired: %d", rc);
+	rc = nkv_retrieve(qp, NS_CACHE, "L60", 3, b, sizeof(b), NULL, NULL);
+	CHECK(rc == 0, "the 60 s pin is there: %d", rc);
+	struct nkv_op ops[3];
+	op_set(&ops[0], NS_CACHE, "E1", b, 600, 0, 0);
+	op_set(&ops[1], NS_CACHE, "E60", b + 1000, 600, 0, 0);
+	op_set(&ops[2], NS_CACHE, "Eplain", b + 2000, 600, 0, 0);
+	for (int i = 0; i < 3; i++)
+		ops[i].type = NKV_OP_RETRIEVE;
+	rc = nkv_engine_run(g_e, ops, 3);
+	CHECK(rc == 1 && ops[0].rc == -ENOENT && ops[1].rc == 0 && ops[1].value_size == 500 && ops[2].rc == 0,
+	      "engine retrieves: the 1 s entry gone, the pin and the plain entry there (%d %d %d)", ops[0].rc,
+	      ops[1].rc, ops[2].rc);
+}
+
+int main(int argc, char **argv)
+{
+	h_init(argc, argv, "cache_client_func");
+	h_fill(g_v, sizeof(g_v), 1);
+	struct nkv_cache_policy none = {0}, def1 = {.default_ttl_s = 1}, quota = {.pin_quota_bytes = 1000};
+	h_add_ns(NS_PLAIN, "plain", 0, false);
+	h_add_ns_cache(NULL, NS_CACHE, "cache", &none);
+	h_add_ns_cache(NULL, NS_DEFTTL, "defttl", &def1);
+	h_add_ns_cache(NULL, NS_QUOTA, "quota", &quota);
+	struct h_ctrl *c = h_connect();
+	g_qp = h_qp_create(c, 1, 32);
+	CHECK(g_qp != NULL, "I/O queue pair");
+	if (!g_qp)
+		return h_finish();
+	struct nkv_qpair *lqp = h_lib_qp(g_qp);
+	if (lqp) {
+		struct nkv_engine_opts o = {.queues = 2, .depth = 16};
+		int rc = nkv_engine_create(h_lib(c), &o, &g_e);
+		CHECK(rc == 0, "engine: %d", rc);
+	}
+
+	raw_before();
+	if (lqp && g_e)
+		lib_before(lqp);
+	sleep_ms(EXPIRE_WAIT_MS);
+	raw_after();
+	if (lqp && g_e)
+		lib_after(lqp);
+
+	nkv_engine_destroy(g_e);
+	h_qp_destroy(g_qp);
+	h_disconnect(c);
+	return h_finish();
+}
