@@ -124,10 +124,10 @@ void events_post(void *arg, const struct nkv_cache_event *ev)
 {
 	struct daemon_events *d = arg;
 	struct timespec now;
-	size_t nslen = ev->rados_ns ? strlen(ev->rados_ns) : 0;
 
 	if (!d || !ev)
 		return;
+	size_t nslen = ev->rados_ns ? strlen(ev->rados_ns) : 0;
 	clock_gettime(CLOCK_REALTIME, &now);
 	pthread_mutex_lock(&d->lock);
 	uint64_t seq = d->next_seq++;
