@@ -34,6 +34,47 @@ enum nkv_kvio_op {
 #define NKV_IO_MUST_EXIST 0x1u     /* Store: fail with -ENOENT if absent */
 #define NKV_IO_MUST_NOT_EXIST 0x2u /* Store: fail with -EEXIST if present */
 
+/*
+ * A cache entry's record (docs/cache.md), kept with the value by backends of cache namespaces: the
+ * RADOS backend keeps it in the object's xattr "nkv.m" (nkv_meta_encode) and the last use in
+ * "nkv.a" (8 bytes, little-endian unix ms), so that reading it is part of the read's own op.
+ */
+#define NKV_META_PIN 0x1u
+#define NKV_META_LEN 32u
+struct nkv_meta {
+	uint64_t expiry_ms; /* unix ms; 0: never */
+	uint64_t stored_ms; /* unix ms when the Store was received */
+	uint64_t tag;       /* random: tells two Stores of the same key apart (guards of the cache thread) */
+	uint32_t flags;     /* NKV_META_* */
+};
+/** Encode @m into @out (NKV_META_LEN bytes). */
+void nkv_meta_encode(const struct nkv_meta *m, uint8_t out[NKV_META_LEN]);
+/** Decode; @return 0, or -EINVAL for a record of another length or version (treated as none). */
+int nkv_meta_decode(const void *in, size_t len, struct nkv_meta *m);
+/** Is @m expired at @now_ms (unix)? */
+static inline bool nkv_meta_expired(const struct nkv_meta *m, uint64_t now_ms)
+{
+	return m->expiry_ms && m->expiry_ms <= now_ms;
+}
+
+/** One entry as the cache thread sees it (sample, scan, remove_if). */
+struct nkv_entry {
+	struct nkv_key key;
+	uint64_t size;
+	bool has_meta;       /* false: stored before the namespace had a cache (automatic, never expires) */
+	struct nkv_meta meta;
+	uint64_t atime_ms;   /* last use: max(stored, last touch); 0 when unknown */
+	uint64_t touched_ms; /* the last touch as recorded (0: never touched): remove_if's guard */
+	int rc;              /* remove_if: 0 removed, -ECANCELED changed since read, -ENOENT gone */
+};
+
+/** Where a scan of a namespace is (kvdev_ops.scan); zeroed = at the start. */
+struct nkv_scan_pos {
+	void *be;            /* backend cursor */
+	uint64_t next;       /* mem: next index */
+	bool done;           /* the pass reached the end (the cursor is released) */
+};
+
 struct nkv_kvio {
 	enum nkv_kvio_op op;
 	unsigned flags;
@@ -49,6 +90,15 @@ struct nkv_kvio {
 	void *out;
 	uint32_t out_len;
 	uint8_t inl[8];      /* inline input bytes (in2 points here for directions 00b and 10b) */
+	/* cache namespaces: Store writes @meta with the value; Retrieve and Exist answer -ENOENT for an
+	 * expired entry and refresh the last use when older than touch_ms (0: never); Store and Delete
+	 * report the entry they replaced or removed (old_*) */
+	bool cache;
+	uint32_t touch_ms;
+	struct nkv_meta meta;
+	bool old_exists, old_has_meta;
+	uint64_t old_size;
+	struct nkv_meta old_meta;
 	/* results */
 	int rc;              /* 0 or -errno */
 	uint64_t value_size; /* Retrieve: full size of the value */
@@ -71,7 +121,12 @@ struct nkv_kvio {
 	uint64_t be_size;     /* rados: stat size */
 	size_t be_read;       /* rados: bytes read */
 	time_t be_mtime;      /* rados: stat mtime */
-	int be_rval[2];
+	int be_rval[3];
+	int be_stage;         /* rados: step of a cache Store/Delete (read the old record, then guard) */
+	unsigned be_tries;
+	void *be_xattrs;      /* rados: the getxattrs iterator */
+	uint8_t be_m[NKV_META_LEN], be_mold[NKV_META_LEN]; /* rados: encoded new / replaced record */
+	size_t be_mold_len;
 };
 
 /** Space and limits of a namespace, as reported by Identify. */
@@ -94,6 +149,27 @@ struct nkv_kvdev_ops {
 	int (*ns_info)(struct nkv_kvns *ns, struct nkv_kvns_info *info);
 	/** Start an I/O; completion always through io->done. */
 	void (*submit)(struct nkv_kvns *ns, struct nkv_kvio *io);
+	/*
+	 * Cache support (the target's cache thread; blocking, each call bounded by the op timeout).
+	 * Shared state: one small store per namespace (RADOS: the omap of object "rados_nkv.cache").
+	 */
+	/** Set @key = @val in the namespace's shared state. @return 0 or -errno. */
+	int (*shared_put)(struct nkv_kvns *ns, const char *key, const char *val);
+	/** Every key with @prefix: @cb(@arg, key, val) each. @return 0 or -errno. */
+	int (*shared_get)(struct nkv_kvns *ns, const char *prefix,
+			  void (*cb)(void *arg, const char *key, const char *val, size_t len), void *arg);
+	/** Take (or renew) the namespace's eviction lease for @lease_ms as @owner. @return 0, -EBUSY
+	 *  (another owner holds it), -errno. */
+	int (*lease)(struct nkv_kvns *ns, const char *owner, uint32_t lease_ms, bool renew);
+	void (*lease_release)(struct nkv_kvns *ns, const char *owner);
+	/** Up to @n entries from random places of the namespace, with their records. @return how many. */
+	int (*sample)(struct nkv_kvns *ns, unsigned n, struct nkv_entry *out);
+	/** The next up to @n entries of a pass over the namespace. @return how many (pos->done at end). */
+	int (*scan)(struct nkv_kvns *ns, struct nkv_scan_pos *pos, unsigned n, struct nkv_entry *out);
+	/** Release a pass not run to its end. */
+	void (*scan_end)(struct nkv_kvns *ns, struct nkv_scan_pos *pos);
+	/** Remove each entry unless it changed since it was read (record, last use); sets each ->rc. */
+	void (*remove_if)(struct nkv_kvns *ns, struct nkv_entry *e, unsigned n);
 };
 
 extern const struct nkv_kvdev_ops nkv_kvdev_mem;

@@ -9,12 +9,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "kvdev.h"
 
 struct mem_val {
 	uint8_t *data;
 	uint64_t len;
+	bool has_meta;          /* cache namespaces: the entry's record and last use */
+	struct nkv_meta meta;
+	uint64_t touched_ms;    /* the last touch (0: never) */
+};
+
+/* A cache namespace's shared state and eviction lease (RADOS keeps them in an object). */
+struct mem_shared {
+	char *key, *val;
 };
 
 struct mem_table {
@@ -26,6 +35,10 @@ struct mem_table {
 	struct mem_val *vals;
 	size_t n, cap;
 	uint64_t used;
+	struct mem_shared *shared;
+	size_t nshared;
+	char lease_owner[64];
+	uint64_t lease_until;   /* monotonic ms */
 };
 
 struct nkv_kvdev {
@@ -54,6 +67,11 @@ static void table_free(struct mem_table *t)
 {
 	for (size_t i = 0; i < t->n; i++)
 		free(t->vals[i].data);
+	for (size_t i = 0; i < t->nshared; i++) {
+		free(t->shared[i].key);
+		free(t->shared[i].val);
+	}
+	free(t->shared);
 	free(t->keys);
 	free(t->vals);
 	free(t->name);
@@ -166,6 +184,20 @@ static int grow(struct mem_table *t)
 	return 0;
 }
 
+static bool expired(const struct mem_val *v)
+{
+	return v->has_meta && nkv_meta_expired(&v->meta, nkv_unix_ms());
+}
+
+/* What a cache Store or Delete replaced or removed (the core's accounting). */
+static void old_record(struct nkv_kvio *io, const struct mem_val *v)
+{
+	io->old_exists = true;
+	io->old_size = v->len;
+	io->old_has_meta = v->has_meta;
+	io->old_meta = v->meta;
+}
+
 static int do_store(struct nkv_kvns *h, struct nkv_kvio *io)
 {
 	struct mem_table *t = h->t;
@@ -178,23 +210,27 @@ static int do_store(struct nkv_kvns *h, struct nkv_kvio *io)
 		return -ENOMEM;
 	if (io->len)
 		memcpy(copy, io->buf, io->len);
+	struct mem_val nv = {copy, io->len, io->cache, io->meta, 0};
 	pthread_mutex_lock(&t->lock);
 	size_t i = lower_bound(t, &io->key);
 	int found = i < t->n && nkv_key_cmp(&t->keys[i], &io->key) == 0;
-	if (found && (io->flags & NKV_IO_MUST_NOT_EXIST))
+	/* an expired entry is absent to the host, though still stored until it is replaced */
+	bool live = found && !(io->cache && expired(&t->vals[i]));
+	if (live && (io->flags & NKV_IO_MUST_NOT_EXIST))
 		rc = -EEXIST;
-	else if (!found && (io->flags & NKV_IO_MUST_EXIST))
+	else if (!live && (io->flags & NKV_IO_MUST_EXIST))
 		rc = -ENOENT;
 	else if (found) {
+		old_record(io, &t->vals[i]);
 		old = t->vals[i].data;
 		t->used += io->len - t->vals[i].len;
-		t->vals[i] = (struct mem_val){copy, io->len};
+		t->vals[i] = nv;
 		copy = NULL;
 	} else if (t->n < t->cap || (rc = grow(t)) == 0) {
 		memmove(&t->keys[i + 1], &t->keys[i], (t->n - i) * sizeof(t->keys[0]));
 		memmove(&t->vals[i + 1], &t->vals[i], (t->n - i) * sizeof(t->vals[0]));
 		t->keys[i] = io->key;
-		t->vals[i] = (struct mem_val){copy, io->len};
+		t->vals[i] = nv;
 		t->n++;
 		t->used += io->len;
 		copy = NULL;
@@ -203,6 +239,15 @@ static int do_store(struct nkv_kvns *h, struct nkv_kvio *io)
 	free(copy);
 	free(old);
 	return rc;
+}
+
+/* A hit refreshes the entry's last use: the first since its Store, then at most every touch_ms
+ * (as the RADOS backend does). */
+static void touch(const struct nkv_kvio *io, struct mem_val *v)
+{
+	uint64_t now = nkv_unix_ms();
+	if (io->touch_ms && v->has_meta && (v->touched_ms <= v->meta.stored_ms || now >= v->touched_ms + io->touch_ms))
+		v->touched_ms = now;
 }
 
 static int do_io(struct nkv_kvns *h, struct nkv_kvio *io)
@@ -220,10 +265,11 @@ static int do_io(struct nkv_kvns *h, struct nkv_kvio *io)
 	int found = i < t->n && nkv_key_cmp(&t->keys[i], &io->key) == 0;
 	switch (io->op) {
 	case NKV_IO_RETRIEVE:
-		if (!found) {
+		if (!found || (io->cache && expired(&t->vals[i]))) {
 			rc = -ENOENT;
 			break;
 		}
+		touch(io, &t->vals[i]);
 		io->value_size = t->vals[i].len;
 		io->xfer = nkv_range_xfer(t->vals[i].len, io->offset, io->len); /* offset 0: Retrieve */
 		if (io->xfer) /* an offset at or past the end moves nothing, and still succeeds */
@@ -234,6 +280,10 @@ static int do_io(struct nkv_kvns *h, struct nkv_kvio *io)
 			rc = -ENOENT;
 			break;
 		}
+		if (io->cache) {
+			old_record(io, &t->vals[i]);
+			rc = expired(&t->vals[i]) ? -ENOENT : 0; /* removed, but it was absent to the host */
+		}
 		gone = t->vals[i].data;
 		t->used -= t->vals[i].len;
 		memmove(&t->keys[i], &t->keys[i + 1], (t->n - i - 1) * sizeof(t->keys[0]));
@@ -241,7 +291,9 @@ static int do_io(struct nkv_kvns *h, struct nkv_kvio *io)
 		t->n--;
 		break;
 	case NKV_IO_EXIST:
-		rc = found ? 0 : -ENOENT;
+		rc = found && !(io->cache && expired(&t->vals[i])) ? 0 : -ENOENT;
+		if (rc == 0)
+			touch(io, &t->vals[i]);
 		break;
 	case NKV_IO_LIST: {
 		uint32_t nrk;
@@ -264,6 +316,149 @@ static void mem_submit(struct nkv_kvns *h, struct nkv_kvio *io)
 	nkv_kvio_complete(io, do_io(h, io));
 }
 
+/* ---- cache support ---------------------------------------------------------------------------- */
+
+static int mem_shared_put(struct nkv_kvns *h, const char *key, const char *val)
+{
+	struct mem_table *t = h->t;
+	char *v = strdup(val), *k = NULL;
+	int rc = 0;
+
+	if (!v)
+		return -ENOMEM;
+	pthread_mutex_lock(&t->lock);
+	size_t i = 0;
+	while (i < t->nshared && strcmp(t->shared[i].key, key) != 0)
+		i++;
+	if (i == t->nshared) {
+		struct mem_shared *ns = realloc(t->shared, (t->nshared + 1) * sizeof(*ns));
+		if (!ns || !(k = strdup(key))) {
+			if (ns)
+				t->shared = ns;
+			rc = -ENOMEM;
+		} else {
+			t->shared = ns;
+			t->shared[t->nshared++] = (struct mem_shared){k, NULL};
+		}
+	}
+	if (rc == 0) {
+		free(t->shared[i].val);
+		t->shared[i].val = v;
+		v = NULL;
+	}
+	pthread_mutex_unlock(&t->lock);
+	free(v);
+	return rc;
+}
+
+static int mem_shared_get(struct nkv_kvns *h, const char *prefix,
+			  void (*cb)(void *arg, const char *key, const char *val, size_t len), void *arg)
+{
+	struct mem_table *t = h->t;
+
+	pthread_mutex_lock(&t->lock);
+	for (size_t i = 0; i < t->nshared; i++)
+		if (strncmp(t->shared[i].key, prefix, strlen(prefix)) == 0)
+			cb(arg, t->shared[i].key, t->shared[i].val, strlen(t->shared[i].val));
+	pthread_mutex_unlock(&t->lock);
+	return 0;
+}
+
+static int mem_lease(struct nkv_kvns *h, const char *owner, uint32_t lease_ms, bool renew)
+{
+	struct mem_table *t = h->t;
+	uint64_t now = nkv_now_ms();
+	int rc = 0;
+
+	(void)renew;
+	pthread_mutex_lock(&t->lock);
+	if (t->lease_until > now && strcmp(t->lease_owner, owner) != 0) {
+		rc = -EBUSY;
+	} else {
+		snprintf(t->lease_owner, sizeof(t->lease_owner), "%s", owner);
+		t->lease_until = now + lease_ms;
+	}
+	pthread_mutex_unlock(&t->lock);
+	return rc;
+}
+
+static void mem_lease_release(struct nkv_kvns *h, const char *owner)
+{
+	pthread_mutex_lock(&h->t->lock);
+	if (strcmp(h->t->lease_owner, owner) == 0)
+		h->t->lease_until = 0;
+	pthread_mutex_unlock(&h->t->lock);
+}
+
+static void entry_of(const struct mem_table *t, size_t i, struct nkv_entry *e)
+{
+	e->key = t->keys[i];
+	e->size = t->vals[i].len;
+	e->has_meta = t->vals[i].has_meta;
+	e->meta = t->vals[i].meta;
+	e->touched_ms = t->vals[i].touched_ms;
+	e->atime_ms = e->touched_ms > e->meta.stored_ms ? e->touched_ms : e->meta.stored_ms;
+	e->rc = 0;
+}
+
+static int mem_sample(struct nkv_kvns *h, unsigned n, struct nkv_entry *out)
+{
+	struct mem_table *t = h->t;
+	unsigned got = 0;
+
+	pthread_mutex_lock(&t->lock);
+	for (; got < n && got < t->n; got++) /* with replacement: the cache thread drops duplicates */
+		entry_of(t, (size_t)random() % t->n, &out[got]);
+	pthread_mutex_unlock(&t->lock);
+	return (int)got;
+}
+
+static int mem_scan(struct nkv_kvns *h, struct nkv_scan_pos *pos, unsigned n, struct nkv_entry *out)
+{
+	struct mem_table *t = h->t;
+	unsigned got = 0;
+
+	pthread_mutex_lock(&t->lock);
+	for (; got < n && pos->next < t->n; got++)
+		entry_of(t, pos->next++, &out[got]);
+	pos->done = pos->next >= t->n;
+	pthread_mutex_unlock(&t->lock);
+	return (int)got;
+}
+
+static void mem_scan_end(struct nkv_kvns *h, struct nkv_scan_pos *pos)
+{
+	(void)h;
+	memset(pos, 0, sizeof(*pos));
+}
+
+static void mem_remove_if(struct nkv_kvns *h, struct nkv_entry *e, unsigned n)
+{
+	struct mem_table *t = h->t;
+
+	for (unsigned j = 0; j < n; j++) {
+		uint8_t *gone = NULL;
+		pthread_mutex_lock(&t->lock);
+		size_t i = lower_bound(t, &e[j].key);
+		if (i >= t->n || nkv_key_cmp(&t->keys[i], &e[j].key) != 0) {
+			e[j].rc = -ENOENT;
+		} else if (t->vals[i].has_meta != e[j].has_meta || t->vals[i].meta.tag != e[j].meta.tag ||
+			   t->vals[i].touched_ms != e[j].touched_ms) {
+			e[j].rc = -ECANCELED; /* stored again or used since it was read */
+		} else {
+			gone = t->vals[i].data;
+			e[j].size = t->vals[i].len;
+			t->used -= t->vals[i].len;
+			memmove(&t->keys[i], &t->keys[i + 1], (t->n - i - 1) * sizeof(t->keys[0]));
+			memmove(&t->vals[i], &t->vals[i + 1], (t->n - i - 1) * sizeof(t->vals[0]));
+			t->n--;
+			e[j].rc = 0;
+		}
+		pthread_mutex_unlock(&t->lock);
+		free(gone);
+	}
+}
+
 const struct nkv_kvdev_ops nkv_kvdev_mem = {
 	.name = "mem",
 	.open = mem_open,
@@ -272,4 +467,12 @@ const struct nkv_kvdev_ops nkv_kvdev_mem = {
 	.ns_close = mem_ns_close,
 	.ns_info = mem_ns_info,
 	.submit = mem_submit,
+	.shared_put = mem_shared_put,
+	.shared_get = mem_shared_get,
+	.lease = mem_lease,
+	.lease_release = mem_lease_release,
+	.sample = mem_sample,
+	.scan = mem_scan,
+	.scan_end = mem_scan_end,
+	.remove_if = mem_remove_if,
 };

@@ -33,60 +33,14 @@
 
 #include "common/clock.h"
 #include "common/log.h"
-#include "kvdev.h"
+#include "rados_int.h"
 
 /* Largest List answer kept in memory: 1 Mi keys (~17 MiB); a host pages past it. */
 #define LIST_MAX_KEYS (1u << 20)
-#define LIST_WORKERS_MAX 64
-/* In-flight lists: sharded so submitters on different threads rarely meet on one mutex. */
-#define FLIGHT_SHARDS 8
 #define WATCHDOG_TICK_MS 100
 #define CANCEL_BATCH 64
 /* Retrieve Range: no value reaches this offset (KVVML is at most 4 GiB - 1, DW0 is 32 bits). */
 #define RANGE_OFFSET_MAX (1ull << 32)
-
-struct flight {
-	pthread_mutex_t lock;
-	struct nkv_kvio *head, *tail; /* submit order = deadline order (one timeout for all) */
-};
-
-/*
- * A List worker. Its job is the List it scans; the watchdog may take the job away at the deadline
- * (completing it with 82h) while the scan still blocks in librados: the worker then drops its result.
- * Both sides hand the job over under the device lock, and the worker never touches the I/O after
- * losing it (the transport may have reused it).
- */
-struct list_worker {
-	struct nkv_kvdev *d;
-	pthread_t thread;
-	struct nkv_kvio *job; /* the List being scanned; NULL once answered or taken away (d->lock) */
-};
-
-struct nkv_kvdev {
-	rados_t cluster;      /* I/O: async ops, target-side deadlines */
-	rados_t list_cluster; /* List scans: blocking calls bounded by rados_osd_op_timeout */
-	uint64_t max_object;
-	uint64_t op_timeout_ms;
-	char fsid[40];
-	struct flight flight[FLIGHT_SHARDS];
-	/* List workers: namespace scans are blocking librados calls, kept off the owner threads. */
-	struct list_worker workers[LIST_WORKERS_MAX];
-	unsigned nworkers;
-	pthread_mutex_t lock;         /* the List queue, the workers' jobs, stop */
-	pthread_cond_t cond;
-	struct nkv_kvio *head, *tail; /* queued Lists, linked through be_next, oldest first */
-	bool stop;
-	pthread_t watchdog;           /* cancels late ops */
-	pthread_cond_t wd_cond;
-	_Atomic uint64_t cancelled;   /* ops cancelled at their deadline, for the log */
-};
-
-struct nkv_kvns {
-	struct nkv_kvdev *dev;
-	rados_ioctx_t ioctx;
-	rados_ioctx_t list_ioctx;
-	char name[512]; /* "pool/ns", for logs and the NGUID */
-};
 
 static int conf_set(rados_t c, const char *key, unsigned long long val)
 {
@@ -310,8 +264,10 @@ static int rados_ns_open(struct nkv_kvdev *d, const char *pool, const char *ns, 
 
 static void rados_ns_close(struct nkv_kvns *h)
 {
-	/* Returns within the op timeout even on a dead cluster: the watchdog cancels what is late. */
+	/* Returns within the op timeout even on a dead cluster: the watchdog cancels what is late,
+	 * and the list handle's ops (touches) carry the OSD op timeout. */
 	rados_aio_flush(h->ioctx);
+	rados_aio_flush(h->list_ioctx);
 	rados_ioctx_destroy(h->list_ioctx);
 	rados_ioctx_destroy(h->ioctx);
 	free(h);
@@ -339,11 +295,13 @@ static struct flight *flight_of(struct nkv_kvdev *d, const struct nkv_kvio *io)
 	return &d->flight[((uintptr_t)io * 0x9E3779B97F4A7C15ull) >> 61 & (FLIGHT_SHARDS - 1)];
 }
 
-static void flight_add(struct nkv_kvdev *d, struct nkv_kvio *io)
+/* Track @io for the watchdog; @fresh: a new command (a cache Store's later stages keep its deadline). */
+static void flight_add(struct nkv_kvdev *d, struct nkv_kvio *io, bool fresh)
 {
 	struct flight *f = flight_of(d, io);
 
-	io->be_deadline_ms = nkv_now_ms() + d->op_timeout_ms;
+	if (fresh)
+		io->be_deadline_ms = nkv_now_ms() + d->op_timeout_ms;
 	io->be_cancelled = false;
 	atomic_store_explicit(&io->be_refs, 1, memory_order_relaxed);
 	io->be_next = NULL;
@@ -373,9 +331,97 @@ static void flight_del(struct nkv_kvdev *d, struct nkv_kvio *io)
 	pthread_mutex_unlock(&f->lock);
 }
 
+/*
+ * Stores and Deletes on a cache namespace report what they replaced (the usage accounting), yet a
+ * write op returns no data. So a Store first tries to create the object (stage NEW): the usual case
+ * for content-addressed blocks, one op. If it exists, the old record and size are read (READ) and the
+ * write is guarded by comparing the record read (WRITE: cmpxattr, so a racing Store through another
+ * gateway makes it read again). A Delete reads, then removes under the same guard (REMOVE).
+ */
+enum { ST_PLAIN, ST_NEW, ST_READ, ST_WRITE, ST_REMOVE };
+#define CACHE_TRIES 16
+
 static bool is_write(const struct nkv_kvio *io)
 {
+	if (io->be_stage == ST_READ)
+		return false;
 	return io->op == NKV_IO_STORE || io->op == NKV_IO_DELETE || (io->op == NKV_IO_EXEC && io->exec_write);
+}
+
+void rados_read_meta(rados_xattrs_iter_t it, bool *has_meta, struct nkv_meta *meta, uint8_t *raw, size_t *raw_len,
+		     uint64_t *touched_ms)
+{
+	const char *name, *val;
+	size_t len;
+
+	*has_meta = false;
+	*touched_ms = 0;
+	if (raw_len)
+		*raw_len = 0;
+	while (it && rados_getxattrs_next(it, &name, &val, &len) == 0 && name) {
+		if (strcmp(name, XATTR_META) == 0 && nkv_meta_decode(val, len, meta) == 0) {
+			*has_meta = true;
+			if (raw) {
+				memcpy(raw, val, NKV_META_LEN);
+				*raw_len = NKV_META_LEN;
+			}
+		} else if (strcmp(name, XATTR_ATIME) == 0 && len == 8) {
+			uint64_t v = 0;
+			for (unsigned i = 0; i < 8; i++)
+				v |= (uint64_t)(uint8_t)val[i] << (8 * i);
+			*touched_ms = v;
+		}
+	}
+	if (it)
+		rados_getxattrs_end(it);
+}
+
+struct touch {
+	rados_write_op_t op;
+	struct nkv_kvdev *d;
+};
+
+static void touch_done(rados_completion_t c, void *arg)
+{
+	struct touch *t = arg;
+	rados_aio_release(c);
+	rados_release_write_op(t->op);
+	atomic_fetch_sub(&t->d->touches, 1);
+	free(t);
+}
+
+/*
+ * Refresh the last use of a retrieved entry (LRU), off the command's path: a write op of its own
+ * that changes nothing if the entry was stored again meanwhile. On the list handle, whose ops carry
+ * the OSD op timeout, so a dead OSD cannot keep touches forever; at most TOUCH_MAX in flight.
+ */
+static void touch(struct nkv_kvns *h, const struct nkv_kvio *io, const char *oid)
+{
+	struct nkv_kvdev *d = h->dev;
+	uint8_t m[NKV_META_LEN], a[8];
+	uint64_t now = nkv_unix_ms();
+	rados_completion_t c;
+	struct touch *t;
+
+	if (atomic_fetch_add(&d->touches, 1) >= TOUCH_MAX || !(t = malloc(sizeof(*t)))) {
+		atomic_fetch_sub(&d->touches, 1);
+		return;
+	}
+	t->d = d;
+	nkv_meta_encode(&io->meta, m);
+	for (unsigned i = 0; i < 8; i++)
+		a[i] = (uint8_t)(now >> (8 * i));
+	if (!(t->op = rados_create_write_op()) || rados_aio_create_completion2(t, touch_done, &c) < 0) {
+		if (t->op)
+			rados_release_write_op(t->op);
+		free(t);
+		atomic_fetch_sub(&d->touches, 1);
+		return;
+	}
+	rados_write_op_cmpxattr(t->op, XATTR_META, LIBRADOS_CMPXATTR_OP_EQ, (const char *)m, sizeof(m));
+	rados_write_op_setxattr(t->op, XATTR_ATIME, (const char *)a, sizeof(a));
+	if (rados_aio_write_op_operate(t->op, h->list_ioctx, c, oid, NULL, LIBRADOS_OPERATION_FULL_TRY) < 0)
+		touch_done(c, t);
 }
 
 /* A read method's output: the host gets what fits, DW0 the full length (as Retrieve). */
@@ -390,6 +436,95 @@ static void exec_output(struct nkv_kvio *io, int rc)
 	if (io->be_out)
 		rados_buffer_free(io->be_out);
 	io->be_out = NULL;
+}
+
+static int submit_op(struct nkv_kvns *h, struct nkv_kvio *io, const char *oid);
+
+/* A Retrieve or Exist hit on a cache namespace: expired is absent; a hit may refresh the last use. */
+static int cache_read_done(struct nkv_kvio *io, int rc)
+{
+	uint64_t touched, now = nkv_unix_ms();
+	bool has;
+
+	rados_read_meta(io->be_xattrs, &has, &io->meta, NULL, NULL, &touched);
+	io->be_xattrs = NULL;
+	if (rc < 0 || !has)
+		return rc;
+	if (nkv_meta_expired(&io->meta, now)) {
+		io->xfer = 0;
+		return -ENOENT;
+	}
+	/* The first hit since the Store marks the entry as used (it leaves probation, docs/cache.md);
+	 * later ones refresh its last use at most every touch_ms. */
+	if (io->touch_ms && (touched <= io->meta.stored_ms || now >= touched + io->touch_ms)) {
+		char oid[NKV_OID_MAX];
+		nkv_key_to_oid(&io->key, oid);
+		touch(io->be_ns, io, oid);
+	}
+	return rc;
+}
+
+/*
+ * The next stage of a cache Store or Delete (see ST_*), given the last op's result. @return 1 when
+ * a next op was submitted, else the I/O's result.
+ */
+static int cache_step(struct nkv_kvio *io, int rc)
+{
+	struct nkv_kvns *h = io->be_ns;
+	bool must_exist = io->flags & NKV_IO_MUST_EXIST, must_not = io->flags & NKV_IO_MUST_NOT_EXIST;
+	int next;
+
+	switch (io->be_stage) {
+	case ST_NEW:
+		if (rc != -EEXIST)
+			return rc; /* created (old_exists stays false), or failed */
+		next = ST_READ;
+		break;
+	case ST_READ: {
+		uint64_t touched;
+		rados_read_meta(io->be_xattrs, &io->old_has_meta, &io->old_meta, io->be_mold, &io->be_mold_len, &touched);
+		io->be_xattrs = NULL;
+		if (rc == -ENOENT) {
+			if (io->op == NKV_IO_DELETE || must_exist)
+				return -ENOENT;
+			next = ST_NEW; /* deleted meanwhile: create it */
+			break;
+		}
+		if (rc < 0)
+			return rc;
+		io->old_size = io->be_size;
+		bool live = !(io->old_has_meta && nkv_meta_expired(&io->old_meta, nkv_unix_ms()));
+		if (io->op == NKV_IO_STORE && must_not && live)
+			return -EEXIST;
+		if (io->op == NKV_IO_STORE && must_exist && !live)
+			return -ENOENT; /* expired: absent to the host (left to the reaper) */
+		next = io->op == NKV_IO_DELETE ? ST_REMOVE : ST_WRITE;
+		break;
+	}
+	case ST_WRITE:
+	case ST_REMOVE:
+		if (rc == 0) {
+			io->old_exists = true;
+			/* Deleting an expired entry removes it, but to the host it was not there */
+			if (io->op == NKV_IO_DELETE && io->old_has_meta && nkv_meta_expired(&io->old_meta, nkv_unix_ms()))
+				return -ENOENT;
+			return 0;
+		}
+		if (rc != -ECANCELED && rc != -ENOENT)
+			return rc;
+		next = ST_READ; /* changed or removed since it was read: look again */
+		break;
+	default:
+		return rc;
+	}
+	if (++io->be_tries > CACHE_TRIES)
+		return -EAGAIN; /* endless contention on one key: 82h, the host retries */
+	io->be_stage = next;
+	char oid[NKV_OID_MAX];
+	nkv_key_to_oid(&io->key, oid);
+	if ((rc = submit_op(h, io, oid)) < 0)
+		return rc;
+	return 1;
 }
 
 /* Release the op and its completion, then complete the I/O on its owner thread. */
@@ -411,7 +546,18 @@ static void io_finish(struct nkv_kvio *io)
 	}
 	if (io->be_cancelled && rc == -ECANCELED)
 		rc = -ETIMEDOUT; /* our deadline: 82h Namespace Not Ready, DNR clear */
-	nkv_kvio_complete(io, rc < 0 ? rc : 0);
+	if (rc > 0)
+		rc = 0;
+	if (io->cache && (io->op == NKV_IO_RETRIEVE || io->op == NKV_IO_EXIST)) {
+		rc = cache_read_done(io, rc);
+	} else if (io->cache && rc == -ETIMEDOUT) {
+		if (io->be_xattrs)
+			rados_getxattrs_end(io->be_xattrs);
+		io->be_xattrs = NULL;
+	} else if (io->cache && (rc = cache_step(io, rc)) == 1) {
+		return; /* the next stage is in flight */
+	}
+	nkv_kvio_complete(io, rc);
 }
 
 /* Drop one reference; the last holder (callback or cancelling watchdog) finishes the I/O. */
@@ -532,18 +678,34 @@ static int build_op(struct nkv_kvio *io)
 {
 	if (io->op == NKV_IO_EXEC)
 		return build_exec(io);
+	if (io->be_stage == ST_READ) { /* a cache Store or Delete: the entry's size and record */
+		rados_read_op_t op = rados_create_read_op();
+		if (!op)
+			return -ENOMEM;
+		io->be_size = 0;
+		io->be_xattrs = NULL;
+		rados_read_op_stat(op, &io->be_size, &io->be_mtime, &io->be_rval[0]);
+		rados_read_op_getxattrs(op, (rados_xattrs_iter_t *)&io->be_xattrs, &io->be_rval[1]);
+		io->be_op = op;
+		return 0;
+	}
 	if (io->op == NKV_IO_STORE || io->op == NKV_IO_DELETE) {
 		rados_write_op_t op = rados_create_write_op();
 		if (!op)
 			return -ENOMEM;
+		if (io->be_stage == ST_WRITE || io->be_stage == ST_REMOVE) /* unchanged since read */
+			rados_write_op_cmpxattr(op, XATTR_META, LIBRADOS_CMPXATTR_OP_EQ, (const char *)io->be_mold,
+						io->be_mold_len);
 		if (io->op == NKV_IO_DELETE) {
 			rados_write_op_remove(op);
 		} else {
-			if (io->flags & NKV_IO_MUST_NOT_EXIST)
+			if (io->be_stage == ST_NEW || (io->be_stage == ST_PLAIN && (io->flags & NKV_IO_MUST_NOT_EXIST)))
 				rados_write_op_create(op, LIBRADOS_CREATE_EXCLUSIVE, NULL);
-			if (io->flags & NKV_IO_MUST_EXIST)
+			if ((io->flags & NKV_IO_MUST_EXIST) && io->be_stage == ST_PLAIN)
 				rados_write_op_assert_exists(op);
 			rados_write_op_write_full(op, io->len ? io->buf : "", io->len); /* 0 B: an empty object */
+			if (io->cache) /* the record goes with the value, in the same op */
+				rados_write_op_setxattr(op, XATTR_META, (const char *)io->be_m, NKV_META_LEN);
 		}
 		io->be_op = op;
 		return 0;
@@ -553,6 +715,9 @@ static int build_op(struct nkv_kvio *io)
 		return -ENOMEM;
 	io->be_size = 0;
 	io->be_read = 0;
+	io->be_xattrs = NULL;
+	if (io->cache) /* expiry is decided on the record read with the value, in the same op */
+		rados_read_op_getxattrs(op, (rados_xattrs_iter_t *)&io->be_xattrs, &io->be_rval[2]);
 	if (io->op == NKV_IO_EXIST) {
 		rados_read_op_assert_exists(op);
 	} else {
@@ -580,7 +745,7 @@ static int submit_op(struct nkv_kvns *h, struct nkv_kvio *io, const char *oid)
 		goto fail_op;
 	io->be_comp = c;
 	io->be_ns = h;
-	flight_add(h->dev, io); /* before submitting: the callback unlinks it */
+	flight_add(h->dev, io, io->be_tries == 0); /* before submitting: the callback unlinks it */
 	/* FULL_TRY: on a full cluster or pool a Store fails with -ENOSPC/-EDQUOT (81h Capacity
 	 * Exceeded) and a Delete goes through, instead of librados holding the op until space returns. */
 	if (write)
@@ -596,6 +761,9 @@ fail_op:
 		rados_release_write_op(io->be_op);
 	else
 		rados_release_read_op(io->be_op);
+	if (io->be_xattrs)
+		rados_getxattrs_end(io->be_xattrs);
+	io->be_xattrs = NULL;
 	return rc;
 }
 
@@ -716,6 +884,14 @@ static void rados_submit(struct nkv_kvns *h, struct nkv_kvio *io)
 		return;
 	}
 	nkv_key_to_oid(&io->key, oid);
+	io->be_tries = 0;
+	io->be_stage = ST_PLAIN;
+	if (io->cache && io->op == NKV_IO_STORE) {
+		nkv_meta_encode(&io->meta, io->be_m);
+		io->be_stage = io->flags & NKV_IO_MUST_EXIST ? ST_READ : ST_NEW;
+	} else if (io->cache && io->op == NKV_IO_DELETE) {
+		io->be_stage = ST_READ;
+	}
 	if ((rc = submit_op(h, io, oid)) < 0)
 		nkv_kvio_complete(io, rc);
 }
@@ -728,4 +904,12 @@ const struct nkv_kvdev_ops nkv_kvdev_rados = {
 	.ns_close = rados_ns_close,
 	.ns_info = rados_ns_info,
 	.submit = rados_submit,
+	.shared_put = rados_cache_shared_put,
+	.shared_get = rados_cache_shared_get,
+	.lease = rados_cache_lease,
+	.lease_release = rados_cache_lease_release,
+	.sample = rados_cache_sample,
+	.scan = rados_cache_scan,
+	.scan_end = rados_cache_scan_end,
+	.remove_if = rados_cache_remove_if,
 };

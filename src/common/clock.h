@@ -13,6 +13,15 @@ static inline uint64_t nkv_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/** Milliseconds since the Unix epoch (CLOCK_REALTIME): cache expiry times, shared by the gateways
+ *  of a namespace (whose clocks NTP keeps together). */
+static inline uint64_t nkv_unix_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
 /**
  * Nanoseconds on CLOCK_MONOTONIC: command latencies (the target's metrics). A vDSO call, no system
  * call where the clock source is the TSC; CLOCK_MONOTONIC_COARSE would be cheaper but moves in

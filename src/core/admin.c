@@ -271,6 +271,7 @@ static uint32_t build_log(struct nkv_ctrlr *c, unsigned lid, unsigned csi, bool 
 			nkv_put32(&e->iocs[NKV_KV_DELETE], NKV_EFFECTS_CSUPP | NKV_EFFECTS_LBCC);
 			nkv_put32(&e->iocs[NKV_KV_EXIST], NKV_EFFECTS_CSUPP);
 			nkv_put32(&e->iocs[NKV_VS_RETRIEVE_RANGE], NKV_EFFECTS_CSUPP); /* built-in vendor */
+			nkv_put32(&e->iocs[NKV_VS_STORE_TTL], NKV_EFFECTS_CSUPP | NKV_EFFECTS_LBCC);
 			nkv_exec_effects(c->ss, e->iocs); /* the allowlisted vendor opcodes */
 		}
 		return sizeof(*e);

@@ -52,6 +52,13 @@ struct nkv_target {
 	unsigned stats_ms;
 	bool stats_stop;
 	atomic_uint auth_seq;          /* DH-HMAC-CHAP S1: random start, never 0 (auth.c) */
+	char gateway[128];             /* this gateway's name (cache shares, the eviction lease) */
+	pthread_t cache_thread;        /* evicts, expires and shares usage of cache namespaces (cache.c) */
+	pthread_cond_t cache_cv;
+	bool cache_stop;
+	atomic_uint caches;            /* cache namespaces open: the thread idles without */
+	nkv_cache_event_cb cache_cb;   /* evictions and expiries reported to it */
+	void *cache_cb_arg;
 	struct nkv_transport_reg *transports; /* running transports' gauges (lock) */
 };
 
@@ -108,6 +115,7 @@ struct nkv_ns {
 	 * stays in its subsystem's slot for the NSID (never freed while hosts may hold a stale pointer). */
 	atomic_uint active;
 	struct nkv_ns_counters stats;
+	struct nkv_cache *cache;  /* NULL: not a cache namespace (set before publication) */
 };
 
 struct nkv_subsys {
@@ -223,6 +231,7 @@ struct nkv_req {
 	void (*execute)(struct nkv_req *req);
 	struct nkv_ns *ns;
 	uint64_t start_ns;  /* parse time (CLOCK_MONOTONIC): the latency metrics */
+	uint32_t pin_reserved; /* pin quota bytes this Store reserved at parse (released at drop) */
 	struct nkv_kvio io;
 };
 
@@ -250,7 +259,33 @@ void nkv_req_drop(struct nkv_req *req);
 /** Copy controller data to the host buffer (up to req->length); records req->xfer. */
 void nkv_req_copy_out(struct nkv_req *req, const void *src, uint32_t len);
 
+/* ---- cache namespaces (cache.c) ---- */
+struct nkv_cache;
+/** Make @ns a cache namespace if @p (else ns->cache = NULL). @return 0, -EINVAL, -ENOMEM. */
+int nkv_cache_open(struct nkv_subsys *ss, struct nkv_ns *ns, const char *rados_ns, const struct nkv_cache_policy *p);
+/** Write this gateway's share one last time, hand the lease over, free (before the backend handle closes). */
+void nkv_cache_close(struct nkv_target *t, struct nkv_ns *ns);
+/** Store and Store TTL on any namespace: TTL, pin and limits into req->io. @return 0 or a status. */
+nkv_status nkv_cache_parse_store(struct nkv_req *req, uint32_t ttl_s, uint32_t flags);
+/** Retrieve and Exist on a cache namespace: expiry checked, last use refreshed. */
+void nkv_cache_parse_read(struct nkv_req *req);
+/** A completed Store or Delete: this gateway's share of the usage. */
+void nkv_cache_account(struct nkv_req *req);
+/** Release the pin quota a Store reserved at parse (idempotent). */
+void nkv_cache_unreserve(struct nkv_req *req);
+/** The cache's figures (metrics). */
+void nkv_cache_usage_of(struct nkv_cache *c, struct nkv_cache_usage *u);
+int nkv_cache_start(struct nkv_target *t);
+void nkv_cache_stop(struct nkv_target *t);
+
 /* ---- target (target.c) ---- */
+/**
+ * Call @fn on every published namespace of every subsystem, each held (nkv_ns_get) during the call,
+ * the subsystem held too. Called with t->lock held; drops it around each call. Stops early when
+ * *@stop turns true (read under the lock).
+ */
+void nkv_target_walk_ns(struct nkv_target *t, const bool *stop,
+			void (*fn)(struct nkv_subsys *ss, struct nkv_ns *ns, void *arg), void *arg);
 /** Free a subsystem (no references left, or the target is going): namespaces closed, hosts erased. */
 void nkv_subsys_free(struct nkv_subsys *ss);
 /** Namespaces published in @ss. */

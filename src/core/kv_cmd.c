@@ -2,7 +2,9 @@
  * kv_cmd.c - the Key Value I/O command set (CSI 01h): parse each SQE into a kvdev I/O or a status,
  * execute it on the namespace's backend, and map the result to a CQE. Vendor opcodes 80h-EFh are
  * the namespace's Exec allowlist (exec.c); F0h-FFh are rados-nkv's built-in vendor commands, served
- * on every KV namespace from the same table as the standard ones (Retrieve Range, F2h).
+ * on every KV namespace from the same table as the standard ones (Store TTL, F1h, and Retrieve
+ * Range, F2h). On a cache namespace (cache.c) Stores carry a TTL and pin, Retrieves and Exists check
+ * expiry, and completed Stores and Deletes are accounted.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -29,6 +31,7 @@ static const struct kv_op g_kv_ops[256] = {
 	[NKV_KV_DELETE] = {NKV_IO_DELETE, 1, true, true},
 	[NKV_KV_EXIST] = {NKV_IO_EXIST, 1, true, false},
 	[NKV_VS_RETRIEVE_RANGE] = {NKV_IO_RETRIEVE, 1, true, false},
+	[NKV_VS_STORE_TTL] = {NKV_IO_STORE, 1, true, true},
 };
 
 /* 80h-EFh: the namespace's Exec allowlist decides; F0h-FFh are built in (g_kv_ops). */
@@ -54,6 +57,7 @@ static void kv_done(struct nkv_kvio *io)
 		nkv_req_complete(req, st);
 		return;
 	}
+	nkv_cache_account(req);
 	/* Feature 20h: with EDNEK clear, deleting an absent key succeeds. */
 	if (io->op == NKV_IO_DELETE && rc == -ENOENT && !(c->kv_config & NKV_KV_CONFIG_EDNEK))
 		rc = 0;
@@ -136,6 +140,13 @@ nkv_status nkv_kv_parse(struct nkv_req *req)
 		io->flags = (opts & NKV_STORE_MUST_EXIST ? NKV_IO_MUST_EXIST : 0) |
 			    (opts & NKV_STORE_MUST_NOT_EXIST ? NKV_IO_MUST_NOT_EXIST : 0);
 		req->length = size;
+		if (cmd->opc == NKV_VS_STORE_TTL || req->ns->cache) {
+			nkv_status st = cmd->opc == NKV_VS_STORE_TTL
+						? nkv_cache_parse_store(req, nkv_get32(&cmd->cdw12), nkv_get32(&cmd->cdw13))
+						: nkv_cache_parse_store(req, NKV_TTL_DEFAULT, 0);
+			if (st)
+				return st;
+		}
 		break;
 	case NKV_IO_RETRIEVE:
 		if (cmd->opc == NKV_VS_RETRIEVE_RANGE) {
@@ -146,6 +157,7 @@ nkv_status nkv_kv_parse(struct nkv_req *req)
 		/* No value exceeds max_value, so a larger host buffer is only ever filled up to it (from
 		 * any offset: at most max_value - offset bytes remain). */
 		req->length = size < req->ns->max_value ? size : (uint32_t)req->ns->max_value;
+		nkv_cache_parse_read(req);
 		break;
 	case NKV_IO_LIST:
 		if (size < NKV_LIST_HDR) /* no room even for the key count */
@@ -153,6 +165,12 @@ nkv_status nkv_kv_parse(struct nkv_req *req)
 		if (size > nkv_ctrlr_max_xfer(c))
 			return ST(GENERIC, INVALID_FIELD);
 		req->length = size;
+		break;
+	case NKV_IO_EXIST:
+		nkv_cache_parse_read(req);
+		break;
+	case NKV_IO_DELETE:
+		io->cache = req->ns->cache != NULL; /* the backend reports what it removed (accounting) */
 		break;
 	default:
 		break;

@@ -61,6 +61,7 @@ int nkv_ns_reap(struct nkv_subsys *ss, struct nkv_ns *ns, unsigned wait_ms)
 			return -EBUSY;
 		nanosleep(&(struct timespec){0, 1000000}, NULL);
 	}
+	nkv_cache_close(ss->tgt, ns);
 	ss->tgt->be->ns_close(ns->kvns);
 	ns->kvns = NULL;
 	nkv_exec_free(ns);
@@ -219,8 +220,10 @@ void nkv_subsys_free(struct nkv_subsys *ss)
 		struct nkv_ns *ns = ss->slot[i];
 		if (!ns)
 			continue;
-		if (ns->kvns)
+		if (ns->kvns) {
+			nkv_cache_close(t, ns);
 			t->be->ns_close(ns->kvns);
+		}
 		nkv_exec_free(ns);
 		free(ns);
 	}

@@ -45,6 +45,7 @@ static unsigned op_of(uint8_t opc)
 {
 	switch (opc) {
 	case NKV_KV_STORE: return NKV_MOP_STORE;
+	case NKV_VS_STORE_TTL: return NKV_MOP_STORE;
 	case NKV_KV_RETRIEVE: return NKV_MOP_RETRIEVE;
 	case NKV_VS_RETRIEVE_RANGE: return NKV_MOP_RETRIEVE_RANGE;
 	case NKV_KV_DELETE: return NKV_MOP_DELETE;

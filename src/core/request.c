@@ -60,6 +60,7 @@ void nkv_req_exec(struct nkv_req *req)
 void nkv_req_drop(struct nkv_req *req)
 {
 	if (req->ns) {
+		nkv_cache_unreserve(req);
 		nkv_ns_put(req->ns);
 		req->ns = NULL;
 	}

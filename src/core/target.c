@@ -11,6 +11,50 @@
 #include "common/log.h"
 #include "core.h"
 
+void nkv_target_walk_ns(struct nkv_target *t, const bool *stop,
+			void (*fn)(struct nkv_subsys *ss, struct nkv_ns *ns, void *arg), void *arg)
+{
+	/* Subsystems may be removed live: hold each one while its namespaces are visited. */
+	struct nkv_subsys *ss = t->subsystems;
+	if (ss)
+		atomic_fetch_add(&ss->refs, 1);
+	while (ss && !*stop) {
+		pthread_mutex_unlock(&t->lock);
+		for (uint32_t i = 1; i <= NKV_MAX_NSID; i++) {
+			struct nkv_ns *ns = nkv_subsys_has_ns(ss, i) ? nkv_ns_get(ss, i) : NULL;
+			if (ns) {
+				fn(ss, ns, arg);
+				nkv_ns_put(ns);
+			}
+		}
+		pthread_mutex_lock(&t->lock);
+		struct nkv_subsys *next = ss->removed ? NULL : ss->next; /* a removed one: next pass */
+		if (next)
+			atomic_fetch_add(&next->refs, 1);
+		pthread_mutex_unlock(&t->lock);
+		nkv_subsys_put(ss);
+		pthread_mutex_lock(&t->lock);
+		ss = next;
+	}
+	if (ss) { /* stopped midway */
+		pthread_mutex_unlock(&t->lock);
+		nkv_subsys_put(ss);
+		pthread_mutex_lock(&t->lock);
+	}
+}
+
+static void stats_ns(struct nkv_subsys *ss, struct nkv_ns *ns, void *arg)
+{
+	struct nkv_target *t = arg;
+	struct nkv_kvns_info info;
+
+	(void)ss;
+	if (!t->stats_stop && t->be->ns_info(ns->kvns, &info) == 0) {
+		atomic_store(&ns->used, info.used);
+		atomic_store(&ns->capacity, info.capacity);
+	}
+}
+
 /* Usage (NUSE) and capacity (NSZE) change with every Store: refresh them off the I/O path, so
  * Identify answers from memory and never blocks a reactor on the cluster. */
 static void *stats_main(void *arg)
@@ -21,36 +65,7 @@ static void *stats_main(void *arg)
 	while (!t->stats_stop) {
 		struct timespec ts = nkv_abstime_in_ms(t->stats_ms);
 		pthread_cond_timedwait(&t->stats_cv, &t->lock, &ts);
-		/* Subsystems may be removed live: hold each one while its namespaces are asked. */
-		struct nkv_subsys *ss = t->subsystems;
-		if (ss)
-			atomic_fetch_add(&ss->refs, 1);
-		while (ss && !t->stats_stop) {
-			pthread_mutex_unlock(&t->lock);
-			for (uint32_t i = 1; i <= NKV_MAX_NSID && !t->stats_stop; i++) {
-				struct nkv_ns *ns = nkv_subsys_has_ns(ss, i) ? nkv_ns_get(ss, i) : NULL;
-				struct nkv_kvns_info info;
-				if (ns && t->be->ns_info(ns->kvns, &info) == 0) {
-					atomic_store(&ns->used, info.used);
-					atomic_store(&ns->capacity, info.capacity);
-				}
-				if (ns)
-					nkv_ns_put(ns);
-			}
-			pthread_mutex_lock(&t->lock);
-			struct nkv_subsys *next = ss->removed ? NULL : ss->next; /* a removed one: next pass */
-			if (next)
-				atomic_fetch_add(&next->refs, 1);
-			pthread_mutex_unlock(&t->lock);
-			nkv_subsys_put(ss);
-			pthread_mutex_lock(&t->lock);
-			ss = next;
-		}
-		if (ss) { /* stopped midway */
-			pthread_mutex_unlock(&t->lock);
-			nkv_subsys_put(ss);
-			pthread_mutex_lock(&t->lock);
-		}
+		nkv_target_walk_ns(t, &t->stats_stop, stats_ns, t);
 	}
 	pthread_mutex_unlock(&t->lock);
 	return NULL;
@@ -85,7 +100,18 @@ int nkv_target_create(const struct nkv_backend_conf *conf, struct nkv_target **o
 		free(t);
 		return rc;
 	}
+	snprintf(t->gateway, sizeof(t->gateway), "%s", conf && conf->gateway && *conf->gateway ? conf->gateway : "gateway");
 	if ((rc = -pthread_create(&t->stats_thread, NULL, stats_main, t)) < 0) {
+		be->close(t->dev);
+		free(t);
+		return rc;
+	}
+	if ((rc = nkv_cache_start(t)) < 0) {
+		pthread_mutex_lock(&t->lock);
+		t->stats_stop = true;
+		pthread_cond_signal(&t->stats_cv);
+		pthread_mutex_unlock(&t->lock);
+		pthread_join(t->stats_thread, NULL);
 		be->close(t->dev);
 		free(t);
 		return rc;
@@ -103,6 +129,7 @@ void nkv_target_destroy(struct nkv_target *t)
 	pthread_cond_signal(&t->stats_cv);
 	pthread_mutex_unlock(&t->lock);
 	pthread_join(t->stats_thread, NULL);
+	nkv_cache_stop(t);
 	while (t->subsystems) {
 		struct nkv_subsys *ss = t->subsystems;
 		t->subsystems = ss->next;
@@ -236,6 +263,10 @@ static int ns_open(struct nkv_subsys *ss, struct nkv_ns *ns, const struct nkv_ns
 		ns->max_value = nkv_ns_value_limit(ns);
 	if ((rc = nkv_exec_init(ss, ns, conf->exec, conf->nexec)) < 0)
 		goto fail;
+	if ((rc = nkv_cache_open(ss, ns, conf->rados_ns, conf->cache)) < 0) {
+		nkv_exec_free(ns);
+		goto fail;
+	}
 	memset(&ns->stats, 0, sizeof(ns->stats));
 	return 0;
 fail:

@@ -50,6 +50,7 @@ void h_init(int argc, char **argv, const char *name)
 	} else {
 		snprintf(H.pool, sizeof(H.pool), "nkv");
 	}
+	H.bc = bc;
 	if ((rc = nkv_target_create(&bc, &H.tgt)) < 0) {
 		fprintf(stderr, "%s: cannot create the %s target: %s\n", name, H.backend, strerror(-rc));
 		exit(1);
@@ -90,6 +91,32 @@ void h_add_ns(uint32_t nsid, const char *suffix, uint64_t max_value, bool read_o
 		fprintf(stderr, "cannot add nsid %u: %s\n", nsid, strerror(-rc));
 		exit(1);
 	}
+}
+
+void h_add_ns_cache(struct nkv_subsys *ss, uint32_t nsid, const char *suffix, const struct nkv_cache_policy *p)
+{
+	char ns[128];
+	snprintf(ns, sizeof(ns), "%s-%s", H.rados_ns, suffix);
+	struct nkv_ns_conf c = {.nsid = nsid, .rados_ns = ns, .cache = p};
+	int rc = nkv_ns_add(ss ? ss : H.ss, &c);
+	if (rc < 0) {
+		fprintf(stderr, "cannot add cache nsid %u: %s\n", nsid, strerror(-rc));
+		exit(1);
+	}
+}
+
+struct nkv_target *h_target_new(const char *gateway, struct nkv_subsys **ss)
+{
+	struct nkv_backend_conf bc = H.bc;
+	struct nkv_target *t;
+	int rc;
+
+	bc.gateway = gateway;
+	if ((rc = nkv_target_create(&bc, &t)) < 0 || (rc = nkv_subsys_add(t, SUBNQN, H.pool, ss)) < 0) {
+		fprintf(stderr, "cannot create target %s: %s\n", gateway, strerror(-rc));
+		exit(1);
+	}
+	return t;
 }
 
 struct h_ctrl {

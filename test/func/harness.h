@@ -29,6 +29,7 @@ struct h_env {
 	char pool[128];
 	char rados_ns[64];   /* unique per run, so runs never see each other's keys */
 	const char *ceph_conf, *keyring, *user;
+	struct nkv_backend_conf bc; /* what the target was created with (h_target_new) */
 	struct nkv_target *tgt;
 	struct nkv_subsys *ss;
 	const char *transport;    /* "loop", "tcp", "tcp-digest" or "shm" */
@@ -58,6 +59,10 @@ static inline bool h_dnr(const struct nkv_cqe *c)
 void h_init(int argc, char **argv, const char *name);
 /** Add namespace @nsid on RADOS namespace "<run-unique>-<suffix>". */
 void h_add_ns(uint32_t nsid, const char *suffix, uint64_t max_value, bool read_only);
+/** The same with a cache (@p; NULL: none) on subsystem @ss (NULL: the test's). Exits on failure. */
+void h_add_ns_cache(struct nkv_subsys *ss, uint32_t nsid, const char *suffix, const struct nkv_cache_policy *p);
+/** Another target (gateway @gateway) on the same backend, with the test's subsystem in it. */
+struct nkv_target *h_target_new(const char *gateway, struct nkv_subsys **ss);
 /** Connect and enable a controller, with its admin queue ready. Exits on failure. */
 struct h_ctrl *h_connect(void);
 void h_disconnect(struct h_ctrl *c);

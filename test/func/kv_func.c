@@ -316,14 +316,17 @@ static void test_range(struct h_qp *admin)
 		CHECK(st == SC(0, NKV_SC_DATA_SGL_LENGTH_INVALID), "range into a short buffer: %03x", st);
 	}
 	/* the other built-in vendor opcodes are not assigned: 01h, like any unknown opcode */
-	static const uint8_t unassigned[] = {0xf0, 0xf1, 0xf3, 0xf6, 0xfa, 0xfe};
+	static const uint8_t unassigned[] = {0xf0, 0xf3, 0xf6, 0xfa, 0xfe};
 	for (size_t i = 0; i < sizeof(unassigned); i++) {
 		bool c2h = nkv_opc_xfer(unassigned[i]) == NKV_XFER_C2H; /* the others without data */
 		st = h_kv(Q, unassigned[i], NS_MAIN, "range", 5, c2h ? 8 : 0, 0, c2h ? out : NULL, c2h ? 8 : 0, NULL, NULL);
 		CHECK(st == SC(0, NKV_SC_INVALID_OPCODE), "built-in vendor opcode %02xh (unassigned): %03x", unassigned[i],
 		      st);
 	}
-	/* Commands Supported and Effects (CSI 01h) lists F2h: read-only, no LBCC */
+	/* Store TTL (F1h) on a namespace without a cache: Invalid Field (nothing would expire it) */
+	st = h_kv(Q, NKV_VS_STORE_TTL, NS_MAIN, "ttl", 3, 4, 0, "abcd", 4, NULL, NULL);
+	CHECK(st == SC(0, NKV_SC_INVALID_FIELD), "Store TTL on a namespace without a cache: %03x", st);
+	/* Commands Supported and Effects (CSI 01h) lists F2h (read-only) and F1h (changes contents) */
 	{
 		static uint8_t log[4096];
 		struct nkv_sqe s = {.opc = NKV_ADM_GET_LOG_PAGE};
@@ -333,10 +336,11 @@ static void test_range(struct h_qp *admin)
 		const struct nkv_log_effects *e = (const struct nkv_log_effects *)log;
 		unsigned others = 0;
 		for (unsigned o = NKV_VS_OPC_FIRST; o < 256; o++)
-			others += o != NKV_VS_RETRIEVE_RANGE && nkv_get32(&e->iocs[o]) != 0;
-		CHECK(st == G && nkv_get32(&e->iocs[NKV_VS_RETRIEVE_RANGE]) == NKV_EFFECTS_CSUPP && others == 0,
-		      "effects log: F2h CSUPP only (%#x), no other F0h-FFh (%u)", nkv_get32(&e->iocs[NKV_VS_RETRIEVE_RANGE]),
-		      others);
+			others += o != NKV_VS_RETRIEVE_RANGE && o != NKV_VS_STORE_TTL && nkv_get32(&e->iocs[o]) != 0;
+		CHECK(st == G && nkv_get32(&e->iocs[NKV_VS_RETRIEVE_RANGE]) == NKV_EFFECTS_CSUPP &&
+			      nkv_get32(&e->iocs[NKV_VS_STORE_TTL]) == (NKV_EFFECTS_CSUPP | NKV_EFFECTS_LBCC) && others == 0,
+		      "effects log: F2h CSUPP (%#x), F1h CSUPP|LBCC (%#x), no other F0h-FFh (%u)",
+		      nkv_get32(&e->iocs[NKV_VS_RETRIEVE_RANGE]), nkv_get32(&e->iocs[NKV_VS_STORE_TTL]), others);
 	}
 	free(val);
 	free(out);

@@ -1,0 +1,580 @@
+/*
+ * cache_func.c - cache namespaces (docs/cache.md) end to end, through the target: TTL expiry as
+ * hosts see it (and through a second gateway), the reaper's bound, pins and the pin quota, tenant
+ * isolation under churn, eviction quality (sampled LRU against FIFO on a Zipf(0.99) workload),
+ * byte-/token-hours against their closed form (and across a restart), the eviction lease (one
+ * gateway evicts; a killed holder hands it over after its lease).
+ *
+ * Usage: cache_func mem|rados [loop]. The two-gateway, restart and lease parts need RADOS (a second
+ * mem target shares nothing). `cache_func lease-child NS` is the holder the lease part kills.
+ */
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "harness.h"
+
+enum { NS_TTL = 1, NS_DEF, NS_PIN, NS_A, NS_B, NS_LRU, NS_FIFO, NS_TOK, NS_TWO, NS_LEASE };
+
+static struct h_qp *Q;
+static bool g_rados;
+
+/* A gateway: a target with its own controller and queue (the test's is H's). */
+struct gw {
+	struct nkv_target *tgt;
+	struct nkv_subsys *ss;
+	struct nkv_loop_ctrlr *c;
+	struct nkv_loop_qp *qp;
+};
+
+static void gw_open(struct gw *g, const char *name)
+{
+	g->tgt = h_target_new(name, &g->ss);
+	if (nkv_loop_connect(g->tgt, SUBNQN, HOSTNQN, &g->c) < 0 || nkv_loop_enable(g->c) < 0 ||
+	    nkv_loop_qp_create(g->c, 1, 32, &g->qp) < 0) {
+		fprintf(stderr, "gateway %s: cannot connect\n", name);
+		exit(1);
+	}
+}
+
+static void gw_close(struct gw *g)
+{
+	nkv_loop_qp_destroy(g->qp);
+	nkv_loop_disconnect(g->c);
+	nkv_target_destroy(g->tgt);
+	memset(g, 0, sizeof(*g));
+}
+
+static unsigned status_of(int rc, const struct nkv_cqe *c)
+{
+	return rc < 0 ? 0xfff : h_status(c);
+}
+
+/* Run @s with @buf on gateway @g (NULL: the test's own queue). */
+static unsigned run(struct gw *g, struct nkv_sqe *s, void *buf, uint32_t len, uint32_t *xfer)
+{
+	struct nkv_cqe c;
+	int rc = g ? nkv_loop_qp_exec(g->qp, s, buf, len, &c, xfer) : h_exec(Q, s, buf, len, &c, xfer);
+	return status_of(rc, &c);
+}
+
+static void keyf(char *k, const char *p, unsigned i)
+{
+	snprintf(k, 17, "%s%u", p, i);
+}
+
+/* Store TTL (F1h) of @len deterministic bytes (seed @seed). */
+static unsigned put_ttl(struct gw *g, uint32_t nsid, const char *key, uint32_t len, uint64_t seed, uint32_t ttl,
+			bool pin)
+{
+	static uint8_t buf[1 << 16];
+	struct nkv_sqe s;
+	h_fill(buf, len, seed);
+	nkv_sqe_store_ttl(&s, nsid, (const uint8_t *)key, (unsigned)strlen(key), len, 0, ttl, pin ? NKV_TTL_PIN : 0);
+	return run(g, &s, buf, len, NULL);
+}
+
+/* A standard Store (01h) with options @opts. */
+static unsigned put(struct gw *g, uint32_t nsid, const char *key, uint32_t len, uint64_t seed, unsigned opts)
+{
+	static uint8_t buf[1 << 16];
+	struct nkv_sqe s;
+	h_fill(buf, len, seed);
+	nkv_sqe_kv(&s, NKV_KV_STORE, nsid, (const uint8_t *)key, (unsigned)strlen(key), len, opts);
+	return run(g, &s, buf, len, NULL);
+}
+
+/* Retrieve: 0 with the right bytes, the status otherwise (0x1ff: wrong bytes). */
+static unsigned get(struct gw *g, uint32_t nsid, const char *key, uint32_t len, uint64_t seed)
+{
+	static uint8_t buf[1 << 16];
+	struct nkv_sqe s;
+	uint32_t xfer = 0;
+	nkv_sqe_kv(&s, NKV_KV_RETRIEVE, nsid, (const uint8_t *)key, (unsigned)strlen(key), len, 0);
+	unsigned st = run(g, &s, buf, len, &xfer);
+	if (st == 0 && (xfer != len || !h_verify(buf, len, seed)))
+		return 0x1ff;
+	return st;
+}
+
+static unsigned op(struct gw *g, uint8_t opc, uint32_t nsid, const char *key)
+{
+	struct nkv_sqe s;
+	nkv_sqe_kv(&s, opc, nsid, (const uint8_t *)key, (unsigned)strlen(key), 0, 0);
+	return run(g, &s, NULL, 0, NULL);
+}
+
+static struct nkv_cache_usage usage(struct nkv_subsys *ss, uint32_t nsid)
+{
+	struct nkv_cache_usage u;
+	int rc = nkv_ns_cache_usage(ss ? ss : H.ss, nsid, &u);
+	if (rc < 0) {
+		fprintf(stderr, "usage of nsid %u: %s\n", nsid, strerror(-rc));
+		exit(1);
+	}
+	return u;
+}
+
+static void sleep_ms(unsigned ms)
+{
+	nanosleep(&(struct timespec){ms / 1000, (long)(ms % 1000) * 1000000L}, NULL);
+}
+
+/* Poll Retrieve until 87h; @return ms from @t0 (monotonic) when first seen gone, or -1 by @limit_ms. */
+static long gone_after(struct gw *g, uint32_t nsid, const char *key, uint32_t len, uint64_t seed, uint64_t t0,
+		       unsigned limit_ms)
+{
+	while (nkv_now_ms() < t0 + limit_ms) {
+		uint64_t before = nkv_now_ms();
+		unsigned st = get(g, nsid, key, len, seed);
+		if (st == SC(0, NKV_SC_KV_KEY_NOT_EXIST))
+			return (long)(before - t0);
+		if (st != 0)
+			return -2;
+		sleep_ms(10);
+	}
+	return -1;
+}
+
+#define GONE SC(0, NKV_SC_KV_KEY_NOT_EXIST)
+/* A check whose figures the run reports (printed when it passes too). */
+#define MEASURE(cond, ...)                                                                         \
+	do {                                                                                       \
+		CHECK(cond, __VA_ARGS__);                                                          \
+		printf("  ");                                                                      \
+		printf(__VA_ARGS__);                                                               \
+		putchar('\n');                                                                     \
+	} while (0)
+
+static void test_ttl(void)
+{
+	/* Expiry at TTL as the host sees it: within [2000, 2000 + a poll and a round trip] ms */
+	uint64_t t0 = nkv_now_ms();
+	CHECK(put_ttl(NULL, NS_TTL, "t1", 4096, 1, 2, false) == 0, "store TTL 2 s");
+	CHECK(get(NULL, NS_TTL, "t1", 4096, 1) == 0 && op(NULL, NKV_KV_EXIST, NS_TTL, "t1") == 0, "retrievable before");
+	long ms = gone_after(NULL, NS_TTL, "t1", 4096, 1, t0, 4000);
+	MEASURE(ms >= 1990 && ms <= 2150, "TTL 2 s: gone for Retrieve after %ld ms (2000 .. 2150)", ms);
+	CHECK(op(NULL, NKV_KV_EXIST, NS_TTL, "t1") == GONE, "and for Exist");
+	/* A Store refreshes the TTL */
+	t0 = nkv_now_ms();
+	CHECK(put_ttl(NULL, NS_TTL, "t2", 100, 2, 2, false) == 0, "store TTL 2 s");
+	sleep_ms(1500);
+	CHECK(put_ttl(NULL, NS_TTL, "t2", 100, 3, 2, false) == 0, "stored again at 1.5 s, TTL 2 s");
+	sleep_ms(1000);
+	CHECK(get(NULL, NS_TTL, "t2", 100, 3) == 0, "still there at 2.5 s (the new value)");
+	ms = gone_after(NULL, NS_TTL, "t2", 100, 3, t0, 6000);
+	MEASURE(ms >= 3490 && ms <= 3700, "refreshed TTL: gone after %ld ms (3500 .. 3700)", ms);
+	/* Must-not-exist replaces an expired entry; must-exist does not see it */
+	CHECK(put(NULL, NS_TTL, "t2", 100, 4, NKV_STORE_MUST_EXIST) == GONE, "must-exist Store of an expired key: 87h");
+	CHECK(put(NULL, NS_TTL, "t2", 100, 5, NKV_STORE_MUST_NOT_EXIST) == 0, "must-not-exist Store over an expired key");
+	CHECK(get(NULL, NS_TTL, "t2", 100, 5) == 0, "and it reads back (no TTL: the namespace has no default)");
+	CHECK(put(NULL, NS_TTL, "t2", 100, 6, NKV_STORE_MUST_NOT_EXIST) == SC(0, NKV_SC_KV_KEY_EXISTS),
+	      "must-not-exist Store over a live key: 89h");
+	/* The namespace's default TTL applies to standard Stores; NKV_TTL_NONE opts out; max TTL cuts */
+	t0 = nkv_now_ms();
+	CHECK(put(NULL, NS_DEF, "d1", 64, 7, 0) == 0 && put_ttl(NULL, NS_DEF, "d2", 64, 8, NKV_TTL_NONE, false) == 0 &&
+		      put_ttl(NULL, NS_DEF, "d3", 64, 9, 1000, false) == 0,
+	      "standard Store, TTL none, TTL 1000 s on a namespace with default 1 s and max 2 s");
+	ms = gone_after(NULL, NS_DEF, "d1", 64, 7, t0, 3000);
+	MEASURE(ms >= 990 && ms <= 1200, "default TTL: gone after %ld ms", ms);
+	ms = gone_after(NULL, NS_DEF, "d3", 64, 9, t0, 4000);
+	MEASURE(ms >= 1990 && ms <= 2200, "TTL cut to the max (2 s): gone after %ld ms", ms);
+	CHECK(get(NULL, NS_DEF, "d2", 64, 8) == GONE, "TTL none is cut to the max too");
+	/* Delete of an expired key: absent to the host (87h with EDNEK, the default), and removed */
+	CHECK(op(NULL, NKV_KV_DELETE, NS_DEF, "d3") == GONE, "Delete of an expired key: 87h");
+	CHECK(op(NULL, NKV_KV_DELETE, NS_DEF, "d3") == GONE, "and again");
+}
+
+/* The reaper removes expired entries within reap_interval + keys / reap_rate (+ ticks). */
+static void test_reaper(void)
+{
+	struct nkv_cache_usage u0 = usage(NULL, NS_TTL);
+	char k[17];
+	for (unsigned i = 0; i < 20; i++) {
+		keyf(k, "r", i);
+		CHECK(put_ttl(NULL, NS_TTL, k, 512, i, 1, false) == 0, "store %s TTL 1 s", k);
+	}
+	uint64_t t0 = nkv_now_ms();
+	struct nkv_cache_usage u;
+	do {
+		sleep_ms(50);
+		u = usage(NULL, NS_TTL);
+	} while (u.expirations < u0.expirations + 20 && nkv_now_ms() < t0 + 10000);
+	long ms = (long)(nkv_now_ms() - t0);
+	/* TTL 1 s + interval 1 s + 20 keys at 2000/s + 2 ticks + slack */
+	MEASURE(u.expirations == u0.expirations + 20, "reaper removed %llu of 20 expired entries in %ld ms",
+	      (unsigned long long)(u.expirations - u0.expirations), ms);
+	CHECK(ms <= 1000 + 1000 + 300 + 500, "within the bound: %ld ms <= 2800", ms);
+	CHECK(u.expired_bytes - u0.expired_bytes == 20 * 512, "expired bytes %llu",
+	      (unsigned long long)(u.expired_bytes - u0.expired_bytes));
+	if (g_rados) { /* the objects themselves are gone */
+		char ns[160];
+		snprintf(ns, sizeof(ns), "%s-ttl", H.rados_ns);
+		CHECK(h_ceph_tool("rados", "-p", H.pool, "-N", ns, "stat", "7230", NULL) != 0 &&
+			      h_ceph_tool("rados", "-p", H.pool, "-N", ns, "stat", "723139", NULL) != 0,
+		      "rados stat: objects r0 and r19 removed");
+	}
+}
+
+static void test_pins(void)
+{
+	char k[17];
+	CHECK(put_ttl(NULL, NS_PIN, "nottl", 100, 1, 0, true) == SC(0, NKV_SC_INVALID_FIELD),
+	      "pin without a TTL (no default): Invalid Field");
+	CHECK(put_ttl(NULL, NS_PIN, "nottl", 100, 1, NKV_TTL_NONE, true) == SC(0, NKV_SC_INVALID_FIELD),
+	      "pin with TTL none: Invalid Field");
+	for (unsigned i = 0; i < 4; i++) {
+		keyf(k, "p", i);
+		CHECK(put_ttl(NULL, NS_PIN, k, 16384, 100 + i, 120, true) == 0, "pin %s (16 KiB, quota 64 KiB)", k);
+	}
+	CHECK(put_ttl(NULL, NS_PIN, "p4", 16384, 104, 120, true) == SC(0, NKV_SC_KV_CAPACITY_EXCEEDED),
+	      "fifth pin past the quota: 81h");
+	CHECK(op(NULL, NKV_KV_EXIST, NS_PIN, "p4") == GONE, "the refused value is not stored");
+	CHECK(put_ttl(NULL, NS_PIN, "p4", 16384, 104, 120, false) == 0, "the same value unpinned is stored");
+	struct nkv_cache_usage u = usage(NULL, NS_PIN);
+	MEASURE(u.pinned_bytes == 65536 && u.pinned_keys == 4 && u.keys == 5 && u.used_bytes == 5 * 16384,
+	      "usage: pinned %llu B / %llu keys, %llu keys, %llu B", (unsigned long long)u.pinned_bytes,
+	      (unsigned long long)u.pinned_keys, (unsigned long long)u.keys, (unsigned long long)u.used_bytes);
+	CHECK(put(NULL, NS_PIN, "p0", 16384, 200, 0) == 0, "p0 replaced by an automatic entry");
+	CHECK(usage(NULL, NS_PIN).pinned_bytes == 49152, "pinned bytes drop with it");
+	CHECK(put_ttl(NULL, NS_PIN, "p5", 16384, 105, 120, true) == 0, "so a new pin fits");
+	CHECK(op(NULL, NKV_KV_DELETE, NS_PIN, "p5") == 0 && usage(NULL, NS_PIN).pinned_bytes == 49152,
+	      "deleting a pin releases its quota");
+}
+
+/*
+ * Tenant A churns 5x its capacity while B's working set is retrieved between A's Stores: B stays
+ * 100% resident, A's pinned entries survive, A never holds more than capacity + overshoot.
+ */
+static void test_isolation(void)
+{
+	const uint64_t cap = 512 << 10, hard = cap + cap / 10;
+	const uint32_t vs = 4096;
+	char k[17];
+	unsigned b_miss = 0, refused = 0;
+	uint64_t max_used = 0;
+
+	for (unsigned i = 0; i < 32; i++) {
+		keyf(k, "b", i);
+		CHECK(put(NULL, NS_B, k, vs, 5000 + i, 0) == 0, "B stores %s", k);
+	}
+	for (unsigned i = 0; i < 8; i++) {
+		keyf(k, "pin", i);
+		CHECK(put_ttl(NULL, NS_A, k, vs, 7000 + i, 300, true) == 0, "A pins %s", k);
+	}
+	unsigned n = (unsigned)(5 * cap / vs);
+	for (unsigned i = 0; i < n; i++) {
+		keyf(k, "a", i);
+		unsigned st;
+		while ((st = put(NULL, NS_A, k, vs, i, 0)) == SC(0, NKV_SC_KV_CAPACITY_EXCEEDED)) {
+			refused++; /* past the hard limit until the evictor catches up: the host retries */
+			sleep_ms(5);
+		}
+		CHECK(st == 0, "A stores %s: %03x", k, st);
+		uint64_t used = usage(NULL, NS_A).used_bytes;
+		max_used = used > max_used ? used : max_used;
+		if (i % 16 == 0)
+			for (unsigned j = 0; j < 32; j++) {
+				keyf(k, "b", j);
+				b_miss += get(NULL, NS_B, k, vs, 5000 + j) != 0;
+			}
+		if (!g_rados && i % 8 == 0)
+			sleep_ms(1); /* in memory a Store takes microseconds: give the evictor's ticks a chance */
+	}
+	MEASURE(b_miss == 0, "B's working set stayed resident: %u misses in %u reads", b_miss, n / 16 * 32);
+	MEASURE(max_used <= hard, "A's usage peaked at %llu B <= capacity %llu + overshoot = %llu (Stores refused "
+	      "meanwhile: %u)", (unsigned long long)max_used, (unsigned long long)cap, (unsigned long long)hard, refused);
+	unsigned pins = 0;
+	for (unsigned i = 0; i < 8; i++) {
+		keyf(k, "pin", i);
+		pins += get(NULL, NS_A, k, vs, 7000 + i) == 0;
+	}
+	MEASURE(pins == 8, "A's pinned entries survived the churn: %u of 8", pins);
+	/* What is really there: every key probed */
+	uint64_t resident = 0;
+	for (unsigned i = 0; i < n; i++) {
+		keyf(k, "a", i);
+		resident += op(NULL, NKV_KV_EXIST, NS_A, k) == 0 ? vs : 0;
+	}
+	struct nkv_cache_usage u = usage(NULL, NS_A);
+	MEASURE(resident + 8 * vs <= hard && u.used_bytes == resident + 8 * vs,
+	      "A holds %llu B (probed) = usage %llu B, evictions %llu", (unsigned long long)(resident + 8 * vs),
+	      (unsigned long long)u.used_bytes, (unsigned long long)u.evictions);
+	struct nkv_cache_usage ub = usage(NULL, NS_B);
+	CHECK(ub.evictions == 0 && ub.keys == 32, "B: no evictions, 32 keys (%llu, %llu)",
+	      (unsigned long long)ub.evictions, (unsigned long long)ub.keys);
+}
+
+/* Zipf(0.99) ranks over @n keys: the inverse of the cumulative weights. */
+static unsigned zipf(const double *cdf, unsigned n, uint64_t *rs)
+{
+	double u = (double)(h_rand(rs) >> 11) / (double)(1ull << 53);
+	unsigned lo = 0, hi = n - 1;
+	while (lo < hi) {
+		unsigned mid = (lo + hi) / 2;
+		if (cdf[mid] < u)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * Eviction quality: a read-through cache (miss -> Store) on a Zipf(0.99) workload over 3x the
+ * capacity, the same sequence on an LRU and a FIFO namespace, interleaved.
+ */
+static void test_zipf(void)
+{
+	enum { KEYS = 600, OPS = 6000 };
+	static double cdf[KEYS];
+	double sum = 0;
+	for (unsigned i = 0; i < KEYS; i++)
+		sum += 1.0 / pow(i + 1, 0.99);
+	double acc = 0;
+	for (unsigned i = 0; i < KEYS; i++) {
+		acc += 1.0 / pow(i + 1, 0.99) / sum;
+		cdf[i] = acc;
+	}
+	uint64_t rs = 42;
+	unsigned hits[2] = {0, 0};
+	const uint32_t nsids[2] = {NS_LRU, NS_FIFO};
+	char k[17];
+	for (unsigned i = 0; i < OPS; i++) {
+		unsigned r = zipf(cdf, KEYS, &rs);
+		/* ranks scattered over the key space, so hot keys are not adjacent in any order */
+		unsigned key = (unsigned)((r * 2654435761u) % 1000003u);
+		keyf(k, "z", key);
+		for (unsigned j = 0; j < 2; j++) {
+			if (get(NULL, nsids[j], k, 1024, key) == 0) {
+				hits[j]++;
+			} else {
+				unsigned st = put(NULL, nsids[j], k, 1024, key, 0);
+				CHECK(st == 0 || st == SC(0, NKV_SC_KV_CAPACITY_EXCEEDED), "fill %s: %03x", k, st);
+			}
+		}
+		if (!g_rados)
+			sleep_ms(1); /* pace the in-memory run so that eviction keeps up as it does on RADOS */
+	}
+	double lru = 100.0 * hits[0] / OPS, fifo = 100.0 * hits[1] / OPS;
+	printf("zipf(0.99), %u keys, capacity %u keys, %u reads: hit ratio LRU %.1f %%, FIFO %.1f %%\n", KEYS,
+	       KEYS / 3, OPS, lru, fifo);
+	MEASURE(lru >= fifo + 3.0, "sampled LRU beats FIFO clearly: %.1f %% vs %.1f %%", lru, fifo);
+	struct nkv_cache_usage u = usage(NULL, NS_LRU);
+	CHECK(u.keys <= KEYS / 3 + KEYS / 30 && u.evictions > 0, "LRU namespace: %llu keys (capacity %u), %llu evictions",
+	      (unsigned long long)u.keys, KEYS / 3, (unsigned long long)u.evictions);
+}
+
+/* Byte-hours: charged at the pin for its TTL, refunded for the time not used. */
+static void test_token_hours(void)
+{
+	struct nkv_cache_usage u0 = usage(NULL, NS_TOK);
+	CHECK(put_ttl(NULL, NS_TOK, "h1", 8192, 1, 2, true) == 0 && put_ttl(NULL, NS_TOK, "h2", 16384, 2, 3, true) == 0 &&
+		      put_ttl(NULL, NS_TOK, "h3", 4096, 3, 4, true) == 0,
+	      "pinned 8 KiB for 2 s, 16 KiB for 3 s, 4 KiB for 4 s");
+	uint64_t stored = nkv_unix_ms();
+	sleep_ms(1000);
+	uint64_t a = nkv_unix_ms();
+	CHECK(op(NULL, NKV_KV_DELETE, NS_TOK, "h2") == 0, "16 KiB pin deleted after about 1 s");
+	uint64_t b = nkv_unix_ms();
+	sleep_ms(3200); /* all expired */
+	double used_s = (double)((a + b) / 2 - stored) / 1000.0; /* h2's time held, +- the round trips */
+	double expect = (8192.0 * 2 + 16384.0 * used_s + 4096.0 * 4) / 3600.0;
+	struct nkv_cache_usage u = usage(NULL, NS_TOK);
+	double got = u.byte_hours - u0.byte_hours;
+	MEASURE(fabs(got - expect) <= expect * 0.01, "byte-hours %.4f, closed form %.4f (within 1 %%)", got, expect);
+	CHECK(fabs(u.token_hours - u.byte_hours / 4096.0) < 1e-9, "token-hours = byte-hours / 4096: %.6f", u.token_hours);
+	CHECK(u.pinned_bytes >= 8192 + 4096 || u.expirations > 0, "pinned bytes count expired pins until reaped");
+}
+
+/* ---- RADOS only: gateways sharing a namespace ---------------------------------------------------- */
+
+static struct nkv_cache_policy two_policy(void)
+{
+	return (struct nkv_cache_policy){.capacity_bytes = 256 << 10, .reap_interval_s = 1, .lease_ms = 2000,
+					 .touch_interval_ms = 200};
+}
+
+static void test_two_gateways(void)
+{
+	struct nkv_cache_policy p = two_policy();
+	struct gw g2;
+	char k[17];
+
+	gw_open(&g2, "gw-b");
+	h_add_ns_cache(g2.ss, NS_TWO, "two", &p);
+	/* TTL through the other gateway */
+	uint64_t t0 = nkv_now_ms();
+	CHECK(put_ttl(NULL, NS_TWO, "x1", 1000, 1, 2, false) == 0, "gateway A stores TTL 2 s");
+	CHECK(get(&g2, NS_TWO, "x1", 1000, 1) == 0, "gateway B retrieves it");
+	long ms = gone_after(&g2, NS_TWO, "x1", 1000, 1, t0, 4000);
+	MEASURE(ms >= 1990 && ms <= 2150, "gone through gateway B after %ld ms", ms);
+	CHECK(op(NULL, NKV_KV_EXIST, NS_TWO, "x1") == GONE, "and through A");
+	/* One lease holder */
+	sleep_ms(1500);
+	bool ea = usage(NULL, NS_TWO).evicting, eb = usage(g2.ss, NS_TWO).evicting;
+	MEASURE(ea != eb, "exactly one gateway holds the eviction lease (A %d, B %d)", ea, eb);
+	/* Both write 2x the capacity: one evicts, to the low watermark and not far below */
+	for (unsigned i = 0; i < 128; i++) {
+		keyf(k, "w", i);
+		unsigned st;
+		while ((st = put(i % 2 ? &g2 : NULL, NS_TWO, k, 4096, i, 0)) == SC(0, NKV_SC_KV_CAPACITY_EXCEEDED))
+			sleep_ms(5);
+		CHECK(st == 0, "store %s through gateway %c", k, i % 2 ? 'B' : 'A');
+	}
+	sleep_ms(3000); /* shares synced, eviction done */
+	struct nkv_cache_usage ua = usage(NULL, NS_TWO), ub = usage(g2.ss, NS_TWO);
+	uint64_t resident = 0;
+	for (unsigned i = 0; i < 128; i++) {
+		keyf(k, "w", i);
+		resident += op(NULL, NKV_KV_EXIST, NS_TWO, k) == 0 ? 4096 : 0;
+	}
+	uint64_t low = (256 << 10) / 100 * 90;
+	MEASURE(ua.used_bytes == resident && ub.used_bytes == resident, "both see the usage: A %llu, B %llu, probed %llu",
+	      (unsigned long long)ua.used_bytes, (unsigned long long)ub.used_bytes, (unsigned long long)resident);
+	MEASURE(resident <= 256 << 10 && resident + 16 * 4096 >= low,
+	      "evicted to %llu B: under capacity, not below the low watermark %llu by more than one round",
+	      (unsigned long long)resident, (unsigned long long)low);
+	MEASURE(ua.evictions == ub.evictions && ua.evictions == 128 - resident / 4096 && ua.gateways == 2,
+	      "evictions counted once: %llu (A) %llu (B), %u gateways", (unsigned long long)ua.evictions,
+	      (unsigned long long)ub.evictions, ua.gateways);
+	gw_close(&g2);
+}
+
+/* The lease holder is killed: another gateway takes over after the lease (2 s). */
+static void test_lease_handover(const char *self)
+{
+	struct nkv_cache_policy p = two_policy();
+	int fd[2];
+	char ns[160];
+
+	snprintf(ns, sizeof(ns), "%s-lease", H.rados_ns);
+	if (pipe(fd) < 0)
+		return;
+	pid_t pid = fork();
+	if (pid == 0) { /* a fresh process: librados must not be used across fork */
+		dup2(fd[1], 3); /* the child says 'L' on descriptor 3 once it holds the lease */
+		execl(self, self, "lease-child", ns, (char *)NULL);
+		_exit(127);
+	}
+	close(fd[1]);
+	char c = 0;
+	CHECK(read(fd[0], &c, 1) == 1 && c == 'L', "the child gateway holds the lease");
+	close(fd[0]);
+	struct gw g2;
+	gw_open(&g2, "gw-c");
+	struct nkv_ns_conf nc = {.nsid = NS_LEASE, .rados_ns = ns, .cache = &p};
+	CHECK(nkv_ns_add(g2.ss, &nc) == 0, "another gateway serves the namespace");
+	sleep_ms(1500);
+	CHECK(!usage(g2.ss, NS_LEASE).evicting, "it does not take the lease from a live holder");
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	uint64_t t0 = nkv_now_ms();
+	while (!usage(g2.ss, NS_LEASE).evicting && nkv_now_ms() < t0 + 10000)
+		sleep_ms(20);
+	long ms = (long)(nkv_now_ms() - t0);
+	MEASURE(usage(g2.ss, NS_LEASE).evicting && ms <= 2000 + 700 + 500,
+	      "holder killed: the lease handed over after %ld ms (lease 2000 ms, renewal every third)", ms);
+	gw_close(&g2);
+}
+
+static int lease_child(const char *ns)
+{
+	struct nkv_cache_policy p = two_policy();
+	struct nkv_subsys *ss;
+	char *argv[] = {"cache_func", "rados", NULL};
+
+	h_init(2, argv, "cache_func-child");
+	struct nkv_target *t = h_target_new("gw-kill", &ss);
+	struct nkv_ns_conf nc = {.nsid = 1, .rados_ns = ns, .cache = &p};
+	if (nkv_ns_add(ss, &nc) < 0)
+		return 1;
+	struct nkv_cache_usage u;
+	for (int i = 0; i < 200; i++) {
+		if (nkv_ns_cache_usage(ss, 1, &u) == 0 && u.evicting) {
+			if (write(3, "L", 1) != 1)
+				return 1;
+			for (;;)
+				pause(); /* until killed */
+		}
+		sleep_ms(50);
+	}
+	(void)t;
+	return 1;
+}
+
+/* Byte-hours and usage survive a restart of the gateway (they are its share in RADOS). */
+static void test_restart(void)
+{
+	struct nkv_cache_policy p = {.bytes_per_token = 1000};
+	struct gw g;
+	gw_open(&g, "gw-r");
+	h_add_ns_cache(g.ss, 1, "restart", &p);
+	CHECK(put_ttl(&g, 1, "q1", 10000, 1, 36, true) == 0 && put(&g, 1, "q2", 500, 2, 0) == 0,
+	      "pinned 10000 B for 36 s, stored 500 B");
+	struct nkv_cache_usage before = usage(g.ss, 1);
+	MEASURE(fabs(before.byte_hours - 100.0) < 1e-9 && fabs(before.token_hours - 0.1) < 1e-12,
+	      "charged 100 byte-hours = 0.1 token-hours (%.6f, %.6f)", before.byte_hours, before.token_hours);
+	gw_close(&g);
+	gw_open(&g, "gw-r");
+	h_add_ns_cache(g.ss, 1, "restart", &p);
+	sleep_ms(600); /* the share is read back on the cache thread's first tick */
+	struct nkv_cache_usage after = usage(g.ss, 1);
+	MEASURE(fabs(after.byte_hours - before.byte_hours) < 1e-9 && after.used_bytes == 10500 && after.keys == 2 &&
+		      after.pinned_bytes == 10000,
+	      "after a restart: %.6f byte-hours, %llu B, %llu keys, %llu pinned B", after.byte_hours,
+	      (unsigned long long)after.used_bytes, (unsigned long long)after.keys,
+	      (unsigned long long)after.pinned_bytes);
+	gw_close(&g);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 2 && strcmp(argv[1], "lease-child") == 0)
+		return lease_child(argv[2]);
+	h_init(argc, argv, "cache_func");
+	g_rados = strcmp(H.backend, "rados") == 0;
+	struct nkv_cache_policy ttl = {.reap_interval_s = 1};
+	struct nkv_cache_policy def = {.default_ttl_s = 1, .max_ttl_s = 2};
+	struct nkv_cache_policy pin = {.pin_quota_bytes = 65536};
+	struct nkv_cache_policy part = {.capacity_bytes = 512 << 10, .touch_interval_ms = 200};
+	struct nkv_cache_policy lru = {.capacity_keys = 200, .touch_interval_ms = 100};
+	struct nkv_cache_policy fifo = {.capacity_keys = 200, .eviction = NKV_EVICT_FIFO};
+	struct nkv_cache_policy tok = {.bytes_per_token = 4096};
+	h_add_ns_cache(NULL, NS_TTL, "ttl", &ttl);
+	h_add_ns_cache(NULL, NS_DEF, "def", &def);
+	h_add_ns_cache(NULL, NS_PIN, "pin", &pin);
+	h_add_ns_cache(NULL, NS_A, "a", &part);
+	h_add_ns_cache(NULL, NS_B, "b", &part);
+	h_add_ns_cache(NULL, NS_LRU, "lru", &lru);
+	h_add_ns_cache(NULL, NS_FIFO, "fifo", &fifo);
+	h_add_ns_cache(NULL, NS_TOK, "tok", &tok);
+	if (g_rados) {
+		struct nkv_cache_policy two = two_policy();
+		h_add_ns_cache(NULL, NS_TWO, "two", &two);
+	}
+	struct h_ctrl *c = h_connect();
+	Q = h_qp_create(c, 1, 32);
+	if (!Q)
+		return 1;
+	test_ttl();
+	test_reaper();
+	test_pins();
+	test_isolation();
+	test_zipf();
+	test_token_hours();
+	if (g_rados) {
+		test_two_gateways();
+		test_lease_handover(argv[0][0] == '/' ? argv[0] : "/proc/self/exe");
+		test_restart();
+	}
+	h_qp_destroy(Q);
+	h_disconnect(c);
+	return h_finish();
+}
