@@ -18,6 +18,8 @@ PKGS=(
   python3-tqdm                      # nkv-weights / the vLLM loader: progress bars (and their test)
   libmicrohttpd-dev                 # the daemon's --metrics (Prometheus) endpoint
   python3-prometheus-client         # metrics_* tests: the Prometheus text parser
+  libzmq3-dev libmsgpack-dev        # the daemon's --events (ZMQ PUB, msgpack payloads)
+  python3-zmq python3-msgpack       # events_* tests: the subscriber and the payload decoder
 )
 
 bash "$(dirname "$0")/apt-install.sh" deps "${PKGS[@]}"

@@ -118,7 +118,7 @@ void nkv_ns_count(struct nkv_ns *ns, const struct nkv_req *req, nkv_status st)
 	atomic_fetch_add_explicit(&k->lat_sum_ns[grp], lat, memory_order_relaxed);
 }
 
-static void ns_snapshot(const struct nkv_subsys *ss, struct nkv_ns *ns, struct nkv_ns_metrics *m)
+static void ns_snapshot(struct nkv_subsys *ss, struct nkv_ns *ns, struct nkv_ns_metrics *m)
 {
 	struct nkv_ns_counters *k = &ns->stats;
 
@@ -140,6 +140,9 @@ static void ns_snapshot(const struct nkv_subsys *ss, struct nkv_ns *ns, struct n
 	m->in_flight = atomic_load_explicit(&ns->active, memory_order_relaxed);
 	m->used = atomic_load_explicit(&ns->used, memory_order_relaxed);
 	m->max_value = __atomic_load_n(&ns->max_value, __ATOMIC_RELAXED);
+	/* A cache namespace's figures (cache.c): the call holds the namespace (nkv_ns_get), so a live
+	 * removal cannot free its cache meanwhile, and takes only the cache's own lock (after t->lock). */
+	m->cache = nkv_ns_cache_usage(ss, ns->nsid, &m->cache_usage) == 0; /* -EINVAL: no cache */
 }
 
 int nkv_target_metrics(struct nkv_target *t, struct nkv_ns_metrics **out)

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "daemon.h"
@@ -194,12 +195,92 @@ static void render_escapes_and_bounds(void **state)
 	nkv_target_destroy(tgt);
 }
 
+/* A cache namespace's figures (nkv_ns_cache_usage through nkv_target_metrics) and their families: the
+ * policy as configured, the entries stored, nothing for a namespace without a cache. */
+static void render_cache_families(void **state)
+{
+	struct nkv_backend_conf bc = {.name = "mem", .gateway = "gw-test"};
+	struct nkv_cache_policy pol = {.capacity_bytes = 1 << 20, .capacity_keys = 1000, .pin_quota_bytes = 256 << 10,
+				       .default_ttl_s = 3600, .bytes_per_token = 131072};
+	struct nkv_target *tgt;
+	struct nkv_subsys *ss;
+	struct nkv_loop_ctrlr *c;
+	struct nkv_loop_qp *qp;
+	char val[3000], *text;
+	size_t len;
+
+	(void)state;
+	memset(val, 'v', sizeof(val));
+	assert_int_equal(nkv_target_create(&bc, &tgt), 0);
+	assert_int_equal(nkv_subsys_add(tgt, NQN, "p", &ss), 0);
+	assert_int_equal(nkv_ns_add(ss, &(struct nkv_ns_conf){.nsid = 1, .rados_ns = "cached", .cache = &pol}), 0);
+	assert_int_equal(nkv_ns_add(ss, &(struct nkv_ns_conf){.nsid = 2, .rados_ns = "plain"}), 0);
+	assert_int_equal(nkv_loop_connect(tgt, NQN, "nqn.test-host", &c), 0);
+	assert_int_equal(nkv_loop_enable(c), 0);
+	assert_int_equal(nkv_loop_qp_create(c, 1, 8, &qp), 0);
+	assert_int_equal(exec_cmd(qp, NKV_KV_STORE, 1, "a", 1, 1000, 0, val, 1000), 0);
+	assert_int_equal(exec_cmd(qp, NKV_KV_STORE, 1, "b", 1, 3000, 0, val, 3000), 0);
+	assert_int_equal(exec_cmd(qp, NKV_KV_STORE, 2, "a", 1, 1000, 0, val, 1000), 0);
+
+	struct nkv_ns_metrics *v;
+	int n = nkv_target_metrics(tgt, &v);
+	assert_int_equal(n, 2);
+	const struct nkv_ns_metrics *m1 = find(v, n, NQN, 1), *m2 = find(v, n, NQN, 2);
+	assert_true(m1->cache);
+	assert_false(m2->cache);
+	assert_int_equal(m1->cache_usage.policy.capacity_bytes, 1 << 20);
+	assert_int_equal(m1->cache_usage.policy.pin_quota_bytes, 256 << 10);
+	free(v);
+
+	/* Usage is read back within about a second: wait for the two entries to show. */
+	for (int i = 0; i < 100; i++) {
+		assert_int_equal(metrics_render(tgt, 16u << 20, &text, &len), 0);
+		if (strstr(text, "rados_nkv_cache_keys{subsystem=\"" NQN "\",nsid=\"1\"} 2\n"))
+			break;
+		free(text);
+		text = NULL;
+		usleep(50000);
+	}
+	assert_non_null(text);
+	const char *lbl = "{subsystem=\"" NQN "\",nsid=\"1\"} ";
+	char want[256];
+	static const struct {
+		const char *name;
+		const char *v;
+	} lines[] = {
+		{"rados_nkv_cache_used_bytes", "4000"},         {"rados_nkv_cache_keys", "2"},
+		{"rados_nkv_cache_pinned_bytes", "0"},          {"rados_nkv_cache_pinned_keys", "0"},
+		{"rados_nkv_cache_capacity_bytes", "1048576"},  {"rados_nkv_cache_capacity_keys", "1000"},
+		{"rados_nkv_cache_pin_quota_bytes", "262144"},  {"rados_nkv_cache_evictions_total", "0"},
+		{"rados_nkv_cache_evicted_bytes_total", "0"},   {"rados_nkv_cache_expirations_total", "0"},
+		{"rados_nkv_cache_expired_bytes_total", "0"},   {"rados_nkv_cache_pinned_byte_hours", "0"},
+		{"rados_nkv_cache_pinned_token_hours", "0"},    {"rados_nkv_cache_gateways", "1"},
+	};
+	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+		snprintf(want, sizeof(want), "\n%s%s%s\n", lines[i].name, lbl, lines[i].v);
+		if (!strstr(text, want))
+			fail_msg("missing: %s", want + 1);
+		snprintf(want, sizeof(want), "# TYPE %s ", lines[i].name);
+		assert_int_equal(count(text, want), 1);
+	}
+	assert_non_null(strstr(text, "# TYPE rados_nkv_cache_evictions_total counter\n"));
+	assert_non_null(strstr(text, "# TYPE rados_nkv_cache_pinned_byte_hours gauge\n"));
+	assert_non_null(strstr(text, "\nrados_nkv_cache_eviction_lease{subsystem=\"" NQN "\",nsid=\"1\"} "));
+	assert_null(strstr(text, "rados_nkv_cache_keys{subsystem=\"" NQN "\",nsid=\"2\"}")); /* no cache there */
+	assert_null(strstr(text, "rados_nkv_cache_events_")); /* no event publisher in this process */
+	free(text);
+	nkv_loop_qp_destroy(qp);
+	nkv_loop_disconnect(c);
+	nkv_target_destroy(tgt);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(names_and_bounds),
 		cmocka_unit_test(counted_by_kind_and_class),
 		cmocka_unit_test(render_escapes_and_bounds),
+		cmocka_unit_test(render_cache_families),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

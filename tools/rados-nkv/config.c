@@ -104,6 +104,14 @@ static void usage(FILE *f)
 		"      --metrics ADDR:PORT|none\n"
 		"                            serve Prometheus metrics at http://ADDR:PORT/metrics (port 0: any\n"
 		"                            free one, logged); default none\n"
+		"      --events ENDPOINT|none\n"
+		"                            publish every cache eviction and expiry as an llm-d KV event\n"
+		"                            (BlockRemoved) on a ZMQ PUB socket bound here, e.g.\n"
+		"                            tcp://127.0.0.1:5557; default none\n"
+		"      --events-format array|map\n"
+		"                            payload layout: vLLM's arrays (default) or tagged maps\n"
+		"      --events-medium NAME|none\n"
+		"                            the events' medium field (default storage; none: nil)\n"
 		"      --check               validate the configuration, print what would be served, and exit\n"
 		"  -V, --version             print the version and exit\n"
 		"  -h, --help                this text\n");
@@ -119,6 +127,7 @@ void conf_defaults(struct daemon_conf *c)
 	snprintf(c->group_pool, sizeof(c->group_pool), "nkv");
 	if (gethostname(c->gateway_name, sizeof(c->gateway_name) - 1) < 0 || !c->gateway_name[0])
 		snprintf(c->gateway_name, sizeof(c->gateway_name), "gateway");
+	snprintf(c->events_medium, sizeof(c->events_medium), "storage");
 }
 
 static int parse_size(const char *s, uint64_t *out)
@@ -928,11 +937,69 @@ static int set_metrics(struct daemon_conf *c, const char *s)
 	return 0;
 }
 
+/* --events / "events": a ZMQ endpoint (TRANSPORT://ADDRESS, checked by ZMQ when bound) or none. */
+static int set_events(struct daemon_conf *c, const char *s)
+{
+	if (strcmp(s, "none") == 0) {
+		c->events_on = false;
+		return 0;
+	}
+	const char *sep = strstr(s, "://");
+	if (!sep || sep == s || !sep[3] || strlen(s) >= sizeof(c->events))
+		return -1;
+	copy(c->events, sizeof(c->events), s);
+	c->events_on = true;
+	return 0;
+}
+
+static int set_events_format(struct daemon_conf *c, const char *s)
+{
+	if (strcmp(s, "array") && strcmp(s, "map"))
+		return -1;
+	c->events_format = strcmp(s, "map") == 0;
+	return 0;
+}
+
+static int set_events_medium(struct daemon_conf *c, const char *s)
+{
+	if (!*s || strlen(s) >= sizeof(c->events_medium))
+		return -1;
+	copy(c->events_medium, sizeof(c->events_medium), strcmp(s, "none") == 0 ? "" : s);
+	return 0;
+}
+
+/* "events": "ENDPOINT" or {"endpoint", "format", "medium"}. */
+static void jevents(struct jctx *j, struct daemon_conf *c, json_object *root)
+{
+	static const char *const keys[] = {"endpoint", "format", "medium", NULL};
+	json_object *o;
+	const char *v;
+
+	if (!json_object_object_get_ex(root, "events", &o))
+		return;
+	if (json_object_is_type(o, json_type_string)) {
+		if (set_events(c, json_object_get_string(o)) < 0)
+			jfail(j, "", "events", "must be a ZMQ endpoint such as \"tcp://127.0.0.1:5557\", or \"none\"");
+		return;
+	}
+	if (!json_object_is_type(o, json_type_object)) {
+		jfail(j, "", "events", "must be an endpoint string or {\"endpoint\", \"format\", \"medium\"}");
+		return;
+	}
+	jkeys(j, o, "events", keys);
+	if ((v = jstr(j, o, "events", "endpoint")) && set_events(c, v) < 0)
+		jfail(j, "events", "endpoint", "must be a ZMQ endpoint such as \"tcp://127.0.0.1:5557\", or \"none\"");
+	if ((v = jstr(j, o, "events", "format")) && set_events_format(c, v) < 0)
+		jfail(j, "events", "format", "must be \"array\" or \"map\"");
+	if ((v = jstr(j, o, "events", "medium")) && set_events_medium(c, v) < 0)
+		jfail(j, "events", "medium", "must be 1 to 63 bytes, or \"none\"");
+}
+
 int conf_load_file(struct daemon_conf *c, const char *path)
 {
 	static const char *const top[] = {"backend", "listeners", "discovery", "subsystems", "tcp", "shm",
 					  "log_level", "log_syslog", "shutdown_grace_ms", "control", "group",
-					  "gateway_name", "state_file", "metrics", NULL};
+					  "gateway_name", "state_file", "metrics", "events", NULL};
 	static const char *const metrics_keys[] = {"address", NULL};
 	static const char *const control_keys[] = {"address", "tls_cert", "tls_key", "client_ca", NULL};
 	static const char *const group_keys[] = {"name", "pool", NULL};
@@ -1089,6 +1156,7 @@ int conf_load_file(struct daemon_conf *c, const char *path)
 		if (a && set_metrics(c, a) < 0)
 			jfail(&j, "metrics", "address", "must be \"ADDR:PORT\", \"[V6]:PORT\", \"PORT\" or \"none\"");
 	}
+	jevents(&j, c, root);
 	json_object_put(root);
 	struct stat st;
 	if (!j.err && j.secrets && stat(path, &st) == 0 && (st.st_mode & 077))
@@ -1108,7 +1176,7 @@ enum { OPT_CEPH_CONF = 256, OPT_KEYRING, OPT_CLIENT_ID, OPT_OP_TIMEOUT, OPT_CONN
        OPT_SHM_MAX_CTRLS_HOST, OPT_LOG_SYSLOG, OPT_DHCHAP_KEY, OPT_DHCHAP_CTRL_KEY, OPT_DHCHAP_HASH,
        OPT_DHCHAP_DHGROUP, OPT_AUTH_TIMEOUT, OPT_LISTEN_TLS, OPT_TLS_KEY, OPT_TLS_MS, OPT_CONTROL,
        OPT_CONTROL_CERT, OPT_CONTROL_KEY, OPT_CONTROL_CA, OPT_GROUP, OPT_GROUP_POOL, OPT_GATEWAY_NAME,
-       OPT_STATE_FILE, OPT_METRICS };
+       OPT_STATE_FILE, OPT_METRICS, OPT_EVENTS, OPT_EVENTS_FORMAT, OPT_EVENTS_MEDIUM };
 
 int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 {
@@ -1154,6 +1222,8 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 		{"group-pool", required_argument, 0, OPT_GROUP_POOL},
 		{"gateway-name", required_argument, 0, OPT_GATEWAY_NAME},
 		{"state-file", required_argument, 0, OPT_STATE_FILE}, {"metrics", required_argument, 0, OPT_METRICS},
+		{"events", required_argument, 0, OPT_EVENTS}, {"events-format", required_argument, 0, OPT_EVENTS_FORMAT},
+		{"events-medium", required_argument, 0, OPT_EVENTS_MEDIUM},
 		{0, 0, 0, 0},
 	};
 	struct conf_subsys *host_ss = NULL; /* the subsystem and host of the last --allow-host */
@@ -1386,6 +1456,18 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 		case OPT_STATE_FILE: copy(c->state_file, sizeof(c->state_file), optarg); break;
 		case OPT_METRICS:
 			if (set_metrics(c, optarg) < 0)
+				goto bad;
+			break;
+		case OPT_EVENTS:
+			if (set_events(c, optarg) < 0)
+				goto bad;
+			break;
+		case OPT_EVENTS_FORMAT:
+			if (set_events_format(c, optarg) < 0)
+				goto bad;
+			break;
+		case OPT_EVENTS_MEDIUM:
+			if (set_events_medium(c, optarg) < 0)
 				goto bad;
 			break;
 		case 'S':

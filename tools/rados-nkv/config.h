@@ -86,6 +86,11 @@ struct daemon_conf {
 	char state_file[4096];    /* --state-file: state in a local file (no group) */
 	struct conf_listener metrics; /* --metrics: the Prometheus endpoint's address */
 	bool metrics_on;          /* off by default ("none") */
+	/* cache events (README "Cache events") */
+	char events[256];         /* --events: ZMQ endpoint of the PUB socket */
+	bool events_on;           /* off by default ("none") */
+	int events_format;        /* enum events_format (daemon.h): 0 array, 1 map */
+	char events_medium[64];   /* --events-medium: the events' medium; "": nil */
 };
 
 /** Defaults: rados backend, 127.0.0.1:4420, discovery on 127.0.0.1:8009, log level info. */

@@ -40,4 +40,54 @@ void daemon_metrics_stop(struct daemon_metrics *m);
  */
 int metrics_render(struct nkv_target *tgt, size_t max_bytes, char **out, size_t *len);
 
+/* ---- cache events (events.c; README "Cache events") ---- */
+
+enum events_format {
+	EVENTS_ARRAY = 0, /* vLLM's array layout, as llm-d decodes it: [ts, [event...], dp_rank] */
+	EVENTS_MAP = 1,   /* tagged maps: {"ts", "events": [{"type", ...}], "data_parallel_rank"} */
+};
+
+#define EVENTS_RING 16384  /* events queued for the events thread at most; more are dropped (counted) */
+#define EVENTS_NS_MAX 256  /* a RADOS namespace name of this many bytes or more: its events are dropped */
+#define EVENTS_MSG_MAX 512 /* bound of one encoded payload */
+
+struct daemon_events;
+
+/** Counters of the event publisher. */
+struct events_counts {
+	uint64_t published;   /* messages sent */
+	uint64_t dropped;     /* events lost before sending: queue full, or a namespace name too long */
+	uint64_t send_errors; /* messages ZMQ refused */
+	uint64_t queued;      /* events waiting in the queue now */
+};
+
+/**
+ * The payload of one BlockRemoved event for key @key (@klen 1-16 bytes) in @format, at @ts (seconds
+ * since the epoch), medium @medium (NULL or "": nil), into @out of @cap bytes.
+ * @return its length, -EINVAL (bad key length or format) or -ENOSPC (@cap too small).
+ */
+int events_encode(int format, double ts, const uint8_t *key, unsigned klen, const char *medium, void *out,
+		  size_t cap);
+
+/**
+ * The publisher (events.c, built with NKV_HAVE_EVENTS; main.c wires it to the target and the
+ * metrics; tests use it alone): events_open() binds @endpoint with a queue of @ring events,
+ * events_post() is the target's callback (any thread; never blocks on I/O), events_run() starts the
+ * thread that sends, events_close() sends what is queued and frees. @return 0 or -errno.
+ */
+int events_open(const char *endpoint, const char *gateway, int format, const char *medium, unsigned ring,
+		struct daemon_events **out);
+int events_run(struct daemon_events *d);
+void events_post(void *arg, const struct nkv_cache_event *ev);
+void events_close(struct daemon_events *d);
+void events_counts(struct daemon_events *d, struct events_counts *c);
+void events_read_counts(void *arg, struct events_counts *c); /* events_counts() for metrics_set_events() */
+/** Tests: while @hold, the events thread takes nothing from the queue (so a test can fill it). */
+void events_test_hold(struct daemon_events *d, bool hold);
+/** The message of an error events_open() returned (ZMQ's own codes included). */
+const char *events_strerror(int rc);
+
+/** Where metrics_render() reads the event publisher's counters (NULL: none, the families are left out). */
+void metrics_set_events(void (*read)(void *arg, struct events_counts *c), void *arg);
+
 #endif

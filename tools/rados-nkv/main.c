@@ -70,6 +70,10 @@ static void print_plan(const struct daemon_conf *c)
 		printf("discovery: %s:%s\n", c->discovery.addr, c->discovery.port);
 	if (c->metrics_on)
 		printf("metrics: GET /metrics on %s:%s\n", *c->metrics.addr ? c->metrics.addr : "*", c->metrics.port);
+	if (c->events_on)
+		printf("cache events: ZMQ PUB on %s, topic kv@%s@<RADOS namespace>, %s layout, medium %s\n",
+		       c->events, c->gateway_name, c->events_format ? "map" : "array",
+		       *c->events_medium ? c->events_medium : "nil");
 	for (unsigned i = 0; i < c->nsubsys; i++) {
 		const struct conf_subsys *s = &c->subsys[i];
 		describe_access(s, who, sizeof(who));
@@ -107,7 +111,53 @@ static void print_plan(const struct daemon_conf *c)
 	}
 }
 
-static int build(struct daemon_conf *c, struct nkv_target **tgt)
+/* --events: the publisher (events.c) bound, its thread started, and the target's cache event callback
+ * set, before any namespace exists as the target requires. @return 0 (*out NULL when off) or -1. */
+static int events_start(const struct daemon_conf *c, struct nkv_target *tgt, struct daemon_events **out)
+{
+	*out = NULL;
+	if (!c->events_on)
+		return 0;
+#ifdef NKV_HAVE_EVENTS
+	int rc = events_open(c->events, c->gateway_name, c->events_format, c->events_medium, EVENTS_RING, out);
+	if (rc < 0) {
+		NKV_ERR("--events: cannot bind a ZMQ PUB socket to %s: %s", c->events, events_strerror(rc));
+		return -1;
+	}
+	if ((rc = events_run(*out)) < 0) {
+		NKV_ERR("--events: cannot start the events thread: %s", strerror(-rc));
+		events_close(*out);
+		*out = NULL;
+		return -1;
+	}
+	nkv_target_set_cache_events(tgt, events_post, *out);
+	metrics_set_events(events_read_counts, *out);
+	NKV_INFO("cache events: ZMQ PUB on %s, topic kv@%s@<RADOS namespace>, %s layout, medium %s", c->events,
+		 c->gateway_name, c->events_format == EVENTS_MAP ? "map" : "array",
+		 *c->events_medium ? c->events_medium : "nil");
+	return 0;
+#else
+	(void)tgt;
+	NKV_ERR("--events %s: this rados-nkv was built without libzmq and msgpack-c (libzmq3-dev, libmsgpack-dev)",
+		c->events);
+	return -1;
+#endif
+}
+
+/* Send what is queued and close; after nkv_target_destroy, so no callback can come later. */
+static void events_stop(struct daemon_events *d)
+{
+#ifdef NKV_HAVE_EVENTS
+	if (d) {
+		metrics_set_events(NULL, NULL);
+		events_close(d);
+	}
+#else
+	(void)d;
+#endif
+}
+
+static int build(struct daemon_conf *c, struct nkv_target **tgt, struct daemon_events **events)
 {
 	char who[4096];
 	int rc;
@@ -117,6 +167,9 @@ static int build(struct daemon_conf *c, struct nkv_target **tgt)
 			backend_hint(c, rc));
 		return rc;
 	}
+	/* The event callback is set before any namespace exists, as the target requires. */
+	if (events_start(c, *tgt, events) < 0)
+		return -1;
 	for (unsigned i = 0; i < c->nsubsys; i++) {
 		struct conf_subsys *s = &c->subsys[i];
 		struct nkv_subsys *ss;
@@ -382,6 +435,7 @@ int main(int argc, char **argv)
 	struct nkv_shm *shm = NULL;
 	struct daemon_control *ctl = NULL;
 	struct daemon_metrics *metrics = NULL;
+	struct daemon_events *events = NULL;
 	const char *cfile = config_arg(argc, argv);
 	sigset_t sigs;
 	int sig = 0, rc = 1;
@@ -419,7 +473,7 @@ int main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN); /* a host that vanished mid-send is an EPIPE, not a dead daemon */
 
-	if (build(&conf, &tgt) < 0)
+	if (build(&conf, &tgt, &events) < 0)
 		goto out;
 	if ((rc = nkv_tcp_create(tgt, &conf.tcp, &tcp)) < 0) {
 		NKV_ERR("cannot start the NVMe/TCP transport: %s", strerror(-rc));
@@ -454,6 +508,7 @@ out:
 	nkv_shm_destroy(shm, (int)conf.grace_ms);
 	nkv_tcp_destroy(tcp, (int)conf.grace_ms);
 	nkv_target_destroy(tgt);
+	events_stop(events); /* after the target: its cache thread reports until it stops */
 	conf_free(&conf);
 	if (pid_written) /* every exit after it was written: never a stale pid file */
 		unlink(conf.pid_file);

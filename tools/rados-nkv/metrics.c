@@ -82,6 +82,10 @@ static const char *esc(const char *s, char *out, size_t n)
 /* The metric families, in the order they are written. */
 enum fam {
 	F_CMDS, F_RBYTES, F_WBYTES, F_LAT, F_INFLIGHT, F_USED, F_MAXVAL, F_RO, /* per namespace */
+	F_C_USED, F_C_KEYS, F_C_PINNED, F_C_PINNED_KEYS, F_C_CAP, F_C_CAP_KEYS, F_C_QUOTA,  /* per cache namespace */
+	F_C_EVICT, F_C_EVICT_BYTES, F_C_EXPIRE, F_C_EXPIRE_BYTES, F_C_BYTE_H, F_C_TOKEN_H,
+	F_C_LEASE, F_C_GATEWAYS,
+	F_EV_PUB, F_EV_DROP, F_EV_ERR, F_EV_QUEUED,                             /* the event publisher */
 	F_CTRLRS, F_IOQ,                                                       /* per subsystem and transport */
 	F_TR_CONNS, F_TR_QD,                                                   /* per transport */
 	F_OMITTED, F_BUILD,
@@ -106,6 +110,36 @@ static const struct {
 		    "Bytes in use as the backend reports them (rados: the whole pool), refreshed every few seconds."},
 	[F_MAXVAL] = {"rados_nkv_namespace_max_value_bytes", "gauge", "Largest value a Store may write (KVVML)."},
 	[F_RO] = {"rados_nkv_namespace_read_only", "gauge", "1 when the namespace is read-only."},
+	[F_C_USED] = {"rados_nkv_cache_used_bytes", "gauge",
+		      "Bytes of the cache's entries, every gateway's together (expired ones until they are removed)."},
+	[F_C_KEYS] = {"rados_nkv_cache_keys", "gauge", "Entries in the cache, every gateway's together."},
+	[F_C_PINNED] = {"rados_nkv_cache_pinned_bytes", "gauge", "Bytes of pinned (explicit) entries."},
+	[F_C_PINNED_KEYS] = {"rados_nkv_cache_pinned_keys", "gauge", "Pinned (explicit) entries."},
+	[F_C_CAP] = {"rados_nkv_cache_capacity_bytes", "gauge",
+		     "The policy's capacity: automatic entries are evicted above it (0: no byte limit)."},
+	[F_C_CAP_KEYS] = {"rados_nkv_cache_capacity_keys", "gauge",
+			  "The policy's capacity in entries (0: no key limit)."},
+	[F_C_QUOTA] = {"rados_nkv_cache_pin_quota_bytes", "gauge",
+		       "The policy's pin quota: pinned bytes at most (0: no quota)."},
+	[F_C_EVICT] = {"rados_nkv_cache_evictions_total", "counter", "Automatic entries evicted."},
+	[F_C_EVICT_BYTES] = {"rados_nkv_cache_evicted_bytes_total", "counter", "Bytes of the entries evicted."},
+	[F_C_EXPIRE] = {"rados_nkv_cache_expirations_total", "counter", "Expired entries removed."},
+	[F_C_EXPIRE_BYTES] = {"rados_nkv_cache_expired_bytes_total", "counter", "Bytes of the expired entries removed."},
+	[F_C_BYTE_H] = {"rados_nkv_cache_pinned_byte_hours", "gauge",
+			"Pinned byte-hours charged: size x TTL at each pin, less the part refunded when a pinned entry "
+			"is replaced or deleted before it expires (so it can go down)."},
+	[F_C_TOKEN_H] = {"rados_nkv_cache_pinned_token_hours", "gauge",
+			 "Pinned token-hours: byte-hours / the policy's bytes_per_token (only where that is set)."},
+	[F_C_LEASE] = {"rados_nkv_cache_eviction_lease", "gauge",
+		       "1 when this gateway holds the namespace's eviction lease (it evicts and removes expired entries)."},
+	[F_C_GATEWAYS] = {"rados_nkv_cache_gateways", "gauge", "Gateways that reported usage for the namespace."},
+	[F_EV_PUB] = {"rados_nkv_cache_events_published_total", "counter",
+		      "Cache events (BlockRemoved) sent on the --events socket."},
+	[F_EV_DROP] = {"rados_nkv_cache_events_dropped_total", "counter",
+		       "Cache events lost before sending: the queue to the events thread was full (or the RADOS "
+		       "namespace name was 256 bytes or longer)."},
+	[F_EV_ERR] = {"rados_nkv_cache_events_send_errors_total", "counter", "Cache events ZMQ refused to send."},
+	[F_EV_QUEUED] = {"rados_nkv_cache_events_queued", "gauge", "Cache events waiting to be sent."},
 	[F_CTRLRS] = {"rados_nkv_controllers", "gauge", "Controllers (host associations) of a subsystem, by transport."},
 	[F_IOQ] = {"rados_nkv_io_queues", "gauge", "I/O queues connected to a subsystem's controllers, by transport."},
 	[F_TR_CONNS] = {"rados_nkv_transport_connections", "gauge",
@@ -127,6 +161,29 @@ static void le_str(uint64_t us, char *out, size_t n)
 	int len = snprintf(out, n, "%" PRIu64 ".%06" PRIu64, us / 1000000, us % 1000000);
 	while (len > 2 && out[len - 1] == '0' && out[len - 2] != '.')
 		out[--len] = '\0';
+}
+
+/* The figures of a cache namespace (nkv_ns_metrics.cache): the whole namespace's, as this gateway last
+ * read them, so every gateway serving it reports the same totals; the lease is this gateway's own. */
+static void render_cache(struct sbuf *f, const char *lbl, const struct nkv_cache_usage *u)
+{
+	const struct {
+		enum fam fam;
+		uint64_t v;
+	} n[] = {
+		{F_C_USED, u->used_bytes}, {F_C_KEYS, u->keys}, {F_C_PINNED, u->pinned_bytes},
+		{F_C_PINNED_KEYS, u->pinned_keys}, {F_C_CAP, u->policy.capacity_bytes},
+		{F_C_CAP_KEYS, u->policy.capacity_keys}, {F_C_QUOTA, u->policy.pin_quota_bytes},
+		{F_C_EVICT, u->evictions}, {F_C_EVICT_BYTES, u->evicted_bytes}, {F_C_EXPIRE, u->expirations},
+		{F_C_EXPIRE_BYTES, u->expired_bytes}, {F_C_LEASE, u->evicting ? 1 : 0}, {F_C_GATEWAYS, u->gateways},
+	};
+
+	for (size_t i = 0; i < sizeof(n) / sizeof(n[0]); i++)
+		sb_add(&f[n[i].fam], "%s{%s} %" PRIu64 "\n", g_fam[n[i].fam].name, lbl, n[i].v);
+	/* %.17g: a double printed back exactly; Prometheus parses the same float. */
+	sb_add(&f[F_C_BYTE_H], "%s{%s} %.17g\n", g_fam[F_C_BYTE_H].name, lbl, u->byte_hours);
+	if (u->policy.bytes_per_token)
+		sb_add(&f[F_C_TOKEN_H], "%s{%s} %.17g\n", g_fam[F_C_TOKEN_H].name, lbl, u->token_hours);
 }
 
 static void render_ns(struct sbuf *f, const struct nkv_ns_metrics *m)
@@ -168,8 +225,8 @@ static void render_ns(struct sbuf *f, const struct nkv_ns_metrics *m)
 	sb_add(&f[F_USED], "%s{%s} %" PRIu64 "\n", g_fam[F_USED].name, lbl, m->used);
 	sb_add(&f[F_MAXVAL], "%s{%s} %" PRIu64 "\n", g_fam[F_MAXVAL].name, lbl, m->max_value);
 	sb_add(&f[F_RO], "%s{%s} %d\n", g_fam[F_RO].name, lbl, m->read_only ? 1 : 0);
-	/* The cache's families (pinned and capacity bytes, evictions, expirations, byte-hours,
-	 * token-hours) go here once nkv_ns_metrics carries them. */
+	if (m->cache)
+		render_cache(f, lbl, &m->cache_usage);
 }
 
 /* Subsystems that show up in the snapshot (with namespaces or controllers), each once, in order. */
@@ -187,6 +244,30 @@ static unsigned subsystems(const struct nkv_ns_metrics *ns, int nns, const struc
 			out[n++] = nqn;
 	}
 	return n;
+}
+
+/* The event publisher (--events), when there is one. Set before the metrics server starts and cleared
+ * after it stops (main.c), so a plain pointer pair is enough. */
+static void (*g_events_read)(void *arg, struct events_counts *c);
+static void *g_events_arg;
+
+void metrics_set_events(void (*read)(void *arg, struct events_counts *c), void *arg)
+{
+	g_events_read = read;
+	g_events_arg = arg;
+}
+
+static void render_events(struct sbuf *f)
+{
+	struct events_counts c;
+
+	if (!g_events_read)
+		return;
+	g_events_read(g_events_arg, &c);
+	sb_add(&f[F_EV_PUB], "%s %" PRIu64 "\n", g_fam[F_EV_PUB].name, c.published);
+	sb_add(&f[F_EV_DROP], "%s %" PRIu64 "\n", g_fam[F_EV_DROP].name, c.dropped);
+	sb_add(&f[F_EV_ERR], "%s %" PRIu64 "\n", g_fam[F_EV_ERR].name, c.send_errors);
+	sb_add(&f[F_EV_QUEUED], "%s %" PRIu64 "\n", g_fam[F_EV_QUEUED].name, c.queued);
 }
 
 int metrics_render(struct nkv_target *tgt, size_t max_bytes, char **out, size_t *len)
@@ -237,6 +318,7 @@ int metrics_render(struct nkv_target *tgt, size_t max_bytes, char **out, size_t 
 		sb_add(&f[F_TR_QD], "%s{transport=\"%s\"} %" PRIu64 "\n", g_fam[F_TR_QD].name, tr[t].name, tr[t].queue_depth);
 	}
 	sb_add(&f[F_BUILD], "%s{version=\"%s\"} 1\n", g_fam[F_BUILD].name, NKV_VERSION_STRING);
+	render_events(f);
 
 	size_t total = 0;
 	for (unsigned i = 0; i < F_COUNT; i++)
