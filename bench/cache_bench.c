@@ -2,8 +2,8 @@
  * cache_bench.c - what a cache namespace costs on the command path (docs/cache.md 2.6): p50 and p99
  * of 4 KiB Store (new key), Store (replacing a key), Retrieve and Exist at queue depth 1, on a plain
  * namespace and on a cache namespace (default TTL, capacity and pin quota set, LRU touches on) of
- * the same target, in the same process, over NVMe/TCP on loopback through libnkv. Repetitions
- * alternate the two namespaces; the report gives each point's median p50 and the ratio cache/plain
+ * the same target, in the same process, over NVMe/TCP on loopback through libnkv. Each pass
+ * alternates the two namespaces op by op; the report gives each point's median p50 and the ratio cache/plain
  * with its min-max over the repetitions.
  *
  *   cache_bench [-c CEPH_CONF] [-k KEYRING] [-i CLIENT_ID] [-p POOL] [-n OPS] [-r REPS] [-s SIZE]
@@ -57,35 +57,46 @@ static void die(const char *what, int rc)
 	exit(1);
 }
 
-/* One pass of @n ops of kind @p on @nsid: latencies into @lat. */
-static void pass(struct nkv_qpair *qp, uint32_t nsid, unsigned p, unsigned rep, unsigned n, uint8_t *buf, uint32_t size,
-		 uint64_t *lat)
+/* One op of kind @p on @nsid, key @i of repetition @rep. @return its latency in ns. */
+static uint64_t one(struct nkv_qpair *qp, uint32_t nsid, unsigned p, unsigned rep, unsigned i, uint8_t *buf,
+		    uint32_t size)
 {
-	for (unsigned i = 0; i < n; i++) {
-		char key[32]; /* at most 16 bytes used */
-		snprintf(key, sizeof(key), "r%u-%u", rep, i);
-		uint64_t t0 = now_ns();
-		int rc;
-		switch (p) {
-		case P_STORE:
-		case P_REPLACE:
-			buf[0] = (uint8_t)i;
-			rc = nkv_store(qp, nsid, key, (unsigned)strlen(key), buf, size, 0, NULL);
-			break;
-		case P_RETRIEVE: {
-			uint32_t vs = 0;
-			rc = nkv_retrieve(qp, nsid, key, (unsigned)strlen(key), buf, size, &vs, NULL);
-			if (rc == 0 && (vs != size || buf[0] != (uint8_t)i))
-				rc = -EIO;
-			break;
-		}
-		default:
-			rc = nkv_exist(qp, nsid, key, (unsigned)strlen(key), NULL);
-		}
-		lat[i] = now_ns() - t0;
-		if (rc < 0)
-			die(g_names[p], rc);
+	char key[32]; /* at most 16 bytes used */
+	snprintf(key, sizeof(key), "r%u-%u", rep, i);
+	uint64_t t0 = now_ns();
+	int rc;
+	switch (p) {
+	case P_STORE:
+	case P_REPLACE:
+		buf[0] = (uint8_t)i;
+		rc = nkv_store(qp, nsid, key, (unsigned)strlen(key), buf, size, 0, NULL);
+		break;
+	case P_RETRIEVE: {
+		uint32_t vs = 0;
+		rc = nkv_retrieve(qp, nsid, key, (unsigned)strlen(key), buf, size, &vs, NULL);
+		if (rc == 0 && (vs != size || buf[0] != (uint8_t)i))
+			rc = -EIO;
+		break;
 	}
+	default:
+		rc = nkv_exist(qp, nsid, key, (unsigned)strlen(key), NULL);
+	}
+	uint64_t t = now_ns() - t0;
+	if (rc < 0)
+		die(g_names[p], rc);
+	return t;
+}
+
+/* @n ops of kind @p on both namespaces, alternating op by op (and which goes first), so that load
+ * changes on the machine fall on both alike: latencies into @lat[0] (plain) and @lat[1] (cache). */
+static void pass(struct nkv_qpair *qp, unsigned p, unsigned rep, unsigned n, uint8_t *buf, uint32_t size,
+		 uint64_t *lat[2])
+{
+	for (unsigned i = 0; i < n; i++)
+		for (unsigned k = 0; k < 2; k++) {
+			unsigned w = (i + k) % 2;
+			lat[w][i] = one(qp, w + 1, p, rep, i, buf, size);
+		}
 }
 
 int main(int argc, char **argv)
@@ -142,19 +153,18 @@ int main(int argc, char **argv)
 		die("connect", rc);
 
 	uint8_t *buf = calloc(1, size);
-	uint64_t *lat = calloc(n, sizeof(*lat));
+	uint64_t *lat[2] = {calloc(n, sizeof(uint64_t)), calloc(n, sizeof(uint64_t))};
 	static double p50[2][P_COUNT][MAX_REPS], p99[2][P_COUNT][MAX_REPS];
-	if (!buf || !lat)
+	if (!buf || !lat[0] || !lat[1])
 		die("memory", -ENOMEM);
 	printf("cache_bench: backend %s, %u B values, QD 1, %u ops per point, %u repetitions (NVMe/TCP, loopback)\n",
 	       bc.name, size, n, reps);
 	for (unsigned r = 0; r < reps; r++)
-		for (unsigned k = 0; k < 2; k++) {
-			unsigned which = (r + k) % 2; /* alternate which namespace goes first */
-			for (unsigned p = 0; p < P_COUNT; p++) {
-				pass(qp, which + 1, p, r, n, buf, size, lat);
-				p99[which][p][r] = pct(lat, n, 99) / 1000.0;
-				p50[which][p][r] = pct(lat, n, 50) / 1000.0;
+		for (unsigned p = 0; p < P_COUNT; p++) {
+			pass(qp, p, r, n, buf, size, lat);
+			for (unsigned w = 0; w < 2; w++) {
+				p99[w][p][r] = pct(lat[w], n, 99) / 1000.0;
+				p50[w][p][r] = pct(lat[w], n, 50) / 1000.0;
 			}
 		}
 	printf("%-16s %12s %12s %12s %12s %22s\n", "op", "plain p50", "cache p50", "plain p99", "cache p99",
@@ -186,6 +196,7 @@ int main(int argc, char **argv)
 	nkv_tcp_destroy(tcp, 5000);
 	nkv_target_destroy(tgt);
 	free(buf);
-	free(lat);
+	free(lat[0]);
+	free(lat[1]);
 	return 0;
 }

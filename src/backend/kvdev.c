@@ -46,7 +46,7 @@ static uint64_t get64(const uint8_t *p)
 	return v;
 }
 
-/* Layout: "NKM1", flags (u32), expiry, stored, tag (u64), all little-endian. */
+/* Layout: "NKM1", flags (u32), expiry, stored, tag, size (u64), all little-endian. */
 void nkv_meta_encode(const struct nkv_meta *m, uint8_t out[NKV_META_LEN])
 {
 	memcpy(out, "NKM1", 4);
@@ -54,6 +54,7 @@ void nkv_meta_encode(const struct nkv_meta *m, uint8_t out[NKV_META_LEN])
 	put64(out + 8, m->expiry_ms);
 	put64(out + 16, m->stored_ms);
 	put64(out + 24, m->tag);
+	put64(out + 32, m->size);
 }
 
 int nkv_meta_decode(const void *in, size_t len, struct nkv_meta *m)
@@ -65,5 +66,6 @@ int nkv_meta_decode(const void *in, size_t len, struct nkv_meta *m)
 	m->expiry_ms = get64(p + 8);
 	m->stored_ms = get64(p + 16);
 	m->tag = get64(p + 24);
+	m->size = get64(p + 32);
 	return 0;
 }

@@ -40,8 +40,9 @@ enum nkv_kvio_op {
  * "nkv.a" (8 bytes, little-endian unix ms), so that reading it is part of the read's own op.
  */
 #define NKV_META_PIN 0x1u
-#define NKV_META_LEN 32u
+#define NKV_META_LEN 40u
 struct nkv_meta {
+	uint64_t size;      /* the value's size: a cache Retrieve reads it here instead of a stat */
 	uint64_t expiry_ms; /* unix ms; 0: never */
 	uint64_t stored_ms; /* unix ms when the Store was received */
 	uint64_t tag;       /* random: tells two Stores of the same key apart (guards of the cache thread) */

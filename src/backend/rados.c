@@ -337,8 +337,10 @@ static void flight_del(struct nkv_kvdev *d, struct nkv_kvio *io)
  * for content-addressed blocks, one op. If it exists, the old record and size are read (READ) and the
  * write is guarded by comparing the record read (WRITE: cmpxattr, so a racing Store through another
  * gateway makes it read again). A Delete reads, then removes under the same guard (REMOVE).
+ * A Retrieve takes the value's size from the record; an entry stored before the namespace had a
+ * cache has none, and is read again as on a plain namespace (LEGACY: stat + read).
  */
-enum { ST_PLAIN, ST_NEW, ST_READ, ST_WRITE, ST_REMOVE };
+enum { ST_PLAIN, ST_NEW, ST_READ, ST_WRITE, ST_REMOVE, ST_LEGACY };
 #define CACHE_TRIES 16
 
 static bool is_write(const struct nkv_kvio *io)
@@ -440,7 +442,8 @@ static void exec_output(struct nkv_kvio *io, int rc)
 
 static int submit_op(struct nkv_kvns *h, struct nkv_kvio *io, const char *oid);
 
-/* A Retrieve or Exist hit on a cache namespace: expired is absent; a hit may refresh the last use. */
+/* A Retrieve or Exist hit on a cache namespace: expired is absent; a hit may refresh the last use.
+ * @return the I/O's result, or 1 when it was submitted again (an entry without a record). */
 static int cache_read_done(struct nkv_kvio *io, int rc)
 {
 	uint64_t touched, now = nkv_unix_ms();
@@ -448,11 +451,24 @@ static int cache_read_done(struct nkv_kvio *io, int rc)
 
 	rados_read_meta(io->be_xattrs, &has, &io->meta, NULL, NULL, &touched);
 	io->be_xattrs = NULL;
-	if (rc < 0 || !has)
+	if (rc < 0 || io->be_stage == ST_LEGACY)
 		return rc;
+	if (!has) {
+		if (io->op == NKV_IO_EXIST)
+			return rc;
+		char oid[NKV_OID_MAX]; /* no record, so no size: read it as a plain namespace does */
+		nkv_key_to_oid(&io->key, oid);
+		io->be_stage = ST_LEGACY;
+		io->be_tries = 1; /* keeps the deadline */
+		return (rc = submit_op(io->be_ns, io, oid)) < 0 ? rc : 1;
+	}
 	if (nkv_meta_expired(&io->meta, now)) {
 		io->xfer = 0;
 		return -ENOENT;
+	}
+	if (io->op == NKV_IO_RETRIEVE) {
+		io->value_size = io->meta.size;
+		io->xfer = (uint32_t)io->be_read;
 	}
 	/* A Retrieve refreshes the last use when it is touch_ms old (the Store counts as a use): at
 	 * most one small write per entry per touch interval, none for a read right after its Store. */
@@ -550,7 +566,8 @@ static void io_finish(struct nkv_kvio *io)
 	if (rc > 0)
 		rc = 0;
 	if (io->cache && (io->op == NKV_IO_RETRIEVE || io->op == NKV_IO_EXIST)) {
-		rc = cache_read_done(io, rc);
+		if ((rc = cache_read_done(io, rc)) == 1)
+			return; /* read again, as a plain namespace */
 	} else if (io->cache && rc == -ETIMEDOUT) {
 		if (io->be_xattrs)
 			rados_getxattrs_end(io->be_xattrs);
@@ -717,9 +734,14 @@ static int build_op(struct nkv_kvio *io)
 	io->be_size = 0;
 	io->be_read = 0;
 	io->be_xattrs = NULL;
-	if (io->cache) /* expiry is decided on the record read with the value, in the same op */
+	if (io->cache && io->be_stage != ST_LEGACY) {
+		/* Expiry is decided on the record read with the value, in the same op; the record also
+		 * holds the size, so the op is getxattrs + read where a plain namespace's is stat + read
+		 * (and getxattrs alone for Exist: it fails with -ENOENT as assert_exists does). */
 		rados_read_op_getxattrs(op, (rados_xattrs_iter_t *)&io->be_xattrs, &io->be_rval[2]);
-	if (io->op == NKV_IO_EXIST) {
+		if (io->op == NKV_IO_RETRIEVE && io->len && io->offset < RANGE_OFFSET_MAX)
+			rados_read_op_read(op, io->offset, io->len, io->buf, &io->be_read, &io->be_rval[1]);
+	} else if (io->op == NKV_IO_EXIST) {
 		rados_read_op_assert_exists(op);
 	} else {
 		/* stat and read in one op: DW0 carries the full size even when the read is truncated, and

@@ -301,6 +301,7 @@ nkv_status nkv_cache_parse_store(struct nkv_req *req, uint32_t ttl_s, uint32_t f
 		io->meta.flags = NKV_META_PIN;
 	}
 	io->cache = true;
+	io->meta.size = len;
 	io->meta.stored_ms = now;
 	io->meta.expiry_ms = ttl_s ? now + (uint64_t)ttl_s * 1000 : 0;
 	io->meta.tag = mix64(atomic_fetch_add_explicit(&g_tag, 1, memory_order_relaxed) ^ (now << 20));

@@ -20,7 +20,7 @@
 #include "common/clock.h"
 #include "harness.h"
 
-enum { NS_TTL = 1, NS_DEF, NS_PIN, NS_A, NS_B, NS_LRU, NS_FIFO, NS_TOK, NS_TWO, NS_LEASE };
+enum { NS_TTL = 1, NS_DEF, NS_PIN, NS_A, NS_B, NS_LRU, NS_FIFO, NS_TOK, NS_TWO, NS_LEASE, NS_OLD, NS_OLDC };
 
 static struct h_qp *Q;
 static bool g_rados;
@@ -126,12 +126,13 @@ static void sleep_ms(unsigned ms)
 	nanosleep(&(struct timespec){ms / 1000, (long)(ms % 1000) * 1000000L}, NULL);
 }
 
-/* Poll Retrieve until 87h; @return ms from @t0 (monotonic) when first seen gone, or -1 by @limit_ms. */
+/* Poll Retrieve until 87h; @return ms from @t0 when first seen gone, or -1 by @limit_ms. Times are
+ * on the wall clock, as expiry times are (a clock step under the test would move both alike). */
 static long gone_after(struct gw *g, uint32_t nsid, const char *key, uint32_t len, uint64_t seed, uint64_t t0,
 		       unsigned limit_ms)
 {
-	while (nkv_now_ms() < t0 + limit_ms) {
-		uint64_t before = nkv_now_ms();
+	while (nkv_unix_ms() < t0 + limit_ms) {
+		uint64_t before = nkv_unix_ms();
 		unsigned st = get(g, nsid, key, len, seed);
 		if (st == SC(0, NKV_SC_KV_KEY_NOT_EXIST))
 			return (long)(before - t0);
@@ -155,14 +156,14 @@ static long gone_after(struct gw *g, uint32_t nsid, const char *key, uint32_t le
 static void test_ttl(void)
 {
 	/* Expiry at TTL as the host sees it: within [2000, 2000 + a poll and a round trip] ms */
-	uint64_t t0 = nkv_now_ms();
+	uint64_t t0 = nkv_unix_ms();
 	CHECK(put_ttl(NULL, NS_TTL, "t1", 4096, 1, 2, false) == 0, "store TTL 2 s");
 	CHECK(get(NULL, NS_TTL, "t1", 4096, 1) == 0 && op(NULL, NKV_KV_EXIST, NS_TTL, "t1") == 0, "retrievable before");
 	long ms = gone_after(NULL, NS_TTL, "t1", 4096, 1, t0, 4000);
 	MEASURE(ms >= 1990 && ms <= 2150, "TTL 2 s: gone for Retrieve after %ld ms (2000 .. 2150)", ms);
 	CHECK(op(NULL, NKV_KV_EXIST, NS_TTL, "t1") == GONE, "and for Exist");
 	/* A Store refreshes the TTL */
-	t0 = nkv_now_ms();
+	t0 = nkv_unix_ms();
 	CHECK(put_ttl(NULL, NS_TTL, "t2", 100, 2, 2, false) == 0, "store TTL 2 s");
 	sleep_ms(1500);
 	CHECK(put_ttl(NULL, NS_TTL, "t2", 100, 3, 2, false) == 0, "stored again at 1.5 s, TTL 2 s");
@@ -177,7 +178,7 @@ static void test_ttl(void)
 	CHECK(put(NULL, NS_TTL, "t2", 100, 6, NKV_STORE_MUST_NOT_EXIST) == SC(0, NKV_SC_KV_KEY_EXISTS),
 	      "must-not-exist Store over a live key: 89h");
 	/* The namespace's default TTL applies to standard Stores; NKV_TTL_NONE opts out; max TTL cuts */
-	t0 = nkv_now_ms();
+	t0 = nkv_unix_ms();
 	CHECK(put(NULL, NS_DEF, "d1", 64, 7, 0) == 0 && put_ttl(NULL, NS_DEF, "d2", 64, 8, NKV_TTL_NONE, false) == 0 &&
 		      put_ttl(NULL, NS_DEF, "d3", 64, 9, 1000, false) == 0,
 	      "standard Store, TTL none, TTL 1000 s on a namespace with default 1 s and max 2 s");
@@ -189,6 +190,27 @@ static void test_ttl(void)
 	/* Delete of an expired key: absent to the host (87h with EDNEK, the default), and removed */
 	CHECK(op(NULL, NKV_KV_DELETE, NS_DEF, "d3") == GONE, "Delete of an expired key: 87h");
 	CHECK(op(NULL, NKV_KV_DELETE, NS_DEF, "d3") == GONE, "and again");
+}
+
+/* Entries stored before the namespace had a cache (no record): served as they were, never expire. */
+static void test_legacy(void)
+{
+	static uint8_t buf[8192];
+	struct nkv_sqe s;
+	uint32_t xfer = 0;
+	CHECK(put(NULL, NS_OLD, "old", 5000, 77, 0) == 0, "stored through a plain namespace");
+	CHECK(get(NULL, NS_OLDC, "old", 5000, 77) == 0, "retrieved through a cache namespace on the same RADOS namespace");
+	nkv_sqe_retrieve_range(&s, NS_OLDC, (const uint8_t *)"old", 3, 100, 4950);
+	struct nkv_cqe c;
+	int rc = h_exec(Q, &s, buf, 100, &c, &xfer);
+	CHECK(rc == 0 && h_status(&c) == 0 && nkv_get32(&c.dw0) == 5000 && xfer == 50,
+	      "Retrieve Range of it: DW0 %u (5000), %u bytes (50)", nkv_get32(&c.dw0), xfer);
+	CHECK(op(NULL, NKV_KV_EXIST, NS_OLDC, "old") == 0, "Exist of it");
+	CHECK(put(NULL, NS_OLDC, "old", 3000, 78, 0) == 0 && get(NULL, NS_OLDC, "old", 3000, 78) == 0,
+	      "replaced through the cache namespace");
+	nkv_sqe_kv(&s, NKV_KV_RETRIEVE, NS_OLDC, (const uint8_t *)"old", 3, 0, 0);
+	rc = h_exec(Q, &s, NULL, 0, &c, &xfer);
+	CHECK(rc == 0 && h_status(&c) == 0 && nkv_get32(&c.dw0) == 3000, "size probe (HBS 0): DW0 %u", nkv_get32(&c.dw0));
 }
 
 /* The reaper removes expired entries within reap_interval + keys / reap_rate (+ ticks). */
@@ -415,7 +437,7 @@ static void test_two_gateways(void)
 	gw_open(&g2, "gw-b");
 	h_add_ns_cache(g2.ss, NS_TWO, "two", &p);
 	/* TTL through the other gateway */
-	uint64_t t0 = nkv_now_ms();
+	uint64_t t0 = nkv_unix_ms();
 	CHECK(put_ttl(NULL, NS_TWO, "x1", 1000, 1, 2, false) == 0, "gateway A stores TTL 2 s");
 	CHECK(get(&g2, NS_TWO, "x1", 1000, 1) == 0, "gateway B retrieves it");
 	long ms = gone_after(&g2, NS_TWO, "x1", 1000, 1, t0, 4000);
@@ -571,6 +593,8 @@ int main(int argc, char **argv)
 	h_add_ns_cache(NULL, NS_LRU, "lru", &lru);
 	h_add_ns_cache(NULL, NS_FIFO, "fifo", &fifo);
 	h_add_ns_cache(NULL, NS_TOK, "tok", &tok);
+	h_add_ns_cache(NULL, NS_OLD, "old", NULL);
+	h_add_ns_cache(NULL, NS_OLDC, "old", &ttl);
 	if (g_rados) {
 		struct nkv_cache_policy two = two_policy();
 		h_add_ns_cache(NULL, NS_TWO, "two", &two);
@@ -580,6 +604,7 @@ int main(int argc, char **argv)
 	if (!Q)
 		return 1;
 	test_ttl();
+	test_legacy();
 	test_reaper();
 	test_pins();
 	test_isolation();
