@@ -28,6 +28,10 @@ import tempfile
 import time
 import urllib.request
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import daemon_check  # noqa: E402
+from daemon_check import check, finish  # noqa: E402
+
 try:
     import msgpack
     import zmq
@@ -37,38 +41,8 @@ except ImportError as e:
     sys.exit(77)
 
 DAEMON, NKV, BACKEND = sys.argv[1], sys.argv[2], (sys.argv[3] if len(sys.argv) > 3 else "mem")
-PASS = FAIL = 0
-
-
-def check(cond, what):
-    global PASS, FAIL
-    if cond:
-        PASS += 1
-        print("ok - " + what)
-    else:
-        FAIL += 1
-        print("FAIL - " + what)
-    return cond
-
-
-def finish(code=None):
-    print("%d passed, %d failed" % (PASS, FAIL))
-    sys.exit(code if code is not None else (1 if FAIL else 0))
-
-
-backend_args = ["--backend", "mem"]
 pool = os.environ.get("NKV_CEPH_POOL", "nkv")
-if BACKEND == "rados":
-    if not os.environ.get("NKV_CEPH_CONF"):
-        if os.environ.get("NKV_REQUIRE_RADOS") == "1":
-            check(False, "a cluster (NKV_CEPH_CONF unset with NKV_REQUIRE_RADOS=1)")
-            finish()
-        print("skip: no cluster (NKV_CEPH_CONF unset)")
-        sys.exit(77)
-    backend_args = ["--ceph-conf", os.environ["NKV_CEPH_CONF"], "--client-id", os.environ.get("NKV_CEPH_USER", "admin"),
-                    "--op-timeout", "10"]
-    if os.environ.get("NKV_CEPH_KEYRING"):
-        backend_args += ["--keyring", os.environ["NKV_CEPH_KEYRING"]]
+backend_args = daemon_check.backend_args(BACKEND)
 
 tmp = tempfile.mkdtemp(prefix="nkv-events.")
 tag = "e%d" % os.getpid()

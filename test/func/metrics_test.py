@@ -25,6 +25,10 @@ import time
 import urllib.error
 import urllib.request
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import daemon_check  # noqa: E402
+from daemon_check import check, finish  # noqa: E402
+
 try:
     from prometheus_client.parser import text_string_to_metric_families
 except ImportError:
@@ -32,38 +36,8 @@ except ImportError:
     sys.exit(77)
 
 DAEMON, NKV, BACKEND = sys.argv[1], sys.argv[2], (sys.argv[3] if len(sys.argv) > 3 else "mem")
-PASS = FAIL = 0
-
-
-def check(cond, what):
-    global PASS, FAIL
-    if cond:
-        PASS += 1
-        print("ok - " + what)
-    else:
-        FAIL += 1
-        print("FAIL - " + what)
-    return cond
-
-
-def finish(code=None):
-    print("%d passed, %d failed" % (PASS, FAIL))
-    sys.exit(code if code is not None else (1 if FAIL else 0))
-
-
-args = ["--backend", "mem"]
 pool = os.environ.get("NKV_CEPH_POOL", "nkv")
-if BACKEND == "rados":
-    if not os.environ.get("NKV_CEPH_CONF"):
-        if os.environ.get("NKV_REQUIRE_RADOS") == "1":
-            check(False, "a cluster (NKV_CEPH_CONF unset with NKV_REQUIRE_RADOS=1)")
-            finish()
-        print("skip: no cluster (NKV_CEPH_CONF unset)")
-        sys.exit(77)
-    args = ["--ceph-conf", os.environ["NKV_CEPH_CONF"], "--client-id", os.environ.get("NKV_CEPH_USER", "admin"),
-            "--op-timeout", "10"]
-    if os.environ.get("NKV_CEPH_KEYRING"):
-        args += ["--keyring", os.environ["NKV_CEPH_KEYRING"]]
+args = daemon_check.backend_args(BACKEND)
 
 tmp = tempfile.mkdtemp(prefix="nkv-metrics.")
 tag = "m%d" % os.getpid()
@@ -370,7 +344,7 @@ try:
     except subprocess.TimeoutExpired:
         rc = None
     check(rc == 0, "SIGTERM: the daemon exits 0 (%s)" % rc)
-    if FAIL:
+    if daemon_check.failed():
         sys.stdout.write(log_text()[-4000:])
 finally:
     cleanup()
