@@ -202,14 +202,20 @@ static void gather_cb(void *arg, const char *key, const char *val, size_t len)
 	g->n++;
 }
 
-/* Write our share, read everyone's. The first time, continue from the share stored (a restart). */
-static void sync_shares(struct nkv_target *t, struct nkv_ns *ns, struct nkv_cache *c)
+/*
+ * Write our share, read everyone's. The first time, continue from the share stored (a restart).
+ * @closing: only write ours (after reading it back if that never happened: a share is never
+ * written from a partial count).
+ */
+static void sync_shares(struct nkv_target *t, struct nkv_ns *ns, struct nkv_cache *c, bool closing)
 {
 	struct gather g = {.mine = c->owner};
 	char key[160], val[512];
 	struct share s;
 	int rc;
 
+	if (closing && c->loaded)
+		goto write;
 	if ((rc = t->be->shared_get(ns->kvns, SHARE_PREFIX, gather_cb, &g)) < 0) {
 		NKV_DEBUG("cache: nsid %u: shares not read: %s", ns->nsid, strerror(-rc));
 		return;
@@ -230,6 +236,7 @@ static void sync_shares(struct nkv_target *t, struct nkv_ns *ns, struct nkv_cach
 		}
 		c->loaded = true;
 	}
+write:
 	share_mine(c, &s);
 	snprintf(key, sizeof(key), SHARE_PREFIX "%s", c->owner);
 	snprintf(val, sizeof(val),
@@ -239,6 +246,8 @@ static void sync_shares(struct nkv_target *t, struct nkv_ns *ns, struct nkv_cach
 		 s.expired_bytes, s.byte_s);
 	if ((rc = t->be->shared_put(ns->kvns, key, val)) < 0)
 		NKV_DEBUG("cache: nsid %u: share not written: %s", ns->nsid, strerror(-rc));
+	if (closing)
+		return;
 	pthread_mutex_lock(&c->lock);
 	c->others = g.sum;
 	c->gateways = g.n + 1;
@@ -248,16 +257,22 @@ static void sync_shares(struct nkv_target *t, struct nkv_ns *ns, struct nkv_cach
 	atomic_store(&c->o_pinned, g.sum.pinned_bytes);
 }
 
+/* Our share plus the others' as last read. Shares can be negative (a gateway evicting what others
+ * stored), and the sum too for a moment (their Stores not read yet): never below zero. */
+static int64_t sum0(_Atomic int64_t *others, _Atomic int64_t *mine)
+{
+	int64_t v = atomic_load_explicit(others, memory_order_relaxed) + atomic_load_explicit(mine, memory_order_relaxed);
+	return v > 0 ? v : 0;
+}
+
 static int64_t used_bytes(struct nkv_cache *c)
 {
-	return atomic_load_explicit(&c->o_bytes, memory_order_relaxed) +
-	       atomic_load_explicit(&c->bytes, memory_order_relaxed);
+	return sum0(&c->o_bytes, &c->bytes);
 }
 
 static int64_t used_keys(struct nkv_cache *c)
 {
-	return atomic_load_explicit(&c->o_keys, memory_order_relaxed) +
-	       atomic_load_explicit(&c->keys, memory_order_relaxed);
+	return sum0(&c->o_keys, &c->keys);
 }
 
 /* ---- the command path ---------------------------------------------------------------------------- */
@@ -293,7 +308,7 @@ nkv_status nkv_cache_parse_store(struct nkv_req *req, uint32_t ttl_s, uint32_t f
 	if (flags & NKV_TTL_PIN) {
 		uint64_t quota = atomic_load_explicit(&c->pin_quota, memory_order_relaxed);
 		int64_t before = atomic_fetch_add(&c->pin_reserved, (int64_t)len);
-		if (quota && (uint64_t)(atomic_load(&c->o_pinned) + atomic_load(&c->pinned_bytes) + before) + len > quota) {
+		if (quota && (uint64_t)(sum0(&c->o_pinned, &c->pinned_bytes) + before) + len > quota) {
 			atomic_fetch_sub(&c->pin_reserved, (int64_t)len);
 			return ST_CAPACITY; /* refused before anything is written */
 		}
@@ -572,7 +587,7 @@ static void cache_ns_tick(struct nkv_subsys *ss, struct nkv_ns *ns, void *arg)
 		return;
 	atomic_store(&c->kicked, false);
 	if (now >= c->next_sync || !c->loaded) {
-		sync_shares(t, ns, c);
+		sync_shares(t, ns, c, false);
 		c->next_sync = now + SYNC_MS;
 	}
 	if (!c->loaded)
@@ -630,8 +645,9 @@ void nkv_cache_close(struct nkv_target *t, struct nkv_ns *ns)
 
 	if (!c)
 		return;
-	/* Leave our share written (a restart continues from it) and the lease to the others now. */
-	sync_shares(t, ns, c);
+	/* Leave our share written (a restart continues from it) and the lease to the others now. Each
+	 * call is bounded by the op timeout on an unreachable cluster. */
+	sync_shares(t, ns, c, true);
 	if (c->reaping)
 		t->be->scan_end(ns->kvns, &c->reap);
 	if (c->lease)
