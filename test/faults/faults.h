@@ -146,6 +146,9 @@ struct gw {
 	const char *netns;         /* run inside this network namespace (/run/netns/NAME), or NULL */
 	unsigned op_timeout_s;
 	const char *extra[16];     /* more flags, NULL-terminated */
+	const char *cache;         /* namespace 1 is a cache: its JSON "cache" object (the daemon then
+				    * gets its subsystem from a configuration file), or NULL */
+	char conf[160];            /* that file */
 	char dir[128];             /* the run's temporary directory (logs) */
 	char log[160];             /* the daemon's stderr, appended across restarts */
 	pid_t pid;

@@ -86,16 +86,42 @@ static bool accepts(const struct gw *g)
 	return ok;
 }
 
+/* The subsystem as a configuration file, for a cache namespace (no flag makes one). */
+static int write_conf(struct gw *g)
+{
+	const char *pool = getenv("NKV_CEPH_POOL") ? getenv("NKV_CEPH_POOL") : "nkv";
+	FILE *f;
+
+	snprintf(g->conf, sizeof(g->conf), "%s/conf.json", g->dir);
+	if (!(f = fopen(g->conf, "w")))
+		return -1;
+	fprintf(f,
+		"{\"subsystems\": [{\"nqn\": \"%s\", \"pool\": \"%s\", \"allowed_hosts\": [\"%s\"],%s%s%s\n"
+		"  \"namespaces\": [{\"nsid\": 1, \"rados_namespace\": \"%s\", \"cache\": %s}]}]}\n",
+		FAULT_SUBNQN, pool, FAULT_HOSTNQN, *g->shm ? " \"shm_socket\": \"" : "", *g->shm ? g->shm : "",
+		*g->shm ? "\"," : "", g->rados_ns, g->cache);
+	return fclose(f) == 0 ? 0 : -1;
+}
+
 int gw_start(struct gw *g)
 {
 	char listen[96], ns[160], opt[16];
 	const char *argv[64];
 	int n = 0;
 
+	if (g->cache && write_conf(g) < 0) {
+		fprintf(stderr, "cannot write %s: %s\n", g->conf, strerror(errno));
+		return -1;
+	}
+
 	snprintf(listen, sizeof(listen), "%s:%s", g->addr, g->port);
 	snprintf(ns, sizeof(ns), "1:%s", g->rados_ns);
 	snprintf(opt, sizeof(opt), "%u", g->op_timeout_s);
 	argv[n++] = g->bin;
+	if (g->cache) { /* first: the flags after it override it */
+		argv[n++] = "--config";
+		argv[n++] = g->conf;
+	}
 	argv[n++] = "--backend";
 	argv[n++] = g->backend;
 	if (strcmp(g->backend, "rados") == 0) {
@@ -114,17 +140,19 @@ int gw_start(struct gw *g)
 	argv[n++] = "none";
 	argv[n++] = "--log-level";
 	argv[n++] = getenv("NKV_FAULTS_LOG_LEVEL") ? getenv("NKV_FAULTS_LOG_LEVEL") : "info";
-	argv[n++] = "--subsys";
-	argv[n++] = FAULT_SUBNQN;
-	argv[n++] = "--pool";
-	argv[n++] = getenv("NKV_CEPH_POOL") ? getenv("NKV_CEPH_POOL") : "nkv";
-	argv[n++] = "--ns";
-	argv[n++] = ns;
-	argv[n++] = "--allow-host";
-	argv[n++] = FAULT_HOSTNQN;
-	if (*g->shm) {
-		argv[n++] = "--shm";
-		argv[n++] = g->shm;
+	if (!g->cache) {
+		argv[n++] = "--subsys";
+		argv[n++] = FAULT_SUBNQN;
+		argv[n++] = "--pool";
+		argv[n++] = getenv("NKV_CEPH_POOL") ? getenv("NKV_CEPH_POOL") : "nkv";
+		argv[n++] = "--ns";
+		argv[n++] = ns;
+		argv[n++] = "--allow-host";
+		argv[n++] = FAULT_HOSTNQN;
+		if (*g->shm) {
+			argv[n++] = "--shm";
+			argv[n++] = g->shm;
+		}
 	}
 	for (unsigned i = 0; g->extra[i] && n < 62; i++)
 		argv[n++] = g->extra[i];

