@@ -57,7 +57,7 @@ struct nkv_cache {
 	bool loaded;                     /* our share read back (a restart continues from it) */
 	uint64_t next_sync;              /* monotonic ms */
 	/* eviction lease and work (cache thread only) */
-	bool lease;
+	atomic_bool lease;               /* held (read by the usage snapshot too) */
 	uint64_t lease_until, next_lease;
 	bool evicting;                   /* above capacity: evict down to the low watermark */
 	uint64_t evict_age;              /* ms since last use of the entries evicted lately (EWMA) */
