@@ -13,8 +13,16 @@
 #
 #   bench/compare.sh [--sizes "4K 256K 4M 32M"] [--qds "1 16 64"] [--systems "rados tcp shm rgw mem redis"]
 #                    [--bytes 512M] [--time 2] [--out DIR] [--name NAME] [--smoke] [--no-build] [--keep]
-#                    [--memstore]
+#                    [--memstore] [--reps N]
 #   the cluster is bluestore on a sparse file (ceph-dev.sh --durable) unless --memstore
+#
+#   --reps N  run every point N times (default 1), interleaved: rep 1 of every point and system, then
+#             rep 2, ..., each rep starting the systems at a different one of them, so that slow drift of
+#             the machine falls on every system alike; N times the measurement time. The report gives the
+#             median of every figure over the reps and each ratio to raw librados as the median of the
+#             per-rep ratios with its min-max, e.g. `0.86x (0.81-0.92)`, marked with a dagger where that
+#             spread is wider than the ratio's distance from 1.00x (the run cannot tell the difference).
+#             The .jsonl keeps every rep's report (field "rep"); <date>-summary.jsonl has the medians.
 #
 #   --smoke   CI: tiny sizes, QD 1 and 16, rados + tcp (+ shm), ~20 s; checks that every point ran and
 #             verified its data (exit 1 if not); writes nothing into bench/results.
@@ -26,7 +34,7 @@ ROOT=$PWD
 CMDLINE="bench/compare.sh${*:+ $*}"
 
 SIZES="4K 256K 4M 32M"; QDS="1 16 64"; SYSTEMS="rados tcp shm rgw mem redis"
-BYTES=512M; TIME=2; OUT=bench/results; NAME=""; SMOKE=0; BUILD_IT=1; KEEP=0; STORE=bluestore
+BYTES=512M; TIME=2; OUT=bench/results; NAME=""; SMOKE=0; BUILD_IT=1; KEEP=0; STORE=bluestore; REPS=1
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--sizes) SIZES="$2"; shift 2 ;;
@@ -40,6 +48,8 @@ while [ $# -gt 0 ]; do
 	--no-build) BUILD_IT=0; shift ;;
 	--keep) KEEP=1; shift ;;
 	--memstore) STORE=memstore; shift ;;
+	--reps) REPS="${2:-}"; shift $(( $# > 1 ? 2 : 1 ))
+		[[ "$REPS" =~ ^[1-9][0-9]{0,2}$ ]] || { echo "compare.sh: --reps wants a whole number from 1 to 999, not '$REPS'" >&2; exit 64; } ;;
 	-h|--help) sed -n '2,/^set -euo/p' "$SELF" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	*) echo "compare.sh: unknown argument '$1' (--help)" >&2; exit 64 ;;
 	esac
@@ -174,8 +184,8 @@ fi
 bytes_of() { python3 -c "import sys; s=sys.argv[1].upper(); m={'K':1<<10,'M':1<<20,'G':1<<30}; print(int(s[:-1])*m[s[-1]] if s[-1] in m else int(s))" "$1"; }
 TOTAL=$(bytes_of "$BYTES")
 FAILS=0
-run_point() { # system size qd
-	local sys=$1 size=$2 qd=$3 sb keys args out rc=0
+run_point() { # system size qd rep
+	local sys=$1 size=$2 qd=$3 rep=$4 sb keys args out rc=0
 	sb=$(bytes_of "$size"); keys=$((TOTAL / sb)); [ "$keys" -ge 1 ] || keys=1
 	args=(mode=raw "qd=$qd" "size=$size" "keys=$keys" "bytes=$TOTAL" "time=$TIME" cleanup=1 progress=0 "prefix=$sys")
 	out=$RUN/point.json
@@ -192,25 +202,25 @@ run_point() { # system size qd
 	esac
 	if [ "$rc" != 0 ] || ! grep -q '"ok":true' "$out"; then
 		FAILS=$((FAILS + 1))
-		log "FAILED: $sys size=$size qd=$qd (exit $rc)"; tail -20 "$RUN/err" >&2 || true
+		log "FAILED: $sys size=$size qd=$qd${REP_TAG:+ rep $rep} (exit $rc)"; tail -20 "$RUN/err" >&2 || true
 		for f in "$RUN"/*.log; do [ -f "$f" ] && { echo "==> $f <==" >&2; tail -20 "$f" >&2; }; done
 	fi
-	python3 - "$sys" "$size" "$qd" "$rc" "$out" >>"$JSONL" <<'EOF'
+	python3 - "$sys" "$size" "$qd" "$rc" "$out" "$rep" >>"$JSONL" <<'EOF'
 import json, sys
-sysname, size, qd, rc, path = sys.argv[1:]
+sysname, size, qd, rc, path, repno = sys.argv[1:]
 try:
     rep = json.load(open(path))
 except Exception as e:
     rep = {"ok": False, "error": "no report: %s" % e}
-rep.update({"system": sysname, "size_arg": size, "qd_arg": int(qd), "exit": int(rc)})
+rep.update({"system": sysname, "size_arg": size, "qd_arg": int(qd), "exit": int(rc), "rep": int(repno)})
 print(json.dumps(rep))
 EOF
 	# one line of progress for people
-	python3 - "$out" "$sys" "$size" "$qd" >&2 <<'EOF' || true
+	python3 - "$out" "$sys" "$size" "$qd" "${REP_TAG:+rep $rep/$REPS }" >&2 <<'EOF' || true
 import json, sys
 r = json.load(open(sys.argv[1])); d = {x["phase"]: x for x in r["results"]}
 w, g = d.get("write", {}), d.get("read", {})
-print("compare: %-5s %5s qd %-2s  store %8.1f MB/s p50 %9.1f us | retrieve %8.1f MB/s p50 %9.1f us  verified %d%s" % (
+print("compare: " + sys.argv[5] + "%-5s %5s qd %-2s  store %8.1f MB/s p50 %9.1f us | retrieve %8.1f MB/s p50 %9.1f us  verified %d%s" % (
     sys.argv[2], sys.argv[3], sys.argv[4], w.get("mb_s", 0), w.get("lat_us", {}).get("p50", 0),
     g.get("mb_s", 0), g.get("lat_us", {}).get("p50", 0), r.get("verified", 0), "" if r.get("ok") else "  FAILED"))
 EOF
@@ -231,10 +241,19 @@ for sys in $SYSTEMS; do
 done
 
 T0=$SECONDS
-log "systems:${SYSTEMS// / } | sizes: $SIZES | qd: $QDS | $BYTES per point, ${TIME}s per phase"
-for size in $SIZES; do
-	for qd in $QDS; do
-		for sys in $SYSTEMS; do run_point "$sys" "$size" "$qd"; done
+REP_TAG=""; [ "$REPS" = 1 ] || REP_TAG=1   # progress and failure lines name the rep only when there are several
+log "systems:${SYSTEMS// / } | sizes: $SIZES | qd: $QDS | $BYTES per point, ${TIME}s per phase${REP_TAG:+ | $REPS reps, interleaved}"
+# Reps outermost: rep 1 of every point, then rep 2, ..., so drift of a shared machine over the run lands on
+# every system alike; within a rep the systems' order rotates by one per rep, so no system is always the
+# first (or the last) to run at a point. One rep is the plain order.
+read -r -a SYSLIST <<<"$SYSTEMS"
+for rep in $(seq 1 "$REPS"); do
+	ORDERED=()
+	for i in "${!SYSLIST[@]}"; do ORDERED+=("${SYSLIST[$(((i + rep - 1) % ${#SYSLIST[@]}))]}"); done
+	for size in $SIZES; do
+		for qd in $QDS; do
+			for sys in "${ORDERED[@]}"; do run_point "$sys" "$size" "$qd" "$rep"; done
+		done
 	done
 done
 ELAPSED=$((SECONDS - T0))
@@ -250,7 +269,8 @@ for line in open(sys.argv[1]):
     ok = r.get("ok") and r.get("verified", 0) > 0 and r.get("mismatches", 1) == 0 and r.get("errors", 1) == 0
     if not ok:
         bad += 1
-    print("%s %-5s %-4s qd %-2s verified %s" % ("ok  " if ok else "FAIL", r["system"], r["size_arg"], r["qd_arg"], r.get("verified")))
+    print("%s %-5s %-4s qd %-2s verified %s%s" % ("ok  " if ok else "FAIL", r["system"], r["size_arg"], r["qd_arg"],
+                                               r.get("verified"), " rep %d" % r["rep"] if r.get("rep", 1) > 1 else ""))
 sys.exit(1 if bad else 0)
 EOF
 	exit $(( FAILS > 0 ))

@@ -1,18 +1,31 @@
 #!/usr/bin/env python3
 """report.py - turn bench/compare.sh's JSON lines into the results page (markdown tables with each
-figure and its ratio to raw librados, the issue's targets met or missed) and gnuplot scripts for the
-charts. Usage: report.py JSONL OUT.md PREFIX CMDLINE MACHINE VERSIONS ELAPSED BYTES TIME [NOTE...]"""
+figure and its ratio to raw librados, the issue's targets met or missed), PREFIX-summary.jsonl (the
+aggregated figures, one object per point, system and phase) and gnuplot scripts for the charts.
+Usage: report.py JSONL OUT.md PREFIX CMDLINE MACHINE VERSIONS ELAPSED BYTES TIME [NOTE...]
+
+With several repetitions (compare.sh --reps N: every row carries "rep"), each figure is the median
+over the reps and each ratio is the median of the per-rep ratios (system / raw librados of the same
+rep: compare.sh interleaves the reps, so both figures of a pair were measured close in time) with its
+min-max; a ratio whose spread (max - min) is wider than its gap (|1 - median|) is flagged: that run
+cannot tell the two apart at that point."""
 import json
 import os
+import statistics
 import sys
 
 jsonl, out_md, prefix, cmdline, machine, versions, elapsed, budget, tlimit = sys.argv[1:10]
 notes = sys.argv[10:]
 pts = [json.loads(l) for l in open(jsonl) if l.strip()]
+for p in pts:
+    p.setdefault("rep", 1)  # rows from a run without --reps (and older .jsonl files) are rep 1
 
 NAMES = {"rados": "raw librados", "tcp": "rados-nkv TCP", "shm": "rados-nkv shm", "rgw": "RGW S3",
          "mem": "rados-nkv mem TCP", "redis": "Redis"}
 ORDER = [s for s in ["rados", "tcp", "shm", "rgw", "mem", "redis"] if any(p["system"] == s for p in pts)]
+REPS = sorted({p["rep"] for p in pts})
+MULTI = len(REPS) > 1  # one rep: the page looks as it always did (no medians, no spreads)
+FLAG = "\u2020"  # dagger: the ratio's spread over the reps is wider than its gap to 1.00x
 
 
 def size_bytes(s):
@@ -22,17 +35,62 @@ def size_bytes(s):
 
 sizes = sorted({p["size_arg"] for p in pts}, key=size_bytes)
 qds = sorted({p["qd_arg"] for p in pts})
-idx = {(p["system"], p["size_arg"], p["qd_arg"]): p for p in pts}
+idx = {(p["system"], p["size_arg"], p["qd_arg"], p["rep"]): p for p in pts}
 
 
-def res(sysname, size, qd, phase):
-    p = idx.get((sysname, size, qd))
+def res(sysname, size, qd, phase, rep):
+    """One rep's result of one phase, or None when that run has none."""
+    p = idx.get((sysname, size, qd, rep))
     if not p or not p.get("results"):
         return None
     for r in p["results"]:
         if r["phase"] == phase:
             return r
     return None
+
+
+def metric(r, m):
+    if r is None:
+        return None
+    return {"p50": r["lat_us"]["p50"], "p99": r["lat_us"]["p99"], "ops": r["ops_s"], "mbs": r["mb_s"]}[m]
+
+
+def med(sysname, size, qd, phase, m):
+    """The median of a metric over the reps that measured it (None when none did)."""
+    vs = [v for v in (metric(res(sysname, size, qd, phase, k), m) for k in REPS) if v is not None]
+    return statistics.median(vs) if vs else None
+
+
+class Ratio:
+    """Per-rep ratios a/b of one point (pairs from the same rep only): median, min, max, count."""
+
+    def __init__(self, vals):
+        self.n = len(vals)
+        self.med, self.lo, self.hi = statistics.median(vals), min(vals), max(vals)
+
+    def flagged(self):
+        # the run cannot tell the two apart: the ratio moved more between reps than its distance from 1
+        return self.n > 1 and self.hi - self.lo > abs(1.0 - self.med)
+
+    def text(self):
+        """'0.86x (0.81-0.92)' (a marker when flagged, the count when some reps lack the pair)."""
+        if not MULTI:
+            return "%.2fx" % self.med
+        t = "%.2fx (%.2f-%.2f)" % (self.med, self.lo, self.hi)
+        if self.n < len(REPS):
+            t += " [%d of %d reps]" % (self.n, len(REPS))
+        return t + (FLAG if self.flagged() else "")
+
+
+def ratio_of(a_sys, b_sys, size, qd, phase, m):
+    """Ratio of a_sys's metric to b_sys's at one point over the reps, or None if no rep has both."""
+    vals = []
+    for k in REPS:
+        a = metric(res(a_sys, size, qd, phase, k), m)
+        b = metric(res(b_sys, size, qd, phase, k), m)
+        if a and b:
+            vals.append(a / b)
+    return Ratio(vals) if vals else None
 
 
 def fmt(v, unit):
@@ -43,18 +101,6 @@ def fmt(v, unit):
     if unit == "ops":
         return "%.0f" % v
     return "%.0f" % v if v >= 100 else "%.1f" % v
-
-
-def metric(r, m):
-    if r is None:
-        return None
-    return {"p50": r["lat_us"]["p50"], "p99": r["lat_us"]["p99"], "ops": r["ops_s"], "mbs": r["mb_s"]}[m]
-
-
-def ratio(v, base, lower_better):
-    if v is None or base is None or base == 0 or v == 0:
-        return ""
-    return " (%.2fx)" % (v / base)
 
 
 L = []
@@ -74,16 +120,30 @@ L.append("- workload: read-after-write per point: store N values then retrieve t
          "(small values at low QD stop on time: the op counts show it); one connection, QD requests in "
          "flight; ratios are to raw librados at the same point (for `mem` and `Redis` too, plus mem/Redis)"
          % (budget, tlimit))
+if MULTI:
+    L.append("- repetitions: %d of every point, interleaved (rep 1 of every point and system, then rep 2, ...; "
+             "each rep starts the systems at a different one of them); every figure is the median over the "
+             "reps; a ratio is the median of the per-rep ratios (each rep's figure over the other system's "
+             "figure of the same rep) followed by their min-max; %s marks a ratio whose spread (max - min) is "
+             "wider than its gap (|1 - median|): this run cannot tell the two apart there" % (len(REPS), FLAG))
 L.append("- measurement time: %s s" % elapsed)
 for n in notes:
     L.append("- note: %s" % n)
 bad = [p for p in pts if not p.get("ok")]
-L.append("- verification: %d points, %d values retrieved and verified, %d mismatches, %d errors%s" % (
-    len(pts), sum(p.get("verified", 0) for p in pts), sum(p.get("mismatches", 0) for p in pts),
-    sum(p.get("errors", 0) for p in pts),
-    "" if not bad else "; FAILED points: " + ", ".join("%s/%s/qd%d" % (p["system"], p["size_arg"], p["qd_arg"])
-                                                       for p in bad)))
+
+
+def where(p):
+    return "%s/%s/qd%d%s" % (p["system"], p["size_arg"], p["qd_arg"], "/rep%d" % p["rep"] if MULTI else "")
+
+
+L.append("- verification: %d %s, %d values retrieved and verified, %d mismatches, %d errors%s" % (
+    len(pts), "runs of a point" if MULTI else "points", sum(p.get("verified", 0) for p in pts),
+    sum(p.get("mismatches", 0) for p in pts), sum(p.get("errors", 0) for p in pts),
+    "" if not bad else "; FAILED points: " + ", ".join(where(p) for p in bad)))
 L.append("")
+FOOT = ("%s the ratio's spread over the %d reps (max - min) is wider than its gap to 1.00x (|1 - median|): "
+        "this run cannot tell the system from raw librados (in the mem / Redis column: mem from Redis) at "
+        "that point." % (FLAG, len(REPS)))
 
 for phase, title in (("read", "Retrieve (read phase)"), ("write", "Store (write phase)")):
     for m, mt, unit in (("p50", "p50 latency, us", "us"), ("p99", "p99 latency, us", "us"),
@@ -95,33 +155,49 @@ for phase, title in (("read", "Retrieve (read phase)"), ("write", "Store (write 
             hdr += " | mem / Redis"
         L.append(hdr + " |")
         L.append("|---|---|" + "---|" * (len(ORDER) + (1 if "mem" in ORDER and "redis" in ORDER else 0)))
+        flagged = False
         for size in sizes:
             for qd in qds:
-                base = metric(res("rados", size, qd, phase), m)
                 cells = []
                 for s in ORDER:
-                    v = metric(res(s, size, qd, phase), m)
-                    cells.append(fmt(v, unit) + ("" if s == "rados" else ratio(v, base, m in ("p50", "p99"))))
+                    c = fmt(med(s, size, qd, phase, m), unit)
+                    r = None if s == "rados" else ratio_of(s, "rados", size, qd, phase, m)
+                    if r:
+                        c += (" (%s)" if not MULTI else " \u00b7 %s") % r.text()
+                        flagged |= r.flagged()
+                    cells.append(c)
                 if "mem" in ORDER and "redis" in ORDER:
-                    a, b = metric(res("mem", size, qd, phase), m), metric(res("redis", size, qd, phase), m)
-                    cells.append("%.2fx" % (a / b) if a and b else "-")
+                    r = ratio_of("mem", "redis", size, qd, phase, m)
+                    cells.append(r.text() if r else "-")
+                    flagged |= bool(r and r.flagged())
                 L.append("| %s | %d | %s |" % (size, qd, " | ".join(cells)))
         L.append("")
+        if flagged:
+            L.append(FOOT)
+            L.append("")
 
 # ---- the issue's targets -------------------------------------------------------------------------------
 T = []
 
 
-def check(desc, val, goal, ok):
-    if val is None:
+MET = []
+
+
+def check(desc, r, goal, ok):
+    """One target row; r is a Ratio (met or missed by its median) or None (not measured)."""
+    if r is None:
         T.append("| %s | - | %s | not measured |" % (desc, goal))
-    else:
-        T.append("| %s | %.2fx | %s | %s |" % (desc, val, goal, "met" if ok(val) else "**missed**"))
+        return
+    met = ok(r.med)
+    MET.append(met)
+    verdict = "met" if met else "**missed**"
+    if MULTI and ok(r.lo) != ok(r.hi):
+        verdict += ", the spread straddles the goal"  # another run could well come out the other way
+    measured = "%.2fx (%.2f-%.2f)" % (r.med, r.lo, r.hi) if MULTI else "%.2fx" % r.med
+    T.append("| %s | %s | %s | %s |" % (desc, measured, goal, verdict))
 
 
-def rat(a_sys, b_sys, size, qd, phase, m):
-    a, b = metric(res(a_sys, size, qd, phase), m), metric(res(b_sys, size, qd, phase), m)
-    return a / b if a and b else None
+rat = ratio_of
 
 
 for size in sizes:
@@ -160,7 +236,7 @@ if "mem" in ORDER and "redis" in ORDER:
                 check("mem / Redis %s MB/s, %s QD %d" % ("retrieve" if ph == "read" else "store", size, qd),
                       rat("mem", "redis", size, qd, ph, "mbs"), ">= 1.0x", lambda v: v >= 1.0)
 if T:
-    met = sum(1 for t in T if t.endswith("| met |"))
+    met = sum(MET)
     L.insert(L.index("## Retrieve (read phase): p50 latency, us"), "\n".join(
         ["## Targets (issue 5): %d of %d met" % (met, len(T)), "",
          "| target | measured | goal | |", "|---|---|---|---|"] + T + [""]))
@@ -172,10 +248,11 @@ for s in ORDER:
     with open("%s-%s.dat" % (prefix, s), "w") as f:
         for qd in qds:
             for size in sizes:
-                r, w = res(s, size, qd, "read"), res(s, size, qd, "write")
                 f.write("%d %d %s %s %s %s\n" % (qd, size_bytes(size),
-                                                 metric(r, "p50") or "NaN", metric(r, "mbs") or "NaN",
-                                                 metric(w, "p50") or "NaN", metric(w, "mbs") or "NaN"))
+                                                 med(s, size, qd, "read", "p50") or "NaN",
+                                                 med(s, size, qd, "read", "mbs") or "NaN",
+                                                 med(s, size, qd, "write", "p50") or "NaN",
+                                                 med(s, size, qd, "write", "mbs") or "NaN"))
             f.write("\n\n")
 for kind, col, ylab, logy in (("latency", 3, "retrieve p50 latency (us, log)", True),
                               ("throughput", 4, "retrieve MB/s", False),
@@ -205,5 +282,27 @@ L.append("")
 for kind, png in charts:
     L.append("![%s](%s)" % (kind, png))
     L.append("")
-L.append("Raw reports (one JSON object per point, as the harnesses print them): `%s`." % os.path.basename(jsonl))
+L.append("Raw reports (one JSON object per point%s, as the harnesses print them): `%s`; the aggregated "
+         "figures, one object per point, system and phase: `%s`." % (
+             " and rep" if MULTI else "", os.path.basename(jsonl), os.path.basename(prefix) + "-summary.jsonl"))
 open(out_md, "w").write("\n".join(L) + "\n")
+
+# ---- the aggregated figures, machine-readable ----------------------------------------------------------------
+with open(prefix + "-summary.jsonl", "w") as f:
+    for size in sizes:
+        for qd in qds:
+            for s in ORDER:
+                for phase in ("write", "read"):
+                    row = {"system": s, "size_arg": size, "qd_arg": qd, "phase": phase,
+                           "reps": sum(1 for k in REPS if res(s, size, qd, phase, k))}
+                    if not row["reps"]:
+                        continue
+                    for m, key in (("p50", "p50_us"), ("p99", "p99_us"), ("ops", "ops_s"), ("mbs", "mb_s")):
+                        row[key] = med(s, size, qd, phase, m)
+                    if s != "rados":
+                        for m, key in (("p50", "p50_ratio"), ("mbs", "mb_s_ratio")):
+                            r = ratio_of(s, "rados", size, qd, phase, m)
+                            if r:
+                                row[key] = {"median": r.med, "min": r.lo, "max": r.hi, "n": r.n,
+                                            "flagged": r.flagged()}
+                    f.write(json.dumps(row) + "\n")
