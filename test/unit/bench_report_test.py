@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""bench_report_test.py REPO - bench/report.py's aggregation over repetitions (compare.sh --reps), on
+synthetic JSON lines whose medians, per-rep ratios and spreads are known: the rendered cells, the
+dagger and its footnote (spread wider than the gap to 1.00x), the targets' verdicts, the summary
+JSON lines, a failed rep and a rep missing for one system; and that a one-rep file renders as before
+(no spreads, no flags). Needs no cluster."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+REPO = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "..")
+REPORT = os.path.join(REPO, "bench", "report.py")
+DAGGER = "\u2020"
+fails = 0
+checks = 0
+
+
+def check(cond, what):
+    global fails, checks
+    checks += 1
+    if not cond:
+        fails += 1
+        print("FAIL: %s" % what)
+
+
+def size_bytes(s):
+    return int(s[:-1]) * {"K": 1 << 10, "M": 1 << 20}[s[-1]]
+
+
+def row(system, size, qd, rep, read, write=(1000.0, 10.0), ok=True):
+    """A harness report: read/write = (p50 us, MB/s); p99 = 2 x p50, ops/s from MB/s and the size."""
+    def phase(name, p50, mbs):
+        return {"phase": name, "op": name, "ops": 100, "bytes": 100 * size_bytes(size), "seconds": 1.0,
+                "ops_s": round(mbs * 1e6 / size_bytes(size), 1), "mb_s": mbs,
+                "lat_us": {"min": p50 / 2, "mean": p50, "p50": p50, "p90": p50 * 1.5, "p99": p50 * 2,
+                           "p999": p50 * 3, "max": p50 * 4}, "misses": 0, "errors": 0, "mismatches": 0}
+    r = {"tool": "synthetic", "results": [phase("write", *write), phase("read", *read)],
+         "verified": 100 if ok else 0, "errors": 0 if ok else 1, "mismatches": 0, "ok": ok,
+         "system": system, "size_arg": size, "qd_arg": qd, "exit": 0 if ok else 1}
+    if rep is not None:
+        r["rep"] = rep
+    return r
+
+
+def render(rows):
+    d = tempfile.mkdtemp(prefix="nkv-report-test.")
+    jl = os.path.join(d, "t.jsonl")
+    with open(jl, "w") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+    subprocess.run([sys.executable, REPORT, jl, os.path.join(d, "t.md"), os.path.join(d, "t"), "cmd", "machine",
+                    "versions", "9", "8M", "1"], check=True)
+    md = open(os.path.join(d, "t.md")).read()
+    summary = [json.loads(l) for l in open(os.path.join(d, "t-summary.jsonl"))]
+    shutil.rmtree(d)
+    return md, summary
+
+
+def table(md, title):
+    """The lines of one '## title' section (up to the next heading)."""
+    out, on = [], False
+    for line in md.splitlines():
+        if line.startswith("## "):
+            on = line == "## " + title
+            continue
+        if on:
+            out.append(line)
+    check(out, "section '%s' present" % title)
+    return out
+
+
+def cells(lines, size, qd):
+    for line in lines:
+        if line.startswith("| %s | %d |" % (size, qd)):
+            return [c.strip() for c in line.strip("|").split("|")][2:]
+    check(False, "row %s QD %d present" % (size, qd))
+    return []
+
+
+# ---- three reps --------------------------------------------------------------------------------------
+rows = []
+# 4K QD 1 read p50: librados 100, 110, 90 (median 100); TCP 120, 121, 135: ratios 1.20, 1.10, 1.50 ->
+# median 1.20, spread 0.40 > gap 0.20: flagged. TCP's own median p50 is 121.
+# 4K QD 16 read p50: librados 100 x3; TCP 150, 160, 155: ratios 1.50-1.60, median 1.55, spread 0.10 < gap
+# 0.55: not flagged.
+# MB/s at 4K QD 1: librados 10 x3, TCP 9, 8, 8.5 -> 0.85x (0.80-0.90), spread 0.10 < gap 0.15: not flagged.
+# mem / Redis read MB/s at 4K QD 1: mem 100 x3, Redis 95.2381, 105.2632, 100 -> ratios 1.05, 0.95, 1.00:
+# median 1.00, spread 0.10 > gap 0: flagged.
+R = {1: (100, 110, 90), 16: (100, 100, 100)}
+T = {1: (120, 121, 135), 16: (150, 160, 155)}
+TM = (9.0, 8.0, 8.5)
+REDIS = (95.2381, 105.2632, 100.0)
+for k in (1, 2, 3):
+    for qd in (1, 16):
+        rows.append(row("rados", "4K", qd, k, (R[qd][k - 1], 10.0)))
+        rows.append(row("tcp", "4K", qd, k, (T[qd][k - 1], TM[k - 1] if qd == 1 else 10.0)))
+        rows.append(row("mem", "4K", qd, k, (20.0, 100.0)))
+        rows.append(row("redis", "4K", qd, k, (20.0, REDIS[k - 1] if qd == 1 else 100.0)))
+# 4M QD 1: TCP's rep 3 is missing (2 of 3 reps) and its rep 2 failed verification.
+for k in (1, 2, 3):
+    rows.append(row("rados", "4M", 1, k, (1000.0, 400.0)))
+    if k != 3:
+        rows.append(row("tcp", "4M", 1, k, (1100.0, 300.0 + k), ok=k != 2))
+md, summary = render(rows)
+
+p50 = table(md, "Retrieve (read phase): p50 latency, us")
+c = cells(p50, "4K", 1)
+check(c[:2] == ["100", "121 \u00b7 1.20x (1.10-1.50)" + DAGGER], "4K QD 1 p50 cells: %s" % c[:2])
+c = cells(p50, "4K", 16)
+check(c[:2] == ["100", "155 \u00b7 1.55x (1.50-1.60)"], "4K QD 16 p50 cells (no flag): %s" % c[:2])
+c = cells(p50, "4M", 1)
+check(c[:2] == ["1000", "1100 \u00b7 1.10x (1.10-1.10) [2 of 3 reps]"], "4M QD 1 with a rep missing: %s" % c[:2])
+check(any(l.startswith(DAGGER + " the ratio's spread over the 3 reps") for l in p50), "p50 table has the footnote")
+
+mbs = table(md, "Retrieve (read phase): MB/s (10^6 bytes/s)")
+c = cells(mbs, "4K", 1)
+check(c[1] == "8.5 \u00b7 0.85x (0.80-0.90)", "4K QD 1 TCP MB/s (no flag): %s" % c[1])
+check(c[-1] == "1.00x (0.95-1.05)" + DAGGER, "mem / Redis column flagged: %s" % c[-1])
+check(cells(mbs, "4K", 16)[-1] == "1.00x (1.00-1.00)", "mem / Redis at 4K QD 16: no spread, no flag")
+check(any(l.startswith(DAGGER) for l in mbs), "MB/s table has the footnote")
+wr = table(md, "Store (write phase): p50 latency, us")
+check(not any(DAGGER in l for l in wr), "store p50 (every ratio 1.00x, no spread): no dagger, no footnote")
+
+check("- repetitions: 3 of every point, interleaved" in md, "the header names the reps")
+check("- verification: 29 runs of a point" in md and "FAILED points: tcp/4M/qd1/rep2" in md,
+      "verification line counts runs and names the failed rep")
+check("| TCP / librados retrieve p50, 4K QD 1 | 1.20x (1.10-1.50) | <= 1.10x | **missed**, the spread straddles "
+      "the goal |" in md, "target verdict by the median, with the straddle")
+check("| TCP / librados store IOPS, 4K QD 16 | 1.00x (1.00-1.00) | >= 0.95x | met |" in md, "a target met")
+
+s = {(r["system"], r["size_arg"], r["qd_arg"], r["phase"]): r for r in summary}
+t = s.get(("tcp", "4K", 1, "read"), {})
+check(t.get("reps") == 3 and t.get("p50_us") == 121 and t.get("mb_s") == 8.5, "summary medians: %s" % t)
+pr = t.get("p50_ratio", {})
+check(abs(pr.get("median", 0) - 1.2) < 1e-9 and abs(pr.get("min", 0) - 1.1) < 1e-9 and
+      abs(pr.get("max", 0) - 1.5) < 1e-9 and pr.get("n") == 3 and pr.get("flagged") is True, "summary ratio: %s" % pr)
+t = s.get(("tcp", "4K", 16, "read"), {})
+check(t.get("p50_ratio", {}).get("flagged") is False, "summary: 4K QD 16 not flagged")
+check(s.get(("tcp", "4M", 1, "read"), {}).get("reps") == 2, "summary: 4M QD 1 TCP has 2 reps")
+check("p50_ratio" not in s.get(("rados", "4K", 1, "read"), {"p50_ratio": 1}), "summary: no ratio for librados")
+
+# ---- one rep (no "rep" field: a run without --reps, or an older file) --------------------------------
+md1, _ = render([row("rados", "4K", 1, None, (100.0, 10.0)), row("tcp", "4K", 1, None, (150.0, 8.0))])
+c = cells(table(md1, "Retrieve (read phase): p50 latency, us"), "4K", 1)
+check(c == ["100", "150 (1.50x)"], "one rep: the plain cells: %s" % c)
+check(DAGGER not in md1 and "repetitions" not in md1 and "- verification: 2 points," in md1,
+      "one rep: no flags, no repetitions line")
+check("| TCP / librados retrieve p50, 4K QD 1 | 1.50x | <= 1.10x | **missed** |" in md1, "one rep: target row")
+
+print("bench_report_test: %d checks, %d failed" % (checks, fails))
+sys.exit(1 if fails else 0)
