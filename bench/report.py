@@ -142,8 +142,9 @@ L.append("- verification: %d %s, %d values retrieved and verified, %d mismatches
     "" if not bad else "; FAILED points: " + ", ".join(where(p) for p in bad)))
 L.append("")
 FOOT = ("%s the ratio's spread over the %d reps (max - min) is wider than its gap to 1.00x (|1 - median|): "
-        "this run cannot tell the system from raw librados (in the mem / Redis column: mem from Redis) at "
-        "that point." % (FLAG, len(REPS)))
+        "this run cannot tell the system from raw librados%s at that point." % (
+            FLAG, len(REPS), " (in the mem / Redis column: mem from Redis)" if "mem" in ORDER and "redis" in ORDER
+            else ""))
 
 for phase, title in (("read", "Retrieve (read phase)"), ("write", "Store (write phase)")):
     for m, mt, unit in (("p50", "p50 latency, us", "us"), ("p99", "p99 latency, us", "us"),
