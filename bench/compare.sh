@@ -126,7 +126,10 @@ if want tcp || want shm; then
 	P_TCP=$(free_port); SHM_SOCK=$RUN/nkv.sock
 	shm_args=()
 	if want shm; then
-		if "$DAEMON" --help 2>&1 | grep -q -- '--shm ' && "$NKV" --help 2>&1 | grep -q 'shm:'; then
+		# the help texts are read whole first: piped into grep -q, a help longer than one pipe write gets
+		# SIGPIPE when grep stops at the match, and pipefail then made a built shm look absent
+		dhelp=$("$DAEMON" --help 2>&1 || true); chelp=$("$NKV" --help 2>&1 || true)
+		if [[ "$dhelp" == *"--shm "* && "$chelp" == *"shm:"* ]]; then
 			shm_args=(--shm "$SHM_SOCK")
 		else
 			note "shm: this rados-nkv/libnkv has no shared-memory transport yet: skipped"; SYSTEMS=${SYSTEMS/shm/}
