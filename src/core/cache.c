@@ -27,6 +27,7 @@
 #define TICK_MS 100
 #define SYNC_MS 1000
 #define SAMPLE_N 32
+#define SAMPLE_URGENT 128 /* past half the overshoot: bigger rounds, half of each sample evicted */
 #define EVICT_BUDGET_MS 80 /* per namespace per tick: one busy namespace cannot starve the others */
 #define REAP_BATCH 64
 #define SHARE_PREFIX "u."
@@ -459,14 +460,16 @@ static int cand_cmp(const void *a, const void *b)
  * One eviction round: a random sample, the oldest automatic entries of it (and any expired one)
  * removed. Evicting the oldest eighth of each sample of 32 keeps the entries removed among the
  * least recently used of the namespace, at the cost of a listing page and 32 small reads per round.
+ * When usage is past half the overshoot (Stores would soon get 81h), rounds of 128 remove half of
+ * what they read: more per round trip, picked less finely.
  */
 static void evict_round(struct nkv_target *t, struct nkv_subsys *ss, struct nkv_ns *ns, uint64_t now,
-			int64_t need_bytes, int64_t need_keys, bool fifo)
+			int64_t need_bytes, int64_t need_keys, bool fifo, bool urgent)
 {
-	struct nkv_entry e[SAMPLE_N], pick[SAMPLE_N];
-	struct cand cd[SAMPLE_N];
-	unsigned nc = 0, np = 0;
-	int n = t->be->sample(ns->kvns, SAMPLE_N, e);
+	struct nkv_entry e[SAMPLE_URGENT], pick[SAMPLE_URGENT];
+	struct cand cd[SAMPLE_URGENT];
+	unsigned nc = 0, np = 0, want = urgent ? SAMPLE_URGENT : SAMPLE_N, k = urgent ? want / 2 : want / 8;
+	int n = t->be->sample(ns->kvns, want, e);
 
 	for (int i = 0; i < n; i++) {
 		bool expired = e[i].has_meta && nkv_meta_expired(&e[i].meta, now);
@@ -476,8 +479,6 @@ static void evict_round(struct nkv_target *t, struct nkv_subsys *ss, struct nkv_
 		cd[nc++] = (struct cand){expired ? 0 : age, (unsigned)i};
 	}
 	qsort(cd, nc, sizeof(cd[0]), cand_cmp);
-	/* Far above capacity (a burst): take more per round. */
-	unsigned k = need_bytes > 0 && (uint64_t)need_bytes > atomic_load(&ns->cache->hard_bytes) / 8 ? SAMPLE_N / 2 : SAMPLE_N / 8;
 	int64_t got_b = 0, got_k = 0;
 	for (unsigned i = 0; i < nc && (np < k || cd[i].age_key == 0); i++) {
 		if (cd[i].age_key != 0 && got_b >= need_bytes && got_k >= need_keys)
@@ -516,7 +517,10 @@ static void evict(struct nkv_target *t, struct nkv_subsys *ss, struct nkv_ns *ns
 		if (now >= until || now + p.lease_ms / 4 >= c->lease_until)
 			return; /* next tick (renewing the lease first) */
 		int64_t before = ub;
-		evict_round(t, ss, ns, nkv_unix_ms(), need_b, need_k, p.eviction == NKV_EVICT_FIFO);
+		uint64_t hb = atomic_load(&c->hard_bytes), hk = atomic_load(&c->hard_keys);
+		bool urgent = (p.capacity_bytes && (uint64_t)ub > p.capacity_bytes + (hb - p.capacity_bytes) / 2) ||
+			      (p.capacity_keys && (uint64_t)uk > p.capacity_keys + (hk - p.capacity_keys) / 2);
+		evict_round(t, ss, ns, nkv_unix_ms(), need_b, need_k, p.eviction == NKV_EVICT_FIFO, urgent);
 		if (used_bytes(c) == before && used_keys(c) == uk)
 			return; /* nothing evictable in this sample (all pinned, or empty): next tick */
 	}
