@@ -32,29 +32,15 @@ void nkv_kvio_complete(struct nkv_kvio *io, int rc)
 	nkv_msgq_send(io->msgq, &io->msg, run_done);
 }
 
-static void put64(uint8_t *p, uint64_t v)
-{
-	for (unsigned i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	uint64_t v = 0;
-	for (unsigned i = 0; i < 8; i++)
-		v |= (uint64_t)p[i] << (8 * i);
-	return v;
-}
-
 /* Layout: "NKM1", flags (u32), expiry, stored, tag, size (u64), all little-endian. */
 void nkv_meta_encode(const struct nkv_meta *m, uint8_t out[NKV_META_LEN])
 {
 	memcpy(out, "NKM1", 4);
-	put64(out + 4, m->flags); /* 8 bytes written, the top 4 overwritten next */
-	put64(out + 8, m->expiry_ms);
-	put64(out + 16, m->stored_ms);
-	put64(out + 24, m->tag);
-	put64(out + 32, m->size);
+	nkv_put32(out + 4, m->flags);
+	nkv_put64(out + 8, m->expiry_ms);
+	nkv_put64(out + 16, m->stored_ms);
+	nkv_put64(out + 24, m->tag);
+	nkv_put64(out + 32, m->size);
 }
 
 int nkv_meta_decode(const void *in, size_t len, struct nkv_meta *m)
@@ -62,10 +48,10 @@ int nkv_meta_decode(const void *in, size_t len, struct nkv_meta *m)
 	const uint8_t *p = in;
 	if (len != NKV_META_LEN || memcmp(p, "NKM1", 4) != 0)
 		return -EINVAL;
-	m->flags = (uint32_t)get64(p + 4);
-	m->expiry_ms = get64(p + 8);
-	m->stored_ms = get64(p + 16);
-	m->tag = get64(p + 24);
-	m->size = get64(p + 32);
+	m->flags = nkv_get32(p + 4);
+	m->expiry_ms = nkv_get64(p + 8);
+	m->stored_ms = nkv_get64(p + 16);
+	m->tag = nkv_get64(p + 24);
+	m->size = nkv_get64(p + 32);
 	return 0;
 }

@@ -368,10 +368,7 @@ void rados_read_meta(rados_xattrs_iter_t it, bool *has_meta, struct nkv_meta *me
 				*raw_len = NKV_META_LEN;
 			}
 		} else if (strcmp(name, XATTR_ATIME) == 0 && len == 8) {
-			uint64_t v = 0;
-			for (unsigned i = 0; i < 8; i++)
-				v |= (uint64_t)(uint8_t)val[i] << (8 * i);
-			*touched_ms = v;
+			*touched_ms = nkv_get64(val);
 		}
 	}
 	if (it)
@@ -411,8 +408,7 @@ static void touch(struct nkv_kvns *h, const struct nkv_kvio *io, const char *oid
 	}
 	t->d = d;
 	nkv_meta_encode(&io->meta, m);
-	for (unsigned i = 0; i < 8; i++)
-		a[i] = (uint8_t)(now >> (8 * i));
+	nkv_put64(a, now);
 	if (!(t->op = rados_create_write_op()) || rados_aio_create_completion2(t, touch_done, &c) < 0) {
 		if (t->op)
 			rados_release_write_op(t->op);

@@ -246,8 +246,7 @@ void rados_cache_remove_if(struct nkv_kvns *h, struct nkv_entry *e, unsigned n)
 			continue;
 		nkv_key_to_oid(&e[i].key, oid);
 		nkv_meta_encode(&e[i].meta, m);
-		for (unsigned b = 0; b < 8; b++)
-			a[b] = (uint8_t)(e[i].touched_ms >> (8 * b));
+		nkv_put64(a, e[i].touched_ms);
 		/* Unchanged since read: the same Store (record) and no use since (last touch). An absent
 		 * xattr compares equal to an empty value. */
 		rados_write_op_cmpxattr(ops[i], XATTR_META, LIBRADOS_CMPXATTR_OP_EQ, (const char *)m,
