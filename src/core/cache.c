@@ -169,6 +169,20 @@ static int share_parse(const char *v, struct share *s)
 		       : -EINVAL;
 }
 
+/* @d += @s, field by field. */
+static void share_add(struct share *d, const struct share *s)
+{
+	d->bytes += s->bytes;
+	d->keys += s->keys;
+	d->pinned_bytes += s->pinned_bytes;
+	d->pinned_keys += s->pinned_keys;
+	d->evictions += s->evictions;
+	d->evicted_bytes += s->evicted_bytes;
+	d->expirations += s->expirations;
+	d->expired_bytes += s->expired_bytes;
+	d->byte_s += s->byte_s;
+}
+
 struct gather {
 	const char *mine;
 	struct share sum, own;
@@ -191,38 +205,23 @@ static void gather_cb(void *arg, const char *key, const char *val, size_t len)
 		g->have_own = true;
 		return;
 	}
-	g->sum.bytes += s.bytes;
-	g->sum.keys += s.keys;
-	g->sum.pinned_bytes += s.pinned_bytes;
-	g->sum.pinned_keys += s.pinned_keys;
-	g->sum.evictions += s.evictions;
-	g->sum.evicted_bytes += s.evicted_bytes;
-	g->sum.expirations += s.expirations;
-	g->sum.expired_bytes += s.expired_bytes;
-	g->sum.byte_s += s.byte_s;
+	share_add(&g->sum, &s);
 	g->n++;
 }
 
-/*
- * Write our share, read everyone's. The first time, continue from the share stored (a restart).
- * @closing: only write ours (after reading it back if that never happened: a share is never
- * written from a partial count).
- */
-static void sync_shares(struct nkv_target *t, struct nkv_ns *ns, struct nkv_cache *c, bool closing)
+/* Read every gateway's share: the others' become our view of them; the first time, ours is added
+ * to what we counted since start (a restart continues from it). @return 0 or -errno. */
+static int read_shares(struct nkv_target *t, struct nkv_ns *ns, struct nkv_cache *c)
 {
 	struct gather g = {.mine = c->owner};
-	char key[160], val[512];
-	struct share s;
 	int rc;
 
-	if (closing && c->loaded)
-		goto write;
 	if ((rc = t->be->shared_get(ns->kvns, SHARE_PREFIX, gather_cb, &g)) < 0) {
 		NKV_DEBUG("cache: nsid %u: shares not read: %s", ns->nsid, strerror(-rc));
-		return;
+		return rc;
 	}
 	if (!c->loaded) {
-		if (g.have_own) { /* add what was stored to what we counted since start */
+		if (g.have_own) {
 			atomic_fetch_add(&c->bytes, g.own.bytes);
 			atomic_fetch_add(&c->keys, g.own.keys);
 			atomic_fetch_add(&c->pinned_bytes, g.own.pinned_bytes);
@@ -237,7 +236,23 @@ static void sync_shares(struct nkv_target *t, struct nkv_ns *ns, struct nkv_cach
 		}
 		c->loaded = true;
 	}
-write:
+	pthread_mutex_lock(&c->lock);
+	c->others = g.sum;
+	c->gateways = g.n + 1;
+	pthread_mutex_unlock(&c->lock);
+	atomic_store(&c->o_bytes, g.sum.bytes);
+	atomic_store(&c->o_keys, g.sum.keys);
+	atomic_store(&c->o_pinned, g.sum.pinned_bytes);
+	return 0;
+}
+
+/* Write our cumulative share. Only after read_shares() succeeded once: never from a partial count. */
+static void write_share(struct nkv_target *t, struct nkv_ns *ns, struct nkv_cache *c)
+{
+	char key[160], val[512];
+	struct share s;
+	int rc;
+
 	share_mine(c, &s);
 	snprintf(key, sizeof(key), SHARE_PREFIX "%s", c->owner);
 	snprintf(val, sizeof(val),
@@ -247,15 +262,6 @@ write:
 		 s.expired_bytes, s.byte_s);
 	if ((rc = t->be->shared_put(ns->kvns, key, val)) < 0)
 		NKV_DEBUG("cache: nsid %u: share not written: %s", ns->nsid, strerror(-rc));
-	if (closing)
-		return;
-	pthread_mutex_lock(&c->lock);
-	c->others = g.sum;
-	c->gateways = g.n + 1;
-	pthread_mutex_unlock(&c->lock);
-	atomic_store(&c->o_bytes, g.sum.bytes);
-	atomic_store(&c->o_keys, g.sum.keys);
-	atomic_store(&c->o_pinned, g.sum.pinned_bytes);
 }
 
 /* Our share plus the others' as last read. Shares can be negative (a gateway evicting what others
@@ -591,7 +597,8 @@ static void cache_ns_tick(struct nkv_subsys *ss, struct nkv_ns *ns, void *arg)
 		return;
 	atomic_store(&c->kicked, false);
 	if (now >= c->next_sync || !c->loaded) {
-		sync_shares(t, ns, c, false);
+		if (read_shares(t, ns, c) == 0)
+			write_share(t, ns, c);
 		c->next_sync = now + SYNC_MS;
 	}
 	if (!c->loaded)
@@ -651,7 +658,8 @@ void nkv_cache_close(struct nkv_target *t, struct nkv_ns *ns)
 		return;
 	/* Leave our share written (a restart continues from it) and the lease to the others now. Each
 	 * call is bounded by the op timeout on an unreachable cluster. */
-	sync_shares(t, ns, c, true);
+	if (c->loaded || read_shares(t, ns, c) == 0)
+		write_share(t, ns, c);
 	if (c->reaping)
 		t->be->scan_end(ns->kvns, &c->reap);
 	if (c->lease)
@@ -682,6 +690,11 @@ int nkv_ns_set_cache_policy(struct nkv_subsys *ss, uint32_t nsid, const struct n
 	return rc;
 }
 
+static uint64_t pos(int64_t v)
+{
+	return v > 0 ? (uint64_t)v : 0;
+}
+
 void nkv_cache_usage_of(struct nkv_cache *c, struct nkv_cache_usage *u)
 {
 	struct share s;
@@ -689,20 +702,21 @@ void nkv_cache_usage_of(struct nkv_cache *c, struct nkv_cache_usage *u)
 	memset(u, 0, sizeof(*u));
 	share_mine(c, &s);
 	pthread_mutex_lock(&c->lock);
+	share_add(&s, &c->others); /* the namespace's totals, as this gateway sees them */
 	u->policy = c->pol;
-	u->used_bytes = (uint64_t)(s.bytes + c->others.bytes > 0 ? s.bytes + c->others.bytes : 0);
-	u->keys = (uint64_t)(s.keys + c->others.keys > 0 ? s.keys + c->others.keys : 0);
-	u->pinned_bytes = (uint64_t)(s.pinned_bytes + c->others.pinned_bytes > 0 ? s.pinned_bytes + c->others.pinned_bytes : 0);
-	u->pinned_keys = (uint64_t)(s.pinned_keys + c->others.pinned_keys > 0 ? s.pinned_keys + c->others.pinned_keys : 0);
-	u->evictions = (uint64_t)(s.evictions + c->others.evictions);
-	u->evicted_bytes = (uint64_t)(s.evicted_bytes + c->others.evicted_bytes);
-	u->expirations = (uint64_t)(s.expirations + c->others.expirations);
-	u->expired_bytes = (uint64_t)(s.expired_bytes + c->others.expired_bytes);
-	u->byte_hours = (s.byte_s + c->others.byte_s) / 3600.0;
-	u->token_hours = c->pol.bytes_per_token ? u->byte_hours / (double)c->pol.bytes_per_token : 0;
-	u->evicting = c->lease;
 	u->gateways = c->gateways ? c->gateways : 1;
 	pthread_mutex_unlock(&c->lock);
+	u->used_bytes = pos(s.bytes);
+	u->keys = pos(s.keys);
+	u->pinned_bytes = pos(s.pinned_bytes);
+	u->pinned_keys = pos(s.pinned_keys);
+	u->evictions = (uint64_t)s.evictions;
+	u->evicted_bytes = (uint64_t)s.evicted_bytes;
+	u->expirations = (uint64_t)s.expirations;
+	u->expired_bytes = (uint64_t)s.expired_bytes;
+	u->byte_hours = s.byte_s / 3600.0;
+	u->token_hours = u->policy.bytes_per_token ? u->byte_hours / (double)u->policy.bytes_per_token : 0;
+	u->evicting = c->lease;
 }
 
 int nkv_ns_cache_usage(struct nkv_subsys *ss, uint32_t nsid, struct nkv_cache_usage *out)
