@@ -69,25 +69,29 @@ static void keyf(char *k, const char *p, unsigned i)
 	snprintf(k, 17, "%s%u", p, i);
 }
 
-/* Store TTL (F1h) of @len deterministic bytes (seed @seed). */
+/* Run the Store in @s with @len deterministic bytes (seed @seed). */
+static unsigned store(struct gw *g, struct nkv_sqe *s, uint32_t len, uint64_t seed)
+{
+	static uint8_t buf[1 << 16];
+	h_fill(buf, len, seed);
+	return run(g, s, buf, len, NULL);
+}
+
+/* Store TTL (F1h). */
 static unsigned put_ttl(struct gw *g, uint32_t nsid, const char *key, uint32_t len, uint64_t seed, uint32_t ttl,
 			bool pin)
 {
-	static uint8_t buf[1 << 16];
 	struct nkv_sqe s;
-	h_fill(buf, len, seed);
 	nkv_sqe_store_ttl(&s, nsid, (const uint8_t *)key, (unsigned)strlen(key), len, 0, ttl, pin ? NKV_TTL_PIN : 0);
-	return run(g, &s, buf, len, NULL);
+	return store(g, &s, len, seed);
 }
 
 /* A standard Store (01h) with options @opts. */
 static unsigned put(struct gw *g, uint32_t nsid, const char *key, uint32_t len, uint64_t seed, unsigned opts)
 {
-	static uint8_t buf[1 << 16];
 	struct nkv_sqe s;
-	h_fill(buf, len, seed);
 	nkv_sqe_kv(&s, NKV_KV_STORE, nsid, (const uint8_t *)key, (unsigned)strlen(key), len, opts);
-	return run(g, &s, buf, len, NULL);
+	return store(g, &s, len, seed);
 }
 
 /* Retrieve: 0 with the right bytes, the status otherwise (0x1ff: wrong bytes). */

@@ -73,6 +73,16 @@ static struct nkv_ctl *mk(struct nkv_target *t, const char *gw, const char *grou
 	return ctl;
 }
 
+/* A new target and gateway "gw-a" keeping its state in a fresh file $TMPDIR/ctl_func-@tag-PID.json
+ * (its name into @file). @return the control plane, or NULL (counted as a failure). */
+static struct nkv_ctl *mk_file(const char *tag, char *file, size_t len, struct nkv_target **t)
+{
+	snprintf(file, len, "%s/ctl_func-%s%d.json", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", tag, (int)getpid());
+	unlink(file);
+	CHECK(nkv_target_create(&g_bc, t) == 0, "target");
+	return *t ? mk(*t, "gw-a", NULL, file) : NULL;
+}
+
 /* Call @method; @return its errno-style result, with the response in @out (free it) when wanted. */
 static int call(struct nkv_ctl *ctl, const char *method, char **out, const char *fmt, ...)
 {
@@ -125,12 +135,9 @@ static unsigned kv(struct host *h, uint8_t opc, uint32_t nsid, const char *key, 
 static void test_file(void)
 {
 	char file[256], *a = NULL, *b = NULL;
-	struct nkv_target *t;
+	struct nkv_target *t = NULL;
 	struct host h = {0};
-	snprintf(file, sizeof(file), "%s/ctl_func-%d.json", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
-	unlink(file);
-	CHECK(nkv_target_create(&g_bc, &t) == 0, "target");
-	struct nkv_ctl *ctl = mk(t, "gw-a", NULL, file);
+	struct nkv_ctl *ctl = mk_file("", file, sizeof(file), &t);
 	if (!ctl)
 		return;
 	CHECK(call(ctl, "CreateSubsystem", NULL, "{\"nqn\":\"%s\",\"pool\":\"%s\",\"max_namespaces\":3}", g_nqn, g_pool) == 0,
@@ -255,13 +262,10 @@ static double num(const char *json, const char *key)
 static void test_cache_file(void)
 {
 	char file[256], *a = NULL, *b = NULL;
-	struct nkv_target *t;
+	struct nkv_target *t = NULL;
 	struct nkv_cache_usage u;
 	struct host h = {0};
-	snprintf(file, sizeof(file), "%s/ctl_func-cache-%d.json", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
-	unlink(file);
-	CHECK(nkv_target_create(&g_bc, &t) == 0, "target");
-	struct nkv_ctl *ctl = mk(t, "gw-a", NULL, file);
+	struct nkv_ctl *ctl = mk_file("cache-", file, sizeof(file), &t);
 	if (!ctl)
 		return;
 	CHECK(call(ctl, "CreateSubsystem", NULL, "{\"nqn\":\"%s\",\"pool\":\"%s\",\"allow_any_host\":true}", g_nqn, g_pool) == 0,
