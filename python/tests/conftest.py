@@ -76,6 +76,7 @@ class Daemon:
 
     def __init__(self, backend, tmp):
         self.backend = backend
+        self.label = backend  # in failure messages
         self.port = free_port()
         self.disc_port = free_port()
         self.sock = os.path.join(tmp, "kv-%s.sock" % backend)
@@ -92,18 +93,22 @@ class Daemon:
                      "--client-id", os.environ.get("NKV_CEPH_USER", "admin"), "--op-timeout", "20"]
             if os.environ.get("NKV_CEPH_KEYRING"):
                 args += ["--keyring", os.environ["NKV_CEPH_KEYRING"]]
+        self._start(args, lambda: _accepts(self.port) and _accepts(self.disc_port) and os.path.exists(self.sock))
+
+    def _start(self, args, ready):
+        """Run @args with its output in self.log_path; wait up to 30 s until ready() holds."""
         self.log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                pytest.fail("rados-nkv (%s) exited with %d at startup:\n%s" % (backend, self.proc.returncode,
+                pytest.fail("rados-nkv (%s) exited with %d at startup:\n%s" % (self.label, self.proc.returncode,
                                                                               self.log_text()))
-            if _accepts(self.port) and _accepts(self.disc_port) and os.path.exists(self.sock):
+            if ready():
                 return
             time.sleep(0.05)
         self.proc.kill()
-        pytest.fail("rados-nkv (%s) not listening after 30 s:\n%s" % (backend, self.log_text()))
+        pytest.fail("rados-nkv (%s) not listening after 30 s:\n%s" % (self.label, self.log_text()))
 
     def log_text(self):
         self.log.flush()
@@ -127,11 +132,11 @@ class Daemon:
                 self.proc.kill()
                 self.proc.wait()
                 self.log.close()
-                pytest.fail("rados-nkv (%s) still running 20 s after SIGTERM:\n%s" % (self.backend, self.log_text()))
+                pytest.fail("rados-nkv (%s) still running 20 s after SIGTERM:\n%s" % (self.label, self.log_text()))
         self.log.close()
         if self.proc.returncode != 0:
             pytest.fail("rados-nkv (%s) exited with %d (sanitizer report?):\n%s"
-                        % (self.backend, self.proc.returncode, self.log_text()))
+                        % (self.label, self.proc.returncode, self.log_text()))
 
 
 def _cluster_or_skip():

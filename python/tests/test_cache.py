@@ -11,8 +11,6 @@ import asyncio
 import errno
 import json
 import os
-import signal
-import subprocess
 import time
 from pathlib import Path
 
@@ -20,7 +18,7 @@ import pytest
 
 import rados_nkv
 from rados_nkv import NkvError, BatchError, _ffi
-from conftest import _accepts, _cluster_or_skip, daemon_binary, free_port
+from conftest import Daemon, _accepts, _cluster_or_skip, daemon_binary, free_port
 
 NS_PLAIN, NS_CACHE, NS_DEFTTL, NS_QUOTA = 1, 2, 3, 4
 NQN = "nqn.2026-11.io.rados-nkv:pycache"
@@ -81,9 +79,12 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("cache_daemon", backends, indirect=True, scope="module")
 
 
-class CacheDaemon:
+class CacheDaemon(Daemon):
+    """conftest's daemon, configured by a JSON file with cache namespaces."""
+
     def __init__(self, backend, tmp):
         self.backend = backend
+        self.label = backend + ", cache namespaces"
         self.port = free_port()
         self.sock = os.path.join(tmp, "cache-%s.sock" % backend)
         self.log_path = os.path.join(tmp, "cache-daemon-%s.log" % backend)
@@ -106,40 +107,11 @@ class CacheDaemon:
                 "log_level": "warn"}
         self.conf_path = os.path.join(tmp, "cache-%s.json" % backend)
         Path(self.conf_path).write_text(json.dumps(conf))
-        self.log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen([daemon_binary(), "-c", self.conf_path], stdout=self.log,
-                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                pytest.fail("rados-nkv (%s, cache namespaces) exited with %d at startup:\n%s"
-                            % (backend, self.proc.returncode, self.log_text()))
-            if _accepts(self.port) and os.path.exists(self.sock):
-                return
-            time.sleep(0.05)
-        self.proc.kill()
-        pytest.fail("rados-nkv (%s, cache namespaces) not listening after 30 s:\n%s" % (backend, self.log_text()))
-
-    def log_text(self):
-        self.log.flush()
-        return Path(self.log_path).read_text(errors="replace")[-8000:]
+        self._start([daemon_binary(), "-c", self.conf_path],
+                    lambda: _accepts(self.port) and os.path.exists(self.sock))
 
     def connect(self, transport, nsid):
-        target = "127.0.0.1:%d" % self.port if transport == "tcp" else "shm:" + self.sock
-        return rados_nkv.connect(target, subnqn=NQN if transport == "tcp" else None, nsid=nsid)
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
-        if self.proc.returncode != 0:
-            pytest.fail("rados-nkv (%s, cache namespaces) exited with %d:\n%s"
-                        % (self.backend, self.proc.returncode, self.log_text()))
+        return rados_nkv.connect(self.target(transport), subnqn=NQN if transport == "tcp" else None, nsid=nsid)
 
 
 @pytest.fixture(scope="module")
