@@ -26,6 +26,7 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 
+#include "common/bufcache.h"
 #include "common/crc32c.h"
 #include "common/log.h"
 #include "core/core.h"
@@ -38,6 +39,7 @@
 #define DIRECT_READ_MIN (16 * 1024) /* read data this large straight into the request buffer */
 #define KEEP_BUF_MAX (64 * 1024)    /* request buffers up to this size stay allocated... */
 #define KEEP_CONN_MAX (512 * 1024)  /* ...while the connection's buffers stay under this */
+#define BUF_IDLE_MS 2000            /* a cached large buffer unused this long is freed */
 #define ACCEPT_PAUSE_MS 200         /* a listener out of file descriptors rests this long */
 #define TERM_LINGER_MS 1000         /* after a termination PDU, close even if unsent */
 #define MAX_IOV 64
@@ -154,6 +156,7 @@ struct tcp_reactor {
 	struct tcp_req *wait_head, **wait_tail; /* commands waiting for buffer budget, oldest first */
 	bool kick;                  /* budget was released: try the waiters */
 	atomic_uint_fast64_t inflight; /* I/O commands held (the queue depth metric); this reactor writes it */
+	struct nkv_bufcache bufs;   /* large request buffers, kept for reuse (bufcache.h) */
 };
 
 struct tcp_listener {
@@ -191,6 +194,18 @@ static void tx_queue(struct tcp_conn *c, struct tcp_tx *tx);
 
 /* ---- buffers and budget ------------------------------------------------------------------------ */
 
+/* Drop @r's buffer: a large one goes back to the reactor's cache (bufcache.h: no page faults for the
+ * next large command), a small one is freed. */
+static void buf_free(struct tcp_req *r)
+{
+	struct tcp_conn *c = r->conn;
+
+	nkv_bufcache_put(&c->rx->bufs, r->buf, r->cap, nkv_now_ms());
+	c->bufmem -= r->cap;
+	r->buf = NULL;
+	r->cap = 0;
+}
+
 /* Give @r a buffer of r->need bytes within the budget and caps (see nkv_tcp_charge for @mode).
  * @return 0, -EAGAIN (over the budget), -EBUSY (over its connection's or host's cap), -ENOMEM. */
 static int buf_get(struct tcp_req *r, enum tcp_charge mode)
@@ -202,15 +217,14 @@ static int buf_get(struct tcp_req *r, enum tcp_charge mode)
 		return rc;
 	r->charged = r->need;
 	if (r->cap < r->need || !r->buf) {
-		free(r->buf);
-		c->bufmem -= r->cap;
-		r->cap = 0;
-		if (!(r->buf = malloc(r->need ? r->need : 1))) {
+		buf_free(r);
+		size_t cap;
+		if (!(r->buf = nkv_bufcache_get(&c->rx->bufs, r->need, &cap))) {
 			nkv_tcp_uncharge(&c->t->lim, c->host, &c->charged, r->charged);
 			r->charged = 0;
 			return -ENOMEM;
 		}
-		r->cap = r->need;
+		r->cap = cap;
 		c->bufmem += r->cap;
 	}
 	return 0;
@@ -226,12 +240,8 @@ static void buf_put(struct tcp_req *r)
 		nkv_tcp_uncharge(&c->t->lim, c->host, &c->charged, r->charged);
 		r->charged = 0;
 	}
-	if (r->cap > KEEP_BUF_MAX || c->bufmem > KEEP_CONN_MAX) {
-		free(r->buf);
-		c->bufmem -= r->cap;
-		r->buf = NULL;
-		r->cap = 0;
-	}
+	if (r->cap > KEEP_BUF_MAX || c->bufmem > KEEP_CONN_MAX)
+		buf_free(r);
 }
 
 /* ---- requests ---------------------------------------------------------------------------------- */
@@ -1421,6 +1431,8 @@ static void reactor_tick(struct nkv_reactor *r)
 	uint64_t now = nkv_now_ms();
 	bool draining = atomic_load(&t->draining), force = atomic_load(&t->force);
 
+	nkv_bufcache_trim(&rx->bufs, now);
+
 	if (r->id == 0) { /* listeners live on reactor 0 */
 		pthread_mutex_lock(&t->lmu);
 		for (struct tcp_listener **pl = &t->listeners; *pl;) {
@@ -1549,6 +1561,8 @@ int nkv_tcp_create(struct nkv_target *tgt, const struct nkv_tcp_conf *conf, stru
 		struct tcp_reactor *rx = &t->rs[t->nr];
 		rx->t = t;
 		rx->wait_tail = &rx->wait_head;
+		/* A quarter of the budget, spread over the reactors, may stay cached after a burst. */
+		nkv_bufcache_init(&rx->bufs, t->conf.buffer_budget / t->conf.reactors / 4, BUF_IDLE_MS);
 		rx->r.tick = reactor_tick;
 		rx->r.idle = reactor_idle;
 		rx->r.done = reactor_done;
@@ -1692,8 +1706,10 @@ void nkv_tcp_destroy(struct nkv_tcp *t, int grace_ms)
 	/* Each reactor exits once its connections are freed, i.e. every backend op has come back. */
 	for (unsigned i = 0; i < t->nr; i++)
 		nkv_reactor_stop(&t->rs[i].r);
-	for (unsigned i = 0; i < t->nr; i++)
+	for (unsigned i = 0; i < t->nr; i++) {
 		nkv_reactor_fini(&t->rs[i].r);
+		nkv_bufcache_fini(&t->rs[i].bufs);
+	}
 	while (t->listeners) {
 		struct tcp_listener *l = t->listeners;
 		t->listeners = l->next;
