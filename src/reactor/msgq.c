@@ -12,6 +12,7 @@ int nkv_msgq_init(struct nkv_msgq *q)
 	atomic_store_explicit(&q->stub.next, NULL, memory_order_relaxed);
 	atomic_store_explicit(&q->head, &q->stub, memory_order_relaxed);
 	q->tail = &q->stub;
+	atomic_init(&q->sleeping, false);
 	q->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	return q->efd < 0 ? -errno : 0;
 }
@@ -37,10 +38,34 @@ void nkv_msgq_send(struct nkv_msgq *q, struct nkv_msg *m, nkv_msg_fn fn)
 
 	m->fn = fn;
 	push(q, m);
-	/* Written after the link is published, so a consumer woken by it finds the message (or finds a
-	 * producer mid-push in pop() and is woken again by that producer's own write). */
-	while (write(q->efd, &one, sizeof(one)) < 0 && errno == EINTR)
-		;
+	/* Dekker with nkv_msgq_sleep_begin: our push, then their flag; their flag, then our head. One of
+	 * the two sees the other: the consumer does not block, or we wake it. Written after the link is
+	 * published, so a consumer woken by it finds the message (or finds a producer mid-push in pop(),
+	 * whose own push came before that producer's flag check). Only the first producer to see the
+	 * flag writes; the consumer clears the flag whenever it wakes. */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&q->sleeping, memory_order_relaxed) &&
+	    atomic_exchange_explicit(&q->sleeping, false, memory_order_relaxed))
+		while (write(q->efd, &one, sizeof(one)) < 0 && errno == EINTR)
+			;
+}
+
+bool nkv_msgq_sleep_begin(struct nkv_msgq *q)
+{
+	atomic_store_explicit(&q->sleeping, true, memory_order_relaxed);
+	atomic_thread_fence(memory_order_seq_cst);
+	/* Drained means the stub is both ends; a producer's exchange on head makes it differ, even while
+	 * its link is not yet stored. */
+	if (q->tail == &q->stub && atomic_load_explicit(&q->head, memory_order_relaxed) == &q->stub)
+		return true;
+	atomic_store_explicit(&q->sleeping, false, memory_order_relaxed);
+	return false;
+}
+
+void nkv_msgq_ack(struct nkv_msgq *q)
+{
+	uint64_t cnt;
+	(void)!read(q->efd, &cnt, sizeof(cnt));
 }
 
 static struct nkv_msg *pop(struct nkv_msgq *q)
@@ -72,12 +97,9 @@ static struct nkv_msg *pop(struct nkv_msgq *q)
 
 static int drain(struct nkv_msgq *q)
 {
-	uint64_t cnt;
 	int n = 0;
 	struct nkv_msg *m;
 
-	/* Reset the counter first: a send racing with the drain below re-arms it. */
-	(void)!read(q->efd, &cnt, sizeof(cnt));
 	while ((m = pop(q)) != NULL) {
 		m->fn(m);
 		n++;
@@ -91,11 +113,16 @@ int nkv_msgq_poll(struct nkv_msgq *q, int timeout_ms)
 
 	if (n || timeout_ms == 0)
 		return n;
-	struct pollfd p = {.fd = q->efd, .events = POLLIN};
-	int r;
-	while ((r = poll(&p, 1, timeout_ms)) < 0 && errno == EINTR)
-		;
-	if (r == 0)
-		return -ETIMEDOUT;
-	return drain(q);
+	if (nkv_msgq_sleep_begin(q)) {
+		struct pollfd p = {.fd = q->efd, .events = POLLIN};
+		int r;
+		while ((r = poll(&p, 1, timeout_ms)) < 0 && errno == EINTR)
+			;
+		nkv_msgq_sleep_end(q);
+		if (r > 0)
+			nkv_msgq_ack(q);
+		else if (r == 0 && !(n = drain(q)))
+			return -ETIMEDOUT;
+	}
+	return n + drain(q);
 }

@@ -22,14 +22,19 @@ struct nkv_msgq {
 	_Atomic(struct nkv_msg *) head; /* producers swap themselves in here */
 	struct nkv_msg *tail;           /* consumer only */
 	struct nkv_msg stub;
-	int efd;                        /* eventfd: readable while messages may be pending */
+	int efd;                        /* eventfd: written when a message lands while the consumer sleeps */
+	atomic_bool sleeping;           /* the consumer is (about to be) blocked on efd */
 };
 
 /** @return 0 or -errno (eventfd creation). */
 int nkv_msgq_init(struct nkv_msgq *q);
 void nkv_msgq_fini(struct nkv_msgq *q);
 
-/** Enqueue @m to run @fn on the consumer. Any thread; lock-free; never fails. */
+/**
+ * Enqueue @m to run @fn on the consumer. Any thread; lock-free; never fails. The eventfd is written
+ * only when the consumer said it sleeps (nkv_msgq_sleep_begin): a busy consumer finds the message
+ * on its next nkv_msgq_poll, with no system call on either side.
+ */
 void nkv_msgq_send(struct nkv_msgq *q, struct nkv_msg *m, nkv_msg_fn fn);
 
 /**
@@ -45,7 +50,24 @@ static inline bool nkv_msgq_empty(struct nkv_msgq *q)
 /**
  * Consumer: run pending messages. If none ran and @timeout_ms != 0, wait on the eventfd up to
  * @timeout_ms (< 0: forever) and try again. @return messages run (>= 0), or -ETIMEDOUT.
+ * With @timeout_ms 0 it makes no system call.
  */
 int nkv_msgq_poll(struct nkv_msgq *q, int timeout_ms);
+
+/**
+ * Consumer, before blocking on efd itself (with other descriptors: epoll, ppoll): announce it, so
+ * that producers write the eventfd. @return false when messages are already pending (do not block;
+ * the announcement is withdrawn). After a true return, call nkv_msgq_sleep_end() once awake.
+ */
+bool nkv_msgq_sleep_begin(struct nkv_msgq *q);
+
+/** Consumer: awake again; producers stop writing the eventfd. */
+static inline void nkv_msgq_sleep_end(struct nkv_msgq *q)
+{
+	atomic_store_explicit(&q->sleeping, false, memory_order_relaxed);
+}
+
+/** Consumer: efd was readable: reset it (one system call), then run the messages with nkv_msgq_poll(q, 0). */
+void nkv_msgq_ack(struct nkv_msgq *q);
 
 #endif

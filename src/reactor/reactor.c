@@ -23,7 +23,7 @@ static void msgq_ready(struct nkv_event *ev, uint32_t events)
 {
 	struct nkv_reactor *r = (struct nkv_reactor *)((char *)ev - offsetof(struct nkv_reactor, msgq_ev));
 	(void)events;
-	nkv_msgq_poll(&r->msgq, 0);
+	nkv_msgq_ack(&r->msgq); /* the loop runs the messages after this batch of events */
 }
 
 static void *loop(void *arg)
@@ -37,7 +37,11 @@ static void *loop(void *arg)
 			break;
 		uint64_t now = now_ms();
 		int timeout = now >= next_tick ? 0 : (int)(next_tick - now);
-		int n = epoll_wait(r->epfd, evs, MAX_EVENTS, timeout);
+		/* Producers write the message queue's eventfd only while we say we sleep. */
+		bool sleep = timeout && nkv_msgq_sleep_begin(&r->msgq);
+		int n = epoll_wait(r->epfd, evs, MAX_EVENTS, sleep ? timeout : 0);
+		if (sleep)
+			nkv_msgq_sleep_end(&r->msgq);
 
 		for (int i = 0; i < n; i++) {
 			struct nkv_event *ev = evs[i].data.ptr;
@@ -45,6 +49,7 @@ static void *loop(void *arg)
 		}
 		if (n < 0 && errno != EINTR)
 			NKV_ERR("reactor %u: epoll_wait: %s", r->id, strerror(errno));
+		nkv_msgq_poll(&r->msgq, 0); /* completions and hand-offs, whether or not the eventfd fired */
 		if (r->idle)
 			r->idle(r);
 		if (now_ms() >= next_tick) {

@@ -694,9 +694,14 @@ static void *poller_main(void *arg)
 			idle = 0;
 		} else if (++idle >= IDLE_SCANS) {
 			/* Sleep until a backend completion arrives or the idle interval passes. */
-			struct pollfd pfd = {.fd = p->msgq.efd, .events = POLLIN};
-			struct timespec ts = {0, (long)s->conf.poll_idle_us * 1000};
-			ppoll(&pfd, 1, &ts, NULL);
+			if (nkv_msgq_sleep_begin(&p->msgq)) {
+				struct pollfd pfd = {.fd = p->msgq.efd, .events = POLLIN};
+				struct timespec ts = {0, (long)s->conf.poll_idle_us * 1000};
+				int n = ppoll(&pfd, 1, &ts, NULL);
+				nkv_msgq_sleep_end(&p->msgq);
+				if (n > 0)
+					nkv_msgq_ack(&p->msgq);
+			}
 		}
 	}
 	return NULL;

@@ -1,5 +1,7 @@
 /* test_msgq.c - the MPSC completion hand-off: every message from every producer runs once, on the
- * consumer, in per-producer order. */
+ * consumer, in per-producer order; a busy consumer costs producers no eventfd write; a sleeping
+ * consumer is always woken (thousands of sleep/wake cycles, through nkv_msgq_poll and through the
+ * sleep_begin/ppoll/ack protocol the reactors and shm pollers use). */
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -8,6 +10,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <cmocka.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "reactor/msgq.h"
 
@@ -66,8 +72,112 @@ static void many_producers(void **state)
 	free(items);
 }
 
+static int efd_readable(void)
+{
+	struct pollfd p = {.fd = Q.efd, .events = POLLIN};
+	return poll(&p, 1, 0);
+}
+
+static void busy_consumer(void **state)
+{
+	(void)state;
+	struct item it[3];
+	assert_int_equal(nkv_msgq_init(&Q), 0);
+	ran = 0;
+	last_seq[0] = -1;
+	for (int i = 0; i < 3; i++) {
+		it[i] = (struct item){.producer = 0, .seq = i};
+		nkv_msgq_send(&Q, &it[i].msg, on_msg);
+	}
+	assert_int_equal(efd_readable(), 0); /* nobody slept: no eventfd write */
+	assert_false(nkv_msgq_sleep_begin(&Q)); /* pending: must not block */
+	assert_int_equal(nkv_msgq_poll(&Q, 0), 3);
+	assert_true(nkv_msgq_sleep_begin(&Q)); /* drained: may block */
+	it[0].seq = 3;
+	nkv_msgq_send(&Q, &it[0].msg, on_msg);
+	assert_int_equal(efd_readable(), 1); /* a sleeper is woken */
+	nkv_msgq_sleep_end(&Q);
+	nkv_msgq_ack(&Q);
+	assert_int_equal(efd_readable(), 0);
+	assert_int_equal(nkv_msgq_poll(&Q, 0), 1);
+	assert_int_equal(ran, 4);
+	assert_int_equal(order_errors, 0);
+	nkv_msgq_fini(&Q);
+}
+
+#define CYCLES 3000
+static atomic_int consumed;
+
+/* One message at a time, after the consumer took the previous one and a random gap of 0-200 us, so
+ * that sends land before, during and after the consumer's announcement. */
+static void *pinger(void *arg)
+{
+	struct item *it = arg;
+	unsigned seed = 12345;
+	for (int i = 0; i < CYCLES; i++) {
+		while (atomic_load(&consumed) < i)
+			;
+		struct timespec ts = {0, (long)(rand_r(&seed) % 200) * 1000};
+		if (ts.tv_nsec > 100000)
+			nanosleep(&ts, NULL);
+		it[i] = (struct item){.producer = 0, .seq = i};
+		nkv_msgq_send(&Q, &it[i].msg, on_msg);
+	}
+	return NULL;
+}
+
+static void wake_cycles(int external)
+{
+	pthread_t th;
+	struct item *it = calloc(CYCLES, sizeof(*it));
+	int timeouts = 0;
+	assert_int_equal(nkv_msgq_init(&Q), 0);
+	ran = 0;
+	last_seq[0] = -1;
+	atomic_store(&consumed, 0);
+	pthread_create(&th, NULL, pinger, it);
+	while (ran < CYCLES && timeouts < 3) {
+		int n;
+		if (external) { /* what the shm poller does: its own ppoll on the eventfd */
+			n = nkv_msgq_poll(&Q, 0);
+			if (!n && nkv_msgq_sleep_begin(&Q)) {
+				struct pollfd p = {.fd = Q.efd, .events = POLLIN};
+				struct timespec ts = {2, 0};
+				int r = ppoll(&p, 1, &ts, NULL);
+				nkv_msgq_sleep_end(&Q);
+				if (r > 0)
+					nkv_msgq_ack(&Q);
+				else if (nkv_msgq_poll(&Q, 0) == 0)
+					timeouts++; /* 2 s asleep with a message waiting: a lost wakeup */
+			}
+		} else if ((n = nkv_msgq_poll(&Q, 2000)) == -ETIMEDOUT) {
+			timeouts++;
+		}
+		atomic_store(&consumed, ran);
+	}
+	pthread_join(th, NULL);
+	assert_int_equal(timeouts, 0);
+	assert_int_equal(ran, CYCLES);
+	assert_int_equal(order_errors, 0);
+	nkv_msgq_fini(&Q);
+	free(it);
+}
+
+static void wake_cycles_poll(void **state)
+{
+	(void)state;
+	wake_cycles(0);
+}
+
+static void wake_cycles_external(void **state)
+{
+	(void)state;
+	wake_cycles(1);
+}
+
 int main(void)
 {
-	const struct CMUnitTest tests[] = {cmocka_unit_test(many_producers)};
+	const struct CMUnitTest tests[] = {cmocka_unit_test(many_producers), cmocka_unit_test(busy_consumer),
+					   cmocka_unit_test(wake_cycles_poll), cmocka_unit_test(wake_cycles_external)};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
