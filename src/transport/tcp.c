@@ -1058,6 +1058,7 @@ static void rx_data_done(struct tcp_conn *c)
 static void conn_read(struct tcp_conn *c)
 {
 	uint32_t budget = RX_BUDGET;
+	bool drained = false; /* a plain recv came back short: the socket is empty for now */
 
 	if (!c->rbuf && !(c->rbuf = malloc(RBUF_SIZE))) { /* on first data: silent peers cost less */
 		conn_close(c, "out of memory");
@@ -1071,6 +1072,10 @@ static void conn_read(struct tcp_conn *c)
 	 */
 	while (!c->closed && !c->terminating) {
 		if (c->rpos == c->rlen) {
+			/* Level-triggered epoll reports what arrives later: asking again now would only get
+			 * EAGAIN (one system call per command saved). TLS may hold decrypted bytes: it asks. */
+			if (drained)
+				break;
 			/* Past the budget, data still in the socket is reported again (level-triggered epoll),
 			 * but not the rest of a record TLS already decrypted: take that much more. */
 			size_t tls_left = budget == 0 && c->tls ? nkv_tls_pending(&c->tls->io) : 0;
@@ -1099,6 +1104,7 @@ static void conn_read(struct tcp_conn *c)
 				return;
 			}
 			budget = (uint32_t)n > budget ? 0 : budget - (uint32_t)n;
+			drained = !c->tls && (size_t)n < want;
 			if (direct) {
 				if (c->ddgst)
 					c->rx_crc = nkv_crc32c_update(c->rx_crc, dst, (size_t)n);
