@@ -768,6 +768,13 @@ static void self_cpu(double *user, double *sys)
 	*sys = (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
 }
 
+/* One clock tick in seconds: /proc/PID/stat counts CPU time in these. */
+static double tick_s(void)
+{
+	long hz = sysconf(_SC_CLK_TCK);
+	return 1.0 / (double)(hz > 0 ? hz : 100);
+}
+
 /* utime + stime of process @pid (all its threads) in seconds, in clock ticks (10 ms at the usual
  * 100 Hz), or -1 when it is gone or its stat is unreadable. */
 static double proc_cpu_s(int pid)
@@ -786,8 +793,7 @@ static double proc_cpu_s(int pid)
 	unsigned long long ut, st;
 	if (!p || sscanf(p + 1, "%*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu %llu", &ut, &st) != 2)
 		return -1;
-	long hz = sysconf(_SC_CLK_TCK);
-	return (double)(ut + st) / (double)(hz > 0 ? hz : 100);
+	return (double)(ut + st) * tick_s();
 }
 
 struct cpu_mark {
@@ -880,10 +886,12 @@ static void report(struct run *r, const unsigned *phases, unsigned nph)
 					for (unsigned k = 0; k < c->nwatch; k++) {
 						double w = r->wcpu[ph][k];
 						printf("%s\"%s\":{\"pid\":%d,", k ? "," : "", c->watch[k].name, c->watch[k].pid);
+						/* tick_s: the resolution of cpu_s (each end is cut to whole ticks) */
 						if (w < 0)
-							printf("\"cpu_s\":null,\"us_per_op\":null}");
+							printf("\"cpu_s\":null,\"us_per_op\":null,\"tick_s\":%g}", tick_s());
 						else
-							printf("\"cpu_s\":%.2f,\"us_per_op\":%.2f}", w, per_op_us(w, pops));
+							printf("\"cpu_s\":%.3f,\"us_per_op\":%.2f,\"tick_s\":%g}", w,
+							       per_op_us(w, pops), tick_s());
 					}
 					printf("}");
 				}
