@@ -243,9 +243,10 @@ if any(cpu(r, p["system"]) for p in pts for r in p.get("results") or []):
              "(rados-nkv, radosgw, redis-server) and the OSD, each sampled just before the phase's first "
              "operation and after its last; total = their sum, and its ratio to raw librados' total. The OSD "
              "is not on the mem and Redis paths (`-`, not in their totals). Gateway and OSD figures come in "
-             "clock ticks (10 ms): few ticks in a short phase make them coarse. Kernel work done in softirq "
-             "context (loopback TCP delivery) is charged to whichever process was running, so part of one "
-             "side's network cost can land on the other.")
+             "whole clock ticks (`getconf CLK_TCK`; 10 ms at 100 Hz): few ticks in a phase make them coarse. "
+             "Kernel work done in softirq context (loopback TCP delivery) is charged to whichever process "
+             "was running (or, with CONFIG_IRQ_TIME_ACCOUNTING, to none), so part of one side's network cost "
+             "can land on the other; see docs/benchmarks.md.")
     L.append("")
     for phase, title in (("read", "Retrieve (read phase)"), ("write", "Store (write phase)")):
         L.append("### %s: CPU us per operation" % title)
