@@ -10,6 +10,9 @@
 # each value size and queue depth, with the same byte budget per point (and a time bound per phase).
 # Writes bench/results/<date>.md (tables: each figure and its ratio to raw librados), <date>-*.png
 # (gnuplot) and <date>.jsonl (every harness's JSON report). See docs/benchmarks.md.
+# CPU: every point also records the CPU seconds of the gateway serving it (the rados-nkv daemon, radosgw,
+# redis-server; none for raw librados) and of the OSD, per phase (the harness's watch=) and over the whole
+# point (/proc/PID/stat before and after), next to the client's own; the page's "CPU per operation" tables.
 #
 #   bench/compare.sh [--sizes "4K 256K 4M 32M"] [--qds "1 16 64"] [--systems "rados tcp shm rgw mem redis"]
 #                    [--bytes 512M] [--time 2] [--out DIR] [--name NAME] [--smoke] [--no-build] [--keep]
@@ -87,6 +90,7 @@ NKV=$BUILD/nkv; DAEMON=$BUILD/rados-nkv; RB=$BUILD/bench/rados_bench; SB=$BUILD/
 
 # ---- services ----------------------------------------------------------------------------------------
 PIDS=()
+declare -A GW_PID=()   # system -> the pid of the gateway process serving it (CPU per operation)
 cleanup() {
 	local p
 	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
@@ -137,7 +141,7 @@ if want tcp || want shm; then
 	fi
 	"$DAEMON" --backend rados --ceph-conf "$CONF" --keyring "$KEYRING" -l "127.0.0.1:$P_TCP" -d none \
 		-s "$NQN" -p "$POOL" --ns "1:$RNS:64M" "${shm_args[@]}" --log-level warn 2>"$RUN/rados-nkv.log" &
-	PIDS+=($!)
+	PIDS+=($!); GW_PID[tcp]=$!; GW_PID[shm]=$!   # one daemon serves both transports
 	wait_tcp "$P_TCP" 30 || { cat "$RUN/rados-nkv.log"; exit 1; }
 fi
 if want mem || want redis; then
@@ -145,7 +149,7 @@ if want mem || want redis; then
 	if want mem; then
 		"$DAEMON" --backend mem -l "127.0.0.1:$P_MEM" -d none -s "$NQN" --ns 1::64M --log-level warn \
 			2>"$RUN/rados-nkv-mem.log" &
-		PIDS+=($!)
+		PIDS+=($!); GW_PID[mem]=$!
 		wait_tcp "$P_MEM" 30 || { cat "$RUN/rados-nkv-mem.log"; exit 1; }
 	fi
 	if want redis; then
@@ -153,7 +157,7 @@ if want mem || want redis; then
 			P_REDIS=$(free_port)
 			redis-server --port "$P_REDIS" --bind 127.0.0.1 --save "" --appendonly no --protected-mode no \
 				--client-query-buffer-limit 4gb --proto-max-bulk-len 1gb --dir "$RUN" --logfile "$RUN/redis.log" &
-			PIDS+=($!)
+			PIDS+=($!); GW_PID[redis]=$!
 			wait_tcp "$P_REDIS" 30 || { cat "$RUN/redis.log"; exit 1; }
 		else
 			note "redis: redis-server or bench/redis_bench missing (scripts/bench-deps.sh): skipped"; SYSTEMS=${SYSTEMS/redis/}
@@ -169,7 +173,7 @@ if want rgw; then
 			--rgw-frontends "beast endpoint=127.0.0.1:$P_RGW tcp_nodelay=1" --rgw-data "$RUN/rgw" \
 			--log-file "$RUN/rgw.log" --admin-socket "$RUN/rgw.asok" --rgw-thread-pool-size 256 \
 			>"$RUN/rgw.out" 2>&1 &
-		PIDS+=($!)
+		PIDS+=($!); GW_PID[rgw]=$!
 		if wait_tcp "$P_RGW" 120; then
 			timeout 60 radosgw-admin -c "$CONF" --keyring "$KEYRING" user create --uid nkvbench \
 				--display-name nkvbench --access-key NKVBENCHAK --secret NKVBENCHSECRET >/dev/null 2>&1 ||
@@ -183,6 +187,24 @@ if want rgw; then
 	fi
 fi
 
+# ---- CPU time of the gateway and the OSD -------------------------------------------------------------
+# The OSD of this cluster: ceph-dev.sh's pid file, trusted only if that pid is a ceph-osd started with this
+# cluster's conf (a stale file's pid may be anyone's now); else the ceph-osd whose command line names it.
+OSD_PID=$(cat "$CDIR/run/osd.0.pid" 2>/dev/null || true)
+osd_cmd=$([[ "$OSD_PID" =~ ^[0-9]+$ ]] && tr '\0' ' ' <"/proc/$OSD_PID/cmdline" 2>/dev/null || true)
+if [[ "$osd_cmd" != *ceph-osd" "* || "$osd_cmd" != *" -c $CONF "* ]]; then
+	OSD_PID=$(pgrep -f "ceph-osd -c $CONF " | head -1 || true)
+fi
+[ -n "$OSD_PID" ] || note "cpu: no ceph-osd running with $CONF found: no OSD CPU figures"
+CLK_TCK=$(getconf CLK_TCK)
+cpu_ticks() { # PID: its utime + stime (every thread) in clock ticks, or nothing when it is gone
+	local s f
+	[ -n "$1" ] && s=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
+	s=${s##*) }   # the command name (field 2) may hold spaces: fields from 3 (state) on
+	read -r -a f <<<"$s"
+	echo $((f[11] + f[12]))   # fields 14 (utime) and 15 (stime)
+}
+
 # ---- the points --------------------------------------------------------------------------------------
 bytes_of() { python3 -c "import sys; s=sys.argv[1].upper(); m={'K':1<<10,'M':1<<20,'G':1<<30}; print(int(s[:-1])*m[s[-1]] if s[-1] in m else int(s))" "$1"; }
 TOTAL=$(bytes_of "$BYTES")
@@ -191,8 +213,16 @@ run_point() { # system size qd rep
 	local sys=$1 size=$2 qd=$3 rep=$4 sb keys args out rc=0
 	sb=$(bytes_of "$size"); keys=$((TOTAL / sb)); [ "$keys" -ge 1 ] || keys=1
 	args=(mode=raw "qd=$qd" "size=$size" "keys=$keys" "bytes=$TOTAL" "time=$TIME" cleanup=1 progress=0 "prefix=$sys")
+	# per phase: the harness samples the gateway's and the OSD's CPU time around each phase (watch=)
+	local gw=${GW_PID[$sys]:-} watch=()
+	[ -z "$gw" ] || watch+=("gw:$gw")
+	[ -z "$OSD_PID" ] || watch+=("osd:$OSD_PID")
+	[ ${#watch[@]} = 0 ] || args+=("watch=$(IFS=,; echo "${watch[*]}")")
 	out=$RUN/point.json
 	: >"$out"
+	# and over the whole point (connect, the three phases, exit): a cross-check of the phases' sum
+	local g0 o0 g1 o1
+	g0=$(cpu_ticks "$gw"); o0=$(cpu_ticks "$OSD_PID")
 	local T="timeout -k 5 $((TIME * 3 + 120))"
 	case "$sys" in
 	rados) $T "$RB" -c "$CONF" -k "$KEYRING" -p "$POOL" -N "$RNS" -o json "${args[@]}" >"$out" 2>"$RUN/err" || rc=$? ;;
@@ -203,19 +233,25 @@ run_point() { # system size qd rep
 	mem) $T "$NKV" -s "$P_MEM" -n "$NQN" -o json bench "${args[@]}" >"$out" 2>"$RUN/err" || rc=$? ;;
 	redis) $T "$DB" -p "$P_REDIS" -o json "${args[@]}" >"$out" 2>"$RUN/err" || rc=$? ;;
 	esac
+	g1=$(cpu_ticks "$gw"); o1=$(cpu_ticks "$OSD_PID")
 	if [ "$rc" != 0 ] || ! grep -q '"ok":true' "$out"; then
 		FAILS=$((FAILS + 1))
 		log "FAILED: $sys size=$size qd=$qd${REP_TAG:+ rep $rep} (exit $rc)"; tail -20 "$RUN/err" >&2 || true
 		for f in "$RUN"/*.log; do [ -f "$f" ] && { echo "==> $f <==" >&2; tail -20 "$f" >&2; }; done
 	fi
-	python3 - "$sys" "$size" "$qd" "$rc" "$out" "$rep" >>"$JSONL" <<'EOF'
+	python3 - "$sys" "$size" "$qd" "$rc" "$out" "$rep" "$CLK_TCK" "$gw" "$g0" "$g1" "$OSD_PID" "$o0" "$o1" >>"$JSONL" <<'EOF'
 import json, sys
-sysname, size, qd, rc, path, repno = sys.argv[1:]
+sysname, size, qd, rc, path, repno, hz, gw, g0, g1, osd, o0, o1 = sys.argv[1:]
 try:
     rep = json.load(open(path))
 except Exception as e:
     rep = {"ok": False, "error": "no report: %s" % e}
 rep.update({"system": sysname, "size_arg": size, "qd_arg": int(qd), "exit": int(rc), "rep": int(repno)})
+# CPU seconds over the whole point; null where there is no such process (raw librados has no gateway)
+# or it was gone at either end
+for key, pid, a, b in (("gw", gw, g0, g1), ("osd", osd, o0, o1)):
+    rep[key + "_pid"] = int(pid) if pid else None
+    rep[key + "_cpu_s"] = (int(b) - int(a)) / int(hz) if a and b else None
 print(json.dumps(rep))
 EOF
 	# one line of progress for people
@@ -270,6 +306,18 @@ bad = 0
 for line in open(sys.argv[1]):
     r = json.loads(line)
     ok = r.get("ok") and r.get("verified", 0) > 0 and r.get("mismatches", 1) == 0 and r.get("errors", 1) == 0
+    # every phase carries the client's CPU per op, and the OSD's (and, but for librados, the gateway's)
+    # CPU per phase and over the point
+    want = ["osd"] + ([] if r["system"] == "rados" else ["gw"])
+    for ph in r.get("results", []):
+        cpu_ok = ph.get("cpu_us_per_op", 0) > 0 and all(
+            ph.get("watch", {}).get(k, {}).get("cpu_s") is not None for k in want)
+        if not cpu_ok:
+            print("FAIL %s %s qd %s: phase %s lacks CPU figures: %s" % (
+                r["system"], r["size_arg"], r["qd_arg"], ph.get("phase"),
+                {k: v for k, v in ph.items() if k.startswith("cpu") or k == "watch"}))
+        ok = ok and cpu_ok
+    ok = ok and all(r.get(k + "_cpu_s") is not None for k in want)
     if not ok:
         bad += 1
     print("%s %-5s %-4s qd %-2s verified %s%s" % ("ok  " if ok else "FAIL", r["system"], r["size_arg"], r["qd_arg"],

@@ -8,7 +8,11 @@ With several repetitions (compare.sh --reps N: every row carries "rep"), each fi
 over the reps and each ratio is the median of the per-rep ratios (system / raw librados of the same
 rep: compare.sh interleaves the reps, so both figures of a pair were measured close in time) with its
 min-max; a ratio whose spread (max - min) is wider than its gap (|1 - median|) is flagged: that run
-cannot tell the two apart at that point."""
+cannot tell the two apart at that point.
+
+"CPU per operation": per phase (store, retrieve), the client's CPU time per operation (the harness's
+getrusage), the gateway's and the OSD's (the harness's watch=: /proc/PID/stat around the phase), their
+total and its ratio to raw librados' total, with the same medians and per-rep ratios."""
 import json
 import os
 import statistics
@@ -177,6 +181,99 @@ for phase, title in (("read", "Retrieve (read phase)"), ("write", "Store (write 
             L.append(FOOT)
             L.append("")
 
+# ---- CPU per operation ---------------------------------------------------------------------------------
+# Who is on each system's path: the OSD serves every system but mem and Redis (its CPU over their points is
+# its background work, left out of their totals); raw librados has no gateway (its client is librados).
+ON_OSD = {"rados", "tcp", "shm", "rgw"}
+HAS_GW = {"tcp", "shm", "rgw", "mem", "redis"}
+COARSE = 20  # ticks: a gateway / OSD figure from fewer is marked (more than +-5 % from the tick cut alone)
+
+
+def cpu(r, sysname):
+    """One rep's CPU per op of a phase result: {client, gw, osd, total} in us (None: not measured), or None."""
+    if r is None or r.get("cpu_us_per_op") is None:
+        return None
+    w = r.get("watch") or {}
+
+    def of(k):
+        return (w.get(k) or {}).get("us_per_op")
+
+    def coarse(k):
+        # fewer than COARSE ticks of that process in the phase: each end is cut to a whole tick
+        x = w.get(k) or {}
+        return x.get("cpu_s") is not None and x.get("tick_s") and x["cpu_s"] < COARSE * x["tick_s"]
+    c = {"client": r["cpu_us_per_op"], "gw": of("gw") if sysname in HAS_GW else None,
+         "osd": of("osd") if sysname in ON_OSD else None}
+    missing = (sysname in HAS_GW and c["gw"] is None) or (sysname in ON_OSD and c["osd"] is None)
+    c["total"] = None if missing else sum(v for v in c.values() if v is not None)
+    c["coarse"] = {"gw": bool(sysname in HAS_GW and coarse("gw")), "osd": bool(sysname in ON_OSD and coarse("osd"))}
+    return c
+
+
+def cpu_med(sysname, size, qd, phase, part):
+    vs = [c[part] for c in (cpu(res(sysname, size, qd, phase, k), sysname) for k in REPS)
+          if c and c[part] is not None]
+    return statistics.median(vs) if vs else None
+
+
+def cpu_cell(sysname, size, qd, phase, part):
+    """The median, marked '~' when some rep's figure came from fewer than COARSE clock ticks."""
+    t = fmt(cpu_med(sysname, size, qd, phase, part), "us")
+    if part in ("gw", "osd") and any(c and c["coarse"][part] for c in (cpu(res(sysname, size, qd, phase, k), sysname)
+                                                                       for k in REPS)):
+        t = "~" + t
+    return t
+
+
+def cpu_ratio(sysname, size, qd, phase):
+    """Per-rep ratios of a system's total CPU per op to raw librados' (same rep), or None."""
+    vals = []
+    for k in REPS:
+        a, b = cpu(res(sysname, size, qd, phase, k), sysname), cpu(res("rados", size, qd, phase, k), "rados")
+        if a and b and a["total"] is not None and b["total"]:
+            vals.append(a["total"] / b["total"])
+    return Ratio(vals) if vals else None
+
+
+if any(cpu(r, p["system"]) for p in pts for r in p.get("results") or []):
+    L.append("## CPU per operation")
+    L.append("")
+    L.append("CPU time (user + system, every thread) per operation of the phase, in us: the client process "
+             "(for raw librados that includes librados' own threads), the gateway serving the system "
+             "(rados-nkv, radosgw, redis-server) and the OSD, each sampled just before the phase's first "
+             "operation and after its last; total = their sum, and its ratio to raw librados' total. The OSD "
+             "is not on the mem and Redis paths (`-`, not in their totals). Gateway and OSD figures come in "
+             "whole clock ticks (`getconf CLK_TCK`; 10 ms at 100 Hz): few ticks in a phase make them coarse. "
+             "Kernel work done in softirq context (loopback TCP delivery) is charged to whichever process "
+             "was running (or, with CONFIG_IRQ_TIME_ACCOUNTING, to none), so part of one side's network cost "
+             "can land on the other; see docs/benchmarks.md.")
+    L.append("")
+    for phase, title in (("read", "Retrieve (read phase)"), ("write", "Store (write phase)")):
+        L.append("### %s: CPU us per operation" % title)
+        L.append("")
+        L.append("| size | QD | system | client | gateway | OSD | total | total / librados |")
+        L.append("|---|---|---|---|---|---|---|---|")
+        flagged = coarse = False
+        for size in sizes:
+            for qd in qds:
+                for s in ORDER:
+                    if not any(cpu(res(s, size, qd, phase, k), s) for k in REPS):
+                        continue
+                    r = None if s == "rados" else cpu_ratio(s, size, qd, phase)
+                    flagged |= bool(r and r.flagged())
+                    row = [cpu_cell(s, size, qd, phase, part) for part in ("client", "gw", "osd", "total")]
+                    coarse |= any(c.startswith("~") for c in row)
+                    L.append("| %s | %d | %s | %s | %s |" % (
+                        size, qd, NAMES[s], " | ".join(row), "1.00x" if s == "rados" else (r.text() if r else "-")))
+        L.append("")
+        if coarse:
+            L.append("~ from fewer than %d clock ticks of that process in the phase (in at least one rep): the "
+                     "tick cut at either end alone can move it by more than 5 %%." % COARSE)
+            L.append("")
+        if flagged:
+            L.append(FOOT.replace(" (in the mem / Redis column: mem from Redis)", ""))
+            L.append("")
+
 # ---- the issue's targets -------------------------------------------------------------------------------
 T = []
 
@@ -306,4 +403,11 @@ with open(prefix + "-summary.jsonl", "w") as f:
                             if r:
                                 row[key] = {"median": r.med, "min": r.lo, "max": r.hi, "n": r.n,
                                             "flagged": r.flagged()}
+                    if any(cpu(res(s, size, qd, phase, k), s) for k in REPS):
+                        row["cpu_us_per_op"] = {part: cpu_med(s, size, qd, phase, part)
+                                                for part in ("client", "gw", "osd", "total")}
+                        r = cpu_ratio(s, size, qd, phase) if s != "rados" else None
+                        if r:
+                            row["cpu_ratio"] = {"median": r.med, "min": r.lo, "max": r.hi, "n": r.n,
+                                                "flagged": r.flagged()}
                     f.write(json.dumps(row) + "\n")

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -215,7 +216,9 @@ const char bh_conf_help[] =
 	"                    keys stay, and the run says so\n"
 	"  prefix=STR        key prefix, up to 8 bytes; keys are PREFIX + 8 hex digits (default nb)\n"
 	"  seed=N            version seed (default random: stale values from other runs are caught)\n"
-	"  progress=0|1      live progress line on stderr (default: when stderr is a terminal)\n";
+	"  progress=0|1      live progress line on stderr (default: when stderr is a terminal)\n"
+	"  watch=NAME:PID[,NAME:PID...]  also report each phase's CPU time of these processes (e.g. the\n"
+	"                    gateway and the OSD; /proc/PID/stat user+system, up to 4), per operation\n";
 
 void bh_conf_init(struct bh_conf *c, bool raw)
 {
@@ -354,6 +357,39 @@ int bh_conf_arg(struct bh_conf *c, const char *arg)
 		if (strlen(v) > 8)
 			return bad_arg(arg, "at most 8 bytes");
 		strcpy(c->prefix, v);
+	} else if (K("watch")) {
+		/* parsed whole into a copy first: a bad entry leaves the configuration as it was */
+		char tmp[256];
+		unsigned nw = 0;
+		struct bh_watch ws[BH_MAX_WATCH];
+		if (strlen(v) >= sizeof(tmp))
+			return bad_arg(arg, "too long");
+		strcpy(tmp, v);
+		for (char *save = NULL, *t = strtok_r(tmp, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+			char *colon = strchr(t, ':');
+			size_t nl = colon ? (size_t)(colon - t) : 0;
+			if (!colon || nl == 0 || nl >= sizeof(ws[0].name))
+				return bad_arg(arg, "NAME:PID[,NAME:PID...], NAME 1-15 letters, digits, '-' or '_'");
+			for (size_t i = 0; i < nl; i++)
+				if (!isalnum((unsigned char)t[i]) && t[i] != '-' && t[i] != '_')
+					return bad_arg(arg, "NAME:PID[,NAME:PID...], NAME 1-15 letters, digits, '-' or '_'");
+			errno = 0;
+			long pid = strtol(colon + 1, &end, 10);
+			if (errno || end == colon + 1 || *end || pid <= 0 || pid > 0x7fffffff)
+				return bad_arg(arg, "a PID is a positive number");
+			if (nw == BH_MAX_WATCH)
+				return bad_arg(arg, "at most 4 processes");
+			memcpy(ws[nw].name, t, nl);
+			ws[nw].name[nl] = 0;
+			for (unsigned i = 0; i < nw; i++)
+				if (strcmp(ws[i].name, ws[nw].name) == 0)
+					return bad_arg(arg, "a NAME given twice");
+			ws[nw++].pid = (int)pid;
+		}
+		if (!nw)
+			return bad_arg(arg, "NAME:PID[,NAME:PID...]");
+		memcpy(c->watch, ws, sizeof(ws));
+		c->nwatch = nw;
 	} else if (K("seed")) {
 		if (parse_sz(v, &n) || n == 0 || n >= 0xffffffffull)
 			return bad_arg(arg, "1 to 2^32-2");
@@ -391,6 +427,8 @@ struct run {
 	struct bh_worker *w;
 	struct hist total[PH_N][BH_NOPS];
 	double secs[PH_N];
+	double cpu_user[PH_N], cpu_sys[PH_N]; /* the client process's CPU seconds over each phase */
+	double wcpu[PH_N][BH_MAX_WATCH];      /* each watch= process's; < 0: it was gone */
 	uint64_t t_end[PH_N];
 	size_t maxsize;
 	uint32_t wver;     /* raw: version of every write; mix: next version */
@@ -715,6 +753,83 @@ static void *worker_main(void *p)
 	return NULL;
 }
 
+/* ---- CPU time: the client's own (getrusage) and the watch= processes' (/proc/PID/stat) ----------- */
+
+/* The whole client process: every worker thread, the main thread and a library's own threads
+ * (librados' messenger, libnkv's), live or already exited. */
+static void self_cpu(double *user, double *sys)
+{
+	struct rusage ru;
+	if (getrusage(RUSAGE_SELF, &ru)) {
+		*user = *sys = 0;
+		return;
+	}
+	*user = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6;
+	*sys = (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+/* One clock tick in seconds: /proc/PID/stat counts CPU time in these. */
+static double tick_s(void)
+{
+	long hz = sysconf(_SC_CLK_TCK);
+	return 1.0 / (double)(hz > 0 ? hz : 100);
+}
+
+/* utime + stime of process @pid (all its threads) in seconds, in clock ticks (10 ms at the usual
+ * 100 Hz), or -1 when it is gone or its stat is unreadable. */
+static double proc_cpu_s(int pid)
+{
+	char path[32], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -1;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	/* field 2, the command name, may hold spaces and ')': count the fields from the last ')'; fields 3
+	 * (state) to 13 are skipped as words, 14 and 15 are utime and stime */
+	const char *p = strrchr(buf, ')');
+	unsigned long long ut, st;
+	if (!p || sscanf(p + 1, "%*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu %llu", &ut, &st) != 2)
+		return -1;
+	return (double)(ut + st) * tick_s();
+}
+
+struct cpu_mark {
+	double user, sys, w[BH_MAX_WATCH];
+};
+
+static void cpu_mark(const struct bh_conf *c, struct cpu_mark *m)
+{
+	self_cpu(&m->user, &m->sys);
+	for (unsigned i = 0; i < c->nwatch; i++)
+		m->w[i] = proc_cpu_s(c->watch[i].pid);
+}
+
+/* Record phase @ph's CPU time: from mark @a (before its first I/O) to mark @b (after its last). */
+static void cpu_phase(struct run *r, unsigned ph, const struct cpu_mark *a, const struct cpu_mark *b)
+{
+	r->cpu_user[ph] = b->user - a->user;
+	r->cpu_sys[ph] = b->sys - a->sys;
+	for (unsigned i = 0; i < r->c->nwatch; i++)
+		r->wcpu[ph][i] = a->w[i] < 0 || b->w[i] < 0 ? -1 : b->w[i] - a->w[i];
+}
+
+/* The operations of a phase, every kind (a mix phase has several), failed ones included. */
+static uint64_t phase_ops(const struct run *r, unsigned ph)
+{
+	uint64_t n = 0;
+	for (unsigned o = 0; o < BH_NOPS; o++)
+		n += r->total[ph][o].n + r->total[ph][o].errors;
+	return n;
+}
+
+static double per_op_us(double secs, uint64_t ops)
+{
+	return ops ? secs * 1e6 / (double)ops : 0;
+}
+
 /* ---- report ------------------------------------------------------------------------------------- */
 
 static double us(uint64_t ns)
@@ -754,11 +869,33 @@ static void report(struct run *r, const unsigned *phases, unsigned nph)
 				printf("%s{\"phase\":\"%s\",\"op\":\"%s\",\"ops\":%" PRIu64 ",\"bytes\":%" PRIu64
 				       ",\"seconds\":%.6f,\"ops_s\":%.1f,\"mb_s\":%.2f,\"lat_us\":{\"min\":%.1f,\"mean\":%.1f,"
 				       "\"p50\":%.1f,\"p90\":%.1f,\"p99\":%.1f,\"p999\":%.1f,\"max\":%.1f},\"misses\":%" PRIu64
-				       ",\"errors\":%" PRIu64 ",\"mismatches\":%" PRIu64 "}",
+				       ",\"errors\":%" PRIu64 ",\"mismatches\":%" PRIu64,
 				       first ? "" : ",", g_phase_name[phases[i]], g_op_name[o], h->n, h->bytes, s,
 				       s > 0 ? (double)h->n / s : 0, s > 0 ? (double)h->bytes / s / 1e6 : 0, us(h->min),
 				       h->n ? us(h->sum / h->n) : 0, us(h_pct(h, 50)), us(h_pct(h, 90)), us(h_pct(h, 99)),
 				       us(h_pct(h, 99.9)), us(h->max), h->miss, h->errors, h->bad);
+				/* CPU is the phase's, over all its operations: in a mix phase every op's row has the same */
+				unsigned ph = phases[i];
+				uint64_t pops = phase_ops(r, ph);
+				printf(",\"phase_ops\":%" PRIu64 ",\"cpu_user_s\":%.6f,\"cpu_sys_s\":%.6f,\"cpu_us_per_op\":%.2f,"
+				       "\"cpu_user_us_per_op\":%.2f,\"cpu_sys_us_per_op\":%.2f",
+				       pops, r->cpu_user[ph], r->cpu_sys[ph], per_op_us(r->cpu_user[ph] + r->cpu_sys[ph], pops),
+				       per_op_us(r->cpu_user[ph], pops), per_op_us(r->cpu_sys[ph], pops));
+				if (c->nwatch) {
+					printf(",\"watch\":{");
+					for (unsigned k = 0; k < c->nwatch; k++) {
+						double w = r->wcpu[ph][k];
+						printf("%s\"%s\":{\"pid\":%d,", k ? "," : "", c->watch[k].name, c->watch[k].pid);
+						/* tick_s: the resolution of cpu_s (each end is cut to whole ticks) */
+						if (w < 0)
+							printf("\"cpu_s\":null,\"us_per_op\":null,\"tick_s\":%g}", tick_s());
+						else
+							printf("\"cpu_s\":%.3f,\"us_per_op\":%.2f,\"tick_s\":%g}", w,
+							       per_op_us(w, pops), tick_s());
+					}
+					printf("}");
+				}
+				printf("}");
 				first = false;
 			}
 		printf("],\"verified\":%" PRIu64 ",\"errors\":%" PRIu64 ",\"mismatches\":%" PRIu64 ",\"ok\":%s}\n",
@@ -769,20 +906,37 @@ static void report(struct run *r, const unsigned *phases, unsigned nph)
 	printf("%s: %s | mode %s, qd %u x %u conn%s, size %s, %" PRIu64 " keys\n", c->tool, c->target ? c->target : "",
 	       c->raw ? "raw (read-after-write)" : "mix", c->qd, c->conns, c->conns == 1 ? "" : "s", sz,
 	       c->raw ? r->written : c->keys);
-	printf("%-8s %-9s %9s %8s %11s %9s %9s %9s %9s %9s %9s %5s %5s\n", "phase", "op", "ops", "secs", "ops/s",
-	       "MB/s", "p50 us", "p90 us", "p99 us", "p99.9 us", "max us", "err", "bad");
+	printf("%-8s %-9s %9s %8s %11s %9s %9s %9s %9s %9s %9s %5s %5s %9s\n", "phase", "op", "ops", "secs", "ops/s",
+	       "MB/s", "p50 us", "p90 us", "p99 us", "p99.9 us", "max us", "err", "bad", "cpu us/op");
 	for (unsigned i = 0; i < nph; i++)
 		for (unsigned o = 0; o < BH_NOPS; o++) {
 			const struct hist *h = &r->total[phases[i]][o];
 			if (!h->n && !h->errors)
 				continue;
 			double s = r->secs[phases[i]];
+			unsigned ph = phases[i];
 			printf("%-8s %-9s %9" PRIu64 " %8.2f %11.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %5" PRIu64
-			       " %5" PRIu64 "\n",
-			       g_phase_name[phases[i]], g_op_name[o], h->n, s, s > 0 ? (double)h->n / s : 0,
+			       " %5" PRIu64 " %9.1f\n",
+			       g_phase_name[ph], g_op_name[o], h->n, s, s > 0 ? (double)h->n / s : 0,
 			       s > 0 ? (double)h->bytes / s / 1e6 : 0, us(h_pct(h, 50)), us(h_pct(h, 90)),
-			       us(h_pct(h, 99)), us(h_pct(h, 99.9)), us(h->max), h->errors, h->bad);
+			       us(h_pct(h, 99)), us(h_pct(h, 99.9)), us(h->max), h->errors, h->bad,
+			       per_op_us(r->cpu_user[ph] + r->cpu_sys[ph], phase_ops(r, ph)));
 		}
+	/* the watched processes, one line per phase: "cpu write us/op: client 12.3  gw 45.6  osd 78.9" */
+	for (unsigned i = 0; i < nph && c->nwatch; i++) {
+		unsigned ph = phases[i];
+		uint64_t pops = phase_ops(r, ph);
+		if (!pops)
+			continue;
+		printf("cpu %-8s us/op: client %.1f", g_phase_name[ph], per_op_us(r->cpu_user[ph] + r->cpu_sys[ph], pops));
+		for (unsigned k = 0; k < c->nwatch; k++) {
+			if (r->wcpu[ph][k] < 0)
+				printf("  %s gone", c->watch[k].name);
+			else
+				printf("  %s %.1f", c->watch[k].name, per_op_us(r->wcpu[ph][k], pops));
+		}
+		printf("\n");
+	}
 	printf("verified %" PRIu64 " retrieved value%s: %" PRIu64 " mismatch%s, %" PRIu64 " error%s%s\n", verified,
 	       verified == 1 ? "" : "s", bad, bad == 1 ? "" : "es", errs, errs == 1 ? "" : "s",
 	       errs || bad || r->failed ? "  ** FAILED **" : "");
@@ -804,6 +958,13 @@ int bh_run(const struct bh_conf *c, const struct bh_backend *b)
 		return 2;
 	r->c = c;
 	r->b = b;
+	for (unsigned i = 0; i < c->nwatch; i++)
+		if (proc_cpu_s(c->watch[i].pid) < 0) {
+			fprintf(stderr, "bench: watch=%s:%d: no such process (or its /proc/%d/stat is unreadable)\n",
+				c->watch[i].name, c->watch[i].pid, c->watch[i].pid);
+			free(r);
+			return 2;
+		}
 	if (c->keys < c->conns) {
 		fprintf(stderr, "bench: keys=%" PRIu64 " is fewer than conns=%u\n", c->keys, c->conns);
 		free(r);
@@ -906,6 +1067,8 @@ int bh_run(const struct bh_conf *c, const struct bh_backend *b)
 		r->t0 = bh_now_ns();
 		double lim = r->phase == PH_WARMUP ? c->warmup : c->time;
 		r->deadline = r->t0 + (uint64_t)(lim * 1e9);
+		struct cpu_mark m0, m1;
+		cpu_mark(c, &m0);
 		pthread_barrier_wait(&r->bar); /* go */
 		if (prog) {
 			/* the workers run; report once a second until they meet at the barrier */
@@ -923,6 +1086,8 @@ int bh_run(const struct bh_conf *c, const struct bh_backend *b)
 			}
 		}
 		pthread_barrier_wait(&r->bar); /* done */
+		cpu_mark(c, &m1);
+		cpu_phase(r, r->phase, &m0, &m1);
 		if (prog)
 			fprintf(stderr, "\r%80s\r", "");
 		uint64_t tend = r->t0;

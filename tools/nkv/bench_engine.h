@@ -15,6 +15,12 @@
  * pattern derived from key and version (values under 32 bytes are pattern only). Every retrieved value
  * is checked against it, and against the version and length the generator last stored, so a run can
  * never report fast wrong data: mismatches and errors are reported and make bh_run() return 1.
+ *
+ * CPU: every phase also reports the client process's CPU time per operation (getrusage RUSAGE_SELF,
+ * user + system, every thread of the process, a client library's own threads included) and, with
+ * watch=NAME:PID,..., that of other processes on the machine (the gateway, the OSD: /proc/PID/stat,
+ * in clock ticks), each sampled just before the phase's first I/O and just after its last completion
+ * and divided by the phase's operations (all kinds, failed ones included).
  */
 #ifndef NKV_BENCH_ENGINE_H
 #define NKV_BENCH_ENGINE_H
@@ -28,6 +34,7 @@ enum bh_op { BH_WRITE, BH_READ, BH_EXIST, BH_DELETE, BH_NOPS };
 
 #define BH_MAX_SIZES 16
 #define BH_KEY_MAX 16
+#define BH_MAX_WATCH 4 /* watch=: other processes whose CPU time each phase reports */
 
 struct bh_worker;
 
@@ -76,6 +83,12 @@ struct bh_backend {
  */
 void bh_io_done(struct bh_io *io, int rc, size_t got, size_t full, const void *data);
 
+/** A process whose CPU time (/proc/PID/stat utime + stime) every phase reports (watch=). */
+struct bh_watch {
+	char name[16];
+	int pid;
+};
+
 struct bh_conf {
 	bool raw;                      /* mode=raw (true) or mix */
 	unsigned qd, conns;
@@ -93,6 +106,8 @@ struct bh_conf {
 	const char *tool;              /* "nkv-bench", "rados-bench"... */
 	const char *command;           /* JSON report's "command" (nkv: "bench"); NULL: none */
 	const char *target;            /* printed in the report */
+	unsigned nwatch;               /* watch=NAME:PID,...: processes (a gateway, the OSD) whose CPU */
+	struct bh_watch watch[BH_MAX_WATCH]; /* time each phase reports next to the client's own */
 };
 
 /** Defaults: raw, qd 1, 1 conn, 4 KiB, 1024 keys, time 10 s, cleanup on, prefix "nb". */
