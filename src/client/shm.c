@@ -20,7 +20,8 @@
 #define REAP_BATCH 32u
 #define POLL_SPINS 2000      /* busy polls before sleeping between looks at the CQ */
 #define POLL_SLEEP_NS 10000L /* then 10 us naps: the controller's own idle poll is 50 us */
-#define IRQ_SPINS 200        /* with interrupts: busy polls (a few us) before arming and sleeping */
+#define IRQ_SPIN_NS 20000    /* with interrupts: busy polls for this long before arming and sleeping
+			      * (a fast backend answers within it; sleeping costs a wake-up, ~5-10 us) */
 #define IRQ_WAIT_MS 100      /* longest sleep on the interrupt: CSTS.CFS is also checked then */
 #define ALIVE_CHECK_MS 5     /* how often a waiting poll checks the socket and CSTS */
 
@@ -475,6 +476,13 @@ void nkv_shm_qp_disarm(struct nkv_qpair *qp)
 	(void)!read(s->irq_fd, &v, sizeof(v));
 }
 
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 /* Sleep until the CQ interrupts, the socket hangs up, or @ms pass (interrupts only). Without an
  * interrupt, the next look also checks CSTS.CFS and the socket. */
 static void irq_wait(struct nkv_qpair *qp, int ms)
@@ -501,7 +509,8 @@ static int shm_poll(struct nkv_qpair *qp, int timeout_ms)
 		return qp->err;
 	uint64_t start = qp->ncompleted;
 	int64_t deadline = timeout_ms > 0 ? nkv_client_now_ms() + timeout_ms : 0;
-	unsigned spins = 0, max_spins = s->irq_fd >= 0 ? IRQ_SPINS : POLL_SPINS;
+	unsigned spins = 0;
+	int64_t spin_end = 0;
 	for (;;) {
 		shm_flush(qp);
 		int rc = reap(qp);
@@ -524,7 +533,10 @@ static int shm_poll(struct nkv_qpair *qp, int timeout_ms)
 				return rc;
 			}
 		}
-		if (spins < max_spins) {
+		if (s->irq_fd >= 0 && (spin_end == 0 || mono_ns() < spin_end)) {
+			if (spin_end == 0)
+				spin_end = mono_ns() + IRQ_SPIN_NS;
+		} else if (s->irq_fd < 0 && spins < POLL_SPINS) {
 			spins++;
 			__asm__ __volatile__("" ::: "memory");
 		} else if (s->irq_fd >= 0) {
