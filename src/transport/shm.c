@@ -862,7 +862,8 @@ static unsigned poller_sleep(struct shm_poller *p)
 	struct timespec ts = deep ? (struct timespec){SLEEP_MAX_MS / 1000, (SLEEP_MAX_MS % 1000) * 1000000L}
 				  : (struct timespec){0, (long)s->conf.poll_idle_us * 1000};
 	atomic_fetch_add_explicit(&p->sleeps, 1, memory_order_relaxed);
-	int n = ppoll(p->npfds ? p->pfds : &one, p->npfds ? p->npfds : 1, &ts, NULL);
+	struct pollfd *f = p->npfds ? p->pfds : &one;
+	int n = ppoll(f, p->npfds ? p->npfds : 1, &ts, NULL);
 	p->deep_timeout = deep && n == 0;
 	if (n > 0)
 		for (unsigned i = 1; i < p->npfds; i++)
@@ -873,7 +874,9 @@ static unsigned poller_sleep(struct shm_poller *p)
 			}
 	if (p->npfds > 1)
 		wakeup_set(p, 0);
-	return 0;
+	/* After the kick reads: a message may close a kick eventfd. This read also takes a wake-up that
+	 * came without a message (poller_wake), which the passes, looking for messages, would never read. */
+	return n > 0 && (f[0].revents & POLLIN) ? (unsigned)nkv_msgq_poll(&p->msgq, 0) : 0;
 }
 
 static void *poller_main(void *arg)
@@ -890,11 +893,14 @@ static void *poller_main(void *arg)
 		/* Read before the message queue: every controller handed over before pollers_stop was
 		 * set is attached by this pass, so none is left behind in the queue. */
 		bool last = atomic_load(&s->pollers_stop);
-		unsigned work = poller_pass(p, true);
+		/* The eventfd read (a system call) only when a message shows: one a producer is still
+		 * linking shows on a later pass, and its eventfd write wakes the sleep below anyway. */
+		unsigned work = poller_pass(p, last || !nkv_msgq_empty(&p->msgq));
 		if (last && !p->ctrls)
 			break;
-		if (p->deep_timeout && work)
-			atomic_fetch_add_explicit(&p->late, 1, memory_order_relaxed);
+		if (p->deep_timeout && work && atomic_fetch_add_explicit(&p->late, 1, memory_order_relaxed) == 0)
+			NKV_WARN("shm: poller %u slept %d ms with work waiting: a host wrote a doorbell without the kick "
+				 "NEED_WAKEUP asked for (said once)", p->id, SLEEP_MAX_MS);
 		p->deep_timeout = false;
 		if (work)
 			idle = 0;
