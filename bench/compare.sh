@@ -3,6 +3,8 @@
 #   rados  raw librados (bench/rados_bench: aio write_full / read)          <- the baseline (ratio 1.00)
 #   tcp    rados-nkv over NVMe/TCP           (nkv bench, rados backend)
 #   shm    rados-nkv over shared memory      (nkv bench -t shm:..., rados backend)
+#   shmpoll the same with NKV_SHM_NOTIFY=off: the host binds no kick or interrupt, so both sides poll
+#          as before notifications (only with --systems; an A/B of the notifications in one run)
 #   rgw    Ceph RGW S3 on the same cluster   (bench/s3_bench, SigV4)
 #   mem    rados-nkv mem backend over TCP    (nkv bench)                    <- compared with redis
 #   redis  redis-server                      (bench/redis_bench)
@@ -126,22 +128,23 @@ RNS=bench   # RADOS namespace for librados and rados-nkv
 NQN=nqn.2026-11.io.rados-nkv:bench
 
 if want rados && [ ! -x "$RB" ]; then note "rados: bench/rados_bench not built (librados-dev missing): skipped"; SYSTEMS=${SYSTEMS/rados/}; fi
-if want tcp || want shm; then
+if want tcp || want shm || want shmpoll; then
 	P_TCP=$(free_port); SHM_SOCK=$RUN/nkv.sock
 	shm_args=()
-	if want shm; then
+	if want shm || want shmpoll; then
 		# the help texts are read whole first: piped into grep -q, a help longer than one pipe write gets
 		# SIGPIPE when grep stops at the match, and pipefail then made a built shm look absent
 		dhelp=$("$DAEMON" --help 2>&1 || true); chelp=$("$NKV" --help 2>&1 || true)
 		if [[ "$dhelp" == *"--shm "* && "$chelp" == *"shm:"* ]]; then
 			shm_args=(--shm "$SHM_SOCK")
 		else
-			note "shm: this rados-nkv/libnkv has no shared-memory transport yet: skipped"; SYSTEMS=${SYSTEMS/shm/}
+			note "shm: this rados-nkv/libnkv has no shared-memory transport yet: skipped"
+			SYSTEMS=${SYSTEMS/shmpoll/}; SYSTEMS=${SYSTEMS/shm/}
 		fi
 	fi
 	"$DAEMON" --backend rados --ceph-conf "$CONF" --keyring "$KEYRING" -l "127.0.0.1:$P_TCP" -d none \
 		-s "$NQN" -p "$POOL" --ns "1:$RNS:64M" "${shm_args[@]}" --log-level warn 2>"$RUN/rados-nkv.log" &
-	PIDS+=($!); GW_PID[tcp]=$!; GW_PID[shm]=$!   # one daemon serves both transports
+	PIDS+=($!); GW_PID[tcp]=$!; GW_PID[shm]=$!; GW_PID[shmpoll]=$!   # one daemon serves every transport
 	wait_tcp "$P_TCP" 30 || { cat "$RUN/rados-nkv.log"; exit 1; }
 fi
 if want mem || want redis; then
@@ -228,6 +231,7 @@ run_point() { # system size qd rep
 	rados) $T "$RB" -c "$CONF" -k "$KEYRING" -p "$POOL" -N "$RNS" -o json "${args[@]}" >"$out" 2>"$RUN/err" || rc=$? ;;
 	tcp) $T "$NKV" -s "$P_TCP" -n "$NQN" -o json bench "${args[@]}" >"$out" 2>"$RUN/err" || rc=$? ;;
 	shm) $T "$NKV" -t "shm:$SHM_SOCK" -o json bench "${args[@]}" >"$out" 2>"$RUN/err" || rc=$? ;;
+	shmpoll) NKV_SHM_NOTIFY=off $T "$NKV" -t "shm:$SHM_SOCK" -o json bench "${args[@]}" >"$out" 2>"$RUN/err" || rc=$? ;;
 	rgw) $T "$SB" -e "http://127.0.0.1:$P_RGW" -b nkvbench -A NKVBENCHAK -S NKVBENCHSECRET -o json "${args[@]}" \
 		>"$out" 2>"$RUN/err" || rc=$? ;;
 	mem) $T "$NKV" -s "$P_MEM" -n "$NQN" -o json bench "${args[@]}" >"$out" 2>"$RUN/err" || rc=$? ;;
@@ -273,6 +277,7 @@ for sys in $SYSTEMS; do
 	rados) "$RB" -c "$CONF" -k "$KEYRING" -p "$POOL" -N "$RNS" mode=raw qd=4 keys=64 size=4K progress=0 prefix=warm ;;
 	tcp) "$NKV" -s "$P_TCP" -n "$NQN" bench mode=raw qd=4 keys=64 size=4K progress=0 prefix=warm ;;
 	shm) "$NKV" -t "shm:$SHM_SOCK" bench mode=raw qd=4 keys=64 size=4K progress=0 prefix=warm ;;
+	shmpoll) NKV_SHM_NOTIFY=off "$NKV" -t "shm:$SHM_SOCK" bench mode=raw qd=4 keys=64 size=4K progress=0 prefix=warm ;;
 	rgw) "$SB" -e "http://127.0.0.1:$P_RGW" -b nkvbench -A NKVBENCHAK -S NKVBENCHSECRET mode=raw qd=4 keys=64 size=4K progress=0 prefix=warm ;;
 	mem) "$NKV" -s "$P_MEM" -n "$NQN" bench mode=raw qd=4 keys=64 size=4K progress=0 prefix=warm ;;
 	redis) "$DB" -p "$P_REDIS" mode=raw qd=4 keys=64 size=4K progress=0 prefix=warm ;;

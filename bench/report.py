@@ -24,9 +24,9 @@ pts = [json.loads(l) for l in open(jsonl) if l.strip()]
 for p in pts:
     p.setdefault("rep", 1)  # rows from a run without --reps (and older .jsonl files) are rep 1
 
-NAMES = {"rados": "raw librados", "tcp": "rados-nkv TCP", "shm": "rados-nkv shm", "rgw": "RGW S3",
-         "mem": "rados-nkv mem TCP", "redis": "Redis"}
-ORDER = [s for s in ["rados", "tcp", "shm", "rgw", "mem", "redis"] if any(p["system"] == s for p in pts)]
+NAMES = {"rados": "raw librados", "tcp": "rados-nkv TCP", "shm": "rados-nkv shm",
+         "shmpoll": "rados-nkv shm, polling", "rgw": "RGW S3", "mem": "rados-nkv mem TCP", "redis": "Redis"}
+ORDER = [s for s in ["rados", "tcp", "shm", "shmpoll", "rgw", "mem", "redis"] if any(p["system"] == s for p in pts)]
 REPS = sorted({p["rep"] for p in pts})
 MULTI = len(REPS) > 1  # one rep: the page looks as it always did (no medians, no spreads)
 FLAG = "\u2020"  # dagger: the ratio's spread over the reps is wider than its gap to 1.00x

@@ -510,6 +510,9 @@ struct nkv_shm_conf {
 	unsigned max_ctrls;       /* live controllers, all hosts (HELLO past it: -EUSERS); 0: 256 */
 	unsigned max_ctrls_per_host; /* live controllers per host NQN (HELLO past it: -EUSERS); 0: 16 */
 	unsigned hello_timeout_ms; /* a connection that has not said HELLO by then is closed; 0: 5000 */
+	bool no_notify;           /* refuse SET_KICK / SET_IRQ (nkv_shm.h): hosts and pollers poll, the
+				   * pollers napping poll_idle_us; false: a poller whose hosts all bound a
+				   * kick eventfd sleeps until kicked, and CQs interrupt hosts that ask */
 };
 
 /** Start the shared-memory transport of @tgt (poller threads). @return 0, -EINVAL, -ENOMEM, -errno. */

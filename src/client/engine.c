@@ -15,8 +15,9 @@
  * and reopening fails) complete with the reopen error once they waited a whole deadline.
  *
  * Waiting: an idle worker sleeps in poll() on its eventfd. A busy NVMe/TCP worker sleeps in poll()
- * on the socket and the eventfd together; the shared-memory transport has no interrupts, so a busy
- * shm worker polls the CQ, spinning first and then napping a few microseconds on the eventfd.
+ * on the socket and the eventfd together; a busy shm worker polls the CQ, spinning first, then sleeps
+ * on the eventfd and the CQ's interrupt eventfd together (nkv_shm.h notifications), or, when the
+ * target offers no interrupts, naps a few microseconds on the eventfd.
  */
 #include <errno.h>
 #include <poll.h>
@@ -36,6 +37,7 @@
 #define ENG_DEFAULT_MAX_OPS 65536u
 #define ENG_SHM_SPINS 2000u          /* empty CQ polls before napping (as shm.c's own poll) */
 #define ENG_SHM_NAP_NS 10000L        /* then 10 us naps, cut short by new work */
+#define ENG_SHM_IRQ_SPINS 200u       /* with CQ interrupts: empty polls before arming and sleeping */
 #define ENG_REOPEN_MIN_MS 50
 #define ENG_REOPEN_MAX_MS 1000
 #define ENG_IDLE_TICK_MS 1000        /* an idle worker still wakes up now and then to check stop */
@@ -358,6 +360,19 @@ static void worker_wait(struct eng_worker *w, int64_t now)
 	nfds_t n = 1;
 	if (w->qp && w->inflight.head) {
 		if (w->qp->shm) {
+			if (w->spins < ENG_SHM_IRQ_SPINS) {
+				w->spins++;
+				return;
+			}
+			int irq = nkv_shm_qp_arm(w->qp); /* -1: no interrupts; -2: a CQE is there */
+			if (irq == -2)
+				return;
+			if (irq >= 0) { /* sleep until the CQ interrupts, new work, or the next deadline */
+				p[1] = (struct pollfd){.fd = irq, .events = POLLIN};
+				poll(p, 2, tmo);
+				nkv_shm_qp_disarm(w->qp);
+				goto drain;
+			}
 			if (w->spins < ENG_SHM_SPINS) {
 				w->spins++;
 				return;

@@ -203,6 +203,16 @@ void nkv_tcp_qp_fail(struct nkv_qpair *qp, int err);
  */
 short nkv_tcp_qp_events(const struct nkv_qpair *qp);
 
+/* shm.c: waiting for an shm queue pair's interrupt (nkv_shm.h notifications) from an event loop */
+/**
+ * Arm @qp's CQ interrupt before sleeping. @return the eventfd to wait on (POLLIN), -1 when the queue
+ * pair has no interrupt (poll the CQ instead), or -2 when a CQE is already there (do not sleep). After
+ * waiting, with any result >= 0, call nkv_shm_qp_disarm().
+ */
+int nkv_shm_qp_arm(struct nkv_qpair *qp);
+/** Disarm @qp's CQ interrupt and consume a pending one (the caller is polling the CQ again). */
+void nkv_shm_qp_disarm(struct nkv_qpair *qp);
+
 /* tls.c */
 /** Handshake on @qp's connected socket (ctrl->psk, identity for ctrl's host and subsystem) by
  *  @deadline. @return 0 or -errno as nkv_connect() documents for TLS (-ETIMEDOUT past the deadline). */

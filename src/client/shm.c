@@ -7,18 +7,23 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "client/prp.h"
 #include "client/shm_int.h"
+#include "common/cpu.h"
 #include "common/log.h"
 
 #define PAGE NKV_PRP_PAGE
 #define REAP_BATCH 32u
 #define POLL_SPINS 2000      /* busy polls before sleeping between looks at the CQ */
 #define POLL_SLEEP_NS 10000L /* then 10 us naps: the controller's own idle poll is 50 us */
+#define IRQ_SPIN_NS 20000    /* with interrupts: busy polls for this long before arming and sleeping
+			      * (a fast backend answers within it; sleeping costs a wake-up, ~5-10 us) */
+#define IRQ_WAIT_MS 100      /* longest sleep on the interrupt: CSTS.CFS is also checked then */
 #define ALIVE_CHECK_MS 5     /* how often a waiting poll checks the socket and CSTS */
 
 enum { DIR_NONE_, DIR_H2C_, DIR_C2H_ };
@@ -100,6 +105,7 @@ int nkv_shm_qp_alloc(struct nkv_ctrl *ctrl, uint16_t qid, uint16_t entries, uint
 	qp->depth = slots;
 	qp->timeout_ms = ctrl->opts.timeout_ms;
 	s->fd = -1;
+	s->irq_fd = -1;
 	s->entries = entries;
 	s->max_xfer = max_xfer;
 
@@ -186,6 +192,8 @@ void nkv_shm_qp_free(struct nkv_qpair *qp)
 			munmap(s->mem, s->mem_len);
 		if (s->fd >= 0)
 			close(s->fd);
+		if (s->irq_fd >= 0)
+			close(s->irq_fd);
 		free(s->list_pool.bits);
 		free(s->bounce_pool.bits);
 		free(s->slots);
@@ -394,6 +402,7 @@ static int shm_flush(struct nkv_qpair *qp)
 	if (s->sq.tail != s->rung_tail) {
 		nkv_sq_ring(&s->sq); /* release fence, then the tail doorbell */
 		s->rung_tail = s->sq.tail;
+		nkv_shm_kick(qp->ctrl->shm);
 	}
 	return 0;
 }
@@ -441,6 +450,59 @@ static int reap(struct nkv_qpair *qp)
 	return (int)n;
 }
 
+int nkv_shm_qp_arm(struct nkv_qpair *qp)
+{
+	struct nkv_shm_qp *s = qp->shm;
+	struct nkv_cqe e;
+	if (s->irq_fd < 0)
+		return -1;
+	/* Dekker with the controller's CQE store, fence, ARM exchange: either it sees the CQ armed or we
+	 * see its CQE here. */
+	__atomic_store_n(s->arm, 1, __ATOMIC_SEQ_CST);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (nkv_cq_peek(&s->cq, &e)) {
+		__atomic_store_n(s->arm, 0, __ATOMIC_RELAXED);
+		return -2;
+	}
+	return s->irq_fd;
+}
+
+void nkv_shm_qp_disarm(struct nkv_qpair *qp)
+{
+	struct nkv_shm_qp *s = qp->shm;
+	uint64_t v;
+	if (s->irq_fd < 0)
+		return;
+	__atomic_store_n(s->arm, 0, __ATOMIC_RELAXED); /* busy polling again: no interrupts wanted */
+	(void)!read(s->irq_fd, &v, sizeof(v));
+}
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Sleep until the CQ interrupts, the socket hangs up, or @ms pass (interrupts only). Without an
+ * interrupt, the next look also checks CSTS.CFS and the socket. */
+static void irq_wait(struct nkv_qpair *qp, int ms)
+{
+	struct nkv_shm_qp *s = qp->shm;
+	int fd = nkv_shm_qp_arm(qp);
+	if (fd < 0)
+		return;
+	struct pollfd p[2] = {{.fd = fd, .events = POLLIN}, {.fd = qp->ctrl->shm->sock, .events = POLLRDHUP}};
+	struct nkv_cqe e;
+	int n = poll(p, 2, ms);
+	s->irq_sleeps++;
+	if (n <= 0 || p[1].revents)
+		s->next_check_ms = 0;
+	if (n == 0 && nkv_cq_peek(&s->cq, &e))
+		s->irq_late++;
+	nkv_shm_qp_disarm(qp);
+}
+
 static int shm_poll(struct nkv_qpair *qp, int timeout_ms)
 {
 	struct nkv_shm_qp *s = qp->shm;
@@ -449,6 +511,7 @@ static int shm_poll(struct nkv_qpair *qp, int timeout_ms)
 	uint64_t start = qp->ncompleted;
 	int64_t deadline = timeout_ms > 0 ? nkv_client_now_ms() + timeout_ms : 0;
 	unsigned spins = 0;
+	int64_t spin_end = 0;
 	for (;;) {
 		shm_flush(qp);
 		int rc = reap(qp);
@@ -471,9 +534,16 @@ static int shm_poll(struct nkv_qpair *qp, int timeout_ms)
 				return rc;
 			}
 		}
-		if (spins < POLL_SPINS) {
+		if (s->irq_fd >= 0 && (spin_end == 0 || mono_ns() < spin_end)) {
+			if (spin_end == 0)
+				spin_end = mono_ns() + IRQ_SPIN_NS;
+			nkv_cpu_relax(); /* the controller writes this CQ's lines: do not pull them every cycle */
+		} else if (s->irq_fd < 0 && spins < POLL_SPINS) {
 			spins++;
-			__asm__ __volatile__("" ::: "memory");
+			nkv_cpu_relax();
+		} else if (s->irq_fd >= 0) {
+			int64_t left = timeout_ms > 0 ? deadline - now : IRQ_WAIT_MS;
+			irq_wait(qp, left < IRQ_WAIT_MS ? (int)left : IRQ_WAIT_MS);
 		} else {
 			struct timespec ts = {.tv_sec = 0, .tv_nsec = POLL_SLEEP_NS};
 			nanosleep(&ts, NULL);
@@ -515,8 +585,16 @@ static int shm_qp_create(struct nkv_ctrl *ctrl, uint16_t qid, uint16_t depth, st
 	if (rc)
 		return rc;
 	struct nkv_shm_qp *s = qp->shm;
-	/* Create I/O CQ first (PC = 1, interrupts off), then its SQ (PC = 1, CQID = QID): docs/nvme-kv-wire.md B.4. */
-	rc = queue_cmd(ctrl, NKV_ADM_CREATE_CQ, qid, s->entries, 1u, s->cq_iova);
+	/* Create I/O CQ first (PC = 1; IEN with IV = QID when the vector got an eventfd), then its SQ
+	 * (PC = 1, CQID = QID): docs/nvme-kv-wire.md B.4. */
+	uint32_t cq_dw11 = 1u;
+	int irq = nkv_shm_irq_bind(ctrl, qid);
+	if (irq >= 0) {
+		s->irq_fd = irq;
+		s->arm = ctrl->shm->arm + qid;
+		cq_dw11 |= 2u | (uint32_t)qid << 16;
+	}
+	rc = queue_cmd(ctrl, NKV_ADM_CREATE_CQ, qid, s->entries, cq_dw11, s->cq_iova);
 	if (rc == 0) {
 		rc = queue_cmd(ctrl, NKV_ADM_CREATE_SQ, qid, s->entries, 1u | (uint32_t)qid << 16, s->sq_iova);
 		if (rc)

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -210,6 +212,85 @@ int nkv_shm_dereg_cuda(struct nkv_ctrl *ctrl, uint64_t iova)
 	return nkv_shm_dereg(ctrl, iova);
 }
 
+/* SET_KICK / SET_IRQ of @fd (-1: unbind the kick). @return the target's status or a socket -errno. */
+static int bind_fd(struct nkv_shm_ctrl *s, uint16_t op, uint16_t vector, int fd)
+{
+	struct nkv_shm_bind m;
+	struct nkv_shm_reply r;
+	memset(&m, 0, sizeof(m));
+	hdr_init(&m.hdr, op);
+	nkv_put16(&m.vector, vector);
+	int rc = request(s, &m, sizeof(m), fd, &r, NULL);
+	if (rc == 0)
+		rc = (int32_t)nkv_get32(&r.status);
+	if (rc)
+		NKV_DEBUG("shm %s vector %u: %s", op == NKV_SHM_SET_KICK ? "SET_KICK" : "SET_IRQ", vector, strerror(-rc));
+	return rc;
+}
+
+int nkv_shm_irq_bind(struct nkv_ctrl *ctrl, uint16_t vector)
+{
+	struct nkv_shm_ctrl *s = ctrl->shm;
+	if (!s->notify)
+		return -ENOTSUP;
+	int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	int rc = bind_fd(s, NKV_SHM_SET_IRQ, vector, fd);
+	if (rc) {
+		close(fd);
+		return rc;
+	}
+	return fd;
+}
+
+int nkv_shm_kick_unbind(struct nkv_ctrl *ctrl)
+{
+	struct nkv_shm_ctrl *s = ctrl->shm;
+	/* The target clears NEED_WAKEUP when it applies this and never sets it again: hosts stop
+	 * kicking by themselves, so s->wakeup (read by every submitter) is left as it is. */
+	return s->wakeup ? bind_fd(s, NKV_SHM_SET_KICK, 0, -1) : 0;
+}
+
+/* Does the host want notifications? NKV_SHM_NOTIFY=0|off|no|false turns them off (A/B runs, or a
+ * host that prefers to poll). */
+static bool notify_wanted(void)
+{
+	const char *v = getenv("NKV_SHM_NOTIFY");
+	return !v || !(strcmp(v, "0") == 0 || strcasecmp(v, "off") == 0 || strcasecmp(v, "no") == 0 ||
+		       strcasecmp(v, "false") == 0);
+}
+
+/*
+ * After HELLO: bind a doorbell kick when the target offers notifications (an older target leaves the
+ * feature register zero and would close the socket on a message it does not know, so nothing is sent
+ * to it). Any refusal leaves the controller polled, as before.
+ */
+static void notify_setup(struct nkv_ctrl *ctrl)
+{
+	struct nkv_shm_ctrl *s = ctrl->shm;
+	if (!notify_wanted() || !(rd32(s, NKV_SHM_REG_FEAT) & NKV_SHM_FEAT_NOTIFY))
+		return;
+	uint32_t off = rd32(s, NKV_SHM_REG_NOTIFY);
+	if ((off & 63) || off < NKV_SHM_DB_BASE ||
+	    (uint64_t)off + NKV_SHM_NOTIFY_ARM + 4ull * ((uint64_t)s->max_queues + 1) > s->reg_size) {
+		NKV_WARN("shm: notification area at %#x does not fit the %u-byte register page: polling", off,
+			 s->reg_size);
+		return;
+	}
+	int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (fd < 0)
+		return;
+	if (bind_fd(s, NKV_SHM_SET_KICK, 0, fd) != 0) {
+		close(fd);
+		return;
+	}
+	s->kick_fd = fd;
+	s->wakeup = (uint32_t *)(s->regs + off + NKV_SHM_NOTIFY_WAKEUP);
+	s->arm = (uint32_t *)(s->regs + off + NKV_SHM_NOTIFY_ARM);
+	s->notify = true;
+}
+
 int nkv_shm_memfd(const char *name, size_t len)
 {
 	int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
@@ -328,6 +409,7 @@ static int enable(struct nkv_ctrl *ctrl)
 	csts = rd32(s, NKV_REG_CSTS);
 	if ((cc & NKV_CC_EN) || (csts & NKV_CSTS_RDY)) {
 		wr32(s, NKV_REG_CC, cc & ~NKV_CC_EN);
+		nkv_shm_kick(s);
 		rc = wait_csts(s, NKV_CSTS_RDY, 0, false, &csts);
 		if (rc) {
 			NKV_WARN("shm: CSTS.RDY stayed 1 after CC.EN = 0 (CSTS %#x)", csts);
@@ -343,6 +425,7 @@ static int enable(struct nkv_ctrl *ctrl)
 	else if ((s->cap & NKV_CAP_CSS_ADMIN_ONLY) && !(s->cap & NKV_CAP_CSS_NVM))
 		css = NKV_CC_CSS_ADMIN;
 	wr32(s, NKV_REG_CC, NKV_CC_EN | css << 4 | 6u << 16 | 4u << 20); /* MPS 0, AMS 0, IOSQES 6, IOCQES 4 */
+	nkv_shm_kick(s);
 	rc = wait_csts(s, NKV_CSTS_RDY, NKV_CSTS_RDY, true, &csts);
 	if (rc) {
 		NKV_WARN("shm: enable failed: %s (CSTS %#x, CC %#x)",
@@ -375,6 +458,8 @@ static void shm_state_free(struct nkv_ctrl *ctrl)
 	}
 	if (s->sock >= 0)
 		close(s->sock);
+	if (s->kick_fd >= 0)
+		close(s->kick_fd);
 	if (s->regs)
 		munmap(s->regs, s->reg_size);
 	pthread_mutex_destroy(&s->sock_mu);
@@ -412,6 +497,7 @@ int nkv_connect_shm_nqn(const char *path, const char *subnqn, const struct nkv_c
 		return -ENOMEM;
 	}
 	s->sock = -1;
+	s->kick_fd = -1;
 	s->iova_next = NKV_SHM_IOVA_BASE;
 	s->max_xfer = NKV_SHM_ADMIN_BOUNCE;
 	pthread_mutex_init(&s->sock_mu, NULL);
@@ -424,10 +510,18 @@ int nkv_connect_shm_nqn(const char *path, const char *subnqn, const struct nkv_c
 		rc = hello(ctrl);
 	}
 	if (rc == 0)
+		notify_setup(ctrl);
+	if (rc == 0)
 		rc = nkv_shm_qp_alloc(ctrl, 0, NKV_SHM_ADMIN_ENTRIES, NKV_ADMIN_SLOTS, NKV_SHM_ADMIN_BOUNCE,
 				      NKV_SHM_ADMIN_BOUNCE, &ctrl->admin);
-	if (rc == 0)
+	if (rc == 0) {
 		ctrl->admin->shm->created = true;
+		int fd = nkv_shm_irq_bind(ctrl, 0); /* the admin CQ's vector */
+		if (fd >= 0) {
+			ctrl->admin->shm->irq_fd = fd;
+			ctrl->admin->shm->arm = s->arm;
+		}
+	}
 	if (rc == 0)
 		rc = enable(ctrl);
 	if (rc == 0)
@@ -477,6 +571,7 @@ void nkv_shm_ctrl_close(struct nkv_ctrl *ctrl)
 		/* Normal shutdown (CC.SHN = 01b), then wait for SHST = 10b within CAP.TO. */
 		uint32_t cc = rd32(s, NKV_REG_CC), csts;
 		wr32(s, NKV_REG_CC, (cc & ~(3u << 14)) | 1u << 14);
+		nkv_shm_kick(s);
 		if (wait_csts(s, NKV_CSTS_SHST_MASK, NKV_CSTS_SHST_DONE, false, &csts))
 			NKV_DEBUG("shm: shutdown not complete within CAP.TO (CSTS %#x)", csts);
 	}

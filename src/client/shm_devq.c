@@ -154,6 +154,11 @@ int nkv_devq_create(struct nkv_ctrl *ctrl, uint32_t entries, struct nkv_devq **o
 		rc = -EINVAL;
 		goto fail;
 	}
+	/* Whoever rings this queue's doorbells (a GPU kernel) cannot write an eventfd: the controller's
+	 * poller must look at the doorbells by itself from now on, so the doorbell kick goes (for good:
+	 * a kernel may still hold the queue after nkv_devq_destroy). The CQ interrupts no one (IEN 0). */
+	if ((rc = nkv_shm_kick_unbind(ctrl)) != 0)
+		goto fail;
 	if ((rc = queue_cmd(ctrl, NKV_ADM_CREATE_CQ, q->qid, n, 1u, q->iova + q->sq_len)) != 0)
 		goto fail;
 	q->cq_created = true;

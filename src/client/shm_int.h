@@ -13,6 +13,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <unistd.h>
 
 #include "client/internal.h"
 #include "nkv/nkv_dev.h"
@@ -52,6 +53,12 @@ struct nkv_shm_ctrl {
 	uint64_t iova_next;
 	pthread_rwlock_t buf_lock; /* the registered buffer list: read on every submit */
 	struct nkv_shm_buf *bufs;
+	/* Notifications (nkv_shm.h), when the target offers them and the host has not turned them off: */
+	bool notify;               /* SET_IRQ works: I/O CQs interrupt (set before any I/O queue pair) */
+	int kick_fd;               /* doorbell kick eventfd (bound; -1: none). Open until close, even once
+				    * unbound: another thread may be about to write it */
+	uint32_t *wakeup;          /* NEED_WAKEUP in the register page (NULL: no kick bound) */
+	uint32_t *arm;             /* ARM[0] in the register page */
 };
 
 /** A contiguous-run page allocator over a bitmap (bounce area, PRP list area). */
@@ -103,6 +110,10 @@ struct nkv_shm_qp {
 	int32_t free_head;
 	uint32_t max_xfer;
 	int64_t next_check_ms;     /* next liveness check (socket hang-up, CSTS.CFS) while waiting */
+	int irq_fd;                /* interrupt eventfd bound to vector qid (-1: no interrupts: poll) */
+	uint32_t *arm;             /* ARM[qid] */
+	uint64_t irq_sleeps;       /* sleeps on the interrupt */
+	uint64_t irq_late;         /* of which timed out with a CQE there: an interrupt lost (tests: 0) */
 };
 
 /* shm_ctrl.c */
@@ -120,6 +131,26 @@ uint64_t nkv_shm_buf_iova(struct nkv_ctrl *ctrl, const void *p, uint32_t len);
 int nkv_shm_alive(struct nkv_ctrl *ctrl);
 /** Doorbell register @off (from nkv_db_sq_tail / nkv_db_cq_head). */
 volatile uint32_t *nkv_shm_doorbell(struct nkv_ctrl *ctrl, uint32_t off);
+/** Bind a new eventfd to interrupt vector @vector. @return the eventfd, or -errno (then poll). */
+int nkv_shm_irq_bind(struct nkv_ctrl *ctrl, uint16_t vector);
+/** Unbind the doorbell kick (before a GPU, which cannot kick, rings this controller's doorbells). */
+int nkv_shm_kick_unbind(struct nkv_ctrl *ctrl);
+
+/**
+ * After a doorbell (or CC) write: wake the controller's poller if it said it may sleep. The full
+ * fence orders the doorbell store before the NEED_WAKEUP load, against the poller's NEED_WAKEUP store
+ * before its last look at the doorbells (Dekker).
+ */
+static inline void nkv_shm_kick(struct nkv_shm_ctrl *s)
+{
+	if (!s->wakeup)
+		return;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(s->wakeup, __ATOMIC_RELAXED)) {
+		uint64_t one = 1;
+		(void)!write(s->kick_fd, &one, sizeof(one));
+	}
+}
 
 /** Transport ops: shutdown and teardown of the controller; nkv_buf_alloc / nkv_buf_free. */
 void nkv_shm_ctrl_close(struct nkv_ctrl *ctrl);

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "common/fdpass.h"
+#include "common/cpu.h"
 #include "common/log.h"
 #include "transport/shm_cuda.h"
 #include "transport/shm_int.h"
@@ -36,7 +37,10 @@
 #include "nkv/nkv_dev.h"
 #include "nkv/nkv_shm.h"
 
-#define IDLE_SCANS 64          /* empty scans before a poller sleeps poll_idle_us */
+#define RELAX_SPINS 8          /* spin-wait hints after an empty scan (nkv_cpu_relax) */
+#define IDLE_SCANS 64          /* empty scans before a poller sleeps */
+#define SLEEP_MAX_MS 100       /* longest sleep of a poller all of whose hosts kick: it still looks at
+				* CC, evictions and budgets now and then without being asked */
 #define FETCH_BUDGET 64        /* SQEs taken from one SQ per scan, for fairness */
 #define WALK_BUDGET 16384      /* PRP entries one controller may have walked per scan (64 MiB) */
 #define ADMIN_MAX 4096u        /* AQA: up to 4096 entries per admin queue */
@@ -73,7 +77,82 @@ static void publish_regs(struct shm_ctrl *c)
 {
 	nkv_put64(c->regs + NKV_REG_CAP, c->ctrlr->cap);
 	nkv_put32(c->regs + NKV_REG_VS, c->ctrlr->vs);
+	if (!c->s->conf.no_notify) {
+		nkv_put32(c->regs + NKV_SHM_REG_NOTIFY, nkv_shm_notify_off(c->s->conf.max_io_queues));
+		nkv_put32(c->regs + NKV_SHM_REG_FEAT, NKV_SHM_FEAT_NOTIFY);
+	}
 	reg_wr32(c, NKV_REG_CSTS, c->ctrlr->csts);
+}
+
+/* ---- notifications (nkv_shm.h): kicks in, interrupts out ------------------------------------------ */
+
+/* Write an eventfd (ours: O_NONBLOCK, so a counter at its limit drops the write, never blocks). */
+static void efd_signal(int fd)
+{
+	uint64_t one = 1;
+	(void)!write(fd, &one, sizeof(one));
+}
+
+/* Interrupt the host for every CQ that got CQEs since the last call and that it armed: one write per
+ * arming. The fence orders the CQE stores before the ARM loads, against the host's ARM store before
+ * its phase load (Dekker): either it sees the CQE or we see it armed. */
+static void irq_flush(struct shm_ctrl *c)
+{
+	if (!c->irq_pending)
+		return;
+	c->irq_pending = false;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	for (uint16_t q = 0; q <= c->ctrlr->opts.max_io_queues; q++) {
+		struct shm_cq *cq = &c->cqs[q];
+		if (!cq->fire)
+			continue;
+		cq->fire = false;
+		int fd = cq->iv <= c->ctrlr->opts.max_io_queues ? c->irq_fds[cq->iv] : -1;
+		if (fd >= 0 && __atomic_load_n(&c->arm[q], __ATOMIC_RELAXED) &&
+		    __atomic_exchange_n(&c->arm[q], 0, __ATOMIC_SEQ_CST)) {
+			efd_signal(fd);
+			atomic_fetch_add_explicit(&c->p->irqs, 1, memory_order_relaxed);
+		}
+	}
+}
+
+/* Every bound vector, armed or not: a host asleep on any CQ must see CSTS.CFS. */
+static void irq_all(struct shm_ctrl *c)
+{
+	for (uint16_t v = 0; c->irq_fds && v <= c->ctrlr->opts.max_io_queues; v++)
+		if (c->irq_fds[v] >= 0)
+			efd_signal(c->irq_fds[v]);
+}
+
+/* SET_KICK / SET_IRQ, handed from the socket thread to the controller's poller. */
+struct shm_bind_msg {
+	struct nkv_msg msg;
+	struct shm_ctrl *c;
+	bool kick;
+	uint16_t vector;
+	int fd;                  /* -1: unbind (kick only) */
+};
+
+static void bind_apply(struct nkv_msg *m)
+{
+	struct shm_bind_msg *b = (struct shm_bind_msg *)m;
+	struct shm_ctrl *c = b->c;
+	int *slot = b->kick ? &c->kick_fd : &c->irq_fds[b->vector];
+
+	if (*slot >= 0)
+		close(*slot);
+	*slot = b->fd;
+	if (b->kick) {
+		c->p->pfds_dirty = true;
+		if (b->fd < 0) /* polled again: the host need not kick */
+			__atomic_store_n(c->wakeup, 0, __ATOMIC_SEQ_CST);
+	} else if (b->fd >= 0) {
+		/* A host may have armed a CQ of this vector before the bind reached us (its CQE then went
+		 * without an interrupt): one spurious wake-up makes it look again. */
+		efd_signal(b->fd);
+	}
+	atomic_fetch_sub(&c->binds, 1);
+	free(b);
 }
 
 /* ---- completion -------------------------------------------------------------------------------- */
@@ -131,11 +210,14 @@ static void req_release(struct shm_req *r)
 }
 
 /* A bad doorbell: the controller stops with fatal status (CSTS.CFS), as a PCIe controller would. */
+static void irq_all(struct shm_ctrl *c);
+
 static void ctrl_fatal(struct shm_ctrl *c)
 {
 	c->failed = true;
 	c->ctrlr->csts |= NKV_CSTS_CFS;
 	reg_wr32(c, NKV_REG_CSTS, c->ctrlr->csts);
+	irq_all(c);
 }
 
 /* Write one CQE into the CQ if there is room. @return true if posted. */
@@ -163,6 +245,10 @@ static bool cq_post(struct shm_ctrl *c, struct shm_cq *cq, struct shm_req *r)
 	dst[2] = src[2];
 	__atomic_thread_fence(__ATOMIC_RELEASE); /* pairs with nkv_cq_peek's acquire after the phase */
 	dst[3] = src[3];
+	if (cq->ien && !cq->fire) {
+		cq->fire = true;
+		c->irq_pending = true;
+	}
 	if (++cq->tail == cq->size) {
 		cq->tail = 0;
 		cq->phase ^= 1u;
@@ -338,7 +424,7 @@ static void sq_delete(struct shm_ctrl *c, uint16_t qid)
 	sq_maybe_free(sq);
 }
 
-static nkv_status cq_create(struct shm_ctrl *c, uint16_t qid, uint16_t size, uint64_t base)
+static nkv_status cq_create(struct shm_ctrl *c, uint16_t qid, uint16_t size, uint64_t base, bool ien, uint16_t iv)
 {
 	struct shm_cq *cq = &c->cqs[qid];
 	struct shm_region *reg = NULL;
@@ -348,7 +434,7 @@ static nkv_status cq_create(struct shm_ctrl *c, uint16_t qid, uint16_t size, uin
 	    !(ring = (struct nkv_cqe *)nkv_shm_map_range(c, base, (uint64_t)size * 16, true, &reg)))
 		return ST(GENERIC, INVALID_FIELD);
 	*cq = (struct shm_cq){.qid = qid, .size = size, .phase = 1, .live = true, .base = base, .ring = ring,
-			      .reg = reg};
+			      .reg = reg, .ien = ien, .iv = iv};
 	cq->post_tail = &cq->post_head;
 	reg_wr32(c, nkv_db_cq_head(qid), 0);
 	return 0;
@@ -379,11 +465,12 @@ static nkv_status admin_queue_cmd(struct shm_ctrl *c, const struct nkv_sqe *cmd)
 			return ST(CMD, INVALID_QUEUE_ID);
 		if (size < 2 || size > NKV_CAP_MQES(c->ctrlr->cap) + 1u || (c10 >> 16) == 0xffff)
 			return ST(CMD, INVALID_QUEUE_SIZE);
-		if (!(c11 & 1)) /* physically contiguous only; IEN is accepted, no interrupt is ever sent */
+		if (!(c11 & 1)) /* physically contiguous only */
 			return ST(GENERIC, INVALID_FIELD);
 		if (base & (PAGE - 1))
 			return ST(GENERIC, INVALID_PRP_OFFSET);
-		return cq_create(c, qid, size, base);
+		/* IEN with any IV is accepted: a vector without a bound eventfd never interrupts */
+		return cq_create(c, qid, size, base, c11 & 2, (uint16_t)(c11 >> 16));
 	case NKV_ADM_CREATE_SQ: {
 		uint16_t cqid = (uint16_t)(c11 >> 16);
 		if (NKV_CC_IOSQES(c->ctrlr->cc) != 6) /* 64-byte SQEs only */
@@ -535,7 +622,7 @@ static void enable_admin(struct shm_ctrl *c)
 	uint16_t sqs = (uint16_t)((aqa & 0xfff) + 1), cqs = (uint16_t)(((aqa >> 16) & 0xfff) + 1);
 	uint64_t asq = reg_rd64(c, NKV_REG_ASQ), acq = reg_rd64(c, NKV_REG_ACQ);
 
-	if (sqs < 2 || cqs < 2 || (asq & (PAGE - 1)) || (acq & (PAGE - 1)) || cq_create(c, 0, cqs, acq) != 0) {
+	if (sqs < 2 || cqs < 2 || (asq & (PAGE - 1)) || (acq & (PAGE - 1)) || cq_create(c, 0, cqs, acq, true, 0) != 0) {
 		NKV_WARN("shm: controller %u: unusable admin queues (AQA %08x ASQ %llx ACQ %llx)", c->ctrlr->cntlid, aqa,
 			 (unsigned long long)asq, (unsigned long long)acq);
 		c->ctrlr->csts = (c->ctrlr->csts & ~NKV_CSTS_RDY) | NKV_CSTS_CFS;
@@ -598,6 +685,7 @@ static unsigned ctrl_scan(struct shm_ctrl *c)
 			work += sq_fetch(c, sq);
 		}
 	}
+	irq_flush(c);
 	return work;
 }
 
@@ -624,6 +712,12 @@ static void ctrl_free(struct shm_ctrl *c)
 	pthread_mutex_destroy(&c->mu);
 	if (c->sock >= 0)
 		close(c->sock);
+	if (c->kick_fd >= 0)
+		close(c->kick_fd);
+	for (unsigned v = 0; c->irq_fds && v <= c->s->conf.max_io_queues; v++)
+		if (c->irq_fds[v] >= 0)
+			close(c->irq_fds[v]);
+	free(c->irq_fds);
 	atomic_fetch_sub(&c->s->nctrls, 1);
 	free(c);
 }
@@ -641,7 +735,8 @@ static bool ctrl_reap(struct shm_ctrl *c)
 		queues_teardown(c);
 		c->enabled = false;
 	}
-	return c->outstanding == 0 && c->zombies == NULL;
+	/* A SET_KICK / SET_IRQ sent before the host left may still be in the message queue: it names us. */
+	return c->outstanding == 0 && c->zombies == NULL && atomic_load(&c->binds) == 0;
 }
 
 static void ctrl_attach(struct nkv_msg *m)
@@ -666,6 +761,8 @@ static unsigned poller_pass(struct shm_poller *p, bool msgs)
 			if (ctrl_reap(c)) {
 				*pc = c->next;
 				NKV_INFO("shm: controller %u: released", c->ctrlr->cntlid);
+				if (c->kick_fd >= 0)
+					p->pfds_dirty = true;
 				ctrl_free(c);
 				continue;
 			}
@@ -677,33 +774,156 @@ static unsigned poller_pass(struct shm_poller *p, bool msgs)
 	return work;
 }
 
+/* The fds a poller sleeps on: its message queue's, then each kick eventfd of its controllers. */
+static void pfds_build(struct shm_poller *p)
+{
+	unsigned n = 1;
+
+	p->pfds_dirty = false;
+	for (struct shm_ctrl *c = p->ctrls; c; c = c->next)
+		n += c->kick_fd >= 0;
+	if (n > p->pfd_cap) {
+		struct pollfd *f = realloc(p->pfds, n * sizeof(*f));
+		if (f)
+			p->pfds = f;
+		struct shm_ctrl **pc = f ? realloc(p->pfd_ctrl, n * sizeof(*pc)) : NULL;
+		if (pc)
+			p->pfd_ctrl = pc;
+		if (!f || !pc) { /* out of memory: naps on the message queue alone, until a rebuild works */
+			p->npfds = 0;
+			p->pfds_dirty = true;
+			return;
+		}
+		p->pfd_cap = n;
+	}
+	p->pfds[0] = (struct pollfd){.fd = p->msgq.efd, .events = POLLIN};
+	p->npfds = 1;
+	for (struct shm_ctrl *c = p->ctrls; c; c = c->next)
+		if (c->kick_fd >= 0) {
+			p->pfd_ctrl[p->npfds] = c;
+			p->pfds[p->npfds++] = (struct pollfd){.fd = c->kick_fd, .events = POLLIN};
+		}
+}
+
+/* Can the poller sleep on @c until the host kicks? Not without a kick eventfd, nor while work waits on
+ * something no one will signal: SQEs left in an SQ (CQ room, bounce budget, the command table), CQEs
+ * waiting for the host to free CQ entries, bounce copies. */
+static bool ctrl_quiet(struct shm_ctrl *c)
+{
+	if (atomic_load(&c->gone) || !c->enabled || c->failed)
+		return c->kick_fd >= 0 || atomic_load(&c->gone);
+	if (c->kick_fd < 0 || c->copy_head)
+		return false;
+	for (uint16_t q = 0; q <= c->ctrlr->opts.max_io_queues; q++) {
+		struct shm_sq *sq = c->sqs[q];
+		if (c->cqs[q].live && c->cqs[q].post_head)
+			return false;
+		if (sq && sq->head != reg_rd32(c, nkv_db_sq_tail(q)))
+			return false;
+	}
+	return true;
+}
+
+/* Say to every host that kicks that we may sleep (or no longer). */
+static void wakeup_set(struct shm_poller *p, uint32_t v)
+{
+	for (struct shm_ctrl *c = p->ctrls; c; c = c->next)
+		if (c->kick_fd >= 0 && !atomic_load(&c->gone))
+			__atomic_store_n(c->wakeup, v, __ATOMIC_SEQ_CST);
+}
+
+/*
+ * Nothing to do for IDLE_SCANS scans: sleep. If every controller can be kicked and is quiet, until a
+ * kick, a backend completion (message queue) or SLEEP_MAX_MS; else poll_idle_us, as without
+ * notifications (kicks still cut it short). NEED_WAKEUP is set and fenced, then one more pass looks
+ * for work a host published before it could see the flag (Dekker: the host stores its doorbell,
+ * fences, then loads NEED_WAKEUP). @return work that last pass found (then no sleep).
+ */
+static unsigned poller_sleep(struct shm_poller *p)
+{
+	struct nkv_shm *s = p->s;
+	bool deep = !s->conf.no_notify;
+
+	if (p->pfds_dirty)
+		pfds_build(p);
+	for (struct shm_ctrl *c = p->ctrls; c && deep; c = c->next)
+		deep = ctrl_quiet(c);
+	if (p->npfds > 1) {
+		wakeup_set(p, 1);
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		unsigned work = poller_pass(p, true);
+		/* A kick bound, unbound or closed by that pass: the fd set is stale, and a new kick's host
+		 * has not seen NEED_WAKEUP. Look again instead of sleeping. */
+		if (work || p->pfds_dirty) {
+			wakeup_set(p, 0);
+			return work + 1;
+		}
+	}
+	/* Backend completions write the message queue's eventfd only once we say we sleep; a message
+	 * that landed since the pass above cancels the sleep. */
+	if (!nkv_msgq_sleep_begin(&p->msgq)) {
+		if (p->npfds > 1)
+			wakeup_set(p, 0);
+		return 1;
+	}
+	struct pollfd one = {.fd = p->msgq.efd, .events = POLLIN};
+	deep = deep && p->npfds;
+	struct timespec ts = deep ? (struct timespec){SLEEP_MAX_MS / 1000, (SLEEP_MAX_MS % 1000) * 1000000L}
+				  : (struct timespec){0, (long)s->conf.poll_idle_us * 1000};
+	atomic_fetch_add_explicit(&p->sleeps, 1, memory_order_relaxed);
+	struct pollfd *f = p->npfds ? p->pfds : &one;
+	int n = ppoll(f, p->npfds ? p->npfds : 1, &ts, NULL);
+	nkv_msgq_sleep_end(&p->msgq);
+	p->deep_timeout = deep && n == 0;
+	if (n > 0)
+		for (unsigned i = 1; i < p->npfds; i++)
+			if (p->pfds[i].revents & POLLIN) {
+				uint64_t v;
+				(void)!read(p->pfds[i].fd, &v, sizeof(v));
+				atomic_fetch_add_explicit(&p->kicks, 1, memory_order_relaxed);
+			}
+	if (p->npfds > 1)
+		wakeup_set(p, 0);
+	/* After the kick reads: a message may close a kick eventfd. The ack also takes a wake-up that
+	 * came without a message (poller_wake), which the passes, looking for messages, would never read. */
+	if (n > 0 && (f[0].revents & POLLIN)) {
+		nkv_msgq_ack(&p->msgq);
+		return (unsigned)nkv_msgq_poll(&p->msgq, 0);
+	}
+	return 0;
+}
+
 static void *poller_main(void *arg)
 {
 	struct shm_poller *p = arg;
 	struct nkv_shm *s = p->s;
 	unsigned idle = 0;
 
+	char name[16];
+	snprintf(name, sizeof(name), "nkv-shm-poll%u", p->id % 100);
+	pthread_setname_np(pthread_self(), name);
+	p->pfds_dirty = true;
 	for (;;) {
 		/* Read before the message queue: every controller handed over before pollers_stop was
 		 * set is attached by this pass, so none is left behind in the queue. */
 		bool last = atomic_load(&s->pollers_stop);
-		unsigned work = poller_pass(p, true);
+		unsigned work = poller_pass(p, last || !nkv_msgq_empty(&p->msgq));
 		if (last && !p->ctrls)
 			break;
-		if (work) {
+		if (p->deep_timeout && work && atomic_fetch_add_explicit(&p->late, 1, memory_order_relaxed) == 0)
+			NKV_WARN("shm: poller %u slept %d ms with work waiting: a host wrote a doorbell without the kick "
+				 "NEED_WAKEUP asked for (said once)", p->id, SLEEP_MAX_MS);
+		p->deep_timeout = false;
+		if (work)
 			idle = 0;
-		} else if (++idle >= IDLE_SCANS) {
-			/* Sleep until a backend completion arrives or the idle interval passes. */
-			if (nkv_msgq_sleep_begin(&p->msgq)) {
-				struct pollfd pfd = {.fd = p->msgq.efd, .events = POLLIN};
-				struct timespec ts = {0, (long)s->conf.poll_idle_us * 1000};
-				int n = ppoll(&pfd, 1, &ts, NULL);
-				nkv_msgq_sleep_end(&p->msgq);
-				if (n > 0)
-					nkv_msgq_ack(&p->msgq);
-			}
-		}
+		else if (++idle < IDLE_SCANS)
+			for (int i = 0; i < RELAX_SPINS; i++) /* leave the hosts' doorbell lines alone a moment */
+				nkv_cpu_relax();
+		else if (poller_sleep(p))
+			idle = 0;
 	}
+	free(p->pfds);
+	free(p->pfd_ctrl);
 	return NULL;
 }
 
@@ -935,6 +1155,7 @@ static int do_hello(struct nkv_shm *s, struct shm_listener *l, int sock, const s
 		return -ENOMEM;
 	}
 	c->s = s;
+	c->kick_fd = -1;
 	/* Our own descriptor of the host's socket, closed with the controller: the poller may shut the
 	 * socket down (eviction) without racing the socket thread's close of its own. */
 	c->sock = fcntl(sock, F_DUPFD_CLOEXEC, 0);
@@ -943,7 +1164,10 @@ static int do_hello(struct nkv_shm *s, struct shm_listener *l, int sock, const s
 	atomic_fetch_add(&s->nctrls, 1);
 	c->sqs = calloc((size_t)s->conf.max_io_queues + 1, sizeof(*c->sqs));
 	c->cqs = calloc((size_t)s->conf.max_io_queues + 1, sizeof(*c->cqs));
-	if (!c->sqs || !c->cqs || (rfd = rc = make_regs(c)) < 0 ||
+	if ((c->irq_fds = malloc(((size_t)s->conf.max_io_queues + 1) * sizeof(*c->irq_fds))))
+		for (unsigned v = 0; v <= s->conf.max_io_queues; v++)
+			c->irq_fds[v] = -1;
+	if (!c->sqs || !c->cqs || !c->irq_fds || (rfd = rc = make_regs(c)) < 0 ||
 	    (rc = nkv_ctrlr_create(ss, hostnqn, h->hostid, &opts, &c->ctrlr)) < 0) {
 		if (rfd >= 0)
 			close(rfd);
@@ -954,6 +1178,8 @@ static int do_hello(struct nkv_shm *s, struct shm_listener *l, int sock, const s
 		return rep.status;
 	}
 	nkv_subsys_put(ss); /* the controller holds it now */
+	c->wakeup = (uint32_t *)(c->regs + nkv_shm_notify_off(s->conf.max_io_queues) + NKV_SHM_NOTIFY_WAKEUP);
+	c->arm = (uint32_t *)(c->regs + nkv_shm_notify_off(s->conf.max_io_queues) + NKV_SHM_NOTIFY_ARM);
 	publish_regs(c);
 	rep.reg_size = c->reg_size;
 	rep.cntlid = c->ctrlr->cntlid;
@@ -974,6 +1200,50 @@ static int do_hello(struct nkv_shm *s, struct shm_listener *l, int sock, const s
 }
 
 
+/* Wake a poller that may sleep until kicked: a controller of it is gone, or the pollers stop. */
+static void poller_wake(struct shm_poller *p)
+{
+	efd_signal(p->msgq.efd);
+}
+
+/* Is @fd an eventfd? Anything else (a pipe that fills up, a socket) could block or misdirect a
+ * poller's writes and reads. */
+static bool is_eventfd(int fd)
+{
+	char path[32], link[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	if ((n = readlink(path, link, sizeof(link) - 1)) < 0)
+		return false;
+	link[n] = 0;
+	return strcmp(link, "anon_inode:[eventfd]") == 0;
+}
+
+/* SET_KICK / SET_IRQ: check, then hand to the poller (which owns the fds from then on). The fd is
+ * ours to close unless this returns 0 with *@fd set to -1. */
+static int do_bind(struct nkv_shm *s, struct shm_ctrl *c, const struct nkv_shm_bind *m, int *fd)
+{
+	bool kick = m->hdr.op == NKV_SHM_SET_KICK;
+	struct shm_bind_msg *b;
+
+	if (s->conf.no_notify)
+		return -ENOTSUP;
+	if (m->rsvd0 || m->rsvd || (kick && m->vector) || (!kick && m->vector > s->conf.max_io_queues))
+		return -EINVAL;
+	if (!kick && *fd < 0)
+		return -EBADF;
+	if (*fd >= 0 && (!is_eventfd(*fd) || fcntl(*fd, F_SETFL, fcntl(*fd, F_GETFL) | O_NONBLOCK) < 0))
+		return -EINVAL;
+	if (!(b = malloc(sizeof(*b))))
+		return -ENOMEM;
+	*b = (struct shm_bind_msg){.c = c, .kick = kick, .vector = m->vector, .fd = *fd};
+	*fd = -1;
+	atomic_fetch_add(&c->binds, 1);
+	nkv_msgq_send(&c->p->msgq, &b->msg, bind_apply);
+	return 0;
+}
+
 static void conn_close(struct nkv_shm *s, struct shm_conn *k)
 {
 	epoll_ctl(s->epfd, EPOLL_CTL_DEL, k->fd, NULL);
@@ -989,6 +1259,7 @@ static void conn_close(struct nkv_shm *s, struct shm_conn *k)
 	if (k->c) {
 		NKV_INFO("shm %s: controller %u: host disconnected", k->l->path, k->c->ctrlr->cntlid);
 		atomic_store(&k->c->gone, true); /* its poller reaps it; nothing here touches it again */
+		poller_wake(k->c->p);
 	}
 	free(k);
 }
@@ -1000,6 +1271,7 @@ static bool conn_message(struct nkv_shm *s, struct shm_conn *k)
 		struct nkv_shm_hello hello;
 		struct nkv_shm_reg reg;
 		struct nkv_shm_reg_cuda cuda;
+		struct nkv_shm_bind bind;
 		struct nkv_shm_hdr hdr;
 	} m;
 	int fd;
@@ -1025,6 +1297,9 @@ static bool conn_message(struct nkv_shm *s, struct shm_conn *k)
 		keep = send_reply(k->fd, &rep, -1) == 0;
 	} else if (m.hdr.op == NKV_SHM_REG_CUDA && k->c && (size_t)n == sizeof(m.cuda)) {
 		rep.status = do_register_cuda(k->c, &m.cuda);
+		keep = send_reply(k->fd, &rep, -1) == 0;
+	} else if ((m.hdr.op == NKV_SHM_SET_KICK || m.hdr.op == NKV_SHM_SET_IRQ) && k->c && (size_t)n == sizeof(m.bind)) {
+		rep.status = do_bind(s, k->c, &m.bind, &fd);
 		keep = send_reply(k->fd, &rep, -1) == 0;
 	} else {
 		keep = false;
@@ -1204,12 +1479,16 @@ int nkv_shm_create(struct nkv_target *tgt, const struct nkv_shm_conf *conf, stru
 		if ((rc = nkv_msgq_init(&p->msgq)) < 0 || (rc = -pthread_create(&p->thread, NULL, poller_main, p)) < 0) {
 			atomic_store(&s->pollers_stop, true);
 			for (unsigned j = 0; j < i; j++)
+				poller_wake(&s->pollers[j]);
+			for (unsigned j = 0; j < i; j++)
 				pthread_join(s->pollers[j].thread, NULL);
 			goto fail;
 		}
 	}
 	if ((rc = -pthread_create(&s->sock_thread, NULL, sock_main, s)) < 0) {
 		atomic_store(&s->pollers_stop, true);
+		for (unsigned j = 0; j < s->conf.pollers; j++)
+			poller_wake(&s->pollers[j]);
 		for (unsigned j = 0; j < s->conf.pollers; j++)
 			pthread_join(s->pollers[j].thread, NULL);
 		goto fail;
@@ -1342,6 +1621,8 @@ void nkv_shm_destroy(struct nkv_shm *s, int grace_ms)
 	 * and only then may the pollers free them (it reads them until it is done). */
 	pthread_join(s->sock_thread, NULL);
 	atomic_store(&s->pollers_stop, true);
+	for (unsigned i = 0; i < s->conf.pollers; i++)
+		poller_wake(&s->pollers[i]);
 	for (unsigned i = 0; i < s->conf.pollers; i++) {
 		pthread_join(s->pollers[i].thread, NULL); /* each reaps its controllers first */
 		nkv_msgq_fini(&s->pollers[i].msgq);
@@ -1425,8 +1706,7 @@ unsigned nkv_shm_test_poll(struct nkv_shm *s, bool conns)
 			}
 		}
 	}
-	/* One thread sends and consumes: an empty queue is known empty, and the eventfd read that
-	 * nkv_msgq_poll starts with (a system call per round) can be skipped. */
+	/* One thread sends and consumes: an empty queue is known empty. */
 	return work + poller_pass(&s->pollers[0], !nkv_msgq_empty(&s->pollers[0].msgq));
 }
 

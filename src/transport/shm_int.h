@@ -6,6 +6,7 @@
 #ifndef NKV_SHM_INT_H
 #define NKV_SHM_INT_H
 
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -70,6 +71,9 @@ struct shm_cq {
 	struct nkv_cqe *ring;
 	struct shm_region *reg;
 	struct shm_req *post_head, **post_tail; /* completions waiting for CQ room */
+	bool ien;                /* Create I/O CQ IEN (the admin CQ: always), vector iv */
+	bool fire;               /* CQEs posted since the last interrupt check (irq_flush) */
+	uint16_t iv;
 };
 
 struct shm_sq {
@@ -113,6 +117,13 @@ struct shm_ctrl {
 	uint64_t bounced;        /* bounce bytes charged to this controller (conf.bounce_ctrl_budget) */
 	struct shm_req *copy_head, **copy_tail; /* bounce copies, FIFO, a slice per scan */
 	uint32_t walked;         /* PRP entries walked this scan (WALK_BUDGET) */
+	/* Notifications (nkv_shm.h), poller only but for binds, which the socket thread counts: */
+	int kick_fd;             /* the host's doorbell kick eventfd; -1: none (poll this controller) */
+	int *irq_fds;            /* by interrupt vector (max_io_queues + 1), -1: none */
+	bool irq_pending;        /* some CQ has fire set */
+	atomic_int binds;        /* SET_KICK / SET_IRQ messages not yet applied: not freed before they are */
+	uint32_t *wakeup;        /* NEED_WAKEUP and ARM[] in the register page */
+	uint32_t *arm;
 };
 
 struct shm_poller {
@@ -122,6 +133,15 @@ struct shm_poller {
 	struct shm_ctrl *ctrls;
 	unsigned id;
 	atomic_uint_fast64_t inflight; /* I/O commands of its controllers (the queue depth metric) */
+	/* The fds it sleeps on: [0] its message queue, then the kick eventfds of its controllers. */
+	struct pollfd *pfds;
+	struct shm_ctrl **pfd_ctrl;  /* the controller of pfds[i] (i >= 1) */
+	unsigned npfds, pfd_cap;
+	bool pfds_dirty;             /* a kick was bound or unbound, a controller freed: rebuild */
+	atomic_uint_fast64_t kicks, irqs, sleeps; /* kicks taken, interrupts sent, sleeps (metrics) */
+	atomic_uint_fast64_t late;   /* sleeps until kicked that timed out and then found work: a kick
+				      * lost (tests assert 0) */
+	bool deep_timeout;           /* the last sleep was one until kicked, and it timed out */
 };
 
 enum ep_kind { EP_STOP, EP_LISTENER, EP_CONN }; /* what an epoll event of the socket thread is for */

@@ -82,7 +82,10 @@ static void usage(FILE *f)
 		"      --max-ctrlrs N        controllers at once (default 1024)\n"
 		"      --max-host-ctrlrs N   controllers at once from one host (default 32)\n"
 		"      --shm-pollers N       shared-memory poller threads (default 1)\n"
-		"      --shm-poll-us US      an idle poller sleeps this long between scans (default 50)\n"
+		"      --shm-poll-us US      an idle poller sleeps this long between scans (default 50) while\n"
+		"                            it serves a host that does not kick (see --shm-notify)\n"
+		"      --shm-notify on|off   offer shm hosts doorbell kicks and CQ interrupts, so that idle\n"
+		"                            pollers and waiting hosts sleep instead of polling (default on)\n"
 		"      --shm-mqes N          shared-memory CAP.MQES, 0's based (default 4095)\n"
 		"      --shm-max-ctrls N     shared-memory controllers live at once, all hosts (default 256)\n"
 		"      --shm-max-ctrls-per-host N\n"
@@ -1013,7 +1016,7 @@ int conf_load_file(struct daemon_conf *c, const char *path)
 	static const char *const shm_keys[] = {"pollers", "poll_idle_us", "mqes", "max_io_queues", "max_regions",
 					       "max_reg_mb", "bounce_budget_mb", "bounce_ctrl_mb", "max_cmds",
 					       "max_ctrls", "max_ctrls_per_host", "hello_timeout_ms", "socket_mode",
-					       "socket_group", NULL};
+					       "socket_group", "notify", NULL};
 	struct jctx j = {.path = path};
 	json_object *root = load_json(path), *o, *arr;
 	int64_t v;
@@ -1119,6 +1122,9 @@ int conf_load_file(struct daemon_conf *c, const char *path)
 		c->shm.max_ctrls_per_host = (unsigned)v;
 		v = c->shm.hello_timeout_ms, jnum(&j, o, "shm", "hello_timeout_ms", 1, 3600000, &v);
 		c->shm.hello_timeout_ms = (unsigned)v;
+		json_object *nv = jget(&j, o, "shm", "notify", json_type_boolean);
+		if (nv)
+			c->shm.no_notify = !json_object_get_boolean(nv);
 		const char *mode = jstr(&j, o, "shm", "socket_mode"), *grp = jstr(&j, o, "shm", "socket_group");
 		char *end = NULL;
 		unsigned long m = mode ? strtoul(mode, &end, 8) : 0;
@@ -1176,7 +1182,7 @@ enum { OPT_CEPH_CONF = 256, OPT_KEYRING, OPT_CLIENT_ID, OPT_OP_TIMEOUT, OPT_CONN
        OPT_SHM_MAX_CTRLS_HOST, OPT_LOG_SYSLOG, OPT_DHCHAP_KEY, OPT_DHCHAP_CTRL_KEY, OPT_DHCHAP_HASH,
        OPT_DHCHAP_DHGROUP, OPT_AUTH_TIMEOUT, OPT_LISTEN_TLS, OPT_TLS_KEY, OPT_TLS_MS, OPT_CONTROL,
        OPT_CONTROL_CERT, OPT_CONTROL_KEY, OPT_CONTROL_CA, OPT_GROUP, OPT_GROUP_POOL, OPT_GATEWAY_NAME,
-       OPT_STATE_FILE, OPT_METRICS, OPT_EVENTS, OPT_EVENTS_FORMAT, OPT_EVENTS_MEDIUM };
+       OPT_STATE_FILE, OPT_METRICS, OPT_EVENTS, OPT_EVENTS_FORMAT, OPT_EVENTS_MEDIUM, OPT_SHM_NOTIFY };
 
 int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 {
@@ -1197,6 +1203,7 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 		{"pid-file", required_argument, 0, OPT_PID}, {"shm", required_argument, 0, 'S'},
 		{"shm-pollers", required_argument, 0, OPT_SHM_POLLERS}, {"shm-poll-us", required_argument, 0, OPT_SHM_POLL_US},
 		{"shm-mqes", required_argument, 0, OPT_SHM_MQES}, {"help", no_argument, 0, 'h'},
+		{"shm-notify", required_argument, 0, OPT_SHM_NOTIFY},
 		{"conn-buffer", required_argument, 0, OPT_CONN_BUF}, {"host-buffer", required_argument, 0, OPT_HOST_BUF},
 		{"r2t-timeout-ms", required_argument, 0, OPT_R2T_MS}, {"pdu-timeout-ms", required_argument, 0, OPT_PDU_MS},
 		{"send-timeout-ms", required_argument, 0, OPT_SEND_MS},
@@ -1484,6 +1491,11 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 			if (parse_uint(optarg, 1000000, &u) < 0 || u == 0)
 				goto bad;
 			c->shm.poll_idle_us = u;
+			break;
+		case OPT_SHM_NOTIFY:
+			if (strcmp(optarg, "on") && strcmp(optarg, "off"))
+				goto bad;
+			c->shm.no_notify = strcmp(optarg, "off") == 0;
 			break;
 		case OPT_SHM_MQES:
 			if (parse_uint(optarg, 65535, &u) < 0 || u == 0)
