@@ -39,8 +39,8 @@ void nkv_msgq_send(struct nkv_msgq *q, struct nkv_msg *m, nkv_msg_fn fn);
 
 /**
  * Consumer: is the queue empty as far as the consumer can see? A producer in the middle of a send
- * may still land a message (its eventfd write follows), so only a consumer that knows nobody else
- * sends (the shared-memory transport's single-threaded test mode) can skip nkv_msgq_poll on it.
+ * may still land a message, so a consumer that skips nkv_msgq_poll on this must look again later
+ * (the shm pollers do on every pass; before sleeping, nkv_msgq_sleep_begin decides).
  */
 static inline bool nkv_msgq_empty(struct nkv_msgq *q)
 {
