@@ -38,16 +38,6 @@ void nkv_msgq_fini(struct nkv_msgq *q);
 void nkv_msgq_send(struct nkv_msgq *q, struct nkv_msg *m, nkv_msg_fn fn);
 
 /**
- * Consumer: is the queue empty as far as the consumer can see? A producer in the middle of a send
- * may still land a message, so a consumer that skips nkv_msgq_poll on this must look again later
- * (the shm pollers do on every pass; before sleeping, nkv_msgq_sleep_begin decides).
- */
-static inline bool nkv_msgq_empty(struct nkv_msgq *q)
-{
-	return q->tail == &q->stub && atomic_load_explicit(&q->stub.next, memory_order_acquire) == NULL;
-}
-
-/**
  * Consumer: run pending messages. If none ran and @timeout_ms != 0, wait on the eventfd up to
  * @timeout_ms (< 0: forever) and try again. @return messages run (>= 0), or -ETIMEDOUT.
  * With @timeout_ms 0 it makes no system call.

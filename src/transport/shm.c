@@ -210,8 +210,6 @@ static void req_release(struct shm_req *r)
 }
 
 /* A bad doorbell: the controller stops with fatal status (CSTS.CFS), as a PCIe controller would. */
-static void irq_all(struct shm_ctrl *c);
-
 static void ctrl_fatal(struct shm_ctrl *c)
 {
 	c->failed = true;
@@ -746,12 +744,12 @@ static void ctrl_attach(struct nkv_msg *m)
 	c->p->ctrls = c;
 }
 
-/* One pass of a poller: controllers handed over and backend completions (unless @msgs is false: the
- * caller knows there are none), then a scan of every controller (freeing those whose host is gone
- * once they are quiet). @return work done. */
-static unsigned poller_pass(struct shm_poller *p, bool msgs)
+/* One pass of a poller: controllers handed over and backend completions (no system call when there
+ * are none), then a scan of every controller (freeing those whose host is gone once they are quiet).
+ * @return work done. */
+static unsigned poller_pass(struct shm_poller *p)
 {
-	unsigned work = msgs ? (unsigned)nkv_msgq_poll(&p->msgq, 0) : 0;
+	unsigned work = (unsigned)nkv_msgq_poll(&p->msgq, 0);
 
 	for (struct shm_ctrl **pc = &p->ctrls; *pc;) {
 		struct shm_ctrl *c = *pc;
@@ -851,7 +849,7 @@ static unsigned poller_sleep(struct shm_poller *p)
 	if (p->npfds > 1) {
 		wakeup_set(p, 1);
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
-		unsigned work = poller_pass(p, true);
+		unsigned work = poller_pass(p);
 		/* A kick bound, unbound or closed by that pass: the fd set is stale, and a new kick's host
 		 * has not seen NEED_WAKEUP. Look again instead of sleeping. */
 		if (work || p->pfds_dirty) {
@@ -907,7 +905,7 @@ static void *poller_main(void *arg)
 		/* Read before the message queue: every controller handed over before pollers_stop was
 		 * set is attached by this pass, so none is left behind in the queue. */
 		bool last = atomic_load(&s->pollers_stop);
-		unsigned work = poller_pass(p, last || !nkv_msgq_empty(&p->msgq));
+		unsigned work = poller_pass(p);
 		if (last && !p->ctrls)
 			break;
 		if (p->deep_timeout && work && atomic_fetch_add_explicit(&p->late, 1, memory_order_relaxed) == 0)
@@ -1206,6 +1204,16 @@ static void poller_wake(struct shm_poller *p)
 	efd_signal(p->msgq.efd);
 }
 
+/* Stop the first @n pollers: each reaps its controllers, then exits. */
+static void pollers_join(struct nkv_shm *s, unsigned n)
+{
+	atomic_store(&s->pollers_stop, true);
+	for (unsigned i = 0; i < n; i++)
+		poller_wake(&s->pollers[i]);
+	for (unsigned i = 0; i < n; i++)
+		pthread_join(s->pollers[i].thread, NULL);
+}
+
 /* Is @fd an eventfd? Anything else (a pipe that fills up, a socket) could block or misdirect a
  * poller's writes and reads. */
 static bool is_eventfd(int fd)
@@ -1477,20 +1485,12 @@ int nkv_shm_create(struct nkv_target *tgt, const struct nkv_shm_conf *conf, stru
 		p->s = s;
 		p->id = i;
 		if ((rc = nkv_msgq_init(&p->msgq)) < 0 || (rc = -pthread_create(&p->thread, NULL, poller_main, p)) < 0) {
-			atomic_store(&s->pollers_stop, true);
-			for (unsigned j = 0; j < i; j++)
-				poller_wake(&s->pollers[j]);
-			for (unsigned j = 0; j < i; j++)
-				pthread_join(s->pollers[j].thread, NULL);
+			pollers_join(s, i);
 			goto fail;
 		}
 	}
 	if ((rc = -pthread_create(&s->sock_thread, NULL, sock_main, s)) < 0) {
-		atomic_store(&s->pollers_stop, true);
-		for (unsigned j = 0; j < s->conf.pollers; j++)
-			poller_wake(&s->pollers[j]);
-		for (unsigned j = 0; j < s->conf.pollers; j++)
-			pthread_join(s->pollers[j].thread, NULL);
+		pollers_join(s, s->conf.pollers);
 		goto fail;
 	}
 	s->reg = (struct nkv_transport_reg){.name = "shm", .read = shm_read_gauges, .arg = s};
@@ -1620,13 +1620,9 @@ void nkv_shm_destroy(struct nkv_shm *s, int grace_ms)
 	/* The socket thread first: it closes every host connection and marks each controller gone,
 	 * and only then may the pollers free them (it reads them until it is done). */
 	pthread_join(s->sock_thread, NULL);
-	atomic_store(&s->pollers_stop, true);
+	pollers_join(s, s->conf.pollers);
 	for (unsigned i = 0; i < s->conf.pollers; i++)
-		poller_wake(&s->pollers[i]);
-	for (unsigned i = 0; i < s->conf.pollers; i++) {
-		pthread_join(s->pollers[i].thread, NULL); /* each reaps its controllers first */
 		nkv_msgq_fini(&s->pollers[i].msgq);
-	}
 	while (s->listeners) {
 		struct shm_listener *l = s->listeners;
 		s->listeners = l->next;
@@ -1706,8 +1702,7 @@ unsigned nkv_shm_test_poll(struct nkv_shm *s, bool conns)
 			}
 		}
 	}
-	/* One thread sends and consumes: an empty queue is known empty. */
-	return work + poller_pass(&s->pollers[0], !nkv_msgq_empty(&s->pollers[0].msgq));
+	return work + poller_pass(&s->pollers[0]);
 }
 
 int nkv_shm_test_destroy(struct nkv_shm *s, unsigned max_passes)
@@ -1717,7 +1712,7 @@ int nkv_shm_test_destroy(struct nkv_shm *s, unsigned max_passes)
 	while (s->conns)
 		conn_close(s, s->conns);
 	for (unsigned i = 0; i < max_passes && (p->ctrls || atomic_load(&s->nctrls) > 0); i++)
-		poller_pass(p, true);
+		poller_pass(p);
 	if (p->ctrls || atomic_load(&s->nctrls) > 0)
 		return -EBUSY; /* a command never came back: left as it is, for the caller to report */
 	nkv_msgq_fini(&p->msgq);
