@@ -477,13 +477,6 @@ void nkv_shm_qp_disarm(struct nkv_qpair *qp)
 	(void)!read(s->irq_fd, &v, sizeof(v));
 }
 
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* Sleep until the CQ interrupts, the socket hangs up, or @ms pass (interrupts only). Without an
  * interrupt, the next look also checks CSTS.CFS and the socket. */
 static void irq_wait(struct nkv_qpair *qp, int ms)
@@ -511,7 +504,7 @@ static int shm_poll(struct nkv_qpair *qp, int timeout_ms)
 	uint64_t start = qp->ncompleted;
 	int64_t deadline = timeout_ms > 0 ? nkv_client_now_ms() + timeout_ms : 0;
 	unsigned spins = 0;
-	int64_t spin_end = 0;
+	uint64_t spin_end = 0;
 	for (;;) {
 		shm_flush(qp);
 		int rc = reap(qp);
@@ -534,9 +527,9 @@ static int shm_poll(struct nkv_qpair *qp, int timeout_ms)
 				return rc;
 			}
 		}
-		if (s->irq_fd >= 0 && (spin_end == 0 || mono_ns() < spin_end)) {
+		if (s->irq_fd >= 0 && (spin_end == 0 || nkv_now_ns() < spin_end)) {
 			if (spin_end == 0)
-				spin_end = mono_ns() + IRQ_SPIN_NS;
+				spin_end = nkv_now_ns() + IRQ_SPIN_NS;
 			nkv_cpu_relax(); /* the controller writes this CQ's lines: do not pull them every cycle */
 		} else if (s->irq_fd < 0 && spins < POLL_SPINS) {
 			spins++;
@@ -588,12 +581,8 @@ static int shm_qp_create(struct nkv_ctrl *ctrl, uint16_t qid, uint16_t depth, st
 	/* Create I/O CQ first (PC = 1; IEN with IV = QID when the vector got an eventfd), then its SQ
 	 * (PC = 1, CQID = QID): docs/nvme-kv-wire.md B.4. */
 	uint32_t cq_dw11 = 1u;
-	int irq = nkv_shm_irq_bind(ctrl, qid);
-	if (irq >= 0) {
-		s->irq_fd = irq;
-		s->arm = ctrl->shm->arm + qid;
+	if (nkv_shm_irq_bind(ctrl, s, qid) == 0)
 		cq_dw11 |= 2u | (uint32_t)qid << 16;
-	}
 	rc = queue_cmd(ctrl, NKV_ADM_CREATE_CQ, qid, s->entries, cq_dw11, s->cq_iova);
 	if (rc == 0) {
 		rc = queue_cmd(ctrl, NKV_ADM_CREATE_SQ, qid, s->entries, 1u | (uint32_t)qid << 16, s->sq_iova);

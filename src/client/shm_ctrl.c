@@ -42,6 +42,13 @@ static void wr32(struct nkv_shm_ctrl *s, uint32_t off, uint32_t v)
 	__atomic_store_n((uint32_t *)(s->regs + off), v, __ATOMIC_RELEASE);
 }
 
+/* CC, then a kick: a poller asleep until kicked does not watch CC by itself. */
+static void wr_cc(struct nkv_shm_ctrl *s, uint32_t v)
+{
+	wr32(s, NKV_REG_CC, v);
+	nkv_shm_kick(s);
+}
+
 static void wr64(struct nkv_shm_ctrl *s, uint32_t off, uint64_t v)
 {
 	__atomic_store_n((uint64_t *)(s->regs + off), v, __ATOMIC_RELEASE);
@@ -228,7 +235,7 @@ static int bind_fd(struct nkv_shm_ctrl *s, uint16_t op, uint16_t vector, int fd)
 	return rc;
 }
 
-int nkv_shm_irq_bind(struct nkv_ctrl *ctrl, uint16_t vector)
+int nkv_shm_irq_bind(struct nkv_ctrl *ctrl, struct nkv_shm_qp *q, uint16_t vector)
 {
 	struct nkv_shm_ctrl *s = ctrl->shm;
 	if (!s->notify)
@@ -241,7 +248,9 @@ int nkv_shm_irq_bind(struct nkv_ctrl *ctrl, uint16_t vector)
 		close(fd);
 		return rc;
 	}
-	return fd;
+	q->irq_fd = fd;
+	q->arm = s->arm + vector;
+	return 0;
 }
 
 int nkv_shm_kick_unbind(struct nkv_ctrl *ctrl)
@@ -408,8 +417,7 @@ static int enable(struct nkv_ctrl *ctrl)
 	uint32_t cc = rd32(s, NKV_REG_CC);
 	csts = rd32(s, NKV_REG_CSTS);
 	if ((cc & NKV_CC_EN) || (csts & NKV_CSTS_RDY)) {
-		wr32(s, NKV_REG_CC, cc & ~NKV_CC_EN);
-		nkv_shm_kick(s);
+		wr_cc(s, cc & ~NKV_CC_EN);
 		rc = wait_csts(s, NKV_CSTS_RDY, 0, false, &csts);
 		if (rc) {
 			NKV_WARN("shm: CSTS.RDY stayed 1 after CC.EN = 0 (CSTS %#x)", csts);
@@ -424,8 +432,7 @@ static int enable(struct nkv_ctrl *ctrl)
 		css = NKV_CC_CSS_IOCS;
 	else if ((s->cap & NKV_CAP_CSS_ADMIN_ONLY) && !(s->cap & NKV_CAP_CSS_NVM))
 		css = NKV_CC_CSS_ADMIN;
-	wr32(s, NKV_REG_CC, NKV_CC_EN | css << 4 | 6u << 16 | 4u << 20); /* MPS 0, AMS 0, IOSQES 6, IOCQES 4 */
-	nkv_shm_kick(s);
+	wr_cc(s, NKV_CC_EN | css << 4 | 6u << 16 | 4u << 20); /* MPS 0, AMS 0, IOSQES 6, IOCQES 4 */
 	rc = wait_csts(s, NKV_CSTS_RDY, NKV_CSTS_RDY, true, &csts);
 	if (rc) {
 		NKV_WARN("shm: enable failed: %s (CSTS %#x, CC %#x)",
@@ -516,11 +523,7 @@ int nkv_connect_shm_nqn(const char *path, const char *subnqn, const struct nkv_c
 				      NKV_SHM_ADMIN_BOUNCE, &ctrl->admin);
 	if (rc == 0) {
 		ctrl->admin->shm->created = true;
-		int fd = nkv_shm_irq_bind(ctrl, 0); /* the admin CQ's vector */
-		if (fd >= 0) {
-			ctrl->admin->shm->irq_fd = fd;
-			ctrl->admin->shm->arm = s->arm;
-		}
+		(void)nkv_shm_irq_bind(ctrl, ctrl->admin->shm, 0); /* the admin CQ's vector; else it is polled */
 	}
 	if (rc == 0)
 		rc = enable(ctrl);
@@ -570,8 +573,7 @@ void nkv_shm_ctrl_close(struct nkv_ctrl *ctrl)
 	if (s && s->regs && ctrl->admin && !ctrl->admin->err) {
 		/* Normal shutdown (CC.SHN = 01b), then wait for SHST = 10b within CAP.TO. */
 		uint32_t cc = rd32(s, NKV_REG_CC), csts;
-		wr32(s, NKV_REG_CC, (cc & ~(3u << 14)) | 1u << 14);
-		nkv_shm_kick(s);
+		wr_cc(s, (cc & ~(3u << 14)) | 1u << 14);
 		if (wait_csts(s, NKV_CSTS_SHST_MASK, NKV_CSTS_SHST_DONE, false, &csts))
 			NKV_DEBUG("shm: shutdown not complete within CAP.TO (CSTS %#x)", csts);
 	}

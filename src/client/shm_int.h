@@ -131,8 +131,9 @@ uint64_t nkv_shm_buf_iova(struct nkv_ctrl *ctrl, const void *p, uint32_t len);
 int nkv_shm_alive(struct nkv_ctrl *ctrl);
 /** Doorbell register @off (from nkv_db_sq_tail / nkv_db_cq_head). */
 volatile uint32_t *nkv_shm_doorbell(struct nkv_ctrl *ctrl, uint32_t off);
-/** Bind a new eventfd to interrupt vector @vector. @return the eventfd, or -errno (then poll). */
-int nkv_shm_irq_bind(struct nkv_ctrl *ctrl, uint16_t vector);
+/** Bind a new eventfd to interrupt vector @vector, the one of @q's CQ: sets q->irq_fd and q->arm.
+ *  @return 0, or -errno (@q is then polled). */
+int nkv_shm_irq_bind(struct nkv_ctrl *ctrl, struct nkv_shm_qp *q, uint16_t vector);
 /** Unbind the doorbell kick (before a GPU, which cannot kick, rings this controller's doorbells). */
 int nkv_shm_kick_unbind(struct nkv_ctrl *ctrl);
 

@@ -9,6 +9,12 @@ struct bc_node {
 	uint64_t put_ms;
 };
 
+/* Class @k's size: 2^n x (4 + q) / 4 with n = k / 4 + 16 and q = k % 4 + 1. */
+static size_t class_size(int k)
+{
+	return (((size_t)1 << (k / 4 + 16)) / 4) * (size_t)(4 + k % 4 + 1);
+}
+
 /* The class of @need bytes and its size; -1 when @need is not cached. */
 static int class_of(size_t need, size_t *size)
 {
@@ -17,8 +23,9 @@ static int class_of(size_t need, size_t *size)
 	unsigned n = 63u - (unsigned)__builtin_clzll((unsigned long long)need - 1); /* 2^n < need <= 2^(n+1) */
 	size_t base = (size_t)1 << n, step = base / 4;
 	size_t q = (need - base + step - 1) / step; /* 1..4 */
-	*size = base + q * step;
-	return (int)((n - 16) * 4 + (q - 1));
+	int k = (int)((n - 16) * 4 + (q - 1));
+	*size = class_size(k);
+	return k;
 }
 
 void nkv_bufcache_init(struct nkv_bufcache *bc, uint64_t cap, uint32_t idle_ms)
@@ -68,7 +75,7 @@ void nkv_bufcache_put(struct nkv_bufcache *bc, void *buf, size_t cap, uint64_t n
 /* Free the nodes from *@pb on (class @k), all given back no later than the first of them. */
 static void free_tail(struct nkv_bufcache *bc, struct bc_node **pb, int k)
 {
-	size_t size = (((size_t)1 << (k / 4 + 16)) / 4) * (size_t)(4 + k % 4 + 1);
+	size_t size = class_size(k);
 	struct bc_node *b = *pb;
 
 	*pb = NULL;
