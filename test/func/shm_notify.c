@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/fdpass.h"
 #include "harness.h"
 #include "nkv/nkv_devq.h"
@@ -46,13 +47,6 @@
 static struct nkv_shm *g_off;  /* the transport without notifications */
 static char g_sock_off[128];
 static bool g_mem;
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /** CPU time of @t in ns. */
 static uint64_t thread_cpu_ns(pthread_t t)
@@ -173,9 +167,9 @@ static void test_idle(void)
 	CHECK(nkv_qpair_create(on, 8, &qon) == 0 && nkv_qpair_create(off, 8, &qoff) == 0, "queue pairs");
 	usleep(200 * 1000); /* past the pollers' idle scans */
 	pthread_t pon = poller_thread(H.shm), poff = poller_thread(g_off);
-	uint64_t t0 = mono_ns(), c_on = thread_cpu_ns(pon), c_off = thread_cpu_ns(poff);
+	uint64_t t0 = nkv_now_ns(), c_on = thread_cpu_ns(pon), c_off = thread_cpu_ns(poff);
 	usleep(1000 * 1000);
-	uint64_t wall = mono_ns() - t0;
+	uint64_t wall = nkv_now_ns() - t0;
 	c_on = thread_cpu_ns(pon) - c_on;
 	c_off = thread_cpu_ns(poff) - c_off;
 	double pct_on = 100.0 * (double)c_on / (double)wall, pct_off = 100.0 * (double)c_off / (double)wall;
@@ -210,7 +204,7 @@ static void *aer_main(void *arg)
 	memset(&sqe, 0, sizeof(sqe));
 	sqe.opc = NKV_ADM_ASYNC_EVENT;
 	w->rc = nkv_admin(w->c, &sqe, NULL, 0, &w->cpl);
-	w->done_ns = mono_ns();
+	w->done_ns = nkv_now_ns();
 	return NULL;
 }
 
@@ -238,13 +232,13 @@ static void test_slow(void)
 	if (!started[0] || !started[1])
 		goto out;
 	usleep(100 * 1000); /* both wait now */
-	uint64_t t0 = mono_ns(), c0 = thread_cpu_ns(w[0].t), c1 = thread_cpu_ns(w[1].t);
+	uint64_t t0 = nkv_now_ns(), c0 = thread_cpu_ns(w[0].t), c1 = thread_cpu_ns(w[1].t);
 	usleep(500 * 1000);
-	uint64_t wall = mono_ns() - t0;
+	uint64_t wall = nkv_now_ns() - t0;
 	c0 = thread_cpu_ns(w[0].t) - c0;
 	c1 = thread_cpu_ns(w[1].t) - c1;
 	double p0 = 100.0 * (double)c0 / (double)wall, p1 = 100.0 * (double)c1 / (double)wall;
-	uint64_t trig = mono_ns();
+	uint64_t trig = nkv_now_ns();
 	h_add_ns(NSID + 1, "aen", 0, false); /* a namespace change: both AERs complete */
 	for (int i = 0; i < 2; i++) {
 		pthread_join(w[i].t, NULL);
@@ -297,7 +291,7 @@ static void *burst_main(void *arg)
 		struct timespec gap = {0, (long)(h_rand(&b->seed) % 201) * 1000};
 		nanosleep(&gap, NULL);
 		bool store = cyc % 2 == 0; /* odd cycles read back what the one before stored */
-		uint64_t t0 = mono_ns();
+		uint64_t t0 = nkv_now_ns();
 		atomic_store(&b->done, 0);
 		for (unsigned i = 0; i < BURST_QD; i++) {
 			char key[16];
@@ -316,15 +310,15 @@ static void *burst_main(void *arg)
 				atomic_fetch_add(&b->done, 1);
 			}
 		}
-		uint64_t deadline = mono_ns() + 10ull * 1000000000ull;
-		while (atomic_load(&b->done) < BURST_QD && mono_ns() < deadline)
+		uint64_t deadline = nkv_now_ns() + 10ull * 1000000000ull;
+		while (atomic_load(&b->done) < BURST_QD && nkv_now_ns() < deadline)
 			if (nkv_qpair_poll(b->qp, 1000) < 0)
 				break;
 		if (atomic_load(&b->done) < BURST_QD) {
 			b->stuck++;
 			break;
 		}
-		uint64_t dt = mono_ns() - t0;
+		uint64_t dt = nkv_now_ns() - t0;
 		if (dt > b->max_ns)
 			b->max_ns = dt;
 		if (!store)
@@ -346,7 +340,7 @@ static void test_burst(void)
 	CHECK(sn_kick_bound(c), "libnkv bound no kick on a target that offers notifications");
 	struct sn_poller p0, p1;
 	sn_poller(H.shm, 0, &p0);
-	uint64_t t0 = mono_ns();
+	uint64_t t0 = nkv_now_ns();
 	for (; n < BURST_QPS; n++) {
 		b[n] = (struct burst){.c = c, .idx = n, .cycles = cycles, .seed = 0x5eed + n};
 		if (nkv_qpair_create(c, BURST_QD, &b[n].qp) != 0 || !(b[n].bufs = nkv_buf_alloc(c, BURST_QD * VLEN)) ||
@@ -376,7 +370,7 @@ static void test_burst(void)
 	sn_poller(H.shm, 0, &p1);
 	printf("burst: %u queue pairs x %u cycles of QD %u in %.2f s: slowest cycle %.2f ms; host slept %llu times on "
 	       "interrupts (%llu timed out with a CQE there); poller: %llu sleeps, %llu kicks, %llu interrupts, %llu "
-	       "sleeps timed out with work waiting\n", n, cycles, BURST_QD, (double)(mono_ns() - t0) / 1e9,
+	       "sleeps timed out with work waiting\n", n, cycles, BURST_QD, (double)(nkv_now_ns() - t0) / 1e9,
 	       (double)max_ns / 1e6, (unsigned long long)sleeps, (unsigned long long)late,
 	       (unsigned long long)(p1.sleeps - p0.sleeps), (unsigned long long)(p1.kicks - p0.kicks),
 	       (unsigned long long)(p1.irqs - p0.irqs), (unsigned long long)(p1.late - p0.late));
@@ -472,10 +466,10 @@ int main(int argc, char **argv)
 		if (only && strcmp(only, groups[i].name))
 			continue;
 		unsigned f0 = h_fail;
-		uint64_t t0 = mono_ns();
+		uint64_t t0 = nkv_now_ns();
 		groups[i].fn();
 		printf("%-8s %s (%llu ms)\n", groups[i].name, h_fail == f0 ? "ok" : "FAILED",
-		       (unsigned long long)((mono_ns() - t0) / 1000000));
+		       (unsigned long long)((nkv_now_ns() - t0) / 1000000));
 	}
 	nkv_shm_destroy(g_off, 5000);
 	return h_finish();
