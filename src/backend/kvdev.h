@@ -83,6 +83,9 @@ struct nkv_kvio {
 	void *buf;
 	uint32_t len;
 	uint64_t offset;     /* Retrieve: first byte of the value to read (Retrieve Range; 0 otherwise) */
+	/* Store: @buf came from malloc() and the backend may keep it (set by the transport after the
+	 * parse); a backend that does sets buf_taken and frees it itself, the transport forgets it */
+	bool buf_gift, buf_taken;
 	/* Exec: the method and its input in up to two pieces (bound + host), output for read methods */
 	const char *cls, *method;
 	bool exec_write;
@@ -110,6 +113,7 @@ struct nkv_kvio {
 	struct nkv_msg msg;
 	/* backend scratch: lives as long as the I/O, so no allocation on the I/O path */
 	void *be_op;          /* rados read/write op */
+	void *be_val;         /* rados: the I/O's reference to its taken value buffer (rados_wop.h) */
 	void *be_comp;        /* rados: the op's completion (cancelled at the deadline) */
 	void *be_ns;          /* rados: the namespace the I/O runs in */
 	struct nkv_kvio *be_next, *be_prev; /* rados: in-flight list links (the List queue uses be_next) */

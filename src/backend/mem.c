@@ -206,10 +206,17 @@ static int do_store(struct nkv_kvns *h, struct nkv_kvio *io)
 
 	if (io->len > h->dev->max_object)
 		return -EFBIG;
-	if (!(copy = malloc(io->len ? io->len : 1)))
+	if (io->buf_gift && io->len) {
+		/* A buffer the transport gives becomes the value, shrunk to it (it may be a size class
+		 * larger; glibc shrinks in place or by mremap, never by copying). */
+		if (!(copy = realloc(io->buf, io->len)))
+			copy = io->buf;
+		io->buf_taken = true;
+	} else if (!(copy = malloc(io->len ? io->len : 1))) {
 		return -ENOMEM;
-	if (io->len)
+	} else if (io->len) {
 		memcpy(copy, io->buf, io->len);
+	}
 	struct mem_val nv = {copy, io->len, io->cache, io->meta, 0};
 	pthread_mutex_lock(&t->lock);
 	size_t i = lower_bound(t, &io->key);
@@ -236,7 +243,7 @@ static int do_store(struct nkv_kvns *h, struct nkv_kvio *io)
 		copy = NULL;
 	}
 	pthread_mutex_unlock(&t->lock);
-	free(copy);
+	free(copy); /* not stored (a taken buffer too: the transport has forgotten it) */
 	free(old);
 	return rc;
 }

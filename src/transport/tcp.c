@@ -528,6 +528,12 @@ static void tcp_complete(struct nkv_req *req)
 	struct tcp_conn *c = r->conn;
 	uint32_t hd = c->hdgst ? 4 : 0;
 
+	if (req->io.buf_taken) { /* the backend kept the buffer and frees it: forget it (still charged) */
+		req->io.buf_taken = false;
+		c->bufmem -= r->cap;
+		r->buf = NULL;
+		r->cap = 0;
+	}
 	NKV_DEBUG("tcp %s: qid %u cid %u cpl status %04xh dw0 %08xh xfer %u%s", c->peer, c->qp.qid,
 		  nkv_get16(&req->cmd.cid), nkv_get16(&req->cpl.status) >> 1, nkv_get32(&req->cpl.dw0),
 		  (unsigned)req->xfer, c->closed ? " (connection gone)" : "");
@@ -653,6 +659,10 @@ static void req_execute(struct tcp_conn *c, struct tcp_req *r)
 		do_connect(c, r);
 	else {
 		r->req.data = r->buf;
+		/* A large buffer (bufcache's, from malloc) may be kept by the backend: a Store's value is
+		 * then sent on from where it was received (rados_wop.h). Small ones stay with the request. */
+		r->req.io.buf_gift = r->cap > KEEP_BUF_MAX;
+		r->req.io.buf_taken = false;
 		r->req.execute(&r->req);
 	}
 }
