@@ -8,7 +8,7 @@ PKGS=(
   build-essential cmake pkg-config git
   clang libclang-rt-14-dev          # libFuzzer + sanitizer runtimes (fuzz preset)
   libcmocka-dev                     # unit tests
-  librados-dev libradospp-dev libisal-dev libjson-c-dev      # rados backend
+  librados-dev libisal-dev libjson-c-dev                      # rados backend
   libssl-dev                        # OpenSSL 3: NVMe/TCP TLS (libssl) in libnkv and the daemon, SHA-256 (long names)
   ceph-mon ceph-osd ceph-common     # micro cluster (scripts/ceph-dev.sh)
   procps iproute2 python3           # ceph-dev.sh: pgrep/ss for free ports, json parsing

@@ -113,7 +113,6 @@ struct nkv_kvio {
 	struct nkv_msg msg;
 	/* backend scratch: lives as long as the I/O, so no allocation on the I/O path */
 	void *be_op;          /* rados read/write op */
-	void *be_val;         /* rados: the I/O's reference to its taken value buffer (rados_wop.h) */
 	void *be_comp;        /* rados: the op's completion (cancelled at the deadline) */
 	void *be_ns;          /* rados: the namespace the I/O runs in */
 	struct nkv_kvio *be_next, *be_prev; /* rados: in-flight list links (the List queue uses be_next) */

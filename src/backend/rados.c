@@ -34,7 +34,6 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "rados_int.h"
-#include "rados_wop.h"
 
 /* Largest List answer kept in memory: 1 Mi keys (~17 MiB); a host pages past it. */
 #define LIST_MAX_KEYS (1u << 20)
@@ -351,30 +350,6 @@ static bool is_write(const struct nkv_kvio *io)
 	return io->op == NKV_IO_STORE || io->op == NKV_IO_DELETE || (io->op == NKV_IO_EXEC && io->exec_write);
 }
 
-/* io->be_op is a Store's or Delete's nkv_wop (rados_wop.h), an Exec's C write op, or a C read op. */
-static bool is_wop(const struct nkv_kvio *io)
-{
-	return is_write(io) && io->op != NKV_IO_EXEC;
-}
-
-static void op_release(struct nkv_kvio *io)
-{
-	if (is_wop(io))
-		nkv_wop_free(io->be_op);
-	else if (is_write(io))
-		rados_release_write_op(io->be_op);
-	else
-		rados_release_read_op(io->be_op);
-}
-
-/* The one exit of a submitted I/O: drop its reference to a taken value buffer, then complete. */
-static void io_complete(struct nkv_kvio *io, int rc)
-{
-	nkv_wval_put(io->be_val);
-	io->be_val = NULL;
-	nkv_kvio_complete(io, rc);
-}
-
 void rados_read_meta(rados_xattrs_iter_t it, bool *has_meta, struct nkv_meta *meta, uint8_t *raw, size_t *raw_len,
 		     uint64_t *touched_ms)
 {
@@ -573,11 +548,15 @@ static void io_finish(struct nkv_kvio *io)
 	rados_aio_release(io->be_comp);
 	if (io->op == NKV_IO_EXEC)
 		exec_output(io, rc);
-	if (!is_write(io) && rc >= 0 && io->op == NKV_IO_RETRIEVE) {
-		io->value_size = io->be_size;
-		io->xfer = (uint32_t)io->be_read;
+	if (is_write(io)) {
+		rados_release_write_op(io->be_op);
+	} else {
+		rados_release_read_op(io->be_op);
+		if (rc >= 0 && io->op == NKV_IO_RETRIEVE) {
+			io->value_size = io->be_size;
+			io->xfer = (uint32_t)io->be_read;
+		}
 	}
-	op_release(io);
 	if (io->be_cancelled && rc == -ECANCELED)
 		rc = -ETIMEDOUT; /* our deadline: 82h Namespace Not Ready, DNR clear */
 	if (rc > 0)
@@ -592,7 +571,7 @@ static void io_finish(struct nkv_kvio *io)
 	} else if (io->cache && (rc = cache_step(io, rc)) == 1) {
 		return; /* the next stage is in flight */
 	}
-	io_complete(io, rc);
+	nkv_kvio_complete(io, rc);
 }
 
 /* Drop one reference; the last holder (callback or cancelling watchdog) finishes the I/O. */
@@ -725,22 +704,22 @@ static int build_op(struct nkv_kvio *io)
 		return 0;
 	}
 	if (io->op == NKV_IO_STORE || io->op == NKV_IO_DELETE) {
-		struct nkv_wop *op = nkv_wop_new();
+		rados_write_op_t op = rados_create_write_op();
 		if (!op)
 			return -ENOMEM;
 		if (io->be_stage == ST_WRITE || io->be_stage == ST_REMOVE) /* unchanged since read */
-			nkv_wop_cmpxattr_eq(op, XATTR_META, io->be_mold, io->be_mold_len);
+			rados_write_op_cmpxattr(op, XATTR_META, LIBRADOS_CMPXATTR_OP_EQ, (const char *)io->be_mold,
+						io->be_mold_len);
 		if (io->op == NKV_IO_DELETE) {
-			nkv_wop_remove(op);
+			rados_write_op_remove(op);
 		} else {
 			if (io->be_stage == ST_NEW || (io->be_stage == ST_PLAIN && (io->flags & NKV_IO_MUST_NOT_EXIST)))
-				nkv_wop_create_excl(op);
+				rados_write_op_create(op, LIBRADOS_CREATE_EXCLUSIVE, NULL);
 			if ((io->flags & NKV_IO_MUST_EXIST) && io->be_stage == ST_PLAIN)
-				nkv_wop_assert_exists(op);
-			/* a taken buffer is referenced, not copied; every stage and retry shares it */
-			nkv_wop_write_full(op, io->be_val, io->buf, io->len); /* 0 B: an empty object */
+				rados_write_op_assert_exists(op);
+			rados_write_op_write_full(op, io->len ? io->buf : "", io->len); /* 0 B: an empty object */
 			if (io->cache) /* the record goes with the value, in the same op */
-				nkv_wop_setxattr(op, XATTR_META, io->be_m, NKV_META_LEN);
+				rados_write_op_setxattr(op, XATTR_META, (const char *)io->be_m, NKV_META_LEN);
 		}
 		io->be_op = op;
 		return 0;
@@ -788,9 +767,7 @@ static int submit_op(struct nkv_kvns *h, struct nkv_kvio *io, const char *oid)
 	flight_add(h->dev, io, io->be_tries == 0); /* before submitting: the callback unlinks it */
 	/* FULL_TRY: on a full cluster or pool a Store fails with -ENOSPC/-EDQUOT (81h Capacity
 	 * Exceeded) and a Delete goes through, instead of librados holding the op until space returns. */
-	if (is_wop(io))
-		rc = nkv_wop_operate(io->be_op, h->ioctx, oid, c, LIBRADOS_OPERATION_FULL_TRY);
-	else if (write)
+	if (write)
 		rc = rados_aio_write_op_operate(io->be_op, h->ioctx, c, oid, NULL, LIBRADOS_OPERATION_FULL_TRY);
 	else
 		rc = rados_aio_read_op_operate(io->be_op, h->ioctx, c, oid, 0);
@@ -799,7 +776,10 @@ static int submit_op(struct nkv_kvns *h, struct nkv_kvio *io, const char *oid)
 	flight_del(h->dev, io); /* no callback for an op that was never submitted */
 	rados_aio_release(c);
 fail_op:
-	op_release(io);
+	if (write)
+		rados_release_write_op(io->be_op);
+	else
+		rados_release_read_op(io->be_op);
 	if (io->be_xattrs)
 		rados_getxattrs_end(io->be_xattrs);
 	io->be_xattrs = NULL;
@@ -925,11 +905,6 @@ static void rados_submit(struct nkv_kvns *h, struct nkv_kvio *io)
 	nkv_key_to_oid(&io->key, oid);
 	io->be_tries = 0;
 	io->be_stage = ST_PLAIN;
-	io->be_val = NULL;
-	/* Send a large value from the buffer it arrived in: librados takes the buffer (rados_wop.h).
-	 * If it cannot, the op copies the value as before. */
-	if (io->op == NKV_IO_STORE && io->buf_gift && io->len && (io->be_val = nkv_wval_take(io->buf, io->len)))
-		io->buf_taken = true;
 	if (io->cache && io->op == NKV_IO_STORE) {
 		nkv_meta_encode(&io->meta, io->be_m);
 		io->be_stage = io->flags & NKV_IO_MUST_EXIST ? ST_READ : ST_NEW;
@@ -937,7 +912,7 @@ static void rados_submit(struct nkv_kvns *h, struct nkv_kvio *io)
 		io->be_stage = ST_READ;
 	}
 	if ((rc = submit_op(h, io, oid)) < 0)
-		io_complete(io, rc);
+		nkv_kvio_complete(io, rc);
 }
 
 const struct nkv_kvdev_ops nkv_kvdev_rados = {

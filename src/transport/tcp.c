@@ -659,8 +659,9 @@ static void req_execute(struct tcp_conn *c, struct tcp_req *r)
 		do_connect(c, r);
 	else {
 		r->req.data = r->buf;
-		/* A large buffer (bufcache's, from malloc) may be kept by the backend: a Store's value is
-		 * then sent on from where it was received (rados_wop.h). Small ones stay with the request. */
+		/* A large buffer (bufcache's, from malloc) may be kept by the backend: the mem backend
+		 * stores a Store's value in the buffer it arrived in (docs/design.md section 2.3). Small
+		 * ones stay with the request. */
 		r->req.io.buf_gift = r->cap > KEEP_BUF_MAX;
 		r->req.io.buf_taken = false;
 		r->req.execute(&r->req);
