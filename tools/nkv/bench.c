@@ -104,7 +104,8 @@ int cmd_bench(struct cli *c)
 			fprintf(f, "usage: nkv [-t tcp|shm:PATH] [-a ADDR] [-s PORT] [-n NQN] [--nsid N] [-o json] bench "
 				   "[KEY=VALUE...]\n\n%s\n"
 				   "Every retrieved value is checked (header with key, version and length; pattern from key\n"
-				   "and version); any mismatch or error makes the exit status 1.\n"
+				   "and version); any mismatch or error makes the exit status 1. Latency runs from when an\n"
+				   "I/O's queue slot became free, so a wait before its submit counts too.\n"
 				   "nkv --ttl SECONDS|none [--pin] bench ...: every Store is a Store TTL (cache namespaces);\n"
 				   "a TTL shorter than the run makes reads of expired keys fail.\n",
 				bh_conf_help);
