@@ -662,8 +662,7 @@ static void req_execute(struct tcp_conn *c, struct tcp_req *r)
 		/* A large buffer (bufcache's, from malloc) may be kept by the backend: the mem backend
 		 * stores a Store's value in the buffer it arrived in (docs/design.md section 2.3). Small
 		 * ones stay with the request. */
-		r->req.io.buf_gift = r->cap > KEEP_BUF_MAX;
-		r->req.io.buf_taken = false;
+		r->req.io.buf_gift = r->cap > KEEP_BUF_MAX; /* buf_taken: false until tcp_complete reads it */
 		r->req.execute(&r->req);
 	}
 }

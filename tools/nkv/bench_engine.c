@@ -675,7 +675,11 @@ void bh_io_done(struct bh_io *io, int rc, size_t got, size_t full, const void *d
 	w->t_last = now;
 	r->busy[idx] = 0;
 	io->busy = false;
-	io->t_free = now;
+	/* The slot's next I/O is timed from now, not from when this thread gets round to submitting
+	 * it: a harness whose submit blocks (librados' in-flight throttle) or that is busy verifying
+	 * other completions would otherwise leave that wait out of its latency ("coordinated
+	 * omission"), and look faster than a queue that accepts at once. */
+	io->t0 = now;
 	w->free[w->nfree++] = (unsigned)(io - w->io);
 }
 
@@ -689,7 +693,7 @@ static void run_phase(struct bh_worker *w)
 		return;
 	uint64_t start = bh_now_ns();
 	for (unsigned i = 0; i < w->nio; i++)
-		w->io[i].t_free = start;
+		w->io[i].t0 = start;
 	for (;;) {
 		while (w->nfree && !w->dead) {
 			struct bh_io *io = w->pending;
@@ -701,11 +705,6 @@ static void run_phase(struct bh_worker *w)
 				io->busy = true;
 			}
 			w->pending = NULL;
-			/* Timed from when the slot became free, not from when this thread got round to it:
-			 * a harness whose submit blocks (librados' in-flight throttle) or that was busy
-			 * verifying other completions would otherwise leave that wait out of its latency
-			 * ("coordinated omission"), and look faster than a queue that accepts at once. */
-			io->t0 = io->t_free;
 			int rc = r->b->submit(w->ctx, io);
 			if (rc == -EAGAIN) {
 				w->pending = io;

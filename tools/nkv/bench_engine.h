@@ -50,8 +50,8 @@ struct bh_io {
 	/* engine */
 	struct bh_worker *w;
 	uint64_t idx;
-	uint64_t t0;                   /* latency runs from here: when the slot was freed (t_free) */
-	uint64_t t_free;               /* when this slot last became free (or its phase started) */
+	uint64_t t0;                   /* latency runs from here: when this slot last became free (or
+				        * its phase started), not when it was submitted */
 	uint32_t ver;
 	size_t vlen;                   /* expected value length (read) */
 	void *slotbuf;
