@@ -32,6 +32,20 @@ void nkv_kvio_complete(struct nkv_kvio *io, int rc)
 	nkv_msgq_send(io->msgq, &io->msg, run_done);
 }
 
+/* The largest reply a backend thread sends itself: a 4 MiB one would hold the backend's callback
+ * thread (librados has one per cluster handle, shared by every reactor) for about a millisecond,
+ * to save a wake-up worth about 1 % of such a command. */
+#define DIRECT_XFER_MAX (256u << 10)
+
+void nkv_kvio_complete_direct(struct nkv_kvio *io, int rc)
+{
+	io->rc = rc;
+	if (io->xfer <= DIRECT_XFER_MAX)
+		nkv_msgq_send_or_run(io->msgq, &io->msg, run_done);
+	else
+		nkv_msgq_send(io->msgq, &io->msg, run_done);
+}
+
 /* Layout: "NKM1", flags (u32), expiry, stored, tag, size (u64), all little-endian. */
 void nkv_meta_encode(const struct nkv_meta *m, uint8_t out[NKV_META_LEN])
 {

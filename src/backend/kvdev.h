@@ -109,7 +109,7 @@ struct nkv_kvio {
 	uint32_t xfer;       /* bytes written into buf (Retrieve, List) */
 	/* completion */
 	struct nkv_msgq *msgq;             /* thread to complete on */
-	void (*done)(struct nkv_kvio *io); /* runs once, on msgq's consumer thread */
+	void (*done)(struct nkv_kvio *io); /* runs once, on msgq's consumer thread (or lent: msgq.h) */
 	struct nkv_msg msg;
 	/* backend scratch: lives as long as the I/O, so no allocation on the I/O path */
 	void *be_op;          /* rados read/write op */
@@ -186,5 +186,11 @@ const struct nkv_kvdev_ops *nkv_kvdev_find(const char *name);
 
 /** Complete @io with @rc on its owner thread (hop through io->msgq). Any thread. */
 void nkv_kvio_complete(struct nkv_kvio *io, int rc);
+/**
+ * As nkv_kvio_complete, but when the owner thread is blocked and lends itself (msgq.h), run
+ * io->done here instead of waking it. Only from a thread that holds no lock done() could need
+ * (done() may submit new I/O): the backend's callback, not code under a backend lock.
+ */
+void nkv_kvio_complete_direct(struct nkv_kvio *io, int rc);
 
 #endif

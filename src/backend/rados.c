@@ -2,7 +2,8 @@
  * rados.c - kvdev over librados: one RADOS object per key-value pair, named by the lowercase hex of
  * the key, in the pool's RADOS namespace. Each command is one compound op (docs/design.md section 2.3).
  * Completions fire on librados threads: the callback reads the result, releases the completion and
- * the op, then hands the I/O back to its owner thread through io->msgq (as SPDK's bdev_rbd does).
+ * the op, then hands the I/O back to its owner thread through io->msgq (as SPDK's bdev_rbd does), or
+ * completes it right there while that thread sleeps and lends itself (reactor/msgq.h).
  *
  * Deadlines are the target's, not librados': every I/O carries a deadline (op timeout), and a
  * watchdog thread cancels late ops with rados_aio_cancel(), which completes them with 82h (DNR clear).
@@ -540,7 +541,8 @@ static int cache_step(struct nkv_kvio *io, int rc)
 	return 1;
 }
 
-/* Release the op and its completion, then complete the I/O on its owner thread. */
+/* Release the op and its completion, then complete the I/O: on its owner thread, or on this one while
+ * the owner sleeps (nkv_kvio_complete_direct). */
 static void io_finish(struct nkv_kvio *io)
 {
 	int rc = io->be_rc;
@@ -571,7 +573,7 @@ static void io_finish(struct nkv_kvio *io)
 	} else if (io->cache && (rc = cache_step(io, rc)) == 1) {
 		return; /* the next stage is in flight */
 	}
-	nkv_kvio_complete(io, rc);
+	nkv_kvio_complete_direct(io, rc); /* no lock held here: from op_done or after shard_expire's */
 }
 
 /* Drop one reference; the last holder (callback or cancelling watchdog) finishes the I/O. */

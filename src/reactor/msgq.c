@@ -13,14 +13,19 @@ int nkv_msgq_init(struct nkv_msgq *q)
 	atomic_store_explicit(&q->head, &q->stub, memory_order_relaxed);
 	q->tail = &q->stub;
 	atomic_init(&q->sleeping, false);
+	atomic_init(&q->lends, false);
+	q->after = NULL;
+	pthread_mutex_init(&q->own, NULL);
 	q->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	return q->efd < 0 ? -errno : 0;
 }
 
 void nkv_msgq_fini(struct nkv_msgq *q)
 {
-	if (q->efd >= 0)
+	if (q->efd >= 0) {
 		close(q->efd);
+		pthread_mutex_destroy(&q->own);
+	}
 	q->efd = -1;
 }
 
@@ -48,6 +53,38 @@ void nkv_msgq_send(struct nkv_msgq *q, struct nkv_msg *m, nkv_msg_fn fn)
 	    atomic_exchange_explicit(&q->sleeping, false, memory_order_relaxed))
 		while (write(q->efd, &one, sizeof(one)) < 0 && errno == EINTR)
 			;
+}
+
+void nkv_msgq_lend(struct nkv_msgq *q, void (*after)(void *arg), void *arg)
+{
+	q->after = after;
+	q->after_arg = arg;
+	pthread_mutex_lock(&q->own);
+	atomic_store(&q->lends, true);
+}
+
+void nkv_msgq_unlend(struct nkv_msgq *q)
+{
+	if (atomic_exchange(&q->lends, false))
+		pthread_mutex_unlock(&q->own);
+}
+
+void nkv_msgq_send_or_run(struct nkv_msgq *q, struct nkv_msg *m, nkv_msg_fn fn)
+{
+	/* Free only while the consumer blocks (or has just woken and not yet taken it back): its state
+	 * is ours until we drop it. Lending is checked again under the lock, for a consumer that
+	 * stopped lending (nkv_msgq_unlend) between our load and the trylock. */
+	if (atomic_load_explicit(&q->lends, memory_order_relaxed) && pthread_mutex_trylock(&q->own) == 0) {
+		if (atomic_load_explicit(&q->lends, memory_order_relaxed)) {
+			fn(m);
+			if (q->after)
+				q->after(q->after_arg);
+			pthread_mutex_unlock(&q->own);
+			return;
+		}
+		pthread_mutex_unlock(&q->own);
+	}
+	nkv_msgq_send(q, m, fn);
 }
 
 bool nkv_msgq_sleep_begin(struct nkv_msgq *q)

@@ -1,7 +1,8 @@
 /*
  * reactor.h - one event-loop thread: epoll over the file descriptors it owns, a message queue that
  * other threads (librados callbacks, the acceptor) use to hand work to it, and a periodic tick.
- * Everything registered with a reactor is touched only by its thread.
+ * Everything registered with a reactor is touched only by its thread, or by a backend thread that
+ * runs a completion while the reactor blocks in epoll_wait (it lends its state: msgq.h).
  */
 #ifndef NKV_REACTOR_H
 #define NKV_REACTOR_H
@@ -29,6 +30,10 @@ struct nkv_reactor {
 	unsigned tick_ms;
 	void (*tick)(struct nkv_reactor *r);  /* periodic work (timers, teardown) */
 	void (*idle)(struct nkv_reactor *r);  /* after each batch of events: flush deferred work */
+	/* After a backend completion that ran on the backend's thread while this one blocked
+	 * (nkv_msgq_send_or_run): send what it queued. Must free nothing: an event epoll has already
+	 * returned to the blocked thread may name it. */
+	void (*flush)(struct nkv_reactor *r);
 	int (*done)(struct nkv_reactor *r);   /* after stop: nonzero when nothing is left to finish */
 	void *ctx;                     /* owner's per-reactor state */
 };

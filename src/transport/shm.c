@@ -806,20 +806,46 @@ static void pfds_build(struct shm_poller *p)
 /* Can the poller sleep on @c until the host kicks? Not without a kick eventfd, nor while work waits on
  * something no one will signal: SQEs left in an SQ (CQ room, bounce budget, the command table), CQEs
  * waiting for the host to free CQ entries, bounce copies. */
+/* Work only the poller's passes finish: bounce copies, CQEs waiting for the host to free CQ room. */
+static bool ctrl_owes(const struct shm_ctrl *c)
+{
+	if (c->copy_head)
+		return true;
+	for (uint16_t q = 0; q <= c->ctrlr->opts.max_io_queues; q++)
+		if (c->cqs[q].live && c->cqs[q].post_head)
+			return true;
+	return false;
+}
+
 static bool ctrl_quiet(struct shm_ctrl *c)
 {
 	if (atomic_load(&c->gone) || !c->enabled || c->failed)
 		return c->kick_fd >= 0 || atomic_load(&c->gone);
-	if (c->kick_fd < 0 || c->copy_head)
+	if (c->kick_fd < 0 || ctrl_owes(c))
 		return false;
 	for (uint16_t q = 0; q <= c->ctrlr->opts.max_io_queues; q++) {
 		struct shm_sq *sq = c->sqs[q];
-		if (c->cqs[q].live && c->cqs[q].post_head)
-			return false;
 		if (sq && sq->head != reg_rd32(c, nkv_db_sq_tail(q)))
 			return false;
 	}
 	return true;
+}
+
+/* After a completion lent to a backend thread (reactor/msgq.h) while the poller slept: interrupt the
+ * hosts it posted to, and wake the poller for what only its passes do (bounce copies, CQEs waiting
+ * for CQ room). Frees nothing: the poller may be about to read its controllers' kick fds. */
+static void poller_lent_after(void *arg)
+{
+	struct shm_poller *p = arg;
+	bool wake = false;
+
+	for (struct shm_ctrl *c = p->ctrls; c; c = c->next)
+		if (!atomic_load(&c->gone) && c->enabled && !c->failed) {
+			irq_flush(c);
+			wake = wake || ctrl_owes(c);
+		}
+	if (wake)
+		efd_signal(p->msgq.efd);
 }
 
 /* Say to every host that kicks that we may sleep (or no longer). */
@@ -870,8 +896,10 @@ static unsigned poller_sleep(struct shm_poller *p)
 				  : (struct timespec){0, (long)s->conf.poll_idle_us * 1000};
 	atomic_fetch_add_explicit(&p->sleeps, 1, memory_order_relaxed);
 	struct pollfd *f = p->npfds ? p->pfds : &one;
+	nkv_msgq_unlock(&p->msgq); /* completions may run on their own thread meanwhile */
 	int n = ppoll(f, p->npfds ? p->npfds : 1, &ts, NULL);
 	nkv_msgq_sleep_end(&p->msgq);
+	nkv_msgq_lock(&p->msgq);
 	p->deep_timeout = deep && n == 0;
 	if (n > 0)
 		for (unsigned i = 1; i < p->npfds; i++)
@@ -901,6 +929,9 @@ static void *poller_main(void *arg)
 	snprintf(name, sizeof(name), "nkv-shm-poll%u", p->id % 100);
 	pthread_setname_np(pthread_self(), name);
 	p->pfds_dirty = true;
+	/* A backend completion that lands while we sleep posts its CQE from its own thread instead of
+	 * waking us (reactor/msgq.h). */
+	nkv_msgq_lend(&p->msgq, poller_lent_after, p);
 	for (;;) {
 		/* Read before the message queue: every controller handed over before pollers_stop was
 		 * set is attached by this pass, so none is left behind in the queue. */
@@ -920,6 +951,7 @@ static void *poller_main(void *arg)
 		else if (poller_sleep(p))
 			idle = 0;
 	}
+	nkv_msgq_unlend(&p->msgq);
 	free(p->pfds);
 	free(p->pfd_ctrl);
 	return NULL;

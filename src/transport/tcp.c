@@ -1219,6 +1219,8 @@ static void conn_event(struct nkv_event *ev, uint32_t events)
 {
 	struct tcp_conn *c = (struct tcp_conn *)ev;
 
+	if (c->closed) /* by a lent completion while epoll_wait returned this event (its fd is gone) */
+		return;
 	if (c->tls && !c->tls->io.up && !conn_tls_up(c)) {
 		if (!c->closed)
 			mark_dirty(c); /* the epoll interest follows what the handshake waits for */
@@ -1346,9 +1348,9 @@ static void accept_ready(struct nkv_event *ev, uint32_t events)
 
 /* ---- reactor hooks ----------------------------------------------------------------------------- */
 
-/* After each batch of events: send what completions queued, then free finished closed connections
- * (never earlier: the code that closed one may still be on the stack). */
-static void reactor_idle(struct nkv_reactor *r)
+/* Send what completions queued, and start commands that waited for buffer budget. Also run after a
+ * completion lent to a backend thread (reactor.h), so it frees nothing. */
+static void reactor_flush(struct nkv_reactor *r)
 {
 	struct tcp_reactor *rx = (struct tcp_reactor *)r;
 
@@ -1363,6 +1365,15 @@ static void reactor_idle(struct nkv_reactor *r)
 		if (!c->closed)
 			conn_flush(c);
 	}
+}
+
+/* After each batch of events: flush, then free finished closed connections (never earlier: the code
+ * that closed one may still be on the stack, or an event for it in the batch). */
+static void reactor_idle(struct nkv_reactor *r)
+{
+	struct tcp_reactor *rx = (struct tcp_reactor *)r;
+
+	reactor_flush(r);
 	for (struct tcp_conn **p = &rx->conns; rx->zombies && *p;) {
 		struct tcp_conn *c = *p;
 		if (c->closed && c->outstanding == 0) {
@@ -1582,6 +1593,7 @@ int nkv_tcp_create(struct nkv_target *tgt, const struct nkv_tcp_conf *conf, stru
 		rx->r.tick = reactor_tick;
 		rx->r.idle = reactor_idle;
 		rx->r.done = reactor_done;
+		rx->r.flush = reactor_flush;
 		if ((rc = nkv_reactor_start(&rx->r, t->nr)) < 0) {
 			nkv_tcp_destroy(t, 0);
 			return rc;

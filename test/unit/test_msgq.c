@@ -1,7 +1,9 @@
 /* test_msgq.c - the MPSC completion hand-off: every message from every producer runs once, on the
  * consumer, in per-producer order; a busy consumer costs producers no eventfd write; a sleeping
  * consumer is always woken (thousands of sleep/wake cycles, through nkv_msgq_poll and through the
- * sleep_begin/ppoll/ack protocol the reactors and shm pollers use). */
+ * sleep_begin/ppoll/ack protocol the reactors and shm pollers use); a lending consumer's messages run
+ * on the producer only while the consumer waits, one at a time with the consumer's own work, and
+ * each exactly once. */
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -175,9 +177,154 @@ static void wake_cycles_external(void **state)
 	wake_cycles(1);
 }
 
+/* ---- lending ---- */
+
+static pthread_t ran_on;
+static int afters;
+
+static void on_lent(struct nkv_msg *m)
+{
+	on_msg(m);
+	ran_on = pthread_self();
+}
+
+static void count_after(void *arg)
+{
+	(*(int *)arg)++;
+}
+
+struct one_send {
+	struct item *it;
+	nkv_msg_fn fn;
+};
+
+static void *send_one(void *arg)
+{
+	struct one_send *o = arg;
+	nkv_msgq_send_or_run(&Q, &o->it->msg, o->fn);
+	return NULL;
+}
+
+static void send_from_thread(struct item *it, nkv_msg_fn fn, pthread_t *th)
+{
+	struct one_send o = {it, fn};
+	pthread_create(th, NULL, send_one, &o);
+	pthread_join(*th, NULL);
+}
+
+static void lend_runs_on_producer(void **state)
+{
+	(void)state;
+	struct item it[4];
+	pthread_t th;
+	assert_int_equal(nkv_msgq_init(&Q), 0);
+	ran = afters = 0;
+	last_seq[0] = -1;
+	for (int i = 0; i < 4; i++)
+		it[i] = (struct item){.producer = 0, .seq = i};
+
+	nkv_msgq_send_or_run(&Q, &it[0].msg, on_lent); /* not lending: queued */
+	assert_int_equal(ran, 0);
+	assert_int_equal(nkv_msgq_poll(&Q, 0), 1);
+
+	nkv_msgq_lend(&Q, count_after, &afters);
+	nkv_msgq_send_or_run(&Q, &it[1].msg, on_lent); /* from the consumer while it runs (an inline backend) */
+	assert_int_equal(ran, 1);
+	assert_int_equal(nkv_msgq_poll(&Q, 0), 1);
+	assert_int_equal(afters, 0);
+
+	assert_true(nkv_msgq_sleep_begin(&Q)); /* the consumer waits: it lends */
+	nkv_msgq_unlock(&Q);
+	send_from_thread(&it[2], on_lent, &th);
+	assert_int_equal(ran, 3);
+	assert_true(pthread_equal(ran_on, th)); /* ran on the producer */
+	assert_int_equal(afters, 1);            /* followed by the consumer's after-work */
+	assert_int_equal(efd_readable(), 0);    /* and nobody was woken */
+	nkv_msgq_sleep_end(&Q);
+	nkv_msgq_lock(&Q);
+	assert_int_equal(nkv_msgq_poll(&Q, 0), 0);
+
+	nkv_msgq_unlend(&Q); /* an exiting consumer: queued again, even though nobody holds the lock */
+	send_from_thread(&it[3], on_lent, &th);
+	assert_int_equal(ran, 3);
+	assert_int_equal(nkv_msgq_poll(&Q, 0), 1);
+	assert_int_equal(order_errors, 0);
+	assert_int_equal(afters, 1);
+	nkv_msgq_fini(&Q);
+}
+
+/* Producers race a consumer that sleeps between batches: every message runs once, never two at a
+ * time (the consumer's state is touched by one thread at a time), and none waits for a timeout. */
+#define LEND_PRODUCERS 3
+#define LEND_PER 20000
+static atomic_int inside, overlaps;
+static int owned; /* consumer state: plain int, lost updates would show a broken lock */
+
+static void on_owned(struct nkv_msg *m)
+{
+	(void)m;
+	if (atomic_exchange(&inside, 1))
+		atomic_fetch_add(&overlaps, 1);
+	owned++;
+	atomic_store(&inside, 0);
+}
+
+static void *lend_producer(void *arg)
+{
+	struct item *items = arg;
+	for (int i = 0; i < LEND_PER; i++) {
+		nkv_msgq_send_or_run(&Q, &items[i].msg, on_owned);
+		if (i % 64 == 0)
+			usleep(50); /* let the consumer go to sleep now and then */
+	}
+	return NULL;
+}
+
+static void lend_race(void **state)
+{
+	(void)state;
+	pthread_t th[LEND_PRODUCERS];
+	struct item *items = calloc(LEND_PRODUCERS * LEND_PER, sizeof(*items));
+	int timeouts = 0, spins = 0;
+	assert_int_equal(nkv_msgq_init(&Q), 0);
+	owned = afters = 0;
+	nkv_msgq_lend(&Q, count_after, &afters);
+	for (int p = 0; p < LEND_PRODUCERS; p++)
+		pthread_create(&th[p], NULL, lend_producer, &items[p * LEND_PER]);
+	while (owned < LEND_PRODUCERS * LEND_PER && timeouts < 3) {
+		if (nkv_msgq_poll(&Q, 0) || !nkv_msgq_sleep_begin(&Q)) {
+			spins++;
+			continue;
+		}
+		nkv_msgq_unlock(&Q);
+		struct pollfd p = {.fd = Q.efd, .events = POLLIN};
+		struct timespec ts = {2, 0};
+		int r = ppoll(&p, 1, &ts, NULL);
+		nkv_msgq_sleep_end(&Q);
+		nkv_msgq_lock(&Q);
+		if (r > 0)
+			nkv_msgq_ack(&Q);
+		else if (nkv_msgq_poll(&Q, 0) == 0 && owned < LEND_PRODUCERS * LEND_PER)
+			timeouts++; /* asleep 2 s with a message queued: a lost wake-up */
+	}
+	for (int p = 0; p < LEND_PRODUCERS; p++)
+		pthread_join(th[p], NULL);
+	nkv_msgq_poll(&Q, 0);
+	nkv_msgq_unlend(&Q);
+	assert_int_equal(timeouts, 0);
+	assert_int_equal(owned, LEND_PRODUCERS * LEND_PER);
+	assert_int_equal(atomic_load(&overlaps), 0);
+	assert_true(afters > 0); /* some ran lent (each followed by the after-work) */
+	assert_true(afters < LEND_PRODUCERS * LEND_PER); /* and some were queued to the consumer */
+	print_message("lend_race: %d of %d ran on producers\n", afters, LEND_PRODUCERS * LEND_PER);
+	nkv_msgq_fini(&Q);
+	free(items);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {cmocka_unit_test(many_producers), cmocka_unit_test(busy_consumer),
-					   cmocka_unit_test(wake_cycles_poll), cmocka_unit_test(wake_cycles_external)};
+					   cmocka_unit_test(wake_cycles_poll), cmocka_unit_test(wake_cycles_external),
+					   cmocka_unit_test(lend_runs_on_producer), cmocka_unit_test(lend_race)};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
