@@ -75,15 +75,6 @@ void nkv_msgq_lend(struct nkv_msgq *q, void (*after)(void *arg), void *arg);
 /** Consumer thread, when it exits: stop lending (later messages only queue) and drop q->own. */
 void nkv_msgq_unlend(struct nkv_msgq *q);
 
-/*
- * Lend only while at most this many commands are in flight on the owner. Lending trades batching for
- * latency: a woken owner takes every completion that landed during its wake-up (20-48 us here) in one
- * pass and one send, while lent completions each send alone. On RADOS a 4 KiB op takes about 400 us,
- * so with up to 4 in flight fewer than one completion in three would have shared a wake-up; at
- * QD 16 and more the owner's batching is kept.
- */
-#define NKV_MSGQ_LEND_INFLIGHT_MAX 4
-
 /** Consumer, around a blocking wait: let producers run messages meanwhile (no-op unless lending). */
 static inline void nkv_msgq_unlock(struct nkv_msgq *q)
 {

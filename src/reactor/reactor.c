@@ -49,15 +49,14 @@ static void *loop(void *arg)
 		int timeout = now >= next_tick ? 0 : (int)(next_tick - now);
 		/* Producers write the message queue's eventfd only while we say we sleep. */
 		bool sleep = timeout && nkv_msgq_sleep_begin(&r->msgq);
-		bool lend = sleep && (!r->may_lend || r->may_lend(r));
-		if (lend)
+		if (sleep)
 			nkv_msgq_unlock(&r->msgq);
 		int n = epoll_wait(r->epfd, evs, MAX_EVENTS, sleep ? timeout : 0);
 		int err = errno;
-		if (sleep)
+		if (sleep) {
 			nkv_msgq_sleep_end(&r->msgq);
-		if (lend)
 			nkv_msgq_lock(&r->msgq);
+		}
 
 		for (int i = 0; i < n; i++) {
 			struct nkv_event *ev = evs[i].data.ptr;

@@ -9,7 +9,6 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
-#include <stdbool.h>
 #include <stdint.h>
 
 #include "reactor/msgq.h"
@@ -35,8 +34,6 @@ struct nkv_reactor {
 	 * (nkv_msgq_send_or_run): send what it queued. Must free nothing: an event epoll has already
 	 * returned to the blocked thread may name it. */
 	void (*flush)(struct nkv_reactor *r);
-	/* Before blocking: lend (above) only when this says so (NULL: always). */
-	bool (*may_lend)(struct nkv_reactor *r);
 	int (*done)(struct nkv_reactor *r);   /* after stop: nonzero when nothing is left to finish */
 	void *ctx;                     /* owner's per-reactor state */
 };

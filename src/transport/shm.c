@@ -896,14 +896,10 @@ static unsigned poller_sleep(struct shm_poller *p)
 				  : (struct timespec){0, (long)s->conf.poll_idle_us * 1000};
 	atomic_fetch_add_explicit(&p->sleeps, 1, memory_order_relaxed);
 	struct pollfd *f = p->npfds ? p->pfds : &one;
-	/* Completions may run on their own thread meanwhile, while few are out (msgq.h). */
-	bool lend = atomic_load_explicit(&p->inflight, memory_order_relaxed) <= NKV_MSGQ_LEND_INFLIGHT_MAX;
-	if (lend)
-		nkv_msgq_unlock(&p->msgq);
+	nkv_msgq_unlock(&p->msgq); /* completions may run on their own thread meanwhile */
 	int n = ppoll(f, p->npfds ? p->npfds : 1, &ts, NULL);
 	nkv_msgq_sleep_end(&p->msgq);
-	if (lend)
-		nkv_msgq_lock(&p->msgq);
+	nkv_msgq_lock(&p->msgq);
 	p->deep_timeout = deep && n == 0;
 	if (n > 0)
 		for (unsigned i = 1; i < p->npfds; i++)

@@ -1367,13 +1367,6 @@ static void reactor_flush(struct nkv_reactor *r)
 	}
 }
 
-/* Lend the reactor to completions while it sleeps with few commands out (NKV_MSGQ_LEND_INFLIGHT_MAX). */
-static bool reactor_may_lend(struct nkv_reactor *r)
-{
-	struct tcp_reactor *rx = (struct tcp_reactor *)r;
-	return atomic_load_explicit(&rx->inflight, memory_order_relaxed) <= NKV_MSGQ_LEND_INFLIGHT_MAX;
-}
-
 /* After each batch of events: flush, then free finished closed connections (never earlier: the code
  * that closed one may still be on the stack, or an event for it in the batch). */
 static void reactor_idle(struct nkv_reactor *r)
@@ -1601,7 +1594,6 @@ int nkv_tcp_create(struct nkv_target *tgt, const struct nkv_tcp_conf *conf, stru
 		rx->r.idle = reactor_idle;
 		rx->r.done = reactor_done;
 		rx->r.flush = reactor_flush;
-		rx->r.may_lend = reactor_may_lend;
 		if ((rc = nkv_reactor_start(&rx->r, t->nr)) < 0) {
 			nkv_tcp_destroy(t, 0);
 			return rc;
