@@ -803,9 +803,6 @@ static void pfds_build(struct shm_poller *p)
 		}
 }
 
-/* Can the poller sleep on @c until the host kicks? Not without a kick eventfd, nor while work waits on
- * something no one will signal: SQEs left in an SQ (CQ room, bounce budget, the command table), CQEs
- * waiting for the host to free CQ entries, bounce copies. */
 /* Work only the poller's passes finish: bounce copies, CQEs waiting for the host to free CQ room. */
 static bool ctrl_owes(const struct shm_ctrl *c)
 {
@@ -817,6 +814,9 @@ static bool ctrl_owes(const struct shm_ctrl *c)
 	return false;
 }
 
+/* Can the poller sleep on @c until the host kicks? Not without a kick eventfd, nor while work waits on
+ * something no one will signal: SQEs left in an SQ (CQ room, bounce budget, the command table), CQEs
+ * waiting for the host to free CQ entries, bounce copies. */
 static bool ctrl_quiet(struct shm_ctrl *c)
 {
 	if (atomic_load(&c->gone) || !c->enabled || c->failed)
