@@ -207,6 +207,39 @@ if start_daemon "$T/b.log" -b mem -l "127.0.0.1:$P" -d none; then
 else
 	fail "daemon for bench did not start: $(cat "$T/b.log")"
 fi
+echo "# scheduling: every thread SCHED_BATCH by default (3), SCHED_OTHER (0) with --sched normal"
+# policies PID: the distinct policies (stat field 41) of the process's threads, then the thread count
+policies() {
+	local t pol=() n=0
+	for t in /proc/"$1"/task/*/stat; do
+		pol+=("$(sed 's/.*) //' "$t" | awk '{print $39}')"); n=$((n + 1))
+	done
+	echo "$(printf '%s\n' "${pol[@]}" | sort -u | tr '\n' ' ')threads=$n"
+}
+for mode in default normal file-normal; do
+	case $mode in
+	default) args=() want="3 " ;;
+	normal) args=(--sched normal) want="0 " ;;
+	file-normal) printf '{"backend": {"type": "mem"}, "sched": "normal"}\n' >"$T/sched.json"
+		args=(-c "$T/sched.json") want="0 " ;;
+	esac
+	[ $mode = file-normal ] || args+=(-b mem)
+	if start_daemon "$T/s.log" "${args[@]}" -l "127.0.0.1:$P" -d none -s "$NQN" -S "$T/sched.sock"; then
+		GOT=$(policies "$DPID")
+		# main, 2 reactors, the watchdog, the shm socket thread and its poller at least
+		[[ "$GOT" == "${want}threads="* ]] && [ "${GOT##*=}" -ge 6 ] && ok "$mode: thread policies $GOT" ||
+			fail "$mode: thread policies $GOT, want only $want"
+		kill -TERM "$DPID"; wait "$DPID"
+	else
+		fail "$mode: daemon did not start: $(cat "$T/s.log")"
+	fi
+done
+run 10 "$D" -b mem --sched fifo --check
+check "--sched fifo is a usage error naming the flag" 64 "invalid value for --sched: 'fifo'"
+printf '{"backend": {"type": "mem"}, "sched": "idle"}\n' >"$T/sched.json"
+run 10 "$D" -c "$T/sched.json" --check
+check "\"sched\": \"idle\" is refused naming the key" 1 "sched.*must be \"batch\" or \"normal\""
+
 run 10 "$BUILD/nkv" --help
 check "nkv --help lists bench" 0 "bench \[KEY=VALUE"
 run 10 "$D" -c "$ROOT/conf/rados-nkv.json" --check

@@ -91,6 +91,9 @@ static void usage(FILE *f)
 		"      --shm-max-ctrls-per-host N\n"
 		"                            shared-memory controllers live at once per host NQN (default 16)\n"
 		"      --grace-ms MS         on SIGINT/SIGTERM, time given to commands in flight (default 10000)\n"
+		"      --sched batch|normal  scheduling policy of every daemon thread: batch (SCHED_BATCH, the\n"
+		"                            default) never preempts a running thread when it wakes; normal\n"
+		"                            (SCHED_OTHER) does (README \"Scheduling\")\n"
 		"      --log-level LEVEL     error|warn|info|debug (default info)\n"
 		"      --log-syslog          log to syslog (journald) instead of stderr\n"
 		"      --pid-file PATH       write the process ID here once listening (refused if a live daemon\n"
@@ -289,6 +292,15 @@ static int set_log_level(struct daemon_conf *c, const char *s)
 			return 0;
 		}
 	return -1;
+}
+
+/* "batch" or "normal" (--sched, "sched"). */
+static int set_sched(struct daemon_conf *c, const char *s)
+{
+	if (strcmp(s, "batch") && strcmp(s, "normal"))
+		return -1;
+	c->sched_normal = strcmp(s, "normal") == 0;
+	return 0;
 }
 
 /* ---- JSON file ----------------------------------------------------------------------------------- */
@@ -1001,7 +1013,7 @@ static void jevents(struct jctx *j, struct daemon_conf *c, json_object *root)
 int conf_load_file(struct daemon_conf *c, const char *path)
 {
 	static const char *const top[] = {"backend", "listeners", "discovery", "subsystems", "tcp", "shm",
-					  "log_level", "log_syslog", "shutdown_grace_ms", "control", "group",
+					  "log_level", "log_syslog", "shutdown_grace_ms", "sched", "control", "group",
 					  "gateway_name", "state_file", "metrics", "events", NULL};
 	static const char *const metrics_keys[] = {"address", NULL};
 	static const char *const control_keys[] = {"address", "tls_cert", "tls_key", "client_ca", NULL};
@@ -1141,6 +1153,9 @@ int conf_load_file(struct daemon_conf *c, const char *path)
 	if (jbool(&j, root, "", "log_syslog"))
 		c->log_syslog = true;
 	v = c->grace_ms, jnum(&j, root, "", "shutdown_grace_ms", 0, 3600000, &v), c->grace_ms = (unsigned)v;
+	const char *pol = jstr(&j, root, "", "sched");
+	if (pol && set_sched(c, pol) < 0)
+		jfail(&j, "", "sched", "must be \"batch\" or \"normal\"");
 	if ((o = jget(&j, root, "", "control", json_type_object))) {
 		jkeys(&j, o, "control", control_keys);
 		copy(c->control_addr, sizeof(c->control_addr), jstr(&j, o, "control", "address"));
@@ -1182,7 +1197,7 @@ enum { OPT_CEPH_CONF = 256, OPT_KEYRING, OPT_CLIENT_ID, OPT_OP_TIMEOUT, OPT_CONN
        OPT_SHM_MAX_CTRLS_HOST, OPT_LOG_SYSLOG, OPT_DHCHAP_KEY, OPT_DHCHAP_CTRL_KEY, OPT_DHCHAP_HASH,
        OPT_DHCHAP_DHGROUP, OPT_AUTH_TIMEOUT, OPT_LISTEN_TLS, OPT_TLS_KEY, OPT_TLS_MS, OPT_CONTROL,
        OPT_CONTROL_CERT, OPT_CONTROL_KEY, OPT_CONTROL_CA, OPT_GROUP, OPT_GROUP_POOL, OPT_GATEWAY_NAME,
-       OPT_STATE_FILE, OPT_METRICS, OPT_EVENTS, OPT_EVENTS_FORMAT, OPT_EVENTS_MEDIUM, OPT_SHM_NOTIFY };
+       OPT_STATE_FILE, OPT_METRICS, OPT_EVENTS, OPT_EVENTS_FORMAT, OPT_EVENTS_MEDIUM, OPT_SHM_NOTIFY, OPT_SCHED };
 
 int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 {
@@ -1203,7 +1218,7 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 		{"pid-file", required_argument, 0, OPT_PID}, {"shm", required_argument, 0, 'S'},
 		{"shm-pollers", required_argument, 0, OPT_SHM_POLLERS}, {"shm-poll-us", required_argument, 0, OPT_SHM_POLL_US},
 		{"shm-mqes", required_argument, 0, OPT_SHM_MQES}, {"help", no_argument, 0, 'h'},
-		{"shm-notify", required_argument, 0, OPT_SHM_NOTIFY},
+		{"shm-notify", required_argument, 0, OPT_SHM_NOTIFY}, {"sched", required_argument, 0, OPT_SCHED},
 		{"conn-buffer", required_argument, 0, OPT_CONN_BUF}, {"host-buffer", required_argument, 0, OPT_HOST_BUF},
 		{"r2t-timeout-ms", required_argument, 0, OPT_R2T_MS}, {"pdu-timeout-ms", required_argument, 0, OPT_PDU_MS},
 		{"send-timeout-ms", required_argument, 0, OPT_SEND_MS},
@@ -1517,6 +1532,10 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 			exit(0);
 		case OPT_LOG_SYSLOG:
 			c->log_syslog = true;
+			break;
+		case OPT_SCHED:
+			if (set_sched(c, optarg) < 0)
+				goto bad;
 			break;
 		case 'V':
 			printf("rados-nkv %s\n", NKV_VERSION_STRING);

@@ -72,6 +72,7 @@ struct daemon_conf {
 	int log_level;       /* -1: unset */
 	bool log_syslog;     /* log to syslog(3) (journald) instead of stderr */
 	unsigned grace_ms;   /* shutdown: time given to commands in flight */
+	bool sched_normal;   /* --sched normal: keep SCHED_OTHER (default: every thread SCHED_BATCH) */
 	char pid_file[4096];
 	unsigned shm_mode;   /* permissions of the shm sockets; 0: 0660 */
 	char shm_group[64];  /* group of the shm sockets; "": the daemon's */
