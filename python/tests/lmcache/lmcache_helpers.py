@@ -1,6 +1,9 @@
 """Helpers of the LMCache integration tests (imported after conftest put the stand-ins first)."""
 
 import asyncio
+import os
+import signal
+import time
 import uuid
 
 import torch
@@ -68,3 +71,23 @@ def arena(size=64 << 20):
 
 def run(coro):
     return asyncio.run(coro)
+
+
+def freeze(proc, timeout=10.0):
+    """SIGSTOP @proc and wait until every thread of it is stopped: kill() returns before they are,
+    and until the thread that takes the signal runs, the others still serve commands."""
+    proc.send_signal(signal.SIGSTOP)
+    task = "/proc/%d/task" % proc.pid
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        states = []
+        for tid in os.listdir(task):
+            try:
+                with open("%s/%s/stat" % (task, tid)) as f:
+                    states.append(f.read().rsplit(")", 1)[1].split()[0])
+            except (FileNotFoundError, ProcessLookupError, IndexError):
+                pass                      # a thread that just ended
+        if states and all(st in ("T", "t") for st in states):
+            return
+        time.sleep(0.001)
+    raise AssertionError("pid %d not stopped within %.0f s of SIGSTOP" % (proc.pid, timeout))

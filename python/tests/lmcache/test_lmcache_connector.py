@@ -439,7 +439,7 @@ def test_cancelled_get_and_put_release_only_after_the_io(lmc_endpoint):
         base, idle0 = alloc.live, len(c._staging._free)
 
         async def go():
-            proc.send_signal(signal.SIGSTOP)
+            H.freeze(proc)
             try:
                 g = asyncio.ensure_future(c.get(k))
                 p = asyncio.ensure_future(c.put(H.key(m, 1), o))
