@@ -39,11 +39,12 @@ void nkv_kvio_complete(struct nkv_kvio *io, int rc)
 
 void nkv_kvio_complete_direct(struct nkv_kvio *io, int rc)
 {
+	if (io->xfer > DIRECT_XFER_MAX) {
+		nkv_kvio_complete(io, rc);
+		return;
+	}
 	io->rc = rc;
-	if (io->xfer <= DIRECT_XFER_MAX)
-		nkv_msgq_send_or_run(io->msgq, &io->msg, run_done);
-	else
-		nkv_msgq_send(io->msgq, &io->msg, run_done);
+	nkv_msgq_send_or_run(io->msgq, &io->msg, run_done);
 }
 
 /* Layout: "NKM1", flags (u32), expiry, stored, tag, size (u64), all little-endian. */
