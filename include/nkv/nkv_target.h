@@ -22,6 +22,8 @@ extern "C" {
 struct nkv_target;
 struct nkv_subsys;
 
+#define NKV_CUT_THROUGH_OFF 0xffffffffu
+
 /** Backend configuration. Unset strings take the defaults noted. */
 struct nkv_backend_conf {
 	const char *name;        /* "rados" or "mem" */
@@ -32,6 +34,8 @@ struct nkv_backend_conf {
 	unsigned op_timeout_s;   /* per-op timeout; 0: 30 s. Expiry completes with 82h, DNR clear */
 	unsigned connect_timeout_s; /* cluster connect timeout; 0: 15 s */
 	unsigned list_workers;   /* threads scanning namespaces for List; 0: 4 */
+	unsigned cut_through_mb; /* Retrieves into host buffers of at least this many MiB are read in
+				  * ranges and sent as they land; 0: 2; NKV_CUT_THROUGH_OFF: never */
 	/* mem */
 	uint64_t mem_max_object; /* largest value the mem backend accepts; 0: 128 MiB (Ceph default) */
 	unsigned stats_interval_ms; /* how often namespace usage (Identify NUSE/NSZE) is refreshed; 0: 5000 */

@@ -32,6 +32,29 @@ void nkv_kvio_complete(struct nkv_kvio *io, int rc)
 	nkv_msgq_send(io->msgq, &io->msg, run_done);
 }
 
+static void run_progress(struct nkv_msg *m)
+{
+	struct nkv_kvio *io = (struct nkv_kvio *)((char *)m - offsetof(struct nkv_kvio, prog_msg));
+	/* Cleared first: a report landing while progress runs queues a new message, not a lost one. */
+	atomic_store_explicit(&io->prog_queued, false, memory_order_seq_cst);
+	io->progress(io);
+}
+
+void nkv_kvio_progress(struct nkv_kvio *io, uint32_t bytes)
+{
+	if (!io->progress)
+		return;
+	/* Only forward: two backend threads may report out of order. */
+	uint32_t cur = atomic_load_explicit(&io->ready, memory_order_relaxed);
+	while (cur < bytes && !atomic_compare_exchange_weak_explicit(&io->ready, &cur, bytes, memory_order_release,
+								    memory_order_relaxed))
+		;
+	if (cur >= bytes)
+		return;
+	if (!atomic_exchange_explicit(&io->prog_queued, true, memory_order_seq_cst))
+		nkv_msgq_send(io->msgq, &io->prog_msg, run_progress);
+}
+
 /* The largest reply a backend thread sends itself: a 4 MiB one would hold the backend's callback
  * thread (librados has one per cluster handle, shared by every reactor) for about a millisecond,
  * to save a wake-up worth about 1 % of such a command. */

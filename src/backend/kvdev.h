@@ -111,6 +111,14 @@ struct nkv_kvio {
 	struct nkv_msgq *msgq;             /* thread to complete on */
 	void (*done)(struct nkv_kvio *io); /* runs once, on msgq's consumer thread (or lent: msgq.h) */
 	struct nkv_msg msg;
+	/* Cut-through (Retrieve): a backend that reads a large value in pieces reports the bytes of buf
+	 * that are final, from its start, in @ready, and runs @progress (set by the caller; NULL: it
+	 * wants no reports) on msgq's consumer thread, always before done. @ready never reaches the
+	 * Retrieve's final xfer: the last piece arrives with done. */
+	void (*progress)(struct nkv_kvio *io);
+	_Atomic uint32_t ready;
+	atomic_bool prog_queued; /* prog_msg is in msgq (reports coalesce into one message) */
+	struct nkv_msg prog_msg;
 	/* backend scratch: lives as long as the I/O, so no allocation on the I/O path */
 	void *be_op;          /* rados read/write op */
 	void *be_comp;        /* rados: the op's completion (cancelled at the deadline) */
@@ -131,6 +139,7 @@ struct nkv_kvio {
 	void *be_xattrs;      /* rados: the getxattrs iterator */
 	uint8_t be_m[NKV_META_LEN], be_mold[NKV_META_LEN]; /* rados: encoded new / replaced record */
 	size_t be_mold_len;
+	void *be_split;       /* rados: a Retrieve read in ranges (rados_range.c), or NULL */
 };
 
 /** Space and limits of a namespace, as reported by Identify. */
@@ -192,5 +201,11 @@ void nkv_kvio_complete(struct nkv_kvio *io, int rc);
  * (done() may submit new I/O): the backend's callback, not code under a backend lock.
  */
 void nkv_kvio_complete_direct(struct nkv_kvio *io, int rc);
+/**
+ * Report that the first @bytes of io->buf are final (cut-through; see nkv_kvio.progress). Any
+ * thread; reports coalesce. Complete such an I/O with nkv_kvio_complete only: the completion then
+ * queues behind the last report, so progress never runs after done.
+ */
+void nkv_kvio_progress(struct nkv_kvio *io, uint32_t bytes);
 
 #endif

@@ -179,6 +179,8 @@ static int rados_open(const struct nkv_backend_conf *conf, struct nkv_kvdev **ou
 	if (!d)
 		return -ENOMEM;
 	d->op_timeout_ms = (uint64_t)op_to * 1000;
+	d->range_min = conf->cut_through_mb == NKV_CUT_THROUGH_OFF ? 0
+		       : (uint64_t)(conf->cut_through_mb ? conf->cut_through_mb : 2) << 20;
 	if ((rc = cluster_open(conf, 0, &d->cluster)) < 0) {
 		free(d);
 		return rc;
@@ -216,9 +218,9 @@ static int rados_open(const struct nkv_backend_conf *conf, struct nkv_kvdev **ou
 		return rc;
 	}
 	NKV_INFO("rados: connected as client.%s, fsid %s, osd max object size %" PRIu64
-		 ", op timeout %u s, %u list workers",
-		 client_id(conf), d->fsid, d->max_object, op_to,
-		 d->nworkers);
+		 ", op timeout %u s, %u list workers, cut-through %s%" PRIu64 "%s",
+		 client_id(conf), d->fsid, d->max_object, op_to, d->nworkers, d->range_min ? "from " : "off",
+		 d->range_min >> 20, d->range_min ? " MiB" : "");
 	*out = d;
 	return 0;
 }
@@ -297,7 +299,7 @@ static struct flight *flight_of(struct nkv_kvdev *d, const struct nkv_kvio *io)
 }
 
 /* Track @io for the watchdog; @fresh: a new command (a cache Store's later stages keep its deadline). */
-static void flight_add(struct nkv_kvdev *d, struct nkv_kvio *io, bool fresh)
+void rados_flight_add(struct nkv_kvdev *d, struct nkv_kvio *io, bool fresh)
 {
 	struct flight *f = flight_of(d, io);
 
@@ -316,7 +318,7 @@ static void flight_add(struct nkv_kvdev *d, struct nkv_kvio *io, bool fresh)
 	pthread_mutex_unlock(&f->lock);
 }
 
-static void flight_del(struct nkv_kvdev *d, struct nkv_kvio *io)
+void rados_flight_del(struct nkv_kvdev *d, struct nkv_kvio *io)
 {
 	struct flight *f = flight_of(d, io);
 
@@ -437,7 +439,6 @@ static void exec_output(struct nkv_kvio *io, int rc)
 	io->be_out = NULL;
 }
 
-static int submit_op(struct nkv_kvns *h, struct nkv_kvio *io, const char *oid);
 
 /* A Retrieve or Exist hit on a cache namespace: expired is absent; a hit may refresh the last use.
  * @return the I/O's result, or 1 when it was submitted again (an entry without a record). */
@@ -457,7 +458,7 @@ static int cache_read_done(struct nkv_kvio *io, int rc)
 		nkv_key_to_oid(&io->key, oid);
 		io->be_stage = ST_LEGACY;
 		io->be_tries = 1; /* keeps the deadline */
-		return (rc = submit_op(io->be_ns, io, oid)) < 0 ? rc : 1;
+		return (rc = rados_submit_op(io->be_ns, io, oid)) < 0 ? rc : 1;
 	}
 	if (nkv_meta_expired(&io->meta, now)) {
 		io->xfer = 0;
@@ -536,7 +537,7 @@ static int cache_step(struct nkv_kvio *io, int rc)
 	io->be_stage = next;
 	char oid[NKV_OID_MAX];
 	nkv_key_to_oid(&io->key, oid);
-	if ((rc = submit_op(h, io, oid)) < 0)
+	if ((rc = rados_submit_op(h, io, oid)) < 0)
 		return rc;
 	return 1;
 }
@@ -546,6 +547,11 @@ static int cache_step(struct nkv_kvio *io, int rc)
 static void io_finish(struct nkv_kvio *io)
 {
 	int rc = io->be_rc;
+
+	if (io->be_split) {
+		rados_range_finish(io);
+		return;
+	}
 
 	rados_aio_release(io->be_comp);
 	if (io->op == NKV_IO_EXEC)
@@ -577,7 +583,7 @@ static void io_finish(struct nkv_kvio *io)
 }
 
 /* Drop one reference; the last holder (callback or cancelling watchdog) finishes the I/O. */
-static void io_put(struct nkv_kvio *io)
+void rados_io_put(struct nkv_kvio *io)
 {
 	if (atomic_fetch_sub_explicit(&io->be_refs, 1, memory_order_acq_rel) == 1)
 		io_finish(io);
@@ -605,9 +611,14 @@ static void shard_expire(struct nkv_kvdev *d, struct flight *f, uint64_t now)
 	pthread_mutex_unlock(&f->lock);
 	for (unsigned i = 0; i < n; i++) {
 		struct nkv_kvns *h = batch[i]->be_ns;
+		if (batch[i]->be_split) { /* every range in flight */
+			rados_range_cancel(batch[i]);
+			rados_io_put(batch[i]);
+			continue;
+		}
 		int rc = rados_aio_cancel(h->ioctx, batch[i]->be_comp);
 		NKV_DEBUG("rados: op on %s cancelled at its deadline (%s)", h->name, rc < 0 ? strerror(-rc) : "ok");
-		io_put(batch[i]);
+		rados_io_put(batch[i]);
 	}
 	if (n) {
 		atomic_fetch_add(&d->cancelled, n);
@@ -644,8 +655,8 @@ static void op_done(rados_completion_t c, void *arg)
 	struct nkv_kvns *h = io->be_ns;
 
 	io->be_rc = rados_aio_get_return_value(c);
-	flight_del(h->dev, io);
-	io_put(io);
+	rados_flight_del(h->dev, io);
+	rados_io_put(io);
 }
 
 /*
@@ -754,7 +765,7 @@ static int build_op(struct nkv_kvio *io)
 	return 0;
 }
 
-static int submit_op(struct nkv_kvns *h, struct nkv_kvio *io, const char *oid)
+int rados_submit_op(struct nkv_kvns *h, struct nkv_kvio *io, const char *oid)
 {
 	bool write = is_write(io);
 	rados_completion_t c;
@@ -766,7 +777,7 @@ static int submit_op(struct nkv_kvns *h, struct nkv_kvio *io, const char *oid)
 		goto fail_op;
 	io->be_comp = c;
 	io->be_ns = h;
-	flight_add(h->dev, io, io->be_tries == 0); /* before submitting: the callback unlinks it */
+	rados_flight_add(h->dev, io, io->be_tries == 0); /* before submitting: the callback unlinks it */
 	/* FULL_TRY: on a full cluster or pool a Store fails with -ENOSPC/-EDQUOT (81h Capacity
 	 * Exceeded) and a Delete goes through, instead of librados holding the op until space returns. */
 	if (write)
@@ -775,7 +786,7 @@ static int submit_op(struct nkv_kvns *h, struct nkv_kvio *io, const char *oid)
 		rc = rados_aio_read_op_operate(io->be_op, h->ioctx, c, oid, 0);
 	if (rc == 0)
 		return 0;
-	flight_del(h->dev, io); /* no callback for an op that was never submitted */
+	rados_flight_del(h->dev, io); /* no callback for an op that was never submitted */
 	rados_aio_release(c);
 fail_op:
 	if (write)
@@ -890,6 +901,7 @@ static void rados_submit(struct nkv_kvns *h, struct nkv_kvio *io)
 
 	io->xfer = 0;
 	io->value_size = 0;
+	io->be_split = NULL;
 	if (io->op == NKV_IO_LIST) {
 		io->be_ns = h;
 		io->be_next = NULL;
@@ -913,7 +925,9 @@ static void rados_submit(struct nkv_kvns *h, struct nkv_kvio *io)
 	} else if (io->cache && io->op == NKV_IO_DELETE) {
 		io->be_stage = ST_READ;
 	}
-	if ((rc = submit_op(h, io, oid)) < 0)
+	if (rados_range_submit(h, io, oid))
+		return;
+	if ((rc = rados_submit_op(h, io, oid)) < 0)
 		nkv_kvio_complete(io, rc);
 }
 

@@ -57,6 +57,8 @@ struct nkv_kvdev {
 	pthread_cond_t wd_cond;
 	_Atomic uint64_t cancelled;   /* ops cancelled at their deadline, for the log */
 	atomic_uint touches;          /* last-use refreshes in flight */
+	atomic_uint range_reads;      /* Retrieves being read in ranges (rados_range.c) */
+	uint64_t range_min;           /* host buffers at least this large are read in ranges; 0: never */
 };
 
 struct nkv_kvns {
@@ -70,6 +72,24 @@ struct nkv_kvns {
  * @raw (if not NULL; *@raw_len its length, 0 when none) and the last touch (0: none). */
 void rados_read_meta(rados_xattrs_iter_t it, bool *has_meta, struct nkv_meta *meta, uint8_t *raw, size_t *raw_len,
 		     uint64_t *touched_ms);
+
+/* The in-flight list (the watchdog's): add @io (@fresh: a new command, a new deadline) with one
+ * reference, or take it off. */
+void rados_flight_add(struct nkv_kvdev *d, struct nkv_kvio *io, bool fresh);
+void rados_flight_del(struct nkv_kvdev *d, struct nkv_kvio *io);
+/* Drop a reference on @io; the last one finishes it. */
+void rados_io_put(struct nkv_kvio *io);
+
+/* Build and submit @io's op on object @oid (io->be_tries 0: a new deadline). @return 0 or -errno
+ * (no completion then). */
+int rados_submit_op(struct nkv_kvns *h, struct nkv_kvio *io, const char *oid);
+
+/* Large Retrieves read in ranges (rados_range.c). submit: @return false when @io is not one (the
+ * caller submits it whole); cancel: the watchdog's, every range in flight (a reference held);
+ * finish: the last reference went, complete it. */
+bool rados_range_submit(struct nkv_kvns *h, struct nkv_kvio *io, const char *oid);
+void rados_range_cancel(struct nkv_kvio *io);
+void rados_range_finish(struct nkv_kvio *io);
 
 /* The cache thread's calls (rados_cache.c; see struct nkv_kvdev_ops). */
 int rados_cache_shared_put(struct nkv_kvns *h, const char *key, const char *val);

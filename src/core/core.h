@@ -201,6 +201,9 @@ struct nkv_qpair;
 struct nkv_qpair_ops {
 	/** Deliver req->cpl to the host and recycle the request. Called once per command. */
 	void (*complete)(struct nkv_req *req);
+	/** Optional (cut-through): the first @bytes of req->data are final, send them now. Owner thread,
+	 *  only before complete; @bytes grows and never reaches the command's final xfer. */
+	void (*data_ready)(struct nkv_req *req, uint32_t bytes);
 };
 
 struct nkv_qpair {

@@ -154,6 +154,7 @@ static void exec_run(struct nkv_req *req)
 		io->out_len = req->length;
 	}
 	io->msgq = req->qp->msgq;
+	io->progress = NULL; /* an Exec's output goes with its completion */
 	t->be->submit(req->ns->kvns, io);
 }
 

@@ -80,6 +80,13 @@ static void kv_done(struct nkv_kvio *io)
 	nkv_req_complete(req, nkv_errno_to_status(rc));
 }
 
+/* A backend reading a large value in pieces reports a final prefix: the transport may send it. */
+static void kv_progress(struct nkv_kvio *io)
+{
+	struct nkv_req *req = req_of(io);
+	req->qp->ops->data_ready(req, atomic_load_explicit(&io->ready, memory_order_acquire));
+}
+
 static void exec_kv(struct nkv_req *req)
 {
 	struct nkv_target *t = req->qp->ctrlr->ss->tgt;
@@ -88,6 +95,8 @@ static void exec_kv(struct nkv_req *req)
 	req->io.len = req->length;
 	req->io.msgq = req->qp->msgq;
 	req->io.done = kv_done;
+	req->io.progress = req->io.op == NKV_IO_RETRIEVE && req->qp->ops->data_ready ? kv_progress : NULL;
+	atomic_store_explicit(&req->io.ready, 0, memory_order_relaxed);
 	t->be->submit(req->ns->kvns, &req->io);
 }
 

@@ -88,6 +88,11 @@ struct tcp_req {
 	uint64_t r2t_ms;          /* when its R2T was queued (deadline: r2t_timeout_ms) */
 	struct tcp_req *r2t_next, **r2t_pprev; /* the connection's R2Ts awaiting data, oldest first */
 	struct tcp_tx tx_data, tx_resp;
+	/* Cut-through (Retrieve): C2HData PDUs sent while the backend still reads, one queued at a time */
+	struct tcp_tx tx_part;
+	uint32_t c2h_ready;       /* bytes of buf the backend reported final */
+	uint32_t c2h_sent;        /* bytes of buf queued in C2HData PDUs */
+	bool c2h_busy;            /* tx_part is queued */
 };
 
 enum rx_state {
@@ -329,6 +334,8 @@ static struct tcp_req *req_alloc(struct tcp_conn *c)
 			atomic_fetch_add_explicit(&c->rx->inflight, 1, memory_order_relaxed);
 		r->pending = 0;
 		r->h2c_got = 0;
+		r->c2h_ready = r->c2h_sent = 0;
+		r->c2h_busy = false;
 		r->connect = false;
 		r->need = 0;
 	}
@@ -520,8 +527,69 @@ static void resp_sent(struct tcp_conn *c, struct tcp_tx *tx)
 	req_release(r);
 }
 
-/* The core's completion: C2HData when data goes back, then always a CapsuleResp (never the SUCCESS
- * shortcut, which would lose DW0 = value size; docs/nvme-kv-wire.md C.8). */
+/* Queue in @tx a C2HData PDU carrying bytes [@off, @off + @len) of @r's buffer; LAST on the final one. */
+static void c2h_queue(struct tcp_conn *c, struct tcp_req *r, struct tcp_tx *tx, uint32_t off, uint32_t len, bool last,
+		      void (*done)(struct tcp_conn *c, struct tcp_tx *tx))
+{
+	struct nkv_tcp_data *d = (struct nkv_tcp_data *)tx->hdr;
+	uint32_t hd = c->hdgst ? 4 : 0, align = (c->hpda + 1u) * 4, pdo = (24 + hd + align - 1) / align * align;
+
+	memset(d, 0, sizeof(*d));
+	d->ch.type = NKV_TCP_PDU_C2H_DATA;
+	d->ch.flags = (last ? NKV_TCP_F_LAST : 0) | (c->hdgst ? NKV_TCP_F_HDGST : 0) | (c->ddgst ? NKV_TCP_F_DDGST : 0);
+	d->ch.hlen = 24;
+	d->ch.pdo = (uint8_t)pdo;
+	nkv_put32(&d->ch.plen, pdo + len + (c->ddgst ? 4 : 0));
+	nkv_put16(&d->cccid, r->req.cmd.cid);
+	nkv_put32(&d->datao, off);
+	nkv_put32(&d->datal, len);
+	tx_seal(tx, 24, c->hdgst, pdo);
+	tx->data = r->buf + off;
+	tx->dlen = len;
+	tx->dglen = c->ddgst ? 4 : 0;
+	if (c->ddgst)
+		nkv_put32(tx->ddgst, nkv_crc32c(tx->data, len));
+	tx->done = done;
+	tx_queue(c, tx);
+}
+
+static void part_sent(struct tcp_conn *c, struct tcp_tx *tx);
+
+/* Send what the backend reported beyond what is queued (cut-through), unless the command ended. */
+static void part_next(struct tcp_conn *c, struct tcp_req *r)
+{
+	if (r->c2h_busy || r->state != REQ_EXEC || c->closed || c->terminating || r->c2h_ready <= r->c2h_sent)
+		return;
+	uint32_t len = r->c2h_ready - r->c2h_sent;
+	c2h_queue(c, r, &r->tx_part, r->c2h_sent, len, false, part_sent);
+	r->c2h_sent += len;
+	r->c2h_busy = true;
+}
+
+/* A cut-through PDU left: the next one carries whatever was reported meanwhile (reports coalesce). */
+static void part_sent(struct tcp_conn *c, struct tcp_tx *tx)
+{
+	struct tcp_req *r = (struct tcp_req *)((char *)tx - offsetof(struct tcp_req, tx_part));
+	r->c2h_busy = false;
+	part_next(c, r);
+}
+
+/* The backend's cut-through report: the first @bytes of the Retrieve's buffer are final. */
+static void tcp_data_ready(struct nkv_req *req, uint32_t bytes)
+{
+	struct tcp_req *r = (struct tcp_req *)req;
+
+	if (bytes > req->length)
+		bytes = req->length;
+	if (bytes > r->c2h_ready)
+		r->c2h_ready = bytes;
+	part_next(r->conn, r);
+}
+
+/* The core's completion: C2HData when data goes back (the part not sent ahead), then always a
+ * CapsuleResp (never the SUCCESS shortcut, which would lose DW0 = value size; docs/nvme-kv-wire.md
+ * C.8). A failed command whose first bytes went ahead gets its error status: the host's data is not
+ * a value (the backend never reports bytes it did not check). */
 static void tcp_complete(struct nkv_req *req)
 {
 	struct tcp_req *r = (struct tcp_req *)req;
@@ -542,28 +610,8 @@ static void tcp_complete(struct nkv_req *req)
 		return;
 	}
 	r->state = REQ_TX;
-	if (!r->h2c && req->xfer > 0 && (nkv_get16(&req->cpl.status) >> 1) == 0) {
-		struct tcp_tx *tx = &r->tx_data;
-		struct nkv_tcp_data *d = (struct nkv_tcp_data *)tx->hdr;
-		uint32_t align = (c->hpda + 1u) * 4, pdo = (24 + hd + align - 1) / align * align;
-
-		memset(d, 0, sizeof(*d));
-		d->ch.type = NKV_TCP_PDU_C2H_DATA;
-		d->ch.flags = NKV_TCP_F_LAST | (c->hdgst ? NKV_TCP_F_HDGST : 0) | (c->ddgst ? NKV_TCP_F_DDGST : 0);
-		d->ch.hlen = 24;
-		d->ch.pdo = (uint8_t)pdo;
-		nkv_put32(&d->ch.plen, pdo + req->xfer + (c->ddgst ? 4 : 0));
-		nkv_put16(&d->cccid, req->cmd.cid);
-		nkv_put32(&d->datal, req->xfer);
-		tx_seal(tx, 24, c->hdgst, pdo);
-		tx->data = r->buf;
-		tx->dlen = req->xfer;
-		tx->dglen = c->ddgst ? 4 : 0;
-		if (c->ddgst)
-			nkv_put32(tx->ddgst, nkv_crc32c(r->buf, req->xfer));
-		tx->done = NULL;
-		tx_queue(c, tx);
-	}
+	if (!r->h2c && req->xfer > r->c2h_sent && (nkv_get16(&req->cpl.status) >> 1) == 0)
+		c2h_queue(c, r, &r->tx_data, r->c2h_sent, req->xfer - r->c2h_sent, true, NULL);
 	struct tcp_tx *tx = &r->tx_resp;
 	struct nkv_tcp_rsp *p = (struct nkv_tcp_rsp *)tx->hdr;
 	memset(p, 0, 24);
@@ -581,7 +629,7 @@ static void tcp_complete(struct nkv_req *req)
 	tx_queue(c, tx);
 }
 
-static const struct nkv_qpair_ops g_tcp_ops = {.complete = tcp_complete};
+static const struct nkv_qpair_ops g_tcp_ops = {.complete = tcp_complete, .data_ready = tcp_data_ready};
 
 /* ---- commands ---------------------------------------------------------------------------------- */
 

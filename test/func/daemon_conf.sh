@@ -240,6 +240,22 @@ printf '{"backend": {"type": "mem"}, "sched": "idle"}\n' >"$T/sched.json"
 run 10 "$D" -c "$T/sched.json" --check
 check "\"sched\": \"idle\" is refused naming the key" 1 "sched.*must be \"batch\" or \"normal\""
 
+echo "# cut-through: on from 2 MiB by default, a flag and a key to move or turn it off"
+run 10 "$D" -b rados -s "$NQN" --check
+check "cut-through is on from 2 MiB by default" 0 "cut-through: Retrieves into buffers of 2 MiB or more"
+run 10 "$D" -b rados --cut-through 16 -s "$NQN" --check
+check "--cut-through 16 moves the threshold" 0 "cut-through: Retrieves into buffers of 16 MiB or more"
+run 10 "$D" -b rados --cut-through 0 -s "$NQN" --check
+check "--cut-through 0 turns it off" 0 "cut-through: off"
+printf '{"backend": {"type": "rados", "cut_through_mb": 0}}\n' >"$T/ct.json"
+run 10 "$D" -c "$T/ct.json" -s "$NQN" --check
+check "\"cut_through_mb\": 0 turns it off" 0 "cut-through: off"
+run 10 "$D" -b rados --cut-through 5000 --check
+check "--cut-through 5000 is a usage error naming the flag" 64 "invalid value for --cut-through: '5000'"
+printf '{"backend": {"type": "rados", "cut_through_mb": "on"}}\n' >"$T/ct.json"
+run 10 "$D" -c "$T/ct.json" --check
+check "\"cut_through_mb\": \"on\" is refused naming the key" 1 "cut_through_mb"
+
 run 10 "$BUILD/nkv" --help
 check "nkv --help lists bench" 0 "bench \[KEY=VALUE"
 run 10 "$D" -c "$ROOT/conf/rados-nkv.json" --check

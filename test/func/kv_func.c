@@ -1,6 +1,7 @@
 /*
  * kv_func.c - the KV command set end to end through the loop transport: every command and option,
  * every status code, value sizes 0 B..64 MiB, binary keys, truncated Retrieve, Retrieve Range (F2h),
+ * large values read in ranges (cut-through),
  * List paging against a sorted reference, concurrent Stores of one key, and 10,000 mixed operations
  * (Retrieve Range among them) against a model.
  * Usage: kv_func mem|rados
@@ -468,10 +469,61 @@ static void test_list(void)
 	free(ref);
 }
 
+/*
+ * Large values, which the RADOS backend reads in ranges and NVMe/TCP sends while the rest is read
+ * (cut-through): the bytes at every chunk edge, buffers past, at and short of the value's end, and
+ * ranges starting in the middle of a chunk. A small value in a large buffer reads nothing past it.
+ */
+static void test_big(void)
+{
+	const uint32_t mib = 1u << 20, vlen = 5 * mib + 12345, buf = 8 * mib;
+	uint8_t *val = malloc(vlen), *out = malloc(buf + 1);
+	static const struct {
+		const char *what;
+		uint64_t off;
+		uint32_t hbs;
+	} cases[] = {
+		{"from 0, a buffer past the end", 0, 8u << 20},
+		{"from 0, the exact size", 0, (5u << 20) + 12345},
+		{"from 0, one byte short", 0, (5u << 20) + 12344},
+		{"from 0, 2 MiB (truncated)", 0, 2u << 20},
+		{"from a chunk edge - 7", (1u << 20) - 7, 4u << 20},
+		{"from 3 MiB + 1", (3u << 20) + 1, 3u << 20},
+		{"from the last 1000 bytes", (5u << 20) + 11345, 3u << 20},
+		{"from the end", (5u << 20) + 12345, 3u << 20},
+		{"from past the end", (5u << 20) + 12346, 3u << 20},
+	};
+	uint32_t size, xfer;
+
+	h_fill(val, vlen, 5150);
+	CHECK(put(NS_MAIN, "big", val, vlen, 0) == G, "store 5 MiB + 12345");
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		range_case(cases[i].what, "big", val, vlen, cases[i].off, cases[i].hbs, out);
+	memset(out, 0xee, buf + 1);
+	unsigned st = get(NS_MAIN, "big", out, buf, &size, &xfer);
+	CHECK(st == G && size == vlen && xfer == vlen && memcmp(out, val, vlen) == 0 && out[vlen] == 0xee,
+	      "retrieve 5 MiB + 12345 into 8 MiB: st %03x size %u xfer %u", st, size, xfer);
+	CHECK(put(NS_MAIN, "big-small", val, 3000, 0) == G, "store 3000 bytes");
+	memset(out, 0xee, buf + 1);
+	st = get(NS_MAIN, "big-small", out, buf, &size, &xfer);
+	CHECK(st == G && size == 3000 && xfer == 3000 && memcmp(out, val, 3000) == 0 && out[3000] == 0xee,
+	      "retrieve 3000 bytes into 8 MiB: st %03x size %u xfer %u", st, size, xfer);
+	st = get(NS_MAIN, "big-absent", out, buf, &size, &xfer);
+	CHECK(st == SC(0, NKV_SC_KV_KEY_NOT_EXIST) && xfer == 0, "retrieve an absent key into 8 MiB: %03x", st);
+	free(val);
+	free(out);
+}
+
 /* ---- concurrent Stores of one key: last writer wins, never a torn value ---------------------------- */
 
-#define RACE_LEN (256u << 10)
-#define RACE_ITERS 20
+/* Run twice: 256 KiB values, and 6 MiB ones, which the RADOS backend reads in ranges (cut-through):
+ * a Store landing between two ranges must fail the Retrieve (82h, the host retries), never mix two
+ * values. The large reads use a buffer larger than the value. */
+#define RACE_LEN_MAX (6u << 20)
+#define RACE_BUF (8u << 20)
+static uint32_t g_race_len;
+static char g_race_key[9]; /* one key per round: the last round's value is not this one's */
+static int g_race_iters;
 static atomic_int g_writers_done;
 struct racer {
 	int id;
@@ -484,7 +536,7 @@ static void *race_writer(void *arg)
 {
 	struct racer *r = arg;
 	struct h_qp *qp;
-	uint8_t *val = malloc(RACE_LEN);
+	uint8_t *val = malloc(g_race_len);
 
 	if (!(qp = h_qp_create(r->c, (uint16_t)(r->id + 1), 8))) {
 		r->errors++;
@@ -492,13 +544,15 @@ static void *race_writer(void *arg)
 		atomic_fetch_add(&g_writers_done, 1);
 		return NULL;
 	}
-	for (int i = 0; i < RACE_ITERS; i++) {
+	for (int i = 0; i < g_race_iters; i++) {
 		uint64_t seed = ((uint64_t)r->id << 32) | (uint64_t)i;
-		h_fill(val, RACE_LEN, seed);
+		h_fill(val, g_race_len, seed);
 		memcpy(val, &seed, 8); /* the seed travels in the value */
-		if (h_kv(qp, NKV_KV_STORE, NS_RACE, "race", 4, RACE_LEN, 0, val, RACE_LEN, NULL, NULL) != G)
+		if (h_kv(qp, NKV_KV_STORE, NS_RACE, g_race_key, 8, g_race_len, 0, val, g_race_len, NULL, NULL) != G)
 			r->errors++;
 		r->last_seed = seed;
+		if (g_race_len > (1u << 20))
+			usleep(60000); /* room for whole reads between the Stores, not only torn-off ones */
 	}
 	h_qp_destroy(qp);
 	free(val);
@@ -511,33 +565,41 @@ static bool race_value_ok(const uint8_t *v)
 	uint64_t seed;
 	static _Thread_local uint8_t *ref;
 	if (!ref)
-		ref = malloc(RACE_LEN);
+		ref = malloc(RACE_LEN_MAX);
 	memcpy(&seed, v, 8);
-	h_fill(ref, RACE_LEN, seed);
+	h_fill(ref, g_race_len, seed);
 	memcpy(ref, &seed, 8);
-	return memcmp(ref, v, RACE_LEN) == 0;
+	return memcmp(ref, v, g_race_len) == 0;
 }
 
-static void test_race(struct h_ctrl *c)
+static void test_race(struct h_ctrl *c, uint32_t len, int iters)
 {
 	enum { W = 4 };
 	struct racer r[W];
 	pthread_t th[W];
-	uint8_t *out = malloc(RACE_LEN);
-	uint32_t size, xfer;
-	int reads = 0, torn = 0;
+	uint8_t *out = malloc(RACE_BUF);
+	uint32_t size, xfer, hbs = len > (1u << 20) ? RACE_BUF : len; /* large: a buffer past the value */
+	int reads = 0, torn = 0, retried = 0;
 
+	g_race_len = len;
+	g_race_iters = iters;
+	snprintf(g_race_key, sizeof(g_race_key), "race%04x", len >> 16);
+	atomic_store(&g_writers_done, 0);
 	for (int i = 0; i < W; i++) {
 		r[i] = (struct racer){.id = i, .c = c};
 		pthread_create(&th[i], NULL, race_writer, &r[i]);
 	}
 	/* Read while they write, on this thread's own queue pair. */
 	while (atomic_load(&g_writers_done) < W) {
-		unsigned st = get(NS_RACE, "race", out, RACE_LEN, &size, &xfer);
+		unsigned st = get(NS_RACE, g_race_key, out, hbs, &size, &xfer);
 		if (st == SC(0, NKV_SC_KV_KEY_NOT_EXIST))
 			continue;
+		if (st == SC(0, NKV_SC_KV_NS_NOT_READY)) { /* overwritten while read in ranges: retry */
+			retried++;
+			continue;
+		}
 		reads++;
-		if (st != G || size != RACE_LEN || xfer != RACE_LEN || !race_value_ok(out))
+		if (st != G || size != len || xfer != len || !race_value_ok(out))
 			torn++;
 	}
 	int errors = 0;
@@ -546,11 +608,11 @@ static void test_race(struct h_ctrl *c)
 		errors += r[i].errors;
 	}
 	CHECK(errors == 0, "racing stores failed: %d", errors);
-	CHECK(torn == 0, "%d of %d concurrent reads saw a torn or wrong value", torn, reads);
-	CHECK(reads > 0, "no read overlapped the writers");
-	printf("race: %d writers x %d stores of %u KiB, %d concurrent reads verified\n", W, RACE_ITERS, RACE_LEN >> 10,
-	       reads);
-	CHECK(get(NS_RACE, "race", out, RACE_LEN, &size, &xfer) == G && race_value_ok(out), "final value whole");
+	CHECK(torn == 0, "%d of %d concurrent reads of %u KiB saw a torn or wrong value", torn, reads, len >> 10);
+	CHECK(reads > 0, "no read of %u KiB overlapped the writers (%d retried)", len >> 10, retried);
+	printf("race: %d writers x %d stores of %u KiB, %d concurrent reads verified, %d answered 82h (retry)\n", W,
+	       iters, len >> 10, reads, retried);
+	CHECK(get(NS_RACE, g_race_key, out, hbs, &size, &xfer) == G && race_value_ok(out), "final value whole");
 	uint64_t seed;
 	memcpy(&seed, out, 8);
 	int is_last = 0;
@@ -839,8 +901,10 @@ int main(int argc, char **argv)
 	test_sizes();
 	test_generic();
 	test_range(h_admin_qp(c));
+	test_big();
 	test_list();
-	test_race(c);
+	test_race(c, 256u << 10, 20);
+	test_race(c, RACE_LEN_MAX, 8);
 	test_model(h_admin_qp(c));
 	if (!h_is_loop())
 		test_lib_bufs(c);

@@ -69,6 +69,35 @@ int main(int argc, char **argv)
 			      h_kv(gq, NKV_KV_RETRIEVE, 1, "ok", 2, 8, 0, buf, 8, &size, NULL) == 0 && size == 2,
 		      "healthy pool during the stall");
 	}
+	/* A Retrieve into a large buffer is read in ranges (cut-through): the watchdog cancels every
+	 * range in flight at the one deadline, and the command ends like the others. */
+	{
+		const uint32_t big = 8u << 20;
+		uint8_t *bbuf = malloc(big);
+		struct nkv_sqe s;
+		struct nkv_cqe cqe;
+		nkv_sqe_kv(&s, NKV_KV_RETRIEVE, 1, (const uint8_t *)"key", 3, big, 0);
+		double t0 = now_s();
+		int rc = nkv_loop_qp_exec(bq, &s, bbuf, big, &cqe, NULL);
+		double dt = now_s() - t0;
+		CHECK(rc == 0 && h_status(&cqe) == SC(0, NKV_SC_KV_NS_NOT_READY) && !h_dnr(&cqe),
+		      "8 MiB Retrieve on an inactive pool: status %03x dnr %d", h_status(&cqe), h_dnr(&cqe));
+		CHECK(dt >= OP_TIMEOUT_S - 0.5 && dt < OP_TIMEOUT_S + 10, "8 MiB Retrieve completed after %.1f s", dt);
+		printf("8 MiB Retrieve: status %03x after %.1f s\n", h_status(&cqe), dt);
+		/* the healthy pool's large Retrieves (read in ranges too) are unaffected */
+		for (uint32_t i = 0; i < big; i++)
+			bbuf[i] = (uint8_t)(i * 7);
+		CHECK(h_kv(gq, NKV_KV_STORE, 1, "big", 3, big, 0, bbuf, big, NULL, NULL) == 0, "store 8 MiB on the healthy pool");
+		memset(bbuf, 0, big);
+		uint32_t xfer = 0, bad_at = big;
+		CHECK(h_kv(gq, NKV_KV_RETRIEVE, 1, "big", 3, big, 0, bbuf, big, &size, &xfer) == 0 && size == big && xfer == big,
+		      "retrieve 8 MiB on the healthy pool: size %u xfer %u", size, xfer);
+		for (uint32_t i = 0; i < big && bad_at == big; i++)
+			if (bbuf[i] != (uint8_t)(i * 7))
+				bad_at = i;
+		CHECK(bad_at == big, "8 MiB value from the healthy pool differs at byte %u", bad_at);
+		free(bbuf);
+	}
 	nkv_loop_disconnect(bad);
 	h_qp_destroy(gq);
 	h_disconnect(good);

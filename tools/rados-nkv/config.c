@@ -31,6 +31,8 @@ static void usage(FILE *f)
 		"      --op-timeout SEC      per-operation RADOS timeout; expiry answers 82h (default 30)\n"
 		"      --connect-timeout SEC cluster connect timeout at startup (default 15)\n"
 		"      --list-workers N      threads scanning namespaces for List, 1..64 (default 4)\n"
+		"      --cut-through MIB     Retrieves into host buffers of at least MIB MiB are read in ranges and\n"
+		"                            sent over NVMe/TCP as they land; 0 turns it off (default 2)\n"
 		"  -l, --listen ADDR:PORT    NVMe/TCP listener, repeatable (default 127.0.0.1:4420; IPv6 as [::1]:4420)\n"
 		"      --listen-tls ADDR:PORT\n"
 		"                            NVMe/TCP listener that requires TLS 1.3 with a PSK (TP 8011), repeatable;\n"
@@ -1019,7 +1021,8 @@ int conf_load_file(struct daemon_conf *c, const char *path)
 	static const char *const control_keys[] = {"address", "tls_cert", "tls_key", "client_ca", NULL};
 	static const char *const group_keys[] = {"name", "pool", NULL};
 	static const char *const backend_keys[] = {"type", "ceph_conf", "keyring", "client_id", "op_timeout_s",
-						   "connect_timeout_s", "list_workers", "mem_max_object", NULL};
+						   "connect_timeout_s", "list_workers", "cut_through_mb", "mem_max_object",
+						   NULL};
 	static const char *const tcp_keys[] = {"reactors", "in_capsule", "maxh2cdata", "max_queue_depth",
 					       "max_io_queues", "buffer_budget_mb", "conn_buffer_mb", "host_buffer_mb",
 					       "r2t_timeout_ms", "pdu_timeout_ms", "send_timeout_ms", "icreq_timeout_ms",
@@ -1059,6 +1062,9 @@ int conf_load_file(struct daemon_conf *c, const char *path)
 		v = c->backend.list_workers;
 		jnum(&j, o, "backend", "list_workers", 0, 64, &v);
 		c->backend.list_workers = (unsigned)v;
+		v = c->backend.cut_through_mb == NKV_CUT_THROUGH_OFF ? 0 : c->backend.cut_through_mb ? c->backend.cut_through_mb : 2;
+		jnum(&j, o, "backend", "cut_through_mb", 0, 4096, &v);
+		c->backend.cut_through_mb = v ? (unsigned)v : NKV_CUT_THROUGH_OFF;
 		v = (int64_t)c->backend.mem_max_object;
 		jnum(&j, o, "backend", "mem_max_object", 0, INT64_MAX, &v);
 		c->backend.mem_max_object = (uint64_t)v;
@@ -1191,7 +1197,7 @@ int conf_load_file(struct daemon_conf *c, const char *path)
 
 enum { OPT_CEPH_CONF = 256, OPT_KEYRING, OPT_CLIENT_ID, OPT_OP_TIMEOUT, OPT_CONNECT_TIMEOUT, OPT_QD,
        OPT_ICD, OPT_BUDGET, OPT_GRACE, OPT_LOG, OPT_PID, OPT_SHM_POLLERS, OPT_SHM_POLL_US, OPT_SHM_MQES,
-       OPT_LIST_WORKERS, OPT_CONN_BUF, OPT_HOST_BUF, OPT_R2T_MS, OPT_PDU_MS, OPT_SEND_MS, OPT_ICREQ_MS,
+       OPT_LIST_WORKERS, OPT_CUT_THROUGH, OPT_CONN_BUF, OPT_HOST_BUF, OPT_R2T_MS, OPT_PDU_MS, OPT_SEND_MS, OPT_ICREQ_MS,
        OPT_TCP_CONNECT_MS, OPT_IDLE_ADMIN_MS, OPT_MAX_CONNS, OPT_MAX_HOST_CONNS, OPT_MAX_CTRLRS,
        OPT_MAX_HOST_CTRLRS, OPT_ALLOW_ANY, OPT_SHM_MODE, OPT_SHM_GROUP, OPT_CHECK, OPT_SHM_MAX_CTRLS,
        OPT_SHM_MAX_CTRLS_HOST, OPT_LOG_SYSLOG, OPT_DHCHAP_KEY, OPT_DHCHAP_CTRL_KEY, OPT_DHCHAP_HASH,
@@ -1206,7 +1212,7 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 		{"ceph-conf", required_argument, 0, OPT_CEPH_CONF}, {"keyring", required_argument, 0, OPT_KEYRING},
 		{"client-id", required_argument, 0, OPT_CLIENT_ID}, {"op-timeout", required_argument, 0, OPT_OP_TIMEOUT},
 		{"connect-timeout", required_argument, 0, OPT_CONNECT_TIMEOUT},
-		{"list-workers", required_argument, 0, OPT_LIST_WORKERS},
+		{"list-workers", required_argument, 0, OPT_LIST_WORKERS}, {"cut-through", required_argument, 0, OPT_CUT_THROUGH},
 		{"allow-any-host", no_argument, 0, OPT_ALLOW_ANY}, {"shm-mode", required_argument, 0, OPT_SHM_MODE},
 		{"shm-group", required_argument, 0, OPT_SHM_GROUP}, {"check", no_argument, 0, OPT_CHECK},
 		{"listen", required_argument, 0, 'l'}, {"discovery", required_argument, 0, 'd'},
@@ -1281,6 +1287,11 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 			if (parse_uint(optarg, 64, &u) < 0 || u == 0)
 				goto bad;
 			c->backend.list_workers = u;
+			break;
+		case OPT_CUT_THROUGH:
+			if (parse_uint(optarg, 4096, &u) < 0)
+				goto bad;
+			c->backend.cut_through_mb = u ? u : NKV_CUT_THROUGH_OFF;
 			break;
 		case 'l':
 		case OPT_LISTEN_TLS:

@@ -62,6 +62,13 @@ static void print_plan(const struct daemon_conf *c)
 	char who[4096];
 
 	printf("backend: %s\n", c->backend_name);
+	if (strcmp(c->backend_name, "rados") == 0) {
+		if (c->backend.cut_through_mb == NKV_CUT_THROUGH_OFF)
+			printf("cut-through: off (Retrieves are read whole)\n");
+		else
+			printf("cut-through: Retrieves into buffers of %u MiB or more are read in ranges\n",
+			       c->backend.cut_through_mb ? c->backend.cut_through_mb : 2);
+	}
 	printf("scheduling: %s\n", c->sched_normal ? "SCHED_OTHER (--sched normal)" : "SCHED_BATCH (--sched batch)");
 	for (unsigned i = 0; i < c->nlisteners; i++)
 		printf("NVMe/TCP listener: %s:%s%s\n", *c->listeners[i].addr ? c->listeners[i].addr : "*",
