@@ -561,6 +561,8 @@ static void part_next(struct tcp_conn *c, struct tcp_req *r)
 	if (r->c2h_busy || r->state != REQ_EXEC || c->closed || c->terminating || r->c2h_ready <= r->c2h_sent)
 		return;
 	uint32_t len = r->c2h_ready - r->c2h_sent;
+	NKV_DEBUG("tcp %s: qid %u cid %u: C2HData of %u bytes at %u sent ahead (cut-through)", c->peer, c->qp.qid,
+		  nkv_get16(&r->req.cmd.cid), len, r->c2h_sent);
 	c2h_queue(c, r, &r->tx_part, r->c2h_sent, len, false, part_sent);
 	r->c2h_sent += len;
 	r->c2h_busy = true;

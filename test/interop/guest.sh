@@ -376,6 +376,7 @@ suite() { # TAG: the KV checks on the current connection
 	check "[$tag] Retrieve into a 100-byte buffer: first 100 bytes, DW0 = 4096" t_truncated k4k $T/v4k
 	check "[$tag] Retrieve with host buffer 0: DW0 = 4096" t_probe k4k 4096
 	check "[$tag] Store + Retrieve 1 MiB (R2T/H2CData, C2HData): identical, DW0 = 1048576" t_store_retrieve k1m $T/v1m
+	check "[$tag] Store + Retrieve 4 MiB - 304 (on rados: C2HData PDUs sent as the value is read): identical" eval 't_store_retrieve k4m $T/v4m && delete k4m'
 	check "[$tag] Store + Retrieve a zero-length value: DW0 = 0" t_store_retrieve k0 $T/v0
 	check "[$tag] Store + Retrieve a 16-byte key (CDW14/CDW15)" t_store_retrieve 0123456789abcdef $T/v100
 	check "[$tag] Exist (14h) of a stored key: success" exist k4k
@@ -405,6 +406,7 @@ disconnect() {
 # ---- main ----
 head -c 4096 /dev/urandom >$T/v4k
 head -c 1048576 /dev/urandom >$T/v1m
+head -c 4194000 /dev/urandom >$T/v4m
 head -c 100 /dev/urandom >$T/v100
 : >$T/v0
 
