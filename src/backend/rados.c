@@ -439,7 +439,6 @@ static void exec_output(struct nkv_kvio *io, int rc)
 	io->be_out = NULL;
 }
 
-
 /* A Retrieve or Exist hit on a cache namespace: expired is absent; a hit may refresh the last use.
  * @return the I/O's result, or 1 when it was submitted again (an entry without a record). */
 static int cache_read_done(struct nkv_kvio *io, int rc)

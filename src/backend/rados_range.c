@@ -89,7 +89,7 @@ static bool want_more(const struct split *s)
 {
 	if (s->rc || s->cancelled || s->issued >= s->n || s->inflight >= RANGE_WINDOW)
 		return false;
-	return !s->known || s->issued * s->chunk < s->end;
+	return !s->known || (uint64_t)s->issued * s->chunk < s->end;
 }
 
 static void range_done(rados_completion_t c, void *arg);
@@ -198,9 +198,9 @@ static void range_done(rados_completion_t c, void *arg)
 			}
 			s->prefix++;
 		}
-		uint32_t bytes = s->prefix * s->chunk;
+		uint64_t bytes = (uint64_t)s->prefix * s->chunk;
 		if (!s->rc && bytes < s->end)
-			report = bytes; /* never the end: the last bytes go with the completion */
+			report = (uint32_t)bytes; /* never the end: the last bytes go with the completion */
 	}
 	unsigned k = claim(s, idx);
 	pthread_mutex_unlock(&s->lock);
@@ -275,7 +275,7 @@ void rados_range_finish(struct nkv_kvio *io)
 		rados_aio_release(s->r[i].comp);
 		rados_release_read_op(s->r[i].op);
 	}
-	if (rc == 0 && s->prefix * s->chunk < s->end)
+	if (rc == 0 && (uint64_t)s->prefix * s->chunk < s->end)
 		rc = -EIO; /* cannot happen: the window issues until the end and every range was checked */
 	if (rc == 0) {
 		io->value_size = s->size;
