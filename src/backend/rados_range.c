@@ -291,6 +291,9 @@ void rados_range_finish(struct nkv_kvio *io)
 	atomic_fetch_sub(&h->dev->range_reads, 1);
 	/* Stored again while read, and nothing reported yet (always so where the transport takes no
 	 * reports): read it again whole, in one op, which no Store can split, within the deadline. */
+	if (rc == -EAGAIN)
+		NKV_DEBUG("rados: %s: object %s stored again while read in parts: %s", h->name, oid,
+			  atomic_load(&io->ready) ? "82h (a prefix was sent)" : "read again whole");
 	if (rc == -EAGAIN && atomic_load(&io->ready) == 0) {
 		io->be_tries = 1; /* keeps the deadline */
 		if ((rc = rados_submit_op(h, io, oid)) == 0)
