@@ -12,10 +12,12 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "kvdev.h"
+#include "mem_slab.h"
 
 struct mem_val {
 	uint8_t *data;
 	uint64_t len;
+	bool slab;              /* data came from the slabs (mem_slab.c), else from malloc */
 	bool has_meta;          /* cache namespaces: the entry's record and last use */
 	struct nkv_meta meta;
 	uint64_t touched_ms;    /* the last touch (0: never) */
@@ -45,6 +47,7 @@ struct nkv_kvdev {
 	uint64_t max_object;
 	pthread_mutex_t lock;
 	struct mem_table *tables;
+	struct mem_slab slab;   /* values up to MEM_SLAB_MAX */
 };
 
 struct nkv_kvns {
@@ -59,14 +62,23 @@ static int mem_open(const struct nkv_backend_conf *conf, struct nkv_kvdev **out)
 		return -ENOMEM;
 	d->max_object = conf->mem_max_object ? conf->mem_max_object : (128ull << 20);
 	pthread_mutex_init(&d->lock, NULL);
+	mem_slab_init(&d->slab);
 	*out = d;
 	return 0;
 }
 
-static void table_free(struct mem_table *t)
+static void val_free(struct nkv_kvdev *d, uint8_t *data, uint64_t len, bool slab)
+{
+	if (slab)
+		mem_slab_free(&d->slab, data, len);
+	else
+		free(data);
+}
+
+static void table_free(struct nkv_kvdev *d, struct mem_table *t)
 {
 	for (size_t i = 0; i < t->n; i++)
-		free(t->vals[i].data);
+		val_free(d, t->vals[i].data, t->vals[i].len, t->vals[i].slab);
 	for (size_t i = 0; i < t->nshared; i++) {
 		free(t->shared[i].key);
 		free(t->shared[i].val);
@@ -85,8 +97,9 @@ static void mem_close(struct nkv_kvdev *d)
 		struct mem_table *t = d->tables;
 		d->tables = t->next;
 		NKV_WARN("mem: table %s still open at close", t->name);
-		table_free(t);
+		table_free(d, t);
 	}
+	mem_slab_fini(&d->slab);
 	pthread_mutex_destroy(&d->lock);
 	free(d);
 }
@@ -138,7 +151,7 @@ static void mem_ns_close(struct nkv_kvns *h)
 		for (pp = &d->tables; *pp != h->t; pp = &(*pp)->next)
 			;
 		*pp = h->t->next;
-		table_free(h->t);
+		table_free(d, h->t);
 	}
 	pthread_mutex_unlock(&d->lock);
 	free(h);
@@ -201,7 +214,9 @@ static void old_record(struct nkv_kvio *io, const struct mem_val *v)
 static int do_store(struct nkv_kvns *h, struct nkv_kvio *io)
 {
 	struct mem_table *t = h->t;
-	uint8_t *copy, *old = NULL;
+	struct mem_val old = {0};
+	uint8_t *copy;
+	bool slab = false;
 	int rc = 0;
 
 	if (io->len > h->dev->max_object)
@@ -212,12 +227,14 @@ static int do_store(struct nkv_kvns *h, struct nkv_kvio *io)
 		if (!(copy = realloc(io->buf, io->len)))
 			copy = io->buf;
 		io->buf_taken = true;
-	} else if (!(copy = malloc(io->len ? io->len : 1))) {
+	} else if (!(copy = io->len <= MEM_SLAB_MAX ? mem_slab_alloc(&h->dev->slab, io->len) : malloc(io->len))) {
 		return -ENOMEM;
-	} else if (io->len) {
-		memcpy(copy, io->buf, io->len);
+	} else {
+		slab = io->len <= MEM_SLAB_MAX;
+		if (io->len)
+			memcpy(copy, io->buf, io->len);
 	}
-	struct mem_val nv = {copy, io->len, io->cache, io->meta, 0};
+	struct mem_val nv = {copy, io->len, slab, io->cache, io->meta, 0};
 	pthread_mutex_lock(&t->lock);
 	size_t i = lower_bound(t, &io->key);
 	int found = i < t->n && nkv_key_cmp(&t->keys[i], &io->key) == 0;
@@ -229,7 +246,7 @@ static int do_store(struct nkv_kvns *h, struct nkv_kvio *io)
 		rc = -ENOENT;
 	else if (found) {
 		old_record(io, &t->vals[i]);
-		old = t->vals[i].data;
+		old = t->vals[i];
 		t->used += io->len - t->vals[i].len;
 		t->vals[i] = nv;
 		copy = NULL;
@@ -243,8 +260,10 @@ static int do_store(struct nkv_kvns *h, struct nkv_kvio *io)
 		copy = NULL;
 	}
 	pthread_mutex_unlock(&t->lock);
-	free(copy); /* not stored (a taken buffer too: the transport has forgotten it) */
-	free(old);
+	if (copy) /* not stored (a taken buffer too: the transport has forgotten it) */
+		val_free(h->dev, copy, io->len, slab);
+	if (old.data)
+		val_free(h->dev, old.data, old.len, old.slab);
 	return rc;
 }
 
@@ -259,7 +278,7 @@ static void touch(const struct nkv_kvio *io, struct mem_val *v)
 static int do_io(struct nkv_kvns *h, struct nkv_kvio *io)
 {
 	struct mem_table *t = h->t;
-	uint8_t *gone = NULL;
+	struct mem_val gone = {0};
 	int rc = 0;
 
 	if (io->op == NKV_IO_STORE)
@@ -290,7 +309,7 @@ static int do_io(struct nkv_kvns *h, struct nkv_kvio *io)
 			old_record(io, &t->vals[i]);
 			rc = expired(&t->vals[i]) ? -ENOENT : 0; /* removed, but it was absent to the host */
 		}
-		gone = t->vals[i].data;
+		gone = t->vals[i];
 		t->used -= t->vals[i].len;
 		memmove(&t->keys[i], &t->keys[i + 1], (t->n - i - 1) * sizeof(t->keys[0]));
 		memmove(&t->vals[i], &t->vals[i + 1], (t->n - i - 1) * sizeof(t->vals[0]));
@@ -309,7 +328,8 @@ static int do_io(struct nkv_kvns *h, struct nkv_kvio *io)
 		rc = -EINVAL;
 	}
 	pthread_mutex_unlock(&t->lock);
-	free(gone);
+	if (gone.data)
+		val_free(h->dev, gone.data, gone.len, gone.slab);
 	return rc;
 }
 
@@ -441,7 +461,7 @@ static void mem_remove_if(struct nkv_kvns *h, struct nkv_entry *e, unsigned n)
 	struct mem_table *t = h->t;
 
 	for (unsigned j = 0; j < n; j++) {
-		uint8_t *gone = NULL;
+		struct mem_val gone = {0};
 		pthread_mutex_lock(&t->lock);
 		size_t i = lower_bound(t, &e[j].key);
 		if (i >= t->n || nkv_key_cmp(&t->keys[i], &e[j].key) != 0) {
@@ -450,7 +470,7 @@ static void mem_remove_if(struct nkv_kvns *h, struct nkv_entry *e, unsigned n)
 			   t->vals[i].touched_ms != e[j].touched_ms) {
 			e[j].rc = -ECANCELED; /* stored again or used since it was read */
 		} else {
-			gone = t->vals[i].data;
+			gone = t->vals[i];
 			e[j].size = t->vals[i].len;
 			t->used -= t->vals[i].len;
 			memmove(&t->keys[i], &t->keys[i + 1], (t->n - i - 1) * sizeof(t->keys[0]));
@@ -459,7 +479,8 @@ static void mem_remove_if(struct nkv_kvns *h, struct nkv_entry *e, unsigned n)
 			e[j].rc = 0;
 		}
 		pthread_mutex_unlock(&t->lock);
-		free(gone);
+		if (gone.data)
+			val_free(h->dev, gone.data, gone.len, gone.slab);
 	}
 }
 
