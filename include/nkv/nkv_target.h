@@ -23,6 +23,7 @@ struct nkv_target;
 struct nkv_subsys;
 
 #define NKV_CUT_THROUGH_OFF 0xffffffffu
+#define NKV_CUT_THROUGH_DEFAULT_MB 2 /* nkv_backend_conf.cut_through_mb 0 */
 
 /** Backend configuration. Unset strings take the defaults noted. */
 struct nkv_backend_conf {
@@ -35,7 +36,8 @@ struct nkv_backend_conf {
 	unsigned connect_timeout_s; /* cluster connect timeout; 0: 15 s */
 	unsigned list_workers;   /* threads scanning namespaces for List; 0: 4 */
 	unsigned cut_through_mb; /* Retrieves into host buffers of at least this many MiB are read in
-				  * ranges and sent as they land; 0: 2; NKV_CUT_THROUGH_OFF: never */
+				  * ranges and sent as they land; 0: NKV_CUT_THROUGH_DEFAULT_MB;
+				  * NKV_CUT_THROUGH_OFF: never */
 	/* mem */
 	uint64_t mem_max_object; /* largest value the mem backend accepts; 0: 128 MiB (Ceph default) */
 	unsigned stats_interval_ms; /* how often namespace usage (Identify NUSE/NSZE) is refreshed; 0: 5000 */

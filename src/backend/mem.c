@@ -67,18 +67,21 @@ static int mem_open(const struct nkv_backend_conf *conf, struct nkv_kvdev **out)
 	return 0;
 }
 
-static void val_free(struct nkv_kvdev *d, uint8_t *data, uint64_t len, bool slab)
+/* Free @v's data (none: nothing to do) where it came from. */
+static void val_free(struct nkv_kvdev *d, const struct mem_val *v)
 {
-	if (slab)
-		mem_slab_free(&d->slab, data, len);
+	if (!v->data)
+		return;
+	if (v->slab)
+		mem_slab_free(&d->slab, v->data, v->len);
 	else
-		free(data);
+		free(v->data);
 }
 
 static void table_free(struct nkv_kvdev *d, struct mem_table *t)
 {
 	for (size_t i = 0; i < t->n; i++)
-		val_free(d, t->vals[i].data, t->vals[i].len, t->vals[i].slab);
+		val_free(d, &t->vals[i]);
 	for (size_t i = 0; i < t->nshared; i++) {
 		free(t->shared[i].key);
 		free(t->shared[i].val);
@@ -261,9 +264,8 @@ static int do_store(struct nkv_kvns *h, struct nkv_kvio *io)
 	}
 	pthread_mutex_unlock(&t->lock);
 	if (copy) /* not stored (a taken buffer too: the transport has forgotten it) */
-		val_free(h->dev, copy, io->len, slab);
-	if (old.data)
-		val_free(h->dev, old.data, old.len, old.slab);
+		val_free(h->dev, &nv);
+	val_free(h->dev, &old);
 	return rc;
 }
 
@@ -328,8 +330,7 @@ static int do_io(struct nkv_kvns *h, struct nkv_kvio *io)
 		rc = -EINVAL;
 	}
 	pthread_mutex_unlock(&t->lock);
-	if (gone.data)
-		val_free(h->dev, gone.data, gone.len, gone.slab);
+	val_free(h->dev, &gone);
 	return rc;
 }
 
@@ -479,8 +480,7 @@ static void mem_remove_if(struct nkv_kvns *h, struct nkv_entry *e, unsigned n)
 			e[j].rc = 0;
 		}
 		pthread_mutex_unlock(&t->lock);
-		if (gone.data)
-			val_free(h->dev, gone.data, gone.len, gone.slab);
+		val_free(h->dev, &gone);
 	}
 }
 

@@ -40,8 +40,6 @@
 #define LIST_MAX_KEYS (1u << 20)
 #define WATCHDOG_TICK_MS 100
 #define CANCEL_BATCH 64
-/* Retrieve Range: no value reaches this offset (KVVML is at most 4 GiB - 1, DW0 is 32 bits). */
-#define RANGE_OFFSET_MAX (1ull << 32)
 
 static int conf_set(rados_t c, const char *key, unsigned long long val)
 {
@@ -180,7 +178,7 @@ static int rados_open(const struct nkv_backend_conf *conf, struct nkv_kvdev **ou
 		return -ENOMEM;
 	d->op_timeout_ms = (uint64_t)op_to * 1000;
 	d->range_min = conf->cut_through_mb == NKV_CUT_THROUGH_OFF ? 0
-		       : (uint64_t)(conf->cut_through_mb ? conf->cut_through_mb : 2) << 20;
+		       : (uint64_t)(conf->cut_through_mb ? conf->cut_through_mb : NKV_CUT_THROUGH_DEFAULT_MB) << 20;
 	if ((rc = cluster_open(conf, 0, &d->cluster)) < 0) {
 		free(d);
 		return rc;

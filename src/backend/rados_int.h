@@ -21,6 +21,8 @@
 #define XATTR_ATIME "nkv.a"
 /* Touches (last-use refreshes) in flight at most; more are skipped, not queued. */
 #define TOUCH_MAX 256
+/* Retrieve Range: no value reaches this offset (KVVML is at most 4 GiB - 1, DW0 is 32 bits). */
+#define RANGE_OFFSET_MAX (1ull << 32)
 
 struct flight {
 	pthread_mutex_t lock;

@@ -46,7 +46,6 @@ struct range {
 	time_t mtime;
 	size_t got;
 	int rv_stat, rv_read;
-	int rc;
 	uint64_t ver;
 	bool landed;
 };
@@ -173,7 +172,6 @@ static void range_done(rados_completion_t c, void *arg)
 
 	pthread_mutex_lock(&s->lock);
 	r->landed = true;
-	r->rc = rc < 0 ? rc : 0;
 	r->ver = ver;
 	s->inflight--;
 	if (rc < 0) {
@@ -215,7 +213,8 @@ bool rados_range_submit(struct nkv_kvns *h, struct nkv_kvio *io, const char *oid
 	struct nkv_kvdev *d = h->dev;
 	int idx[RANGE_WINDOW];
 
-	if (!d->range_min || io->cache || io->op != NKV_IO_RETRIEVE || io->len < d->range_min || io->offset >= (1ull << 32))
+	if (!d->range_min || io->cache || io->op != NKV_IO_RETRIEVE || io->len < d->range_min ||
+	    io->offset >= RANGE_OFFSET_MAX)
 		return false;
 	if (atomic_fetch_add(&d->range_reads, 1) >= RANGE_READS_MAX) {
 		atomic_fetch_sub(&d->range_reads, 1);

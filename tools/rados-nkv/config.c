@@ -1062,7 +1062,8 @@ int conf_load_file(struct daemon_conf *c, const char *path)
 		v = c->backend.list_workers;
 		jnum(&j, o, "backend", "list_workers", 0, 64, &v);
 		c->backend.list_workers = (unsigned)v;
-		v = c->backend.cut_through_mb == NKV_CUT_THROUGH_OFF ? 0 : c->backend.cut_through_mb ? c->backend.cut_through_mb : 2;
+		v = c->backend.cut_through_mb == NKV_CUT_THROUGH_OFF ? 0 : c->backend.cut_through_mb ? c->backend.cut_through_mb
+											   : NKV_CUT_THROUGH_DEFAULT_MB;
 		jnum(&j, o, "backend", "cut_through_mb", 0, 4096, &v);
 		c->backend.cut_through_mb = v ? (unsigned)v : NKV_CUT_THROUGH_OFF;
 		v = (int64_t)c->backend.mem_max_object;

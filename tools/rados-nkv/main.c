@@ -67,7 +67,7 @@ static void print_plan(const struct daemon_conf *c)
 			printf("cut-through: off (Retrieves are read whole)\n");
 		else
 			printf("cut-through: Retrieves into buffers of %u MiB or more are read in ranges\n",
-			       c->backend.cut_through_mb ? c->backend.cut_through_mb : 2);
+			       c->backend.cut_through_mb ? c->backend.cut_through_mb : NKV_CUT_THROUGH_DEFAULT_MB);
 	}
 	printf("scheduling: %s\n", c->sched_normal ? "SCHED_OTHER (--sched normal)" : "SCHED_BATCH (--sched batch)");
 	for (unsigned i = 0; i < c->nlisteners; i++)
