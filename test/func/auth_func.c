@@ -51,7 +51,7 @@ unsigned h_pass, h_fail;
 #define HOSTP "nqn.2014-08.org.nvmexpress:uuid:00000000-0000-0000-0000-00000000a"
 #define AUTH_TMO_MS 1500
 
-static char g_port[16], g_log[256], g_dir[128];
+static char g_port[16], g_log[300], g_log_saved[300], g_dir[128];
 static const char *g_nkv;
 
 /* A host of the subsystem: its policy and secrets. */
@@ -759,10 +759,10 @@ static void t_dh_offload(const char *daemon, const char *conf)
 	snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
 	snprintf(delay, sizeof(delay), "%d", delay_ms);
 	setenv("NKV_TEST_DH_DELAY_MS", delay, 1);
-	char log2[300];
+	char log2[sizeof(g_log)];
 	snprintf(log2, sizeof(log2), "%s/daemon-offload.log", g_dir);
 	const char *dargv[] = {daemon, "-c", conf, "--backend", "mem", "--listen", listen, "--discovery", "none",
-			       "--reactors", "1", "--log-level", "debug", NULL};
+			       "--reactors", "1", "--auth-timeout-ms", "4000", "--log-level", "debug", NULL};
 	pid_t pid = daemon_spawn(dargv, child_log, log2);
 	unsetenv("NKV_TEST_DH_DELAY_MS");
 	bool ready = pid > 0 && daemon_wait_port(pid, port);
@@ -816,6 +816,38 @@ static void t_dh_offload(const char *daemon, const char *conf)
 		      (unsigned)o.id, o.dhvlen);
 	}
 	raw_close(&o.r);
+	/* A transaction whose deadline passes while its shared secret is computed: Challenge after
+	 * delay_ms, then a Reply (the controller's own DH value: valid) whose computation takes
+	 * delay_ms more, past the 4 s deadline. The queue closes with the job running; the job's
+	 * completion then finds the transaction gone, and the daemon serves on (and exits cleanly). */
+	struct raw e;
+	strcpy(g_log_saved, g_log);
+	strcpy(g_log, log2); /* log_count reads this daemon's log */
+	if (vq && raw_open(&e, &g_hosts[H_384DH])) {
+		int before = log_count("dhchap timeout: ", g_hosts[H_384DH].nqn);
+		int id = exchange(e.qp, mk_negotiate(0x99, 0, ALL_H, 3, ALL_G, 6));
+		uint32_t len = 16 + 2 * 48 + 256;
+		int id2 = -2;
+		if (id == NKV_AUTH_ID_CHALLENGE) {
+			static uint8_t reply[16 + 2 * 48 + 256];
+			memset(reply, 0, sizeof(reply));
+			reply[0] = NKV_AUTH_TYPE_DHCHAP;
+			reply[1] = NKV_AUTH_ID_REPLY;
+			nkv_put16(reply + 4, 0x99);
+			reply[6] = 48;
+			nkv_put16(reply + 10, 256);
+			memcpy(reply + 16 + 96, g_in + 16 + 48, 256);
+			memcpy(g_msg, reply, len);
+			id2 = exchange(e.qp, len);
+		}
+		CHECK(id == NKV_AUTH_ID_CHALLENGE && id2 == -1, "a Reply whose computation outlives the deadline: the "
+								 "queue closes (Challenge %02xh, then %d)", (unsigned)id, id2);
+		raw_close(&e);
+		sleep_ms(delay_ms); /* the job comes back to a closed queue */
+		CHECK(log_count("dhchap timeout: ", g_hosts[H_384DH].nqn) == before + 1, "the target logged the deadline");
+		CHECK(nkv_retrieve(vq, 1, "victim", 6, got, sizeof(got), &size, NULL) == 0, "the victim still works");
+	}
+	strcpy(g_log, g_log_saved);
 	nkv_qpair_destroy(vq);
 	if (vc)
 		nkv_disconnect(vc);
