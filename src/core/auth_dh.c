@@ -3,8 +3,8 @@
 #include "core/auth_dh.h"
 
 #include <errno.h>
-#include <stddef.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -16,9 +16,15 @@
 #define PROBE 8    /* slots a key may use: a full neighbourhood evicts its fullest bucket */
 #define MAX_TEST_DELAY_MS 10000u
 
+enum kind {
+	FREE, /* an unused slot */
+	NQN,  /* a host NQN's bucket */
+	ADDR, /* a source address's bucket */
+};
+
 /* A token bucket, in thousandths of a token so that a refill of a few ms counts. */
 struct bucket {
-	uint8_t kind;      /* 0: free slot, 1: host NQN, 2: address */
+	uint8_t kind;      /* enum kind */
 	uint8_t key[16];   /* the address, or two 64-bit hashes of the NQN */
 	uint32_t milli;    /* tokens x 1000 at @stamp_ms */
 	uint64_t stamp_ms;
@@ -47,12 +53,12 @@ static uint64_t fnv1a(const char *s, uint64_t h)
 
 static unsigned burst_of(uint8_t kind)
 {
-	return kind == 1 ? NKV_DH_NQN_BURST : NKV_DH_ADDR_BURST;
+	return kind == NQN ? NKV_DH_NQN_BURST : NKV_DH_ADDR_BURST;
 }
 
 static unsigned rate_of(uint8_t kind)
 {
-	return kind == 1 ? NKV_DH_NQN_RATE : NKV_DH_ADDR_RATE;
+	return kind == NQN ? NKV_DH_NQN_RATE : NKV_DH_ADDR_RATE;
 }
 
 /* Tokens x 1000 that @b holds at @now. */
@@ -100,7 +106,7 @@ int nkv_dh_admit(struct nkv_dh_pool *p, const char *hostnqn, const uint8_t *addr
 	memcpy(nk, &h1, 8);
 	memcpy(nk + 8, &h2, 8);
 	pthread_mutex_lock(&p->lock);
-	struct bucket *bn = find(p, 1, nk, now, NULL), *ba = addr ? find(p, 2, addr, now, bn) : NULL;
+	struct bucket *bn = find(p, NQN, nk, now, NULL), *ba = addr ? find(p, ADDR, addr, now, bn) : NULL;
 	uint32_t ln = level(bn, now), la = ba ? level(ba, now) : 1000;
 	if (ln < 1000)
 		rc = -EAGAIN;
