@@ -52,6 +52,7 @@ struct nkv_target {
 	unsigned stats_ms;
 	bool stats_stop;
 	atomic_uint auth_seq;          /* DH-HMAC-CHAP S1: random start, never 0 (auth.c) */
+	struct nkv_dh_pool *dh;        /* DH-HMAC-CHAP's DH workers and token buckets (auth_dh.c) */
 	char gateway[128];             /* this gateway's name (cache shares, the eviction lease) */
 	pthread_t cache_thread;        /* evicts, expires and shares usage of cache namespaces (cache.c) */
 	pthread_cond_t cache_cv;
@@ -221,6 +222,8 @@ struct nkv_qpair {
 	uint32_t auth_timeout_ms;
 	uint64_t auth_window_ms; /* start of the window counting AUTH_Negotiates (auth.c) */
 	unsigned auth_starts;    /* AUTH_Negotiates in that window */
+	const uint8_t *peer_addr; /* the host's IP address (16 bytes, IPv4 v4-mapped), for per-address
+				   * limits; NULL where the transport has none. Set before Connect. */
 };
 
 struct nkv_req {

@@ -1320,6 +1320,7 @@ static void conn_attach(struct nkv_msg *m)
 	c->next = c->rx->conns;
 	c->rx->conns = c;
 	c->qp.msgq = &c->rx->r.msgq;
+	c->qp.peer_addr = c->host->addr; /* DH-HMAC-CHAP's per-address bucket (core/auth_dh.h) */
 	if ((rc = nkv_reactor_add(&c->rx->r, c->fd, EPOLLIN, &c->ev)) < 0) {
 		NKV_ERR("tcp %s: epoll: %s", c->peer, strerror(-rc));
 		c->closed = true;
