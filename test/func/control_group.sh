@@ -131,6 +131,11 @@ check "A no longer serves it" [ -n "$gone" ]
 check "A and B seeded the subsystem of their flags without hosts: no explicit any-host in the state" \
 	bash -c "'$CTL' --server 'unix:$T/a.sock' -o json subsystem get '$SEED' | grep -q '\"allow_any_host\":false.*\"loopback_any_host\":true'"
 PC=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+out=$(timeout 60 "$D" "${ceph_args[@]}" --group "$G" --group-pool "$POOL" --gateway-name gw-c -l "0.0.0.0:$PC" -d none \
+	--control none -s "$SEED" -p "$POOL" -a "$ALLOWED" --check 2>&1); rc=$?
+check "--check of gateway C reads the group's state: it wins, and the seeded subsystem is not served on 0.0.0.0 ($rc)" \
+	bash -c "[ $rc = 0 ] && grep -q 'stored state: rados:$POOL/rados_nkv.group.$G, epoch [0-9]*: it wins' <<<'$out' &&
+		grep -q 'warning: subsystem $SEED .*not served on 0.0.0.0:$PC' <<<'$out'"
 "$D" "${ceph_args[@]}" --group "$G" --group-pool "$POOL" --gateway-name gw-c -l "0.0.0.0:$PC" -d none \
 	--control "unix:$T/c.sock" --pid-file "$T/c.pid" -s "$SEED" -p "$POOL" -a "$ALLOWED" --op-timeout 5 >"$T/c.log" 2>&1 &
 PID[c]=$!
