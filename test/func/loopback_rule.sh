@@ -123,10 +123,14 @@ check "--check shows the stored subsystem is not served on 0.0.0.0:$SP" \
 check "daemon s2: the same state, a listener on 0.0.0.0, an allowlist in its flags" \
 	start s2 --gateway-name gw-s2 -s "$NQN" -a "$ALLOWED" -l "0.0.0.0:$SP" -d none --state-file "$S"
 check "the stranger is refused through 0.0.0.0:$SP" refused as "$STRANGER" "$SP" exist k
+check "its discovery log leaves the subsystem out on 0.0.0.0:$SP" \
+	bash -c "'$NKV' -q '$STRANGER' -a 127.0.0.1 -s $SP discover >'$T/disc' 2>&1; ! grep -q '$NQN' '$T/disc'"
 check "the daemon logs why and how to repair it" grep -q "listener .*0.0.0.0/$SP is not on loopback: its Connects there are refused" "$T/s2.log"
 check "host allow through s2 makes it an allowlist" ctl s2 host allow "$NQN" "$ALLOWED"
 check "the allowed host connects through 0.0.0.0:$SP" as "$ALLOWED" "$SP" store k "$T/v"
 check "the stranger is still refused" refused as "$STRANGER" "$SP" exist k
+check "the allowed host finds it in the discovery log on 0.0.0.0:$SP" \
+	bash -c "'$NKV' -q '$ALLOWED' -a 127.0.0.1 -s $SP discover | grep -q '$NQN'"
 stop s2
 [ "$fail" = 0 ] || for f in "$T"/*.log; do echo "--- $f"; tail -15 "$f"; done
 echo "$pass passed, $fail failed"
