@@ -240,6 +240,17 @@ int nkv_subsys_allow_host_auth(struct nkv_subsys *ss, const char *hostnqn, const
 int nkv_subsys_set_allow_any(struct nkv_subsys *ss, bool any);
 
 /**
+ * Serve @ss only where no host on the network reaches it (@on), or everywhere (@on false). While
+ * on, a Connect to @ss through a plain NVMe/TCP listener off loopback (nkv_listener_exposes, as the
+ * listener was given) gets Connect Invalid Parameters on SUBNQN, as for a subsystem that port does
+ * not serve, the discovery log leaves those ports out for it, and controllers already connected
+ * through one are disconnected. Loopback and TLS listeners and shared memory are not affected. For
+ * a subsystem that admits any host only because nobody named its hosts. @return controllers
+ * disconnected.
+ */
+int nkv_subsys_set_loopback_only(struct nkv_subsys *ss, bool on);
+
+/**
  * Take @hostnqn off the allowlist: its controllers on @ss are disconnected (their queues close
  * within the transports' tick) and it no longer sees @ss in discovery. An empty allowlist admits
  * nobody (not everybody). @return controllers disconnected (>= 0), -ENOENT (not allowed).
@@ -454,10 +465,18 @@ int nkv_tcp_create(struct nkv_target *tgt, const struct nkv_tcp_conf *conf, stru
  * Listen on @addr:@port (numeric IPv4/IPv6 or a host name; port "0" picks a free one). Every
  * listener serves every subsystem and the discovery subsystem. A listener with @advertise set is
  * reported in the discovery log page (one entry per listener and subsystem); a discovery-only port
- * (8009) is usually added with @advertise false.
+ * (8009) is nkv_tcp_listen_discovery().
  * @return the bound port number (> 0), or -EADDRINUSE, -EADDRNOTAVAIL, -EINVAL, -errno.
  */
 int nkv_tcp_listen(struct nkv_tcp *tcp, const char *addr, const char *port, bool advertise);
+
+/**
+ * Listen for discovery only on @addr:@port (the discovery port, 8009): a Connect through it to any
+ * subsystem but the discovery subsystem gets Connect Invalid Parameters on SUBNQN, as Linux nvmet
+ * answers for a subsystem not linked to a port. Not advertised in the discovery log.
+ * @return as nkv_tcp_listen().
+ */
+int nkv_tcp_listen_discovery(struct nkv_tcp *tcp, const char *addr, const char *port);
 
 /**
  * Let host @hostnqn reach subsystem @subnqn over TLS (TP 8011) with configured PSK @key: the

@@ -28,6 +28,8 @@ struct nkv_ctl_hooks {
 	int (*tcp_unlisten)(void *arg, const char *addr, unsigned port);
 	/** Serve subsystem @nqn over shared memory on @path. @return 0 or -errno. */
 	int (*shm_listen)(void *arg, const char *nqn, const char *path);
+	/** Could a TLS listener of this gateway admit anyone (a TLS PSK is configured)? NULL: yes. */
+	bool (*tls_ready)(void *arg);
 };
 
 /** The control plane of one gateway (nkv_ctl_create). */
@@ -54,6 +56,14 @@ struct nkv_ctl_conf {
  * @return 0 or -errno (state unreadable: logged).
  */
 int nkv_ctl_create(const struct nkv_ctl_conf *conf, const char *seed_json, struct nkv_ctl **out);
+
+/**
+ * Read the state stored where @conf says (group object or state file; memory: none) without joining
+ * or changing anything: what nkv_ctl_create() would apply (rados-nkv --check). @where gets the
+ * store's name ("rados:POOL/OBJECT", "file:PATH"). @return 0 with *state_json malloc'ed (NULL:
+ * nothing stored yet), or -errno (unreachable, unreadable, -EINVAL: not a state).
+ */
+int nkv_ctl_stored_state(const struct nkv_ctl_conf *conf, char **state_json, char *where, size_t n);
 
 /** Stop watching and free. Leaves the target as it is. */
 void nkv_ctl_destroy(struct nkv_ctl *ctl);

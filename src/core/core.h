@@ -34,6 +34,7 @@ struct nkv_port {
 	uint8_t treq;        /* secure channel: NKV_TREQ_REQUIRED or _NOT_REQUIRED (0: not required) */
 	uint8_t sectype;     /* TSAS SECTYPE: NKV_TCP_SECTYPE_* */
 	uint16_t portid;
+	bool exposed;        /* a plain listener off loopback (nkv_listener_exposes) */
 	char traddr[256];
 	char trsvcid[32];
 };
@@ -136,6 +137,8 @@ struct nkv_subsys {
 	struct nkv_dhchap_host **dhchap;          /* per allowed host: its DH-HMAC-CHAP settings, or NULL */
 	unsigned nhosts;
 	bool allow_any;                           /* any host may connect (no allowlist) */
+	bool loopback_only;                       /* not served through exposed listeners (tgt->lock;
+						   * nkv_subsys_set_loopback_only) */
 	struct nkv_ctrlr *ctrlrs;                 /* live controllers (tgt->lock) */
 };
 
@@ -148,6 +151,10 @@ struct nkv_ctrlr_opts {
 	uint32_t iorcsz;
 	uint8_t msdbd;
 	const char *trname;    /* "tcp", "shm", "loop": for listings */
+	bool exposed;          /* the queue came through a plain TCP listener off loopback
+				* (nkv_listener_exposes): loopback-only subsystems refuse it */
+	bool discovery_only;   /* it came through a discovery-only listener: only the discovery
+				* subsystem may be connected */
 };
 
 struct nkv_req;
@@ -412,6 +419,9 @@ void nkv_target_del_transport(struct nkv_target *t, struct nkv_transport_reg *r)
 int nkv_target_enable_discovery(struct nkv_target *t);
 /** Is @hostnqn allowed on @ss? Caller holds tgt->lock (the allowlist changes live). */
 bool nkv_subsys_host_allowed(struct nkv_subsys *ss, const char *hostnqn);
+/** nkv_subsys_host_allowed() through a queue of @exposed (nkv_ctrlr_opts): a loopback-only subsystem
+ *  is not served there (tgt->lock held). */
+bool nkv_subsys_admits(struct nkv_subsys *ss, const char *hostnqn, bool exposed);
 /**
  * Build the discovery log (header + one entry per port and subsystem @hostnqn may use) in a
  * malloc'ed buffer. @return its size, or 0 on -ENOMEM.

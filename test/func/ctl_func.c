@@ -436,7 +436,11 @@ static void test_group(void)
 		      memcmp(v, r, sizeof(v)) == 0, "stored through A, the same value retrieved through B");
 	host_close(&ha);
 	host_close(&hb);
-	/* Concurrent changes through both gateways: none may be lost. */
+	/* Concurrent changes through both gateways: none may be lost. Host entries need an allowlist:
+	 * on an allow-any-host subsystem they would restrict nothing (FAILED_PRECONDITION). */
+	CHECK(call(A, "AllowHost", NULL, "{\"nqn\":\"%s\",\"host_nqn\":\"nqn.2026-12.io.test:r0-0\"}", g_nqn) == -EPERM &&
+		      call(A, "DisallowHost", NULL, "{\"nqn\":\"%s\",\"host_nqn\":\"*\"}", g_nqn) == 0,
+	      "AllowHost on the any-host subsystem: -EPERM; DisallowHost '*' closes it to its allowlist");
 	struct racer ra = {A, 0, 0}, rb = {B, 1, 0};
 	pthread_t x, y;
 	pthread_create(&x, NULL, race, &ra);
@@ -564,6 +568,123 @@ static void test_group_cache(void)
 	nkv_target_destroy(tb);
 }
 
+/* ---- no subsystem open by default is exposed (src/common/exposure.h) --------------------------- */
+
+static bool g_tls_keys;
+static bool hk_tls_ready(void *arg)
+{
+	(void)arg;
+	return g_tls_keys;
+}
+
+/* A state file holding subsystem g_nqn with no allowlist and no allow_any_host (a daemon's flags
+ * seeded it so) and, with @exposed, a listener of gw-a on 0.0.0.0 (a gateway that joined with it). */
+static struct nkv_ctl *mk_loopback(const char *tag, bool exposed, char *file, size_t len, struct nkv_target **t)
+{
+	snprintf(file, len, "%s/ctl_func-%s%d.json", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", tag, (int)getpid());
+	FILE *f = fopen(file, "w");
+	if (f) {
+		fprintf(f, "{\"epoch\":1,\"subsystems\":{\"%s\":{\"nqn\":\"%s\",\"pool\":\"%s\",\"max_namespaces\":0,"
+			   "\"allow_any_host\":false,\"loopback_any_host\":true,\"shm_socket\":\"\",\"hosts\":{},"
+			   "\"namespaces\":{}}},\"listeners\":{\"gw-a/127.0.0.1/4900\":{\"gateway\":\"gw-a\","
+			   "\"address\":\"127.0.0.1\",\"port\":4900,\"tls\":false}%s}}",
+			g_nqn, g_nqn, g_pool, exposed ? ",\"gw-a/0.0.0.0/4901\":{\"gateway\":\"gw-a\",\"address\":\"0.0.0.0\","
+							"\"port\":4901,\"tls\":false}" : "");
+		fclose(f);
+	}
+	CHECK(f && nkv_target_create(&g_bc, t) == 0, "target and state file %s", file);
+	struct nkv_ctl_conf c = {.tgt = *t, .hooks = {.tcp_listen = hk_listen, .tcp_unlisten = hk_unlisten,
+						      .tls_ready = hk_tls_ready},
+				 .gateway = "gw-a", .state_file = file, .backend = g_bc.name, .version = "test",
+				 .drain_ms = 5000, .poll_ms = 500};
+	struct nkv_ctl *ctl = NULL;
+	CHECK(*t && nkv_ctl_create(&c, EMPTY, &ctl) == 0, "nkv_ctl_create over the stored state");
+	return ctl;
+}
+
+static void test_exposure(void)
+{
+	char file[256], *a = NULL;
+	struct nkv_target *t = NULL;
+	const char *open_nqn = "nqn.2026-12.io.test:open";
+	struct nkv_ctl *ctl = mk_loopback("lb-", false, file, sizeof(file), &t);
+	if (!ctl)
+		return;
+	CHECK(call(ctl, "GetSubsystem", &a, "{\"nqn\":\"%s\"}", g_nqn) == 0 && a && strstr(a, "\"allow_any_host\":false") &&
+		      strstr(a, "\"loopback_any_host\":true"), "GetSubsystem: any host by default, loopback only: %s", a ? a : "");
+	free(a);
+	int listens = g_listens;
+	CHECK(call(ctl, "AddListener", NULL, "{\"address\":\"0.0.0.0\",\"port\":4902}") == -EPERM && g_listens == listens,
+	      "AddListener 0.0.0.0: -EPERM, nothing listens");
+	CHECK(call(ctl, "AddListener", NULL, "{\"address\":\"198.18.0.1\",\"port\":4902}") == -EPERM,
+	      "AddListener of an address off loopback: -EPERM");
+	CHECK(call(ctl, "AddListener", NULL, "{\"address\":\"::\",\"port\":4902}") == -EPERM &&
+		      call(ctl, "AddListener", NULL, "{\"address\":\"localhost.example\",\"port\":4902}") == -EPERM,
+	      "AddListener of :: or of a name: -EPERM");
+	CHECK(call(ctl, "AddListener", NULL, "{\"gateway\":\"gw-b\",\"address\":\"0.0.0.0\",\"port\":4902}") == -EPERM,
+	      "AddListener off loopback for another gateway of the group: -EPERM");
+	CHECK(call(ctl, "ListListeners", &a, "{}") == 0 && a && !strstr(a, "4902"), "none of them committed: %s", a ? a : "");
+	free(a);
+	g_tls_keys = false;
+	CHECK(call(ctl, "AddListener", NULL, "{\"address\":\"0.0.0.0\",\"port\":4903,\"tls\":true}") == -EPERM &&
+		      call(ctl, "ListListeners", &a, "{}") == 0 && a && !strstr(a, "4903"),
+	      "a TLS listener on a gateway without TLS keys: -EPERM, not committed");
+	free(a);
+	CHECK(call(ctl, "AddListener", NULL, "{\"gateway\":\"gw-b\",\"address\":\"127.0.0.1\",\"port\":4903,\"tls\":true}") == 0,
+	      "another gateway's TLS listener: its keys are its own");
+	g_tls_keys = true;
+	CHECK(call(ctl, "AddListener", NULL, "{\"address\":\"0.0.0.0\",\"port\":4904,\"tls\":true}") == 0,
+	      "a TLS listener off loopback with TLS keys: fine (only hosts with a PSK get in)");
+	CHECK(call(ctl, "AllowHost", NULL, "{\"nqn\":\"%s\",\"host_nqn\":\"nqn.2026-12.io.test:h1\"}", g_nqn) == 0 &&
+		      call(ctl, "GetSubsystem", &a, "{\"nqn\":\"%s\"}", g_nqn) == 0 && a &&
+		      strstr(a, "\"loopback_any_host\":false") && strstr(a, "\"hosts\":[\"nqn.2026-12.io.test:h1\"]"),
+	      "the first AllowHost makes it an allowlist: %s", a ? a : "");
+	free(a);
+	CHECK(call(ctl, "AddListener", NULL, "{\"address\":\"0.0.0.0\",\"port\":4905}") == 0, "then AddListener 0.0.0.0 is fine");
+	CHECK(call(ctl, "DisallowHost", NULL, "{\"nqn\":\"%s\",\"host_nqn\":\"nqn.2026-12.io.test:h1\"}", g_nqn) == 0 &&
+		      call(ctl, "GetSubsystem", &a, "{\"nqn\":\"%s\"}", g_nqn) == 0 && a && strstr(a, "\"allow_any_host\":false") &&
+		      strstr(a, "\"loopback_any_host\":false") && strstr(a, "\"hosts\":[]"),
+	      "DisallowHost of the last host: nobody may connect, it does not open again: %s", a ? a : "");
+	free(a);
+	/* host "*": allow_any_host on and off. */
+	CHECK(call(ctl, "CreateSubsystem", NULL, "{\"nqn\":\"%s\",\"pool\":\"%s\",\"allow_any_host\":true}", open_nqn, g_pool) == 0,
+	      "CreateSubsystem with allow_any_host");
+	CHECK(call(ctl, "AllowHost", NULL, "{\"nqn\":\"%s\",\"host_nqn\":\"nqn.2026-12.io.test:h1\"}", open_nqn) == -EPERM,
+	      "AllowHost on it: -EPERM (it would restrict nothing)");
+	CHECK(call(ctl, "DisallowHost", NULL, "{\"nqn\":\"%s\",\"host_nqn\":\"*\"}", open_nqn) == 0 &&
+		      call(ctl, "GetSubsystem", &a, "{\"nqn\":\"%s\"}", open_nqn) == 0 && a && strstr(a, "\"allow_any_host\":false"),
+	      "DisallowHost '*': allow_any_host off: %s", a ? a : "");
+	free(a);
+	CHECK(call(ctl, "DisallowHost", NULL, "{\"nqn\":\"%s\",\"host_nqn\":\"*\"}", open_nqn) == -ENOENT, "again: -ENOENT");
+	CHECK(call(ctl, "AllowHost", NULL, "{\"nqn\":\"%s\",\"host_nqn\":\"*\",\"dhchap_key\":\"DHHC-1:00:x:\"}", open_nqn) == -EINVAL,
+	      "AllowHost '*' with a secret: -EINVAL");
+	CHECK(call(ctl, "AllowHost", NULL, "{\"nqn\":\"%s\",\"host_nqn\":\"*\"}", open_nqn) == 0 &&
+		      call(ctl, "GetSubsystem", &a, "{\"nqn\":\"%s\"}", open_nqn) == 0 && a && strstr(a, "\"allow_any_host\":true"),
+	      "AllowHost '*': allow_any_host on: %s", a ? a : "");
+	free(a);
+	CHECK(call(ctl, "AllowHost", NULL, "{\"nqn\":\"%s\",\"host_nqn\":\"*\"}", open_nqn) == -EEXIST, "again: -EEXIST");
+	CHECK(call(ctl, "AllowHost", NULL, "{\"nqn\":\"%s\",\"host_nqn\":\"not-an-nqn\"}", open_nqn) == -EINVAL,
+	      "any other name that is no NQN: -EINVAL");
+	nkv_ctl_destroy(ctl);
+	nkv_target_destroy(t);
+	unlink(file);
+	/* A stored state that already puts the two together (a gateway joined with a listener off loopback):
+	 * not the doing of an unrelated change, which goes through; the repair goes through too. */
+	t = NULL;
+	if (!(ctl = mk_loopback("lbj-", true, file, sizeof(file), &t)))
+		return;
+	CHECK(call(ctl, "CreateSubsystem", NULL, "{\"nqn\":\"%s\",\"pool\":\"%s\"}", open_nqn, g_pool) == 0,
+	      "an unrelated change over a state that exposes a subsystem: committed");
+	CHECK(call(ctl, "AddListener", NULL, "{\"address\":\"0.0.0.0\",\"port\":4906}") == -EPERM,
+	      "a further listener off loopback: -EPERM");
+	CHECK(call(ctl, "AllowHost", NULL, "{\"nqn\":\"%s\",\"host_nqn\":\"*\"}", g_nqn) == 0,
+	      "the repair (AllowHost '*'): committed");
+	CHECK(call(ctl, "AddListener", NULL, "{\"address\":\"0.0.0.0\",\"port\":4906}") == 0, "then the listener too");
+	nkv_ctl_destroy(ctl);
+	nkv_target_destroy(t);
+	unlink(file);
+}
+
 int main(int argc, char **argv)
 {
 	const char *be = argc > 1 ? argv[1] : "mem";
@@ -583,6 +704,7 @@ int main(int argc, char **argv)
 	} else {
 		test_file();
 		test_cache_file();
+		test_exposure();
 	}
 	printf("%d passed, %d failed\n", g_pass, g_fail);
 	return g_fail ? 1 : 0;

@@ -1,6 +1,7 @@
 /* config.c - JSON configuration file and command-line flags of the rados-nkv daemon (see config.h). */
 #include "config.h"
 #include "common/dhchap.h"
+#include "common/exposure.h"
 #include "control/cache_policy.h"
 #include "common/nvme_psk.h"
 #include "nkv/nkv_version.h"
@@ -240,17 +241,7 @@ static struct conf_subsys *flag_subsys(struct daemon_conf *c, const char *flag, 
 
 bool conf_addr_is_loopback(const char *addr)
 {
-	struct in_addr a4;
-	struct in6_addr a6;
-
-	if (strcmp(addr, "localhost") == 0)
-		return true;
-	if (inet_pton(AF_INET, addr, &a4) == 1)
-		return (ntohl(a4.s_addr) >> 24) == 127;
-	if (inet_pton(AF_INET6, addr, &a6) == 1)
-		return IN6_IS_ADDR_LOOPBACK(&a6) ||
-		       (IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127);
-	return false; /* "" (every address), a wildcard or a name that may resolve anywhere */
+	return nkv_addr_is_loopback(addr);
 }
 
 static int add_ns(struct conf_subsys *s, uint32_t nsid, const char *rados_ns, uint64_t max_value, bool ro)
@@ -1628,9 +1619,9 @@ int conf_finish(struct daemon_conf *c)
 						"allowlist: its Connect will be refused\n", s->nqn, s->psks[k].host);
 			ntls++;
 		}
-		/* Only plain listeners open a subsystem to any host: over TLS only hosts with a key get in. */
+		/* The rule of src/common/exposure.h (the discovery listener serves discovery only). */
 		for (unsigned l = 0; !s->nhosts && !s->allow_any_host && l < c->nlisteners; l++)
-			if (!c->listeners[l].tls && !conf_addr_is_loopback(c->listeners[l].addr)) {
+			if (nkv_listener_exposes(c->listeners[l].addr, c->listeners[l].tls)) {
 				fprintf(stderr, "rados-nkv: subsystem %s would be open to any host on %s:%s: name the hosts "
 						"(--allow-host NQN after -s, or \"allowed_hosts\") or say --allow-any-host "
 						"(\"allow_any_host\": true)\n", s->nqn,

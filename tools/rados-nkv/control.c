@@ -15,6 +15,7 @@
 #include <json-c/json.h>
 
 #define NKV_LOG_COMPONENT "daemon"
+#include "common/exposure.h"
 #include "common/log.h"
 #include "control/cache_policy.h"
 #include "control/ctl.h"
@@ -52,6 +53,15 @@ static int hook_unlisten(void *arg, const char *addr, unsigned port)
 	return rc;
 }
 
+static bool hook_tls_ready(void *arg)
+{
+	struct daemon_control *dc = arg;
+	for (unsigned i = 0; i < dc->c->nsubsys; i++)
+		if (dc->c->subsys[i].npsks)
+			return true;
+	return false;
+}
+
 static int hook_shm(void *arg, const char *nqn, const char *path)
 {
 	struct daemon_control *dc = arg;
@@ -71,7 +81,10 @@ static char *seed(const struct daemon_conf *c)
 		json_object_object_add(o, "nqn", json_object_new_string(s->nqn));
 		json_object_object_add(o, "pool", json_object_new_string(s->pool));
 		json_object_object_add(o, "max_namespaces", json_object_new_int64(0));
-		json_object_object_add(o, "allow_any_host", json_object_new_boolean(s->nhosts == 0));
+		/* No allowlist and no --allow-any-host: any host, through loopback listeners only; never an
+		 * explicit "any host" in a state other gateways (with other listeners) apply. */
+		json_object_object_add(o, "allow_any_host", json_object_new_boolean(s->allow_any_host));
+		json_object_object_add(o, "loopback_any_host", json_object_new_boolean(!s->nhosts && !s->allow_any_host));
 		json_object_object_add(o, "shm_socket", json_object_new_string(s->shm_path));
 		for (unsigned h = 0; h < s->nhosts; h++) {
 			json_object *ho = json_object_new_object();
@@ -114,6 +127,116 @@ static char *seed(const struct daemon_conf *c)
 	return txt;
 }
 
+/* The control plane's view of @c's state store (group or state file), for nkv_ctl_create() and --check. */
+static struct nkv_ctl_conf store_conf(const struct daemon_conf *c)
+{
+	return (struct nkv_ctl_conf){.gateway = c->gateway_name, .group = c->group, .group_pool = c->group_pool,
+				     .ceph_conf = c->ceph_conf, .keyring = c->keyring,
+				     .client_id = *c->client_id ? c->client_id : NULL, .state_file = c->state_file};
+}
+
+static json_object *jget(json_object *o, const char *k)
+{
+	json_object *v = NULL;
+	return json_object_object_get_ex(o, k, &v) ? v : NULL;
+}
+
+static bool jtrue(json_object *o, const char *k)
+{
+	return json_object_get_boolean(jget(o, k));
+}
+
+/* Print this gateway's listeners in stored state @st (or, before it joins, its flags'), and each
+ * stored subsystem that admits any host by default and that one of them would expose. */
+static void check_listeners(const struct daemon_conf *c, json_object *st)
+{
+	char key[600];
+	bool joined = false;
+	json_object_object_foreach(jget(st, "listeners"), k, l) {
+		(void)k;
+		joined |= strcmp(json_object_get_string(jget(l, "gateway")), c->gateway_name) == 0;
+	}
+	for (unsigned i = 0; !joined && i < c->nlisteners; i++)
+		printf("  listener of this gateway (%s): %s:%s%s (from the flags: added to the state when it joins)\n",
+		       c->gateway_name, *c->listeners[i].addr ? c->listeners[i].addr : "0.0.0.0", c->listeners[i].port,
+		       c->listeners[i].tls ? " (TLS)" : "");
+	json_object_object_foreach(jget(st, "listeners"), k2, l2) {
+		(void)k2;
+		printf("  listener of gateway %s: %s:%s%s\n", json_object_get_string(jget(l2, "gateway")),
+		       json_object_get_string(jget(l2, "address")), json_object_get_string(jget(l2, "port")),
+		       jtrue(l2, "tls") ? " (TLS)" : "");
+	}
+	json_object_object_foreach(jget(st, "subsystems"), nqn, ss) {
+		if (jtrue(ss, "allow_any_host") || !jtrue(ss, "loopback_any_host") ||
+		    json_object_object_length(jget(ss, "hosts")))
+			continue;
+		for (unsigned i = 0; !joined && i < c->nlisteners; i++)
+			if (nkv_listener_exposes(c->listeners[i].addr, c->listeners[i].tls))
+				printf("  warning: subsystem %s has no allowlist and was not opened to any host explicitly: not "
+				       "served on %s:%s (its Connects there are refused); nkv-ctl host allow %s HOSTNQN, or "
+				       "host allow %s '*'\n", nqn, *c->listeners[i].addr ? c->listeners[i].addr : "0.0.0.0",
+				       c->listeners[i].port, nqn, nqn);
+		json_object_object_foreach(jget(st, "listeners"), k3, l3) {
+			(void)k3;
+			if (!joined || strcmp(json_object_get_string(jget(l3, "gateway")), c->gateway_name) != 0 ||
+			    !nkv_listener_exposes(json_object_get_string(jget(l3, "address")), jtrue(l3, "tls")))
+				continue;
+			snprintf(key, sizeof(key), "%s:%s", json_object_get_string(jget(l3, "address")),
+				 json_object_get_string(jget(l3, "port")));
+			printf("  warning: subsystem %s has no allowlist and was not opened to any host explicitly: not "
+			       "served on %s (its Connects there are refused); nkv-ctl host allow %s HOSTNQN, or host "
+			       "allow %s '*'\n", nqn, key, nqn, nqn);
+		}
+	}
+}
+
+int daemon_control_check(const struct daemon_conf *c)
+{
+	struct nkv_ctl_conf cc = store_conf(c);
+	char where[4352], *txt = NULL;
+	int rc;
+
+	if (!*c->group && !*c->state_file)
+		return 0; /* memory: the flags and file are the whole story */
+	if ((rc = nkv_ctl_stored_state(&cc, &txt, where, sizeof(where))) < 0) {
+		fprintf(stderr, "rados-nkv: the stored state (%s) cannot be read: %s; the daemon would not start\n",
+			*c->group ? c->group : c->state_file, strerror(-rc));
+		return -1;
+	}
+	if (!txt) {
+		printf("stored state: %s holds none yet: the configuration above seeds it\n", where);
+		return 0;
+	}
+	json_object *st = json_tokener_parse(txt);
+	free(txt);
+	printf("stored state: %s, epoch %s: it wins over the subsystems, namespaces and hosts above; served:\n", where,
+	       json_object_get_string(jget(st, "epoch")));
+	json_object_object_foreach(jget(st, "subsystems"), nqn, ss) {
+		size_t nh = json_object_object_length(jget(ss, "hosts"));
+		printf("  subsystem %s: pool %s; may connect: ", nqn, json_object_get_string(jget(ss, "pool")));
+		if (jtrue(ss, "allow_any_host"))
+			printf("any host (allow-any-host)\n");
+		else if (!nh && jtrue(ss, "loopback_any_host"))
+			printf("any host (loopback and TLS listeners only)\n");
+		else if (!nh)
+			printf("nobody (an empty allowlist)\n");
+		else {
+			printf("only %zu host(s):", nh);
+			json_object_object_foreach(jget(ss, "hosts"), h, hv) {
+				(void)hv;
+				printf(" %s", h);
+			}
+			putchar('\n');
+		}
+		json_object_object_foreach(jget(ss, "namespaces"), n, ns)
+			printf("    nsid %s: RADOS namespace '%s'%s%s\n", n, json_object_get_string(jget(ns, "rados_namespace")),
+			       jtrue(ns, "read_only") ? ", read-only" : "", jget(ns, "cache") ? ", cache" : "");
+	}
+	check_listeners(c, st);
+	json_object_put(st);
+	return 0;
+}
+
 int daemon_control_start(const struct daemon_conf *c, struct nkv_target *tgt, struct nkv_tcp *tcp,
 			 struct nkv_shm **shm, struct daemon_control **out)
 {
@@ -129,7 +252,8 @@ int daemon_control_start(const struct daemon_conf *c, struct nkv_target *tgt, st
 	*dc = (struct daemon_control){.c = c, .tgt = tgt, .tcp = tcp, .shm = shm};
 	struct nkv_ctl_conf cc = {
 		.tgt = tgt,
-		.hooks = {.arg = dc, .tcp_listen = hook_listen, .tcp_unlisten = hook_unlisten, .shm_listen = hook_shm},
+		.hooks = {.arg = dc, .tcp_listen = hook_listen, .tcp_unlisten = hook_unlisten, .shm_listen = hook_shm,
+			  .tls_ready = hook_tls_ready},
 		.gateway = c->gateway_name,
 		.group = c->group,
 		.group_pool = c->group_pool,

@@ -76,7 +76,7 @@ static void print_plan(const struct daemon_conf *c)
 	if (c->no_discovery)
 		printf("discovery: on the NVMe/TCP listeners only\n");
 	else
-		printf("discovery: %s:%s\n", c->discovery.addr, c->discovery.port);
+		printf("discovery: %s:%s (discovery only)\n", c->discovery.addr, c->discovery.port);
 	if (c->metrics_on)
 		printf("metrics: GET /metrics on %s:%s\n", *c->metrics.addr ? c->metrics.addr : "*", c->metrics.port);
 	if (c->events_on)
@@ -210,6 +210,10 @@ static int build(struct daemon_conf *c, struct nkv_target **tgt, struct daemon_e
 			NKV_WARN("%s: its shared-memory socket %s does not authenticate hosts (no in-band authentication "
 				 "over shared memory): only its permissions (--shm-mode, --shm-group) guard it", s->nqn,
 				 s->shm_path);
+		/* No allowlist and no --allow-any-host: any host, but never through a listener the network
+		 * reaches, whatever listeners the control plane adds later (src/common/exposure.h). */
+		if (!s->nhosts && !s->allow_any_host)
+			nkv_subsys_set_loopback_only(ss, true);
 		describe_access(s, who, sizeof(who));
 		NKV_INFO("subsystem %s may be used by %s", s->nqn, who);
 		s->ss = ss;
@@ -254,12 +258,12 @@ static int listen_all(struct daemon_conf *c, struct nkv_tcp *tcp)
 		l->bound = port;
 	}
 	if (!c->no_discovery) {
-		if ((port = nkv_tcp_listen(tcp, c->discovery.addr, c->discovery.port, false)) < 0) {
+		if ((port = nkv_tcp_listen_discovery(tcp, c->discovery.addr, c->discovery.port)) < 0) {
 			NKV_ERR("cannot listen for discovery on %s:%s: %s (use --discovery ADDR:PORT "
 					"or --discovery none)", c->discovery.addr, c->discovery.port, strerror(-port));
 			return port;
 		}
-		NKV_INFO("discovery on %s:%d", c->discovery.addr, port);
+		NKV_INFO("discovery on %s:%d (discovery only)", c->discovery.addr, port);
 	}
 	return 0;
 }
@@ -458,8 +462,9 @@ int main(int argc, char **argv)
 	}
 	if (conf.check) {
 		print_plan(&conf);
+		rc = daemon_control_check(&conf) < 0;
 		conf_free(&conf);
-		return 0;
+		return rc;
 	}
 	nkv_log_set_level((enum nkv_log_level)conf.log_level);
 	if (conf.log_syslog)
