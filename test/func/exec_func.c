@@ -23,12 +23,14 @@
  *     inline input on a host-to-controller opcode, inline input on a rule that binds its whole
  *     input (02h); the target keeps serving after each;
  *   - Commands Supported and Effects (log 05h, CSI 01h) lists exactly the allowlisted opcodes, write
- *     methods with LBCC; a live allowlist change takes effect for the next command.
+ *     methods with LBCC; a live allowlist change takes effect for the next command; 400 changes
+ *     under Exec load: each command runs one table's rule, replaced tables are freed (ASan).
  * Usage: exec_func rados [loop|tcp|shm]   (mem: every allowlisted opcode answers C0h; checked too)
  */
 #include <errno.h>
 #include <json-c/json.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -231,6 +233,67 @@ static void test_effects(struct h_qp *a, const struct nkv_exec_rule *r, unsigned
 	CHECK(nkv_get32(&e->iocs[NKV_VS_RETRIEVE_RANGE]) == NKV_EFFECTS_CSUPP, "log 05h lists the built-in F2h too");
 }
 
+/* Allowlists replaced under load: each command runs with the table it was parsed with, whole, and a
+ * replaced table is freed once its commands end (ASan: no use after free; output from one table). */
+struct sayer {
+	pthread_t th;
+	struct h_ctrl *c;
+	struct h_qp *q;
+	bool rados;
+	atomic_bool *stop;
+	unsigned runs, bad;
+};
+
+static void *say_main(void *arg)
+{
+	struct sayer *w = arg;
+	uint8_t out[64];
+	uint32_t xfer = 0;
+	while (!atomic_load(w->stop)) {
+		memset(out, 0, sizeof(out));
+		unsigned st = ex(w->q, OPC_SAY, 1, "hello-key", "nkv", 3, out, sizeof(out), NULL, &xfer);
+		bool good = w->rados ? st == 0 && xfer == 17 &&
+					       (memcmp(out, "Hello, rados-nkv!", 17) == 0 ||
+						memcmp(out, "Hello, RADOS-nkv!", 17) == 0)
+				     : st == SC(NKV_SCT_GENERIC, NKV_SC_EXEC_UNAVAILABLE);
+		w->runs++;
+		w->bad += !good;
+	}
+	return NULL;
+}
+
+static void test_swap_under_load(bool rados)
+{
+	struct nkv_exec_rule a[24], b[24];
+	unsigned n, swaps = 0, runs = 0, bad = 0;
+	struct sayer w[2] = {0};
+	atomic_bool stop = false;
+
+	rules(a, &n);
+	rules(b, &n);
+	b[0].input = "RADOS-"; /* OPC_SAY's bound input: the output says which table ran */
+	for (unsigned i = 0; i < 2; i++) {
+		w[i] = (struct sayer){.c = h_connect(), .rados = rados, .stop = &stop};
+		w[i].q = h_qp_create(w[i].c, 1, 4);
+		pthread_create(&w[i].th, NULL, say_main, &w[i]);
+	}
+	for (unsigned i = 0; i < 400; i++) {
+		swaps += nkv_ns_set_exec(H.ss, 1, i % 2 ? a : b, n) == 0;
+		usleep(1000);
+	}
+	atomic_store(&stop, true);
+	for (unsigned i = 0; i < 2; i++) {
+		pthread_join(w[i].th, NULL);
+		runs += w[i].runs;
+		bad += w[i].bad;
+		h_qp_destroy(w[i].q);
+		h_disconnect(w[i].c);
+	}
+	CHECK(swaps == 400 && runs > 0 && bad == 0,
+	      "400 allowlist swaps under %u Exec commands: every command ran one table's rule (%u wrong)", runs, bad);
+	CHECK(nkv_ns_set_exec(H.ss, 1, a, n) == 0, "allowlist back to the first");
+}
+
 /* Retrieve @key on namespace 1 into @buf (up to @len bytes): @return the bytes read, or -1. */
 static int get(struct h_qp *q, const char *key, void *buf, uint32_t len)
 {
@@ -366,6 +429,7 @@ int main(int argc, char **argv)
 		      "mem: allowlisted opcode answers C0h");
 		CHECK(ex(q, OPC_FREE, 1, "k", NULL, 0, buf, 64, NULL, NULL) == SC(NKV_SCT_GENERIC, NKV_SC_INVALID_OPCODE),
 		      "mem: an opcode not allowlisted answers 01h");
+		test_swap_under_load(false);
 		h_qp_destroy(q);
 		h_disconnect(c);
 		return h_finish();
@@ -386,6 +450,8 @@ int main(int argc, char **argv)
 	CHECK(ex(q, OPC_SAY, 1, "hello-key", "nkv", 3, buf, 5, &dw0, &xfer) == 0 && dw0 == 17 && xfer == 5 &&
 		      memcmp(buf, "Hello", 5) == 0 && buf[5] == 0,
 	      "a 5-byte buffer gets 'Hello' and DW0 the full 17 (DW0 %u, %u bytes)", dw0, xfer);
+
+	test_swap_under_load(true);
 
 	/* record_hello (write, host input) then replay (read) on the same key. */
 	char rkey[16];
