@@ -1,7 +1,7 @@
 /*
  * exec.c - vendor Exec commands (KV command set, opcodes 80h-EFh): each namespace allowlists opcodes
  * that run a RADOS class method on the object a key names (wire format: "vendor Exec" in nkv_spec.h).
- * The allowlist is an immutable table published with a release store and counted: a command holds a
+ * The allowlist is an immutable table, published atomically and counted: a command holds a
  * reference from parse to its end, so a reload never pulls an entry from under a command in flight,
  * a replaced table is freed when its last command ends, and the I/O path takes no lock.
  *
@@ -95,9 +95,12 @@ const char *nkv_exec_rule_problem(const struct nkv_exec_rule *r)
 		return "binds a script or handler, which only class lua takes";
 	if (lua && strcmp(r->method, "eval_json") && strcmp(r->method, "eval_bufferlist"))
 		return "runs a lua method other than eval_json or eval_bufferlist";
-	if (lua && (r->input_len || r->append_host_input))
+	if (lua && r->input_len)
 		return "binds raw input for lua, which runs its input as code: bind a script and a handler "
 		       "instead (the host's input reaches the handler as its input)";
+	if (lua && r->append_host_input)
+		return "appends the host's input for lua, which runs its input as code (a script rule passes "
+		       "the host's input to the handler as its input)";
 	if (lua && (!r->script || !*r->script || !r->handler || !*r->handler))
 		return "runs lua without a bound script and handler: the host would choose the code";
 	if (lua && (strlen(r->script) > SCRIPT_MAX || strlen(r->handler) > HANDLER_MAX))
