@@ -56,13 +56,30 @@ struct nkv_exec_rule {
 	const char *cls;         /* RADOS class, e.g. "hello" (at most 63 bytes) */
 	const char *method;      /* its method, e.g. "say_hello" (at most 63 bytes) */
 	bool write;              /* a write method (rados_write_op_exec): no output (directions 00b and
-				  * 01b only), refused on a read-only namespace; else a read method */
+				  * 01b only), refused on a read-only namespace; else run as a read op
+				  * (output returned). On a read-only namespace RADOS itself refuses any
+				  * method its class flags as a writer (20h), whatever this says */
 	bool create;             /* a write method may run on an absent key (e.g. to create it); otherwise,
 				  * and always for read methods, an absent key answers 87h */
-	const void *input;       /* bound input (e.g. a Lua script), before the host's input; copied */
+	const void *input;       /* bound input, the method's whole input; copied. Not for class "lua" */
 	uint32_t input_len;
 	uint32_t max_input;      /* largest host input (direction 01b); 0: 64 KiB; above: 85h */
+	/* Class "lua" (cls_lua: methods eval_json and eval_bufferlist) runs its input as code, so a Lua
+	 * rule binds the script and the name of its handler (both required; copied) and the target
+	 * builds the method's input from them: the host's input reaches the handler only as its input
+	 * bufferlist, never as part of the script. Refused for any other class. */
+	const char *script;      /* NUL-terminated, at most 16 MiB */
+	const char *handler;     /* at most 255 bytes */
+	bool append_host_input;  /* the host's input follows the bound input. Without it, a rule that
+				  * binds input takes none from the host (inline bytes: 02h; direction 01b
+				  * refused). Refused for class "lua" */
 };
+
+/**
+ * Why @rule cannot be allowlisted, in words that follow "opcode XXh " (e.g. "is allowlisted twice"
+ * is left to nkv_ns_set_exec), or NULL when it can. For configuration checks before a target exists.
+ */
+const char *nkv_exec_rule_problem(const struct nkv_exec_rule *rule);
 
 /** Namespace configuration. */
 struct nkv_ns_conf {
@@ -167,11 +184,10 @@ int nkv_subsys_add(struct nkv_target *tgt, const char *nqn, const char *pool, st
 /**
  * Replace the vendor Exec allowlist of namespace @nsid of @ss, live: commands parsed before keep the
  * rules they were parsed with; every later command sees the new ones. The rules are copied; a
- * replaced allowlist is kept (small) until the namespace is destroyed, since a command in flight may
- * still point at it. Not for concurrent use with itself (the daemon calls it from its main thread).
- * @return 0, -ENOENT (no such namespace), -EINVAL (an opcode below 80h, a built-in vendor opcode
- * (F0h-FFh) or one with direction 11b, an opcode twice, a write method with output (direction
- * 10b), a class or method name that is empty or longer than 63 bytes), -ENOMEM.
+ * replaced allowlist is freed once the last command parsed with it has ended, and rules equal to the
+ * current ones change nothing. Not for concurrent use with itself (the daemon calls it from its main
+ * thread). @return 0, -ENOENT (no such namespace), -EINVAL (an opcode twice, or a rule that
+ * nkv_exec_rule_problem() refuses), -ENOMEM.
  */
 int nkv_ns_set_exec(struct nkv_subsys *ss, uint32_t nsid, const struct nkv_exec_rule *rules, unsigned n);
 

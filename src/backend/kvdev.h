@@ -89,6 +89,7 @@ struct nkv_kvio {
 	/* Exec: the method and its input in up to two pieces (bound + host), output for read methods */
 	const char *cls, *method;
 	bool exec_write;
+	bool exec_ro;        /* the namespace is read-only: the backend must not let the method write */
 	const void *in1, *in2;
 	uint32_t in1_len, in2_len;
 	void *out;

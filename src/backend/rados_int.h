@@ -67,6 +67,10 @@ struct nkv_kvns {
 	struct nkv_kvdev *dev;
 	rados_ioctx_t ioctx;
 	rados_ioctx_t list_ioctx;
+	/* Exec on a read-only namespace: reads at a snapshot id above any the pool can reach. RADOS serves
+	 * them from the current object, but refuses (-EINVAL, before it runs) any op that may write,
+	 * which includes every class method flagged as a writer: the gateway need not know which are. */
+	rados_ioctx_t exec_ro_ioctx;
 	char name[512]; /* "pool/ns", for logs and the NGUID */
 };
 

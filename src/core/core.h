@@ -68,14 +68,24 @@ struct nkv_target {
 struct nkv_exec_entry {
 	uint8_t opc;
 	bool write, create;
+	bool append;        /* the host's input follows the bound input (declared by the rule) */
+	uint8_t form;       /* how the method's input is built (enum nkv_exec_form) */
 	char cls[64], method[64];
-	uint8_t *input;
+	uint8_t *input;     /* bound input; for a Lua script rule, the encoded script and handler */
 	uint32_t input_len, max_input;
 };
 
-/** A namespace's Exec allowlist: immutable once published; replaced whole (nkv_ns_set_exec). */
+/** How an Exec command's input is built from the rule's bound input and the host's bytes. */
+enum nkv_exec_form {
+	NKV_EXEC_RAW,      /* the bound input, or the host's, or (append) the bound input then the host's */
+	NKV_EXEC_LUA_JSON, /* lua.eval_json: {"script", "handler", "input": the host's bytes as a JSON string} */
+	NKV_EXEC_LUA_BL,   /* lua.eval_bufferlist: cls_lua_eval_op, Ceph-encoded, the host's bytes its input */
+};
+
+/** A namespace's Exec allowlist: immutable once published; replaced whole (nkv_ns_set_exec) and
+ *  freed when the last command parsed with it ends (refs: one for being published, one per command). */
 struct nkv_exec_table {
-	struct nkv_exec_table *retired_next; /* replaced tables, kept until the namespace goes */
+	atomic_uint refs;
 	struct nkv_exec_entry *by_opc[128];  /* by opcode - 80h; NULL: not allowlisted */
 	unsigned n;
 	struct nkv_exec_entry e[];
@@ -111,7 +121,8 @@ struct nkv_ns {
 	uint8_t eui64[8];
 	_Atomic uint64_t used, capacity; /* refreshed by the target's stats thread (NUSE, NSZE) */
 	_Atomic(struct nkv_exec_table *) exec; /* the Exec allowlist; NULL: none (release-published) */
-	struct nkv_exec_table *exec_retired;   /* replaced allowlists (tgt->lock), freed with the namespace */
+	atomic_uint exec_readers;  /* threads between loading exec and counting their reference */
+	unsigned exec_version;     /* allowlists published so far (the configuring thread's; logs) */
 	/* Live removal (live.c): commands hold the namespace from parse to completion (nkv_ns_get). A
 	 * removed namespace is unpublished, drained to 0, then its backend handle closed; the struct
 	 * stays in its subsystem's slot for the NSID (never freed while hosts may hold a stale pointer). */
@@ -245,6 +256,8 @@ struct nkv_req {
 	struct nkv_ns *ns;
 	uint64_t start_ns;  /* parse time (CLOCK_MONOTONIC): the latency metrics */
 	uint32_t pin_reserved; /* pin quota bytes this Store reserved at parse (released at drop) */
+	struct nkv_exec_table *exec_tbl; /* Exec: the allowlist it was parsed with (a reference; drop) */
+	uint8_t *exec_in;   /* Exec: the method's input built for it (freed at drop) */
 	struct nkv_kvio io;
 };
 
@@ -460,8 +473,16 @@ nkv_status nkv_exec_status(struct nkv_req *req, int rc);
 void nkv_exec_effects(struct nkv_subsys *ss, uint32_t iocs[256]);
 /** Set the allowlist of a namespace not yet published (nkv_ns_add). @return as nkv_ns_set_exec(). */
 int nkv_exec_init(struct nkv_subsys *ss, struct nkv_ns *ns, const struct nkv_exec_rule *rules, unsigned n);
-/** Free a namespace's allowlist and every replaced one (namespace teardown). */
+/** Free a namespace's allowlist (namespace teardown: no command holds it any more). */
 void nkv_exec_free(struct nkv_ns *ns);
+/** Release what an Exec command took at parse: its allowlist reference and its built input. */
+void nkv_exec_release(struct nkv_req *req);
+/**
+ * The input a Lua script rule @e sends for the host's @n bytes at @host (read once: a host sharing
+ * the memory may change them meanwhile): the rule's script and handler, the host's bytes only ever as
+ * the handler's input. @return 0 with *@out (malloc'd, *@len bytes), -ENOMEM or -EFBIG.
+ */
+int nkv_exec_lua_input(const struct nkv_exec_entry *e, const void *host, uint32_t n, uint8_t **out, uint32_t *len);
 
 /* ---- command sets ---- */
 nkv_status nkv_admin_parse(struct nkv_req *req); /* admin.c */

@@ -443,6 +443,24 @@ static int hexval(char ch)
 	return ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10 : -1;
 }
 
+/* A file of at most 16 MiB, with room for a NUL after its *@n bytes. @return it (malloc'd) or NULL. */
+static uint8_t *read_small(const char *path, size_t *n)
+{
+	FILE *f = fopen(path, "rb");
+	uint8_t *b = NULL;
+	long len = -1;
+
+	if (f && fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) >= 0 && len <= (16 << 20) &&
+	    fseek(f, 0, SEEK_SET) == 0 && (b = malloc((size_t)len + 1)) && fread(b, 1, (size_t)len, f) != (size_t)len) {
+		free(b);
+		b = NULL;
+	}
+	if (f)
+		fclose(f);
+	*n = b ? (size_t)len : 0;
+	return b;
+}
+
 /* The bound input of an Exec rule: "input" (text), "input_hex" or "input_file", at most one. */
 static void load_exec_input(struct jctx *j, json_object *jr, const char *where, struct nkv_exec_rule *r)
 {
@@ -475,27 +493,45 @@ static void load_exec_input(struct jctx *j, json_object *jr, const char *where, 
 		}
 		b[i] = (uint8_t)(hi << 4 | lo);
 	}
-	if (file) {
-		FILE *f = fopen(file, "rb");
-		long len = -1;
-		if (f && fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) >= 0 && len <= (16 << 20) &&
-		    fseek(f, 0, SEEK_SET) == 0 && (b = malloc((size_t)len + 1)) && fread(b, 1, (size_t)len, f) == (size_t)len)
-			n = (size_t)len;
-		else
-			jfail(j, where, "input_file", "cannot be read (or is above 16 MiB)");
-		if (f)
-			fclose(f);
-	}
+	if (file && !(b = read_small(file, &n)))
+		jfail(j, where, "input_file", "cannot be read (or is above 16 MiB)");
 	r->input = b;
 	r->input_len = (uint32_t)n;
 }
 
+/* A Lua rule's script ("script" text or "script_file") and "handler"; the core encodes them. */
+static void load_exec_script(struct jctx *j, json_object *jr, const char *where, struct nkv_exec_rule *r)
+{
+	const char *text = jstr(j, jr, where, "script"), *file = jstr(j, jr, where, "script_file"),
+		   *handler = jstr(j, jr, where, "handler");
+	uint8_t *b = NULL;
+	size_t n = 0;
+
+	if (text && file) {
+		jfail(j, where, "script", "and script_file exclude each other");
+		return;
+	}
+	if (file && !(b = read_small(file, &n)))
+		jfail(j, where, "script_file", "cannot be read (or is above 16 MiB)");
+	if (b && memchr(b, 0, n)) { /* cls_lua reads the script up to its first NUL byte */
+		jfail(j, where, "script_file", "contains a NUL byte");
+		free(b);
+		b = NULL;
+	}
+	if (b)
+		b[n] = '\0';
+	r->script = text ? strdup(text) : (const char *)b;
+	r->handler = handler ? strdup(handler) : NULL;
+}
+
 /* "exec": [{"opcode", "class", "method", "mode", "create", "input"|"input_hex"|"input_file",
- * "max_input"}]: the namespace's vendor Exec allowlist (checked again by the core at startup). */
+ * "append_host_input", "script"|"script_file", "handler", "max_input"}]: the namespace's vendor Exec
+ * allowlist (each rule checked by the core's nkv_exec_rule_problem, again at startup). */
 static void load_exec(struct jctx *j, struct conf_subsys *s, unsigned nsi, json_object *arr, const char *nswhere)
 {
 	static const char *const known[] = {"opcode", "class", "method", "mode", "create", "input", "input_hex",
-					    "input_file", "max_input", NULL};
+					    "input_file", "max_input", "append_host_input", "script", "script_file",
+					    "handler", NULL};
 	size_t n = json_object_array_length(arr);
 	struct nkv_exec_rule *r = n ? calloc(n, sizeof(*r)) : NULL;
 
@@ -549,7 +585,15 @@ static void load_exec(struct jctx *j, struct conf_subsys *s, unsigned nsi, json_
 		r[i].create = jbool(j, jr, where, "create");
 		r[i].max_input = (uint32_t)maxin;
 		load_exec_input(j, jr, where, &r[i]);
+		r[i].append_host_input = jbool(j, jr, where, "append_host_input");
+		load_exec_script(j, jr, where, &r[i]);
 		s->nexec[nsi] = (unsigned)i + 1; /* what conf_free releases */
+		const char *why = j->err ? NULL : nkv_exec_rule_problem(&r[i]);
+		if (why) {
+			char msg[320];
+			snprintf(msg, sizeof(msg), "0x%02x %s", (unsigned)opc, why);
+			jfail(j, where, "opcode", msg);
+		}
 	}
 }
 
@@ -578,6 +622,8 @@ void conf_free(struct daemon_conf *c)
 				free((void *)r->cls);
 				free((void *)r->method);
 				free((void *)r->input);
+				free((void *)r->script);
+				free((void *)r->handler);
 			}
 			free(c->subsys[i].exec[k]);
 			c->subsys[i].exec[k] = NULL;

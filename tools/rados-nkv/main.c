@@ -100,10 +100,17 @@ static void print_plan(const struct daemon_conf *c)
 				       (unsigned long long)p->bytes_per_token, ctl_evict_name(p->eviction), p->low_watermark_pct,
 				       p->overshoot_pct, p->touch_interval_ms, p->reap_interval_s, p->reap_rate, p->lease_ms);
 			}
-			for (unsigned e = 0; e < s->nexec[j]; e++)
-				printf("    exec %02xh: %s.%s (%s%s, bound input %u bytes)\n", s->exec[j][e].opcode,
-				       s->exec[j][e].cls, s->exec[j][e].method, s->exec[j][e].write ? "write" : "read",
-				       s->exec[j][e].create ? ", may create" : "", s->exec[j][e].input_len);
+			for (unsigned e = 0; e < s->nexec[j]; e++) {
+				const struct nkv_exec_rule *r = &s->exec[j][e];
+				printf("    exec %02xh: %s.%s (%s%s, ", r->opcode, r->cls, r->method, r->write ? "write" : "read",
+				       r->create ? ", may create" : "");
+				if (r->script)
+					printf("script %zu bytes, handler %s; the host's input is its input)\n",
+					       strlen(r->script), r->handler);
+				else
+					printf("bound input %u bytes%s)\n", r->input_len,
+					       r->append_host_input ? ", the host's appended" : "");
+			}
 		}
 		if (*s->shm_path)
 			printf("  shared memory: %s (mode %04o%s%s)\n", s->shm_path, c->shm_mode,
