@@ -879,6 +879,15 @@ static void fill_live(struct nkv_ctl *ctl, json_object *resp)
 	struct nkv_ns_stats st;
 	uint64_t nsid;
 
+	/* A listener's reply is built before the change applies: it is active once this gateway
+	 * serves it. */
+	if (resp && st_get(resp, "active") && st_get(resp, "address")) {
+		char key[300];
+		uint64_t port;
+		st_u64(resp, "port", 0, &port);
+		st_listener_key(key, sizeof(key), st_str(resp, "gateway"), st_str(resp, "address"), (unsigned)port);
+		json_object_object_add(resp, "active", json_object_new_boolean(st_get(st_listeners(ctl->applied), key) != NULL));
+	}
 	if (!ss)
 		return;
 	if (st_get(resp, "serial_number"))
