@@ -211,6 +211,13 @@ static int m_create_subsystem(struct call *c, json_object *st)
 		return fail(c, -EINVAL, "subsystem %s: max_namespaces %" PRIu64 " is above %u", nqn, maxns, NKV_MAX_NSID);
 	if (strlen(shm) > 107)
 		return fail(c, -EINVAL, "subsystem %s: shm_socket path longer than 107 bytes", nqn);
+	/* The daemon makes this socket: only directly in its socket directory, never where a caller
+	 * chooses (another user's directory, a link to one). */
+	const char *sd = c->ctl->conf.shm_dir, *name = sd && strlen(shm) > strlen(sd) ? shm + strlen(sd) + 1 : "";
+	if (*shm && sd && (strncmp(shm, sd, strlen(sd)) != 0 || shm[strlen(sd)] != '/' || !*name || strchr(name, '/') ||
+			   strcmp(name, ".") == 0 || strcmp(name, "..") == 0))
+		return fail(c, -EINVAL, "subsystem %s: shm_socket %s must be a file directly in %s (the daemon's --shm-dir)",
+			    nqn, shm, sd);
 	if (st_get(st_subsystems(st), nqn))
 		return fail(c, -EEXIST, "subsystem %s exists", nqn);
 	if ((rc = nkv_target_check_pool(c->ctl->conf.tgt, pool, NULL)) < 0)

@@ -28,7 +28,7 @@ OTHER=nqn.2026-12.io.test:other-host
 PID=""
 cleanup() { [ -n "$PID" ] && kill -KILL "$PID" 2>/dev/null; wait 2>/dev/null; rm -rf "$T"; }
 trap cleanup EXIT
-"$D" "${args[@]}" -l 127.0.0.1:0 -d none --control "unix:$T/ctl.sock" --pid-file "$T/pid" \
+"$D" "${args[@]}" -l 127.0.0.1:0 -d none --control "unix:$T/ctl.sock" --shm-dir "$T" --pid-file "$T/pid" \
 	-s "$NQN" -p "$POOL" --ns "1:live-$$-1" --allow-host "$HOST" >"$T/d.log" 2>&1 &
 PID=$!
 for _ in $(seq 300); do [ -s "$T/pid" ] && break; kill -0 "$PID" 2>/dev/null || break; sleep 0.05; done

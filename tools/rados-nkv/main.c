@@ -277,40 +277,37 @@ static int listen_all(struct daemon_conf *c, struct nkv_tcp *tcp)
 	return 0;
 }
 
-/* The shared-memory transport starts only when a subsystem names a socket for it. The socket is
- * created owner-only (umask) and then opened to --shm-mode / --shm-group, so it is never briefly
- * open to everyone; GPU processes usually run as a non-root user in that group. */
+/* The shared-memory transport starts only when a subsystem names a socket for it. Each socket file
+ * gets --shm-mode and --shm-group on the inode bound, before its path names it (nkv_shm_listen):
+ * never a chmod or chown by path, which would follow whatever another user put there meanwhile.
+ * GPU processes usually run as a non-root user in that group. */
 int daemon_shm_serve(const struct daemon_conf *c, struct nkv_target *tgt, struct nkv_shm **shm, const char *nqn,
 		     const char *path)
 {
-	gid_t gid = (gid_t)-1;
+	struct nkv_shm_conf sc = c->shm;
 	int rc;
 
+	sc.socket_mode = c->shm_mode;
 	if (*c->shm_group) {
 		struct group *g = getgrnam(c->shm_group);
 		if (!g) {
 			NKV_ERR("--shm-group: no group named '%s'", c->shm_group);
 			return -ENOENT;
 		}
-		gid = g->gr_gid;
+		sc.socket_group_set = true;
+		sc.socket_gid = g->gr_gid;
 	}
-	if (!*shm && (rc = nkv_shm_create(tgt, &c->shm, shm)) < 0) {
+	if (!*shm && (rc = nkv_shm_create(tgt, &sc, shm)) < 0) {
 		NKV_ERR("cannot start the shared-memory transport: %s", strerror(-rc));
 		return rc;
 	}
-	mode_t old = umask(0177);
 	rc = nkv_shm_listen(*shm, nqn, path);
-	umask(old);
 	if (rc < 0) {
 		NKV_ERR("cannot serve %s on %s: %s%s", nqn, path, strerror(-rc),
 			rc == -EADDRINUSE ? " (another live daemon answers on it)"
 			: rc == -EEXIST  ? " (the path exists and is not a socket: not removed)"
+			: rc == -EPERM   ? " (cannot set its group: the daemon needs CAP_CHOWN for --shm-group)"
 					 : "");
-		return rc;
-	}
-	if ((gid != (gid_t)-1 && chown(path, (uid_t)-1, gid) < 0) || chmod(path, c->shm_mode) < 0) {
-		rc = -errno;
-		NKV_ERR("cannot set the owner or mode of %s: %s", path, strerror(-rc));
 		return rc;
 	}
 	NKV_INFO("shared memory for %s on %s (mode %04o%s%s)", nqn, path, c->shm_mode, *c->shm_group ? ", group " : "",
