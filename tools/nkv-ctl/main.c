@@ -394,7 +394,10 @@ static int report(const struct ctl_cli *c, int rc, int code, const char *err)
 		fprintf(stderr, "nkv-ctl: %s: %s (%s)\n", c->cmd_name, msg, status);
 	else
 		fprintf(stderr, "nkv-ctl: %s: %s\n", c->cmd_name, msg);
-	if (code == 14 && rc == -ECONNREFUSED)
+	if (code == 14 && rc == -ECONNREFUSED && strncmp(c->conf.addr, "unix:", 5) == 0)
+		fprintf(stderr, "(is rados-nkv serving its control plane there (--control, --run-dir)? Only the daemon's "
+				"user, root and its --control-group may call it)\n");
+	else if (code == 14 && rc == -ECONNREFUSED)
 		fprintf(stderr, "(is rados-nkv serving its control plane there (--control)? Over TLS: --tls-ca; "
 				"mTLS: --tls-cert and --tls-key too)\n");
 	json_error(c, msg, status ? status : "error", rc);
