@@ -554,14 +554,23 @@ struct nkv_shm_conf {
 	bool no_notify;           /* refuse SET_KICK / SET_IRQ (nkv_shm.h): hosts and pollers poll, the
 				   * pollers napping poll_idle_us; false: a poller whose hosts all bound a
 				   * kick eventfd sleeps until kicked, and CQs interrupt hosts that ask */
+	unsigned socket_mode;     /* mode of the socket files (nkv_shm_listen), set before they are
+				   * visible; 0: 0600 */
+	bool socket_group_set;    /* give the socket files group socket_gid (needs CAP_CHOWN for a group
+				   * the process is not in) */
+	unsigned socket_gid;
 };
 
 /** Start the shared-memory transport of @tgt (poller threads). @return 0, -EINVAL, -ENOMEM, -errno. */
 int nkv_shm_create(struct nkv_target *tgt, const struct nkv_shm_conf *conf, struct nkv_shm **out);
 
 /**
- * Serve subsystem @subnqn on Unix socket @path (an existing socket file there is replaced).
- * @return 0, -ENOENT (no such subsystem), -EADDRINUSE, -ENAMETOOLONG, -errno.
+ * Serve subsystem @subnqn on Unix socket @path (a stale socket file there is replaced; a live one or
+ * anything else is not). The socket file has the conf's socket_mode and group before @path names it
+ * (made in a private directory beside it and renamed into place: nothing is ever done by path to
+ * what another user may have put at @path).
+ * @return 0, -ENOENT (no such subsystem), -EADDRINUSE, -EEXIST (not a socket there), -ENAMETOOLONG,
+ * -errno.
  */
 int nkv_shm_listen(struct nkv_shm *shm, const char *subnqn, const char *path);
 

@@ -211,6 +211,13 @@ static int m_create_subsystem(struct call *c, json_object *st)
 		return fail(c, -EINVAL, "subsystem %s: max_namespaces %" PRIu64 " is above %u", nqn, maxns, NKV_MAX_NSID);
 	if (strlen(shm) > 107)
 		return fail(c, -EINVAL, "subsystem %s: shm_socket path longer than 107 bytes", nqn);
+	/* The daemon makes this socket: only directly in its socket directory, never where a caller
+	 * chooses (another user's directory, a link to one). */
+	const char *sd = c->ctl->conf.shm_dir, *name = sd && strlen(shm) > strlen(sd) ? shm + strlen(sd) + 1 : "";
+	if (*shm && sd && (strncmp(shm, sd, strlen(sd)) != 0 || shm[strlen(sd)] != '/' || !*name || strchr(name, '/') ||
+			   strcmp(name, ".") == 0 || strcmp(name, "..") == 0))
+		return fail(c, -EINVAL, "subsystem %s: shm_socket %s must be a file directly in %s (the daemon's --shm-dir)",
+			    nqn, shm, sd);
 	if (st_get(st_subsystems(st), nqn))
 		return fail(c, -EEXIST, "subsystem %s exists", nqn);
 	if ((rc = nkv_target_check_pool(c->ctl->conf.tgt, pool, NULL)) < 0)
@@ -879,6 +886,15 @@ static void fill_live(struct nkv_ctl *ctl, json_object *resp)
 	struct nkv_ns_stats st;
 	uint64_t nsid;
 
+	/* A listener's reply is built before the change applies: it is active once this gateway
+	 * serves it. */
+	if (resp && st_get(resp, "active") && st_get(resp, "address")) {
+		char key[300];
+		uint64_t port;
+		st_u64(resp, "port", 0, &port);
+		st_listener_key(key, sizeof(key), st_str(resp, "gateway"), st_str(resp, "address"), (unsigned)port);
+		json_object_object_add(resp, "active", json_object_new_boolean(st_get(st_listeners(ctl->applied), key) != NULL));
+	}
 	if (!ss)
 		return;
 	if (st_get(resp, "serial_number"))

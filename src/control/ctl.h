@@ -45,6 +45,8 @@ struct nkv_ctl_conf {
 	const char *version;
 	unsigned drain_ms;       /* how long a removal waits for commands in flight */
 	unsigned poll_ms;        /* re-read the group's epoch at least this often (0: 2000) */
+	const char *shm_dir;     /* CreateSubsystem's shm_socket must name a file directly in this
+				  * directory (no "/" after it); NULL: any path */
 };
 
 /**
@@ -91,6 +93,11 @@ struct nkv_ctl_server_conf {
 	const char *client_ca;  /* PEM CA bundle: clients must present a certificate it signed (mTLS);
 				 * NULL: clients are not asked for one */
 	unsigned max_message;   /* largest request in bytes; 0: 4 MiB */
+	/* "unix:" only: the socket file is 0660, made race-free, and every connection's peer is
+	 * checked (SO_PEERCRED): the server's own user and root may call; with peer_group_set,
+	 * members of group peer_gid too (the socket file gets that group). Others are disconnected. */
+	bool peer_group_set;
+	unsigned peer_gid;
 };
 
 struct nkv_ctl_server;

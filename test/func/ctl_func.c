@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -388,6 +389,63 @@ static void test_cache_file(void)
 	unlink(file);
 }
 
+/* The state file is only ever created fresh by the daemon: a link planted at the temporary path is
+ * neither followed nor written through (its target keeps its bytes and mode), the committed file is
+ * 0600, and a state path that is a link is refused. */
+static void test_state_file_links(void)
+{
+	char file[512], tmp[600], victim[600], *out = NULL;
+	struct nkv_target *t = NULL;
+	struct stat st;
+	struct nkv_ctl *ctl = mk_file("links", file, sizeof(file), &t);
+	if (!ctl)
+		return;
+	snprintf(victim, sizeof(victim), "%s.victim", file);
+	snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", file, (long)getpid());
+	FILE *f = fopen(victim, "w");
+	if (f) {
+		fputs("victim\n", f);
+		fclose(f);
+	}
+	chmod(victim, 0644);
+	unlink(tmp);
+	CHECK(symlink(victim, tmp) == 0, "plant a link at the temporary path");
+	CHECK(call(ctl, "CreateSubsystem", NULL, "{\"nqn\":\"%s\",\"pool\":\"%s\"}", g_nqn, g_pool) == 0,
+	      "a change commits despite the planted link");
+	char buf[64] = "";
+	f = fopen(victim, "r");
+	size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+	buf[n] = '\0';
+	if (f)
+		fclose(f);
+	CHECK(strcmp(buf, "victim\n") == 0, "the link's target is not written through (it holds '%.40s')", buf);
+	CHECK(stat(victim, &st) == 0 && (st.st_mode & 07777) == 0644, "the link's target keeps its mode (%o)",
+	      (unsigned)(st.st_mode & 07777));
+	CHECK(lstat(file, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 077) == 0,
+	      "the state file is a regular file readable by its owner only (%o)", (unsigned)(st.st_mode & 07777));
+	/* A state path that is a link: refused at the next read (every change reads first). */
+	char moved[600];
+	snprintf(moved, sizeof(moved), "%s.real", file);
+	CHECK(rename(file, moved) == 0 && symlink(moved, file) == 0, "replace the state file by a link to it");
+	CHECK(call(ctl, "AllowHost", &out, "{\"nqn\":\"%s\",\"host_nqn\":\"nqn.2026-12.io.test:l\"}", g_nqn) == -EIO,
+	      "a change through a state path that is a link is refused");
+	free(out);
+	f = fopen(moved, "r");
+	n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+	if (f)
+		fclose(f);
+	nkv_ctl_destroy(ctl);
+	struct nkv_ctl_conf cc = {.tgt = t, .gateway = "gw-a", .state_file = file, .backend = g_bc.name, .version = "test"};
+	struct nkv_ctl *again = NULL;
+	CHECK(nkv_ctl_create(&cc, EMPTY, &again) < 0 && !again, "a daemon starting on a state path that is a link refuses it");
+	nkv_ctl_destroy(again);
+	nkv_target_destroy(t);
+	unlink(tmp);
+	unlink(file);
+	unlink(moved);
+	unlink(victim);
+}
+
 /* ---- two gateways of one group ------------------------------------------------------------------ */
 
 struct racer {
@@ -705,6 +763,7 @@ int main(int argc, char **argv)
 		test_file();
 		test_cache_file();
 		test_exposure();
+		test_state_file_links();
 	}
 	printf("%d passed, %d failed\n", g_pass, g_fail);
 	return g_fail ? 1 : 0;

@@ -76,7 +76,7 @@ def fail_start(why):
 
 mport = tport = None
 deadline = time.time() + 60
-while time.time() < deadline and daemon.poll() is None and not os.path.exists(os.path.join(tmp, "pid")):
+while time.time() < deadline and daemon.poll() is None and not (os.path.exists(os.path.join(tmp, "pid")) and os.path.getsize(os.path.join(tmp, "pid")) > 0):
     time.sleep(0.05)
 text = log_text()
 m = re.search(r"metrics on 127\.0\.0\.1:(\d+) ", text)

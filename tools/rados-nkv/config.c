@@ -4,6 +4,7 @@
 #include "common/exposure.h"
 #include "control/cache_policy.h"
 #include "common/nvme_psk.h"
+#include "common/unix_sock.h"
 #include "nkv/nkv_version.h"
 
 #include <arpa/inet.h>
@@ -99,9 +100,19 @@ static void usage(FILE *f)
 		"                            (SCHED_OTHER) does (README \"Scheduling\")\n"
 		"      --log-level LEVEL     error|warn|info|debug (default info)\n"
 		"      --log-syslog          log to syslog (journald) instead of stderr\n"
-		"      --pid-file PATH       write the process ID here once listening (refused if a live daemon\n"
-		"                            owns it; removed on exit)\n"
-		"      --control ADDR|none   gRPC control plane on HOST:PORT or unix:PATH (default 127.0.0.1:5500)\n"
+		"      --pid-file PATH       lock this file for the daemon's life (refused if a live daemon\n"
+		"                            holds it) and write the process ID once listening; removed on exit\n"
+		"      --control ADDR|none   gRPC control plane on unix:PATH or HOST:PORT (default\n"
+		"                            unix:RUN_DIR/control.sock; TCP needs --control-client-ca)\n"
+		"      --control-group NAME  members of this group may call the control socket too (default: only\n"
+		"                            the daemon's user and root)\n"
+		"      --control-insecure-tcp\n"
+		"                            allow a TCP control address without mutual TLS (anyone who can\n"
+		"                            reach it can reconfigure the gateway)\n"
+		"      --run-dir DIR         runtime directory (default /run/rados-nkv as root, else\n"
+		"                            $XDG_RUNTIME_DIR/rados-nkv); owned by the daemon's user\n"
+		"      --shm-dir DIR         shm sockets created through the control plane must be in DIR\n"
+		"                            (default: the runtime directory)\n"
 		"      --control-tls-cert F, --control-tls-key F\n"
 		"                            serve the control plane over TLS with this certificate and key\n"
 		"      --control-client-ca F require client certificates signed by this CA (mutual TLS)\n"
@@ -132,7 +143,6 @@ void conf_defaults(struct daemon_conf *c)
 	snprintf(c->backend_name, sizeof(c->backend_name), "rados");
 	c->log_level = -1;
 	c->grace_ms = 10000;
-	snprintf(c->control_addr, sizeof(c->control_addr), "127.0.0.1:5500");
 	snprintf(c->group_pool, sizeof(c->group_pool), "nkv");
 	if (gethostname(c->gateway_name, sizeof(c->gateway_name) - 1) < 0 || !c->gateway_name[0])
 		snprintf(c->gateway_name, sizeof(c->gateway_name), "gateway");
@@ -1053,9 +1063,10 @@ int conf_load_file(struct daemon_conf *c, const char *path)
 {
 	static const char *const top[] = {"backend", "listeners", "discovery", "subsystems", "tcp", "shm",
 					  "log_level", "log_syslog", "shutdown_grace_ms", "sched", "control", "group",
-					  "gateway_name", "state_file", "metrics", "events", NULL};
+					  "gateway_name", "state_file", "metrics", "events", "run_dir", NULL};
 	static const char *const metrics_keys[] = {"address", NULL};
-	static const char *const control_keys[] = {"address", "tls_cert", "tls_key", "client_ca", NULL};
+	static const char *const control_keys[] = {"address", "tls_cert", "tls_key", "client_ca", "group",
+						   "insecure_tcp", NULL};
 	static const char *const group_keys[] = {"name", "pool", NULL};
 	static const char *const backend_keys[] = {"type", "ceph_conf", "keyring", "client_id", "op_timeout_s",
 						   "connect_timeout_s", "list_workers", "cut_through_mb", "mem_max_object",
@@ -1190,6 +1201,10 @@ int conf_load_file(struct daemon_conf *c, const char *path)
 		if (grp && strlen(grp) >= sizeof(c->shm_group))
 			jfail(&j, "shm", "socket_group", "is too long");
 		copy(c->shm_group, sizeof(c->shm_group), grp);
+		const char *sd = jstr(&j, o, "shm", "socket_dir");
+		if (sd && (*sd != '/' || strlen(sd) >= sizeof(c->shm_dir)))
+			jfail(&j, "shm", "socket_dir", "must be an absolute path shorter than 108 bytes");
+		copy(c->shm_dir, sizeof(c->shm_dir), sd);
 	}
 	const char *lvl = jstr(&j, root, "", "log_level");
 	if (lvl && set_log_level(c, lvl) < 0)
@@ -1207,7 +1222,17 @@ int conf_load_file(struct daemon_conf *c, const char *path)
 		copy(c->control_cert, sizeof(c->control_cert), jstr(&j, o, "control", "tls_cert"));
 		copy(c->control_key, sizeof(c->control_key), jstr(&j, o, "control", "tls_key"));
 		copy(c->control_ca, sizeof(c->control_ca), jstr(&j, o, "control", "client_ca"));
+		const char *cg = jstr(&j, o, "control", "group");
+		if (cg && (!*cg || strlen(cg) >= sizeof(c->control_group)))
+			jfail(&j, "control", "group", "must be a group name of 1 to 63 bytes");
+		copy(c->control_group, sizeof(c->control_group), cg);
+		if (jbool(&j, o, "control", "insecure_tcp"))
+			c->control_insecure_tcp = true;
 	}
+	const char *rd = jstr(&j, root, "", "run_dir");
+	if (rd && (*rd != '/' || strlen(rd) >= sizeof(c->run_dir)))
+		jfail(&j, "", "run_dir", "must be an absolute path shorter than 96 bytes");
+	copy(c->run_dir, sizeof(c->run_dir), rd);
 	if ((o = jget(&j, root, "", "group", json_type_object))) {
 		jkeys(&j, o, "group", group_keys);
 		copy(c->group, sizeof(c->group), jstr(&j, o, "group", "name"));
@@ -1241,7 +1266,8 @@ enum { OPT_CEPH_CONF = 256, OPT_KEYRING, OPT_CLIENT_ID, OPT_OP_TIMEOUT, OPT_CONN
        OPT_SHM_MAX_CTRLS_HOST, OPT_LOG_SYSLOG, OPT_DHCHAP_KEY, OPT_DHCHAP_CTRL_KEY, OPT_DHCHAP_HASH,
        OPT_DHCHAP_DHGROUP, OPT_AUTH_TIMEOUT, OPT_LISTEN_TLS, OPT_TLS_KEY, OPT_TLS_MS, OPT_CONTROL,
        OPT_CONTROL_CERT, OPT_CONTROL_KEY, OPT_CONTROL_CA, OPT_GROUP, OPT_GROUP_POOL, OPT_GATEWAY_NAME,
-       OPT_STATE_FILE, OPT_METRICS, OPT_EVENTS, OPT_EVENTS_FORMAT, OPT_EVENTS_MEDIUM, OPT_SHM_NOTIFY, OPT_SCHED };
+       OPT_STATE_FILE, OPT_METRICS, OPT_EVENTS, OPT_EVENTS_FORMAT, OPT_EVENTS_MEDIUM, OPT_SHM_NOTIFY, OPT_SCHED,
+       OPT_CONTROL_GROUP, OPT_CONTROL_INSECURE_TCP, OPT_RUN_DIR, OPT_SHM_DIR };
 
 int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 {
@@ -1290,6 +1316,9 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 		{"state-file", required_argument, 0, OPT_STATE_FILE}, {"metrics", required_argument, 0, OPT_METRICS},
 		{"events", required_argument, 0, OPT_EVENTS}, {"events-format", required_argument, 0, OPT_EVENTS_FORMAT},
 		{"events-medium", required_argument, 0, OPT_EVENTS_MEDIUM},
+		{"control-group", required_argument, 0, OPT_CONTROL_GROUP},
+		{"control-insecure-tcp", no_argument, 0, OPT_CONTROL_INSECURE_TCP},
+		{"run-dir", required_argument, 0, OPT_RUN_DIR}, {"shm-dir", required_argument, 0, OPT_SHM_DIR},
 		{0, 0, 0, 0},
 	};
 	struct conf_subsys *host_ss = NULL; /* the subsystem and host of the last --allow-host */
@@ -1513,6 +1542,22 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 		case OPT_CONTROL_CERT: copy(c->control_cert, sizeof(c->control_cert), optarg); break;
 		case OPT_CONTROL_KEY: copy(c->control_key, sizeof(c->control_key), optarg); break;
 		case OPT_CONTROL_CA: copy(c->control_ca, sizeof(c->control_ca), optarg); break;
+		case OPT_CONTROL_GROUP:
+			if (!*optarg || strlen(optarg) >= sizeof(c->control_group))
+				goto bad;
+			copy(c->control_group, sizeof(c->control_group), optarg);
+			break;
+		case OPT_CONTROL_INSECURE_TCP: c->control_insecure_tcp = true; break;
+		case OPT_RUN_DIR:
+			if (*optarg != '/' || strlen(optarg) >= sizeof(c->run_dir))
+				goto bad;
+			copy(c->run_dir, sizeof(c->run_dir), optarg);
+			break;
+		case OPT_SHM_DIR:
+			if (*optarg != '/' || strlen(optarg) >= sizeof(c->shm_dir))
+				goto bad;
+			copy(c->shm_dir, sizeof(c->shm_dir), optarg);
+			break;
 		case OPT_GROUP:
 			if (!*optarg || strlen(optarg) >= sizeof(c->group) || strchr(optarg, '/'))
 				goto bad;
@@ -1684,6 +1729,20 @@ int conf_finish(struct daemon_conf *c)
 		}
 	if (!c->shm_mode)
 		c->shm_mode = 0660;
+	/* The control plane's default: a Unix socket in the runtime directory (only the daemon's user,
+	 * root and --control-group may call it; README "Who may call the control plane"). */
+	if (!*c->run_dir && nkv_run_dir_default(c->run_dir, sizeof(c->run_dir)) < 0) {
+		fprintf(stderr, "rados-nkv: the default runtime directory is too long ($XDG_RUNTIME_DIR): give --run-dir\n");
+		return -1;
+	}
+	while (strlen(c->run_dir) > 1 && c->run_dir[strlen(c->run_dir) - 1] == '/')
+		c->run_dir[strlen(c->run_dir) - 1] = '\0';
+	if (!*c->shm_dir)
+		copy(c->shm_dir, sizeof(c->shm_dir), c->run_dir);
+	while (strlen(c->shm_dir) > 1 && c->shm_dir[strlen(c->shm_dir) - 1] == '/')
+		c->shm_dir[strlen(c->shm_dir) - 1] = '\0';
+	if (!*c->control_addr)
+		snprintf(c->control_addr, sizeof(c->control_addr), "unix:%s/" NKV_CONTROL_SOCKET, c->run_dir);
 	c->backend.name = c->backend_name;
 	c->backend.ceph_conf = *c->ceph_conf ? c->ceph_conf : NULL;
 	c->backend.keyring = *c->keyring ? c->keyring : NULL;

@@ -8,6 +8,7 @@
  * TLS PSKs and DH-HMAC-CHAP hash/group lists stay per gateway (flags and file).
  */
 #include <errno.h>
+#include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 #define NKV_LOG_COMPONENT "daemon"
 #include "common/exposure.h"
 #include "common/log.h"
+#include "common/unix_sock.h"
 #include "control/cache_policy.h"
 #include "control/ctl.h"
 #include "daemon.h"
@@ -62,9 +64,25 @@ static bool hook_tls_ready(void *arg)
 	return false;
 }
 
+/* A socket the control plane names is made only directly in --shm-dir, a directory no one else can
+ * change (the control core refuses other paths before committing; a group's state may hold another
+ * gateway's). */
 static int hook_shm(void *arg, const char *nqn, const char *path)
 {
 	struct daemon_control *dc = arg;
+	const char *dir = dc->c->shm_dir, *name = strlen(path) > strlen(dir) ? path + strlen(dir) + 1 : "";
+	char why[512];
+	int rc;
+
+	if (strncmp(path, dir, strlen(dir)) != 0 || path[strlen(dir)] != '/' || !*name || strchr(name, '/') ||
+	    strcmp(name, ".") == 0 || strcmp(name, "..") == 0) {
+		NKV_ERR("%s: shared-memory socket %s refused: not directly in --shm-dir %s", nqn, path, dir);
+		return -EINVAL;
+	}
+	if ((rc = nkv_dir_check_private(dir, false, 0, why, sizeof(why))) < 0) {
+		NKV_ERR("%s: shared-memory socket %s refused: %s", nqn, path, why);
+		return rc;
+	}
 	return daemon_shm_serve(dc->c, dc->tgt, dc->shm, nqn, path);
 }
 
@@ -237,6 +255,49 @@ int daemon_control_check(const struct daemon_conf *c)
 	return 0;
 }
 
+/*
+ * Who may call the control plane (README "Who may call the control plane"). A Unix socket: the
+ * daemon's user, root and --control-group, in a directory only the daemon's user (or root) may
+ * change; the default's directory is made if missing. TCP: anyone who reaches the port, so only with
+ * client certificates (--control-client-ca), unless --control-insecure-tcp says otherwise (warned).
+ * The address cannot change while running. @return 0, 1 (the default address is unusable: serve
+ * without it, warned) or -1 (refused, logged).
+ */
+static int control_access(const struct daemon_conf *c)
+{
+	char why[512];
+
+	if (*c->control_group && !getgrnam(c->control_group)) {
+		NKV_ERR("--control-group: no group named '%s'", c->control_group);
+		return -1;
+	}
+	if (strncmp(c->control_addr, "unix:", 5) != 0) {
+		if (*c->control_ca)
+			return 0;
+		if (!c->control_insecure_tcp) {
+			NKV_ERR("control plane: %s is TCP without client certificates: any local user (or host) could "
+				"reconfigure this gateway. Use a Unix socket (the default), add --control-client-ca, or "
+				"accept it with --control-insecure-tcp", c->control_addr);
+			return -1;
+		}
+		NKV_WARN("control plane: %s without client certificates (--control-insecure-tcp): anyone who can "
+			 "reach it can reconfigure this gateway and read its tenants' configuration", c->control_addr);
+		return 0;
+	}
+	char dir[256];
+	const char *path = c->control_addr + 5, *slash = strrchr(path, '/');
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash == path ? 1 : slash - path) : 1, slash ? path : ".");
+	if (nkv_dir_check_private(dir, !c->control_set, 0755, why, sizeof(why)) == 0)
+		return 0;
+	if (c->control_set) {
+		NKV_ERR("control plane: refused %s: %s", c->control_addr, why);
+		return -1;
+	}
+	NKV_WARN("control plane: no gRPC server on the default %s: %s (give --run-dir DIR or --control unix:PATH)",
+		 c->control_addr, why);
+	return 1;
+}
+
 int daemon_control_start(const struct daemon_conf *c, struct nkv_target *tgt, struct nkv_tcp *tcp,
 			 struct nkv_shm **shm, struct daemon_control **out)
 {
@@ -264,6 +325,7 @@ int daemon_control_start(const struct daemon_conf *c, struct nkv_target *tgt, st
 		.backend = c->backend_name,
 		.version = NKV_VERSION_STRING,
 		.drain_ms = c->backend.op_timeout_s ? c->backend.op_timeout_s * 1000 + 2000 : 32000,
+		.shm_dir = c->shm_dir,
 	};
 	rc = nkv_ctl_create(&cc, s, &dc->ctl);
 	free(s);
@@ -273,20 +335,35 @@ int daemon_control_start(const struct daemon_conf *c, struct nkv_target *tgt, st
 		free(dc);
 		return -1;
 	}
-	if (strcmp(c->control_addr, "none") != 0) {
+	bool serve = strcmp(c->control_addr, "none") != 0;
+	if (serve && (rc = control_access(c)) != 0) {
+		if (rc < 0) {
+			nkv_ctl_destroy(dc->ctl);
+			free(dc);
+			return -1;
+		}
+		serve = false; /* the default's directory is not usable: no server (said why) */
+	}
+	if (serve) {
 #ifdef NKV_HAVE_CONTROL
 		struct nkv_ctl_server_conf sc = {.addr = c->control_addr,
 						 .tls_cert = *c->control_cert ? c->control_cert : NULL,
 						 .tls_key = *c->control_key ? c->control_key : NULL,
 						 .client_ca = *c->control_ca ? c->control_ca : NULL};
+		if (*c->control_group) {
+			struct group *g = getgrnam(c->control_group);
+			sc.peer_group_set = true;
+			sc.peer_gid = g ? (unsigned)g->gr_gid : 0; /* checked by control_access() */
+		}
 		rc = nkv_ctl_server_start(dc->ctl, &sc, &dc->srv);
 		if (rc == -EADDRINUSE && !c->control_set) {
 			/* The default address, taken (another daemon on this machine): serve without it. */
-			NKV_WARN("control plane: %s is in use: no gRPC server (give --control ADDR:PORT)", c->control_addr);
+			NKV_WARN("control plane: %s is in use: no gRPC server (give --run-dir DIR or --control unix:PATH)",
+				 c->control_addr);
 			rc = 0;
 		} else if (rc < 0) {
 			NKV_ERR("control plane: cannot serve gRPC on %s: %s%s", c->control_addr, strerror(-rc),
-				rc == -EADDRINUSE ? " (another daemon has it: --control ADDR:PORT, or --control none)" : "");
+				rc == -EADDRINUSE ? " (another daemon has it: --control unix:PATH, or --control none)" : "");
 			nkv_ctl_destroy(dc->ctl);
 			free(dc);
 			return -1;
