@@ -6,7 +6,7 @@
  *
  * The command path costs a few relaxed atomics: the limits it checks are copies of the policy, and
  * the usage it checks is this gateway's live share plus the others' as last read (at most a second
- * old). Only a pinned Store or the replacement of a pinned entry takes the cache's mutex (byte-hours
+ * old), plus what this gateway's Stores in flight reserved at admission. Only a pinned Store or the replacement of a pinned entry takes the cache's mutex (byte-hours
  * are a double).
  *
  * Usage is kept as shares: every gateway counts what its own commands and evictions changed (exact:
@@ -51,6 +51,10 @@ struct nkv_cache {
 	_Atomic int64_t evictions, evicted_bytes, expirations, expired_bytes;
 	double byte_s;
 	_Atomic int64_t pin_reserved;    /* bytes of pinned Stores in flight */
+	/* Stores admitted and not yet completed: their room under the hard limits. A Store is admitted
+	 * at parse, before its data arrives; without this, a burst admitted together passes the limit
+	 * by everything in flight. */
+	_Atomic int64_t cap_reserved, keys_reserved;
 	/* the other gateways' shares, summed, as last read */
 	struct share others;
 	_Atomic int64_t o_bytes, o_keys, o_pinned;
@@ -307,19 +311,33 @@ nkv_status nkv_cache_parse_store(struct nkv_req *req, uint32_t ttl_s, uint32_t f
 		ttl_s = max;
 	if ((flags & NKV_TTL_PIN) && ttl_s == 0)
 		return ST_FIELD; /* a pin is bought for a time */
-	/* Hard limits: eviction keeps usage under capacity, but never lets it run away past these. */
-	if ((hard = atomic_load_explicit(&c->hard_bytes, memory_order_relaxed)) && (uint64_t)used_bytes(c) + len > hard)
-		return ST_CAPACITY;
-	if ((hard = atomic_load_explicit(&c->hard_keys, memory_order_relaxed)) && (uint64_t)used_keys(c) + 1 > hard)
-		return ST_CAPACITY;
+	/* Hard limits: eviction keeps usage under capacity, but never lets it run away past these. The
+	 * room is reserved here and held until the Store completes (nkv_cache_unreserve, after its
+	 * accounting): Stores in flight count as stored. A replacing Store reserves as a new key would. */
+	if ((hard = atomic_load_explicit(&c->hard_bytes, memory_order_relaxed))) {
+		int64_t before = atomic_fetch_add(&c->cap_reserved, (int64_t)len);
+		req->cap_reserved = (uint32_t)len;
+		if ((uint64_t)(used_bytes(c) + before) + len > hard) {
+			nkv_cache_unreserve(req);
+			return ST_CAPACITY;
+		}
+	}
+	if ((hard = atomic_load_explicit(&c->hard_keys, memory_order_relaxed))) {
+		int64_t before = atomic_fetch_add(&c->keys_reserved, 1);
+		req->key_reserved = true;
+		if ((uint64_t)(used_keys(c) + before) + 1 > hard) {
+			nkv_cache_unreserve(req);
+			return ST_CAPACITY;
+		}
+	}
 	if (flags & NKV_TTL_PIN) {
 		uint64_t quota = atomic_load_explicit(&c->pin_quota, memory_order_relaxed);
 		int64_t before = atomic_fetch_add(&c->pin_reserved, (int64_t)len);
+		req->pin_reserved = (uint32_t)len;
 		if (quota && (uint64_t)(sum0(&c->o_pinned, &c->pinned_bytes) + before) + len > quota) {
-			atomic_fetch_sub(&c->pin_reserved, (int64_t)len);
+			nkv_cache_unreserve(req);
 			return ST_CAPACITY; /* refused before anything is written */
 		}
-		req->pin_reserved = (uint32_t)len;
 		io->meta.flags = NKV_META_PIN;
 	}
 	io->cache = true;
@@ -342,9 +360,18 @@ void nkv_cache_parse_read(struct nkv_req *req)
 
 void nkv_cache_unreserve(struct nkv_req *req)
 {
-	if (req->pin_reserved && req->ns->cache)
-		atomic_fetch_sub(&req->ns->cache->pin_reserved, (int64_t)req->pin_reserved);
-	req->pin_reserved = 0;
+	struct nkv_cache *c = req->ns->cache;
+
+	/* Each field is cleared as it is given back: a request releases once, whichever exit it takes
+	 * (completion, a refusal at parse, a connection dropped with the command). */
+	if (c && req->pin_reserved)
+		atomic_fetch_sub(&c->pin_reserved, (int64_t)req->pin_reserved);
+	if (c && req->cap_reserved)
+		atomic_fetch_sub(&c->cap_reserved, (int64_t)req->cap_reserved);
+	if (c && req->key_reserved)
+		atomic_fetch_sub(&c->keys_reserved, 1);
+	req->pin_reserved = req->cap_reserved = 0;
+	req->key_reserved = false;
 }
 
 /* An entry left the namespace or was replaced: its share of the usage, and the unused part of a pin. */

@@ -235,6 +235,8 @@ struct nkv_req {
 	struct nkv_ns *ns;
 	uint64_t start_ns;  /* parse time (CLOCK_MONOTONIC): the latency metrics */
 	uint32_t pin_reserved; /* pin quota bytes this Store reserved at parse (released at drop) */
+	uint32_t cap_reserved; /* hard-limit bytes this Store reserved at parse (released at drop) */
+	bool key_reserved;     /* ... and one key of the hard key limit */
 	struct nkv_kvio io;
 };
 
@@ -274,7 +276,7 @@ nkv_status nkv_cache_parse_store(struct nkv_req *req, uint32_t ttl_s, uint32_t f
 void nkv_cache_parse_read(struct nkv_req *req);
 /** A completed Store or Delete: this gateway's share of the usage. */
 void nkv_cache_account(struct nkv_req *req);
-/** Release the pin quota a Store reserved at parse (idempotent). */
+/** Release the pin quota and hard-limit room a Store reserved at parse (idempotent). */
 void nkv_cache_unreserve(struct nkv_req *req);
 /** The cache's figures (metrics). */
 void nkv_cache_usage_of(struct nkv_cache *c, struct nkv_cache_usage *u);

@@ -10,7 +10,11 @@
  *     size goes in; F1h keeps Store's options (Must Not Exist: 89h);
  *   - libnkv (tcp, shm): nkv_store_ttl() / _async() with the same outcomes as errnos (-ENOENT after
  *     expiry, -EINVAL, -ENOSPC), and the engine's STORE ops with ttl_s / NKV_OP_PIN (an unknown flag
- *     bit refuses the batch with -EINVAL before anything is sent).
+ *     bit refuses the batch with -EINVAL before anything is sent);
+ *   - the hard limit under concurrency (engine: 4 queues x 64): 160 Stores of 16 KiB in one batch
+ *     into a 256 KiB cache with eviction off admit exactly 16 and answer 81h to the rest (usage never
+ *     past the limit); the same with a 16-key limit; Stores that fail give their reservation back
+ *     (the whole capacity is usable afterwards).
  * Usage: cache_client_func mem|rados [loop|tcp|tcp-digest|shm]
  */
 #include <errno.h>
@@ -25,6 +29,12 @@
 #define NS_CACHE 2  /* a cache: no default TTL, no limits */
 #define NS_DEFTTL 3 /* a cache whose default TTL is 1 s */
 #define NS_QUOTA 4  /* a cache with a 1000-byte pin quota */
+#define NS_CAP 5    /* a cache of CAP_BYTES, eviction off: the hard limit is the capacity */
+#define NS_CAPK 6   /* a cache of CAP_KEYS entries, eviction off */
+#define CAP_BYTES (256u << 10)
+#define CAP_KEYS 16u
+#define CAP_VAL (16u << 10) /* 16 such values fill NS_CAP */
+#define CAP_N 160           /* Stores in one batch: 10 times what fits, on 4 queues of depth 64 */
 #define EXPIRE_WAIT_MS 2500 /* past a 1 s TTL on a whole-second clock, with room for a loaded host */
 
 static struct h_qp *g_qp;
@@ -250,15 +260,87 @@ static void lib_after(struct nkv_qpair *qp)
 	      ops[1].rc, ops[2].rc);
 }
 
+/* ---- the hard limit under concurrency (engine: 4 queues x 64 in flight) ------------------------ */
+
+static uint8_t g_cap[CAP_VAL];
+
+/* @n Stores of @len bytes (keys PREFIX0..) with @opts, in one batch. @return how many succeeded;
+ * *@full: how many got 81h; *@other: other failures (the errno of the first in *@first). */
+static unsigned cap_batch(uint32_t nsid, const char *prefix, unsigned n, uint32_t len, unsigned opts, unsigned *full,
+			  unsigned *other, int *first)
+{
+	static struct nkv_op ops[CAP_N];
+	unsigned ok = 0;
+	*full = *other = 0;
+	*first = 0;
+	for (unsigned i = 0; i < n; i++) {
+		char k[17];
+		snprintf(k, sizeof(k), "%s%u", prefix, i);
+		op_set(&ops[i], nsid, k, g_cap, len, 0, 0);
+		ops[i].opts = (uint8_t)opts;
+	}
+	nkv_engine_run(g_e, ops, n);
+	for (unsigned i = 0; i < n; i++) {
+		if (ops[i].rc == 0)
+			ok++;
+		else if (ops[i].rc == -ENOSPC && ops[i].status == SC(0, 0x81))
+			(*full)++;
+		else if ((*other)++ == 0)
+			*first = ops[i].rc;
+	}
+	return ok;
+}
+
+static void lib_capacity(void)
+{
+	struct nkv_cache_usage u;
+	unsigned full, other;
+	int first;
+
+	/* Admission reserves: Stores in flight count against the hard limit until they complete. */
+	unsigned ok = cap_batch(NS_CAP, "c", CAP_N, CAP_VAL, 0, &full, &other, &first);
+	int rc = nkv_ns_cache_usage(H.ss, NS_CAP, &u);
+	CHECK(ok == CAP_BYTES / CAP_VAL && full == CAP_N - ok && other == 0,
+	      "%u concurrent %u KiB Stores into %u KiB (eviction off): %u admitted (%u KiB), %u got 81h, %u other "
+	      "(%d)", CAP_N, CAP_VAL >> 10, CAP_BYTES >> 10, ok, ok * (CAP_VAL >> 10), full, other, first);
+	CHECK(rc == 0 && u.used_bytes <= CAP_BYTES && u.keys == ok, "... usage %llu bytes, %llu keys (hard limit %u)",
+	      (unsigned long long)u.used_bytes, (unsigned long long)u.keys, CAP_BYTES);
+	ok = cap_batch(NS_CAPK, "k", CAP_N, 8, 0, &full, &other, &first);
+	rc = nkv_ns_cache_usage(H.ss, NS_CAPK, &u);
+	CHECK(ok == CAP_KEYS && full == CAP_N - ok && other == 0 && rc == 0 && u.keys == CAP_KEYS,
+	      "%u concurrent Stores into a %u-key cache: %u admitted, %u got 81h, %u other (%d); %llu keys", CAP_N,
+	      CAP_KEYS, ok, full, other, first, (unsigned long long)u.keys);
+
+	/* Failed Stores give their reservation back: must-exist Stores of absent keys fail (87h, or 81h
+	 * past the room), then the whole capacity is still there. */
+	for (unsigned i = 0; i < CAP_N; i++) {
+		char k[17];
+		snprintf(k, sizeof(k), "c%u", i);
+		(void)nkv_delete(h_lib_qp(g_qp), NS_CAP, k, (unsigned)strlen(k), NULL);
+	}
+	ok = cap_batch(NS_CAP, "x", CAP_N, CAP_VAL, NKV_STORE_MUST_EXIST, &full, &other, &first);
+	CHECK(ok == 0 && full + other == CAP_N && (other == 0 || first == -ENOENT),
+	      "%u must-exist Stores of absent keys all fail: %u 87h, %u 81h", CAP_N, other, full);
+	ok = cap_batch(NS_CAP, "y", CAP_BYTES / CAP_VAL, CAP_VAL, 0, &full, &other, &first);
+	rc = nkv_ns_cache_usage(H.ss, NS_CAP, &u);
+	CHECK(ok == CAP_BYTES / CAP_VAL && rc == 0 && u.used_bytes == CAP_BYTES,
+	      "... then the full capacity is usable: %u of %u Stores (%u 81h, %u other: %d), usage %llu bytes", ok,
+	      CAP_BYTES / CAP_VAL, full, other, first, (unsigned long long)u.used_bytes);
+}
+
 int main(int argc, char **argv)
 {
 	h_init(argc, argv, "cache_client_func");
 	h_fill(g_v, sizeof(g_v), 1);
 	struct nkv_cache_policy none = {0}, def1 = {.default_ttl_s = 1}, quota = {.pin_quota_bytes = 1000};
+	struct nkv_cache_policy cap = {.capacity_bytes = CAP_BYTES, .eviction = NKV_EVICT_OFF};
+	struct nkv_cache_policy capk = {.capacity_keys = CAP_KEYS, .eviction = NKV_EVICT_OFF};
 	h_add_ns(NS_PLAIN, "plain", 0, false);
 	h_add_ns_cache(NULL, NS_CACHE, "cache", &none);
 	h_add_ns_cache(NULL, NS_DEFTTL, "defttl", &def1);
 	h_add_ns_cache(NULL, NS_QUOTA, "quota", &quota);
+	h_add_ns_cache(NULL, NS_CAP, "cap", &cap);
+	h_add_ns_cache(NULL, NS_CAPK, "capk", &capk);
 	struct h_ctrl *c = h_connect();
 	g_qp = h_qp_create(c, 1, 32);
 	CHECK(g_qp != NULL, "I/O queue pair");
@@ -266,7 +348,7 @@ int main(int argc, char **argv)
 		return h_finish();
 	struct nkv_qpair *lqp = h_lib_qp(g_qp);
 	if (lqp) {
-		struct nkv_engine_opts o = {.queues = 2, .depth = 16};
+		struct nkv_engine_opts o = {.queues = 4, .depth = 64};
 		int rc = nkv_engine_create(h_lib(c), &o, &g_e);
 		CHECK(rc == 0, "engine: %d", rc);
 	}
@@ -274,6 +356,8 @@ int main(int argc, char **argv)
 	raw_before();
 	if (lqp && g_e)
 		lib_before(lqp);
+	if (lqp && g_e)
+		lib_capacity();
 	sleep_ms(EXPIRE_WAIT_MS);
 	raw_after();
 	if (lqp && g_e)
