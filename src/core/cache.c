@@ -306,11 +306,14 @@ nkv_status nkv_cache_parse_store(struct nkv_req *req, uint32_t ttl_s, uint32_t f
 		ttl_s = atomic_load_explicit(&c->default_ttl, memory_order_relaxed);
 	if (ttl_s == NKV_TTL_NONE)
 		ttl_s = 0;
+	/* A pin is bought for a time: one asked for "never" (itself or through a namespace default of
+	 * never) is refused on every namespace, even where max_ttl would cut it to something finite, so
+	 * that no host is told "pinned, no expiry" for an entry that expires. */
+	if ((flags & NKV_TTL_PIN) && ttl_s == 0)
+		return ST_FIELD;
 	uint32_t max = atomic_load_explicit(&c->max_ttl, memory_order_relaxed);
 	if (max && (ttl_s == 0 || ttl_s > max))
-		ttl_s = max;
-	if ((flags & NKV_TTL_PIN) && ttl_s == 0)
-		return ST_FIELD; /* a pin is bought for a time */
+		ttl_s = max; /* what the entry gets is reported in the completion (nkv_cache_ttl_applied) */
 	/* Hard limits: eviction keeps usage under capacity, but never lets it run away past these. The
 	 * room is reserved here and held until the Store completes (nkv_cache_unreserve, after its
 	 * accounting): Stores in flight count as stored. A replacing Store reserves as a new key would. */
@@ -346,6 +349,14 @@ nkv_status nkv_cache_parse_store(struct nkv_req *req, uint32_t ttl_s, uint32_t f
 	io->meta.expiry_ms = ttl_s ? now + (uint64_t)ttl_s * 1000 : 0;
 	io->meta.tag = mix64(atomic_fetch_add_explicit(&g_tag, 1, memory_order_relaxed) ^ (now << 20));
 	return 0;
+}
+
+uint32_t nkv_cache_ttl_applied(const struct nkv_req *req)
+{
+	const struct nkv_meta *m = &req->io.meta;
+
+	/* Whole seconds, as asked: parse set expiry = stored + ttl_s * 1000. */
+	return m->expiry_ms ? (uint32_t)((m->expiry_ms - m->stored_ms) / 1000) : NKV_TTL_NONE;
 }
 
 void nkv_cache_parse_read(struct nkv_req *req)

@@ -272,6 +272,8 @@ int nkv_cache_open(struct nkv_subsys *ss, struct nkv_ns *ns, const char *rados_n
 void nkv_cache_close(struct nkv_target *t, struct nkv_ns *ns);
 /** Store and Store TTL on any namespace: TTL, pin and limits into req->io. @return 0 or a status. */
 nkv_status nkv_cache_parse_store(struct nkv_req *req, uint32_t ttl_s, uint32_t flags);
+/** The TTL a Store TTL gave its entry (CQE DW0 of its success): seconds, NKV_TTL_NONE for never. */
+uint32_t nkv_cache_ttl_applied(const struct nkv_req *req);
 /** Retrieve and Exist on a cache namespace: expiry checked, last use refreshed. */
 void nkv_cache_parse_read(struct nkv_req *req);
 /** A completed Store or Delete: this gateway's share of the usage. */

@@ -7,7 +7,9 @@
  *     no finite TTL (none given and no default, or FFFFFFFFh) is Invalid Field (02h) and stores
  *     nothing; F1h on a namespace without a cache is 02h and stores nothing; a reserved CDW13 bit is
  *     02h; a pin past the pin quota is 81h and stores nothing, while an automatic entry of the same
- *     size goes in; F1h keeps Store's options (Must Not Exist: 89h);
+ *     size goes in; F1h keeps Store's options (Must Not Exist: 89h); CQE DW0 is the TTL applied (a
+ *     namespace's max_ttl cuts longer ones and "never", and byte-hours follow it), while a pin of
+ *     "never" is 02h there too;
  *   - libnkv (tcp, shm): nkv_store_ttl() / _async() with the same outcomes as errnos (-ENOENT after
  *     expiry, -EINVAL, -ENOSPC), and the engine's STORE ops with ttl_s / NKV_OP_PIN (an unknown flag
  *     bit refuses the batch with -EINVAL before anything is sent);
@@ -29,6 +31,7 @@
 #define NS_CACHE 2  /* a cache: no default TTL, no limits */
 #define NS_DEFTTL 3 /* a cache whose default TTL is 1 s */
 #define NS_QUOTA 4  /* a cache with a 1000-byte pin quota */
+#define NS_MAX 7    /* a cache whose max_ttl is 86400 s */
 #define NS_CAP 5    /* a cache of CAP_BYTES, eviction off: the hard limit is the capacity */
 #define NS_CAPK 6   /* a cache of CAP_KEYS entries, eviction off */
 #define CAP_BYTES (256u << 10)
@@ -38,6 +41,7 @@
 #define EXPIRE_WAIT_MS 2500 /* past a 1 s TTL on a whole-second clock, with room for a loaded host */
 
 static struct h_qp *g_qp;
+static uint8_t g_v[4096];
 
 /** A raw Store TTL through whichever transport runs. @return the status (SCT << 8 | SC). */
 static unsigned st(uint32_t nsid, const char *key, const void *val, uint32_t len, unsigned opts, uint32_t ttl,
@@ -49,6 +53,18 @@ static unsigned st(uint32_t nsid, const char *key, const void *val, uint32_t len
 	if (h_exec(g_qp, &sqe, (void *)val, len, &cqe, NULL) < 0)
 		return 0xffff;
 	return h_status(&cqe);
+}
+
+/** As st(), and *@dw0 = CQE DW0 (the TTL applied, for a Store TTL that succeeded). */
+static unsigned st_dw0(uint32_t nsid, const char *key, uint32_t len, uint32_t ttl, uint32_t flags, uint32_t *dw0)
+{
+	struct nkv_sqe sqe;
+	struct nkv_cqe cqe;
+	memset(&cqe, 0, sizeof(cqe));
+	nkv_sqe_store_ttl(&sqe, nsid, (const uint8_t *)key, (unsigned)strlen(key), len, 0, ttl, flags);
+	int rc = h_exec(g_qp, &sqe, g_v, len, &cqe, NULL);
+	*dw0 = nkv_get32(&cqe.dw0);
+	return rc < 0 ? 0xffff : h_status(&cqe);
 }
 
 /** Retrieve @key and check its bytes against seed @seed / length @len when it succeeds. */
@@ -76,8 +92,6 @@ static void sleep_ms(unsigned ms)
 }
 
 /* ---- raw F1h: stores before the wait ----------------------------------------------------------- */
-
-static uint8_t g_v[4096];
 
 static void raw_before(void)
 {
@@ -128,6 +142,33 @@ static void raw_before(void)
 	CHECK(exist(NS_QUOTA, "q2") == SC(0, 0x87), "... and the value is not stored");
 	s = st(NS_QUOTA, "q3", g_v, 600, 0, 60, 0);
 	CHECK(s == 0, "an automatic 600-byte entry: the pin quota does not count it (%#x)", s);
+
+	/* The completion says which TTL the entry got (DW0): a maximum TTL cuts, a default fills in; a
+	 * pin asked for "never" is refused under a maximum TTL as without one. */
+	uint32_t dw0 = 0;
+	s = st_dw0(NS_MAX, "m1", 10, 999999, 0, &dw0);
+	CHECK(s == 0 && dw0 == 86400, "TTL 999999 s under max_ttl 86400: DW0 %u (status %#x)", dw0, s);
+	s = st_dw0(NS_MAX, "m2", 10, NKV_TTL_NONE, 0, &dw0);
+	CHECK(s == 0 && dw0 == 86400, "TTL none under max_ttl 86400: DW0 %u (status %#x)", dw0, s);
+	s = st_dw0(NS_MAX, "m3", 10, 60, 0, &dw0);
+	CHECK(s == 0 && dw0 == 60, "TTL 60 s under max_ttl: DW0 %u (status %#x)", dw0, s);
+	s = st_dw0(NS_CACHE, "m4", 10, NKV_TTL_NONE, 0, &dw0);
+	CHECK(s == 0 && dw0 == NKV_TTL_NONE, "TTL none without a maximum: DW0 %#x (status %#x)", dw0, s);
+	s = st_dw0(NS_DEFTTL, "m5", 10, NKV_TTL_DEFAULT, 0, &dw0);
+	CHECK(s == 0 && dw0 == 1, "TTL 0 on a namespace with a 1 s default: DW0 %u (status %#x)", dw0, s);
+	s = st_dw0(NS_MAX, "mp", 1000, 999999, NKV_TTL_PIN, &dw0);
+	CHECK(s == 0 && dw0 == 86400, "a pin of 999999 s under max_ttl: DW0 %u (status %#x)", dw0, s);
+	struct nkv_cache_usage u;
+	int urc = nkv_ns_cache_usage(H.ss, NS_MAX, &u);
+	CHECK(urc == 0 && u.byte_hours > 23999.99 && u.byte_hours < 24000.01,
+	      "... charged for the TTL applied: %.3f byte-hours (1000 B x 86400 s = 24000)", u.byte_hours);
+	s = st_dw0(NS_MAX, "mn", 10, NKV_TTL_NONE, NKV_TTL_PIN, &dw0);
+	CHECK(s == SC(0, 0x02), "a pin with TTL none under max_ttl: Invalid Field, got %#x", s);
+	s = st_dw0(NS_MAX, "mn", 10, NKV_TTL_DEFAULT, NKV_TTL_PIN, &dw0);
+	CHECK(s == SC(0, 0x02), "a pin with the default (none) under max_ttl: Invalid Field, got %#x", s);
+	CHECK(exist(NS_MAX, "mn") == SC(0, 0x87), "... and nothing stored");
+	s = h_kv(g_qp, NKV_KV_STORE, NS_MAX, "ms", 2, 10, 0, g_v, 10, &dw0, NULL);
+	CHECK(s == 0 && dw0 == 0, "a standard Store's DW0 stays 0 (%u, status %#x)", dw0, s);
 
 	/* Store's options ride along */
 	s = st(NS_CACHE, "t30", g_v, 10, NKV_STORE_MUST_NOT_EXIST, 30, 0);
@@ -204,6 +245,8 @@ static void lib_before(struct nkv_qpair *qp)
 	CHECK(rc == -EINVAL && cpl.status == SC(0, 0x02), "pin without a finite TTL: %d (status %#x)", rc, cpl.status);
 	rc = nkv_store_ttl(qp, NS_PLAIN, "Lx", 2, g_v, 10, 0, 5, false, &cpl);
 	CHECK(rc == -EINVAL && cpl.status == SC(0, 0x02), "nkv_store_ttl on a namespace without a cache: %d", rc);
+	rc = nkv_store_ttl(qp, NS_MAX, "Lm", 2, g_v, 10, 0, NKV_TTL_NONE, false, &cpl);
+	CHECK(rc == 0 && cpl.dw0 == 86400, "nkv_store_ttl never under max_ttl: cpl.dw0 %u (rc %d)", cpl.dw0, rc);
 	rc = nkv_store_ttl(qp, NS_QUOTA, "Lq", 2, g_v, 600, 0, 60, true, &cpl);
 	CHECK(rc == -ENOSPC && cpl.status == SC(0, 0x81), "a pin past the quota: %d (status %#x)", rc, cpl.status);
 	rc = nkv_exist(qp, NS_QUOTA, "Lq", 2, NULL);
@@ -229,7 +272,8 @@ static void lib_before(struct nkv_qpair *qp)
 	op_set(&ops[3], NS_PLAIN, "Enocache", g_v, 500, 0, NKV_OP_PIN);
 	rc = nkv_engine_run(g_e, ops, 4);
 	CHECK(rc == 1 && ops[0].rc == 0 && ops[1].rc == 0 && ops[2].rc == 0 && ops[3].rc == -EINVAL &&
-		      ops[3].status == SC(0, 0x02),
+		      ops[3].status == SC(0, 0x02) && ops[0].value_size == 1 && ops[1].value_size == 60 &&
+		      ops[2].value_size == 0,
 	      "engine: TTL, pin, plain, pin without a cache: %d failed (rc %d %d %d %d)", rc, ops[0].rc, ops[1].rc,
 	      ops[2].rc, ops[3].rc);
 	op_set(&ops[0], NS_CACHE, "Ebad", g_v, 10, 5, 0x4);
@@ -333,12 +377,14 @@ int main(int argc, char **argv)
 	h_init(argc, argv, "cache_client_func");
 	h_fill(g_v, sizeof(g_v), 1);
 	struct nkv_cache_policy none = {0}, def1 = {.default_ttl_s = 1}, quota = {.pin_quota_bytes = 1000};
+	struct nkv_cache_policy maxttl = {.max_ttl_s = 86400};
 	struct nkv_cache_policy cap = {.capacity_bytes = CAP_BYTES, .eviction = NKV_EVICT_OFF};
 	struct nkv_cache_policy capk = {.capacity_keys = CAP_KEYS, .eviction = NKV_EVICT_OFF};
 	h_add_ns(NS_PLAIN, "plain", 0, false);
 	h_add_ns_cache(NULL, NS_CACHE, "cache", &none);
 	h_add_ns_cache(NULL, NS_DEFTTL, "defttl", &def1);
 	h_add_ns_cache(NULL, NS_QUOTA, "quota", &quota);
+	h_add_ns_cache(NULL, NS_MAX, "max", &maxttl);
 	h_add_ns_cache(NULL, NS_CAP, "cap", &cap);
 	h_add_ns_cache(NULL, NS_CAPK, "capk", &capk);
 	struct h_ctrl *c = h_connect();
