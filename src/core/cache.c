@@ -59,7 +59,9 @@ struct nkv_cache {
 	struct share others;
 	_Atomic int64_t o_bytes, o_keys, o_pinned;
 	unsigned gateways;
-	bool loaded;                     /* our share read back (a restart continues from it) */
+	atomic_bool loaded;              /* our share read back (a restart continues from it) */
+	atomic_bool unanswered;          /* a share read under way or failed last (cluster unreachable?) */
+	bool final;                      /* the last share write and lease release started (stopping thread) */
 	uint64_t next_sync;              /* monotonic ms */
 	/* eviction lease and work (cache thread only) */
 	atomic_bool lease;               /* held (read by the usage snapshot too) */
@@ -220,10 +222,12 @@ static int read_shares(struct nkv_target *t, struct nkv_ns *ns, struct nkv_cache
 	struct gather g = {.mine = c->owner};
 	int rc;
 
+	c->unanswered = true;
 	if ((rc = t->be->shared_get(ns->kvns, SHARE_PREFIX, gather_cb, &g)) < 0) {
 		NKV_DEBUG("cache: nsid %u: shares not read: %s", ns->nsid, strerror(-rc));
 		return rc;
 	}
+	c->unanswered = false;
 	if (!c->loaded) {
 		if (g.have_own) {
 			atomic_fetch_add(&c->bytes, g.own.bytes);
@@ -250,20 +254,27 @@ static int read_shares(struct nkv_target *t, struct nkv_ns *ns, struct nkv_cache
 	return 0;
 }
 
-/* Write our cumulative share. Only after read_shares() succeeded once: never from a partial count. */
-static void write_share(struct nkv_target *t, struct nkv_ns *ns, struct nkv_cache *c)
+/* Our share's key and value as written to the shared state. */
+static void share_format(struct nkv_cache *c, char *key, size_t klen, char *val, size_t vlen)
 {
-	char key[160], val[512];
 	struct share s;
-	int rc;
 
 	share_mine(c, &s);
-	snprintf(key, sizeof(key), SHARE_PREFIX "%s", c->owner);
-	snprintf(val, sizeof(val),
+	snprintf(key, klen, SHARE_PREFIX "%s", c->owner);
+	snprintf(val, vlen,
 		 "v1 %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64
 		 " %.17g",
 		 s.bytes, s.keys, s.pinned_bytes, s.pinned_keys, s.evictions, s.evicted_bytes, s.expirations,
 		 s.expired_bytes, s.byte_s);
+}
+
+/* Write our cumulative share. Only after read_shares() succeeded once: never from a partial count. */
+static void write_share(struct nkv_target *t, struct nkv_ns *ns, struct nkv_cache *c)
+{
+	char key[160], val[512];
+	int rc;
+
+	share_format(c, key, sizeof(key), val, sizeof(val));
 	if ((rc = t->be->shared_put(ns->kvns, key, val)) < 0)
 		NKV_DEBUG("cache: nsid %u: share not written: %s", ns->nsid, strerror(-rc));
 }
@@ -435,6 +446,15 @@ void nkv_cache_account(struct nkv_req *req)
 
 /* ---- eviction and expiry (the cache thread, holding the namespace's lease) --------------------------- */
 
+/* A stop was asked: each cluster call of a tick can block for the op timeout on an unreachable
+ * cluster, so a tick checks before each one and a stop waits for one call, not for a whole pass
+ * over the namespaces. */
+static bool quitting(struct nkv_target *t)
+{
+	return atomic_load_explicit(&t->cache_quit, memory_order_relaxed);
+}
+
+
 static void emit(struct nkv_target *t, struct nkv_subsys *ss, struct nkv_ns *ns, const struct nkv_entry *e,
 		 unsigned reason)
 {
@@ -558,7 +578,7 @@ static void evict(struct nkv_target *t, struct nkv_subsys *ss, struct nkv_ns *ns
 			return;
 		}
 		uint64_t now = nkv_now_ms();
-		if (now >= until || now + p.lease_ms / 4 >= c->lease_until)
+		if (now >= until || now + p.lease_ms / 4 >= c->lease_until || quitting(t))
 			return; /* next tick (renewing the lease first) */
 		int64_t before = ub;
 		uint64_t hb = atomic_load(&c->hard_bytes), hk = atomic_load(&c->hard_keys);
@@ -585,7 +605,7 @@ static void reap(struct nkv_target *t, struct nkv_subsys *ss, struct nkv_ns *ns,
 		c->reaping = true;
 		c->next_reap = now_mono + (uint64_t)p->reap_interval_s * 1000;
 	}
-	while (budget && c->reaping) {
+	while (budget && c->reaping && !quitting(t)) {
 		unsigned want = budget < REAP_BATCH ? budget : REAP_BATCH, nx = 0;
 		int n = t->be->scan(ns->kvns, &c->reap, want, e);
 		uint64_t now = nkv_unix_ms();
@@ -631,25 +651,26 @@ static void cache_ns_tick(struct nkv_subsys *ss, struct nkv_ns *ns, void *arg)
 	struct nkv_cache *c = ns->cache;
 	uint64_t now = nkv_now_ms();
 
-	if (!c)
+	if (!c || quitting(t))
 		return;
 	atomic_store(&c->kicked, false);
 	if (now >= c->next_sync || !c->loaded) {
-		if (read_shares(t, ns, c) == 0)
+		if (read_shares(t, ns, c) == 0 && !quitting(t))
 			write_share(t, ns, c);
 		c->next_sync = now + SYNC_MS;
 	}
-	if (!c->loaded)
+	if (!c->loaded || quitting(t))
 		return; /* do not evict on a share not yet read back */
 	struct nkv_cache_policy p;
 	pthread_mutex_lock(&c->lock);
 	p = c->pol;
 	pthread_mutex_unlock(&c->lock);
 	lease_keep(t, ns, p.lease_ms, now);
-	if (!c->lease)
+	if (!c->lease || quitting(t))
 		return;
 	evict(t, ss, ns, &p, now + EVICT_BUDGET_MS);
-	reap(t, ss, ns, &p, nkv_now_ms());
+	if (!quitting(t))
+		reap(t, ss, ns, &p, nkv_now_ms());
 }
 
 static void *cache_main(void *arg)
@@ -678,14 +699,76 @@ int nkv_cache_start(struct nkv_target *t)
 	return -pthread_create(&t->cache_thread, NULL, cache_main, t);
 }
 
+static void cache_ns_final(struct nkv_subsys *ss, struct nkv_ns *ns, void *arg)
+{
+	(void)ss;
+	nkv_cache_final(arg, ns);
+}
+
+/* Before the cache thread is joined: only namespaces whose share is read back (no read needed). */
+static void cache_ns_final_loaded(struct nkv_subsys *ss, struct nkv_ns *ns, void *arg)
+{
+	(void)ss;
+	if (ns->cache && atomic_load(&ns->cache->loaded))
+		nkv_cache_final(arg, ns);
+}
+
+/*
+ * Stop the cache thread and start every namespace's last writes. On an unreachable cluster the
+ * thread may be in a call that ends only at the op timeout: the last writes are started without
+ * waiting for it (they are aio, bounded by the op timeout too, and the backend's ns_close waits
+ * for them), so the stop costs one op timeout whatever the number of namespaces. A renewal the
+ * thread had under way may land after the lease's release: the lease then ends at its duration,
+ * as after a crash. A namespace whose share was not read back yet is done after the join (its read
+ * must not race the thread's).
+ */
 void nkv_cache_stop(struct nkv_target *t)
 {
+	bool go_on = false;
+
+	atomic_store(&t->cache_quit, true);
 	pthread_mutex_lock(&t->lock);
 	t->cache_stop = true;
 	pthread_cond_signal(&t->cache_cv);
+	nkv_target_walk_ns(t, &go_on, cache_ns_final_loaded, t);
 	pthread_mutex_unlock(&t->lock);
 	pthread_join(t->cache_thread, NULL);
 	pthread_cond_destroy(&t->cache_cv);
+	pthread_mutex_lock(&t->lock);
+	nkv_target_walk_ns(t, &go_on, cache_ns_final, t);
+	pthread_mutex_unlock(&t->lock);
+}
+
+void nkv_cache_final(struct nkv_target *t, struct nkv_ns *ns)
+{
+	struct nkv_cache *c = ns->cache;
+	char key[160], val[512];
+
+	if (!c || c->final)
+		return;
+	c->final = true;
+	/* Leave our share written (a restart continues from it) and the lease to the others now. A
+	 * share never read back is read first (a blocking call) unless the cluster did not answer the
+	 * last read: then nothing could be written either. */
+	if (!atomic_load(&c->loaded) && (atomic_load(&c->unanswered) || read_shares(t, ns, c) < 0)) {
+		NKV_WARN("cache: nsid %u: share not read back from the cluster: this run's usage changes are "
+			 "not written", ns->nsid);
+		if (c->lease && t->be->cache_final)
+			t->be->cache_final(ns->kvns, NULL, NULL, c->owner);
+		else if (c->lease)
+			t->be->lease_release(ns->kvns, c->owner);
+		return;
+	}
+	share_format(c, key, sizeof(key), val, sizeof(val));
+	if (t->be->cache_final) {
+		t->be->cache_final(ns->kvns, key, val, c->lease ? c->owner : NULL);
+		return;
+	}
+	int rc = t->be->shared_put(ns->kvns, key, val);
+	if (rc < 0)
+		NKV_DEBUG("cache: nsid %u: share not written: %s", ns->nsid, strerror(-rc));
+	if (c->lease)
+		t->be->lease_release(ns->kvns, c->owner);
 }
 
 void nkv_cache_close(struct nkv_target *t, struct nkv_ns *ns)
@@ -694,14 +777,9 @@ void nkv_cache_close(struct nkv_target *t, struct nkv_ns *ns)
 
 	if (!c)
 		return;
-	/* Leave our share written (a restart continues from it) and the lease to the others now. Each
-	 * call is bounded by the op timeout on an unreachable cluster. */
-	if (c->loaded || read_shares(t, ns, c) == 0)
-		write_share(t, ns, c);
+	nkv_cache_final(t, ns); /* the backend's ns_close, next, waits for it */
 	if (c->reaping)
 		t->be->scan_end(ns->kvns, &c->reap);
-	if (c->lease)
-		t->be->lease_release(ns->kvns, c->owner);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 	ns->cache = NULL;

@@ -56,6 +56,7 @@ struct nkv_target {
 	pthread_t cache_thread;        /* evicts, expires and shares usage of cache namespaces (cache.c) */
 	pthread_cond_t cache_cv;
 	bool cache_stop;
+	atomic_bool cache_quit;        /* cache_stop, read without the lock: a tick skips its cluster calls */
 	atomic_uint caches;            /* cache namespaces open: the thread idles without */
 	nkv_cache_event_cb cache_cb;   /* evictions and expiries reported to it */
 	void *cache_cb_arg;
@@ -268,7 +269,14 @@ void nkv_req_copy_out(struct nkv_req *req, const void *src, uint32_t len);
 struct nkv_cache;
 /** Make @ns a cache namespace if @p (else ns->cache = NULL). @return 0, -EINVAL, -ENOMEM. */
 int nkv_cache_open(struct nkv_subsys *ss, struct nkv_ns *ns, const char *rados_ns, const struct nkv_cache_policy *p);
-/** Write this gateway's share one last time, hand the lease over, free (before the backend handle closes). */
+/**
+ * Start this gateway's last share write and the lease's release for @ns without waiting for them
+ * (best effort: the backend's ns_close waits, each bounded by the op timeout). Calling it for every
+ * namespace first, then closing them, makes a stop cost one op timeout on an unreachable cluster
+ * whatever the number of namespaces. Idempotent; no-op without a cache.
+ */
+void nkv_cache_final(struct nkv_target *t, struct nkv_ns *ns);
+/** nkv_cache_final() if not done yet, then free (before the backend handle closes). */
 void nkv_cache_close(struct nkv_target *t, struct nkv_ns *ns);
 /** Store and Store TTL on any namespace: TTL, pin and limits into req->io. @return 0 or a status. */
 nkv_status nkv_cache_parse_store(struct nkv_req *req, uint32_t ttl_s, uint32_t flags);
