@@ -6,8 +6,8 @@
  *
  * The command path costs a few relaxed atomics: the limits it checks are copies of the policy, and
  * the usage it checks is this gateway's live share plus the others' as last read (at most a second
- * old), plus what this gateway's Stores in flight reserved at admission. Only a pinned Store or the replacement of a pinned entry takes the cache's mutex (byte-hours
- * are a double).
+ * old), plus what this gateway's Stores in flight reserved at admission. Only a pinned Store or the
+ * replacement of a pinned entry takes the cache's mutex (byte-hours are a double).
  *
  * Usage is kept as shares: every gateway counts what its own commands and evictions changed (exact:
  * the backend reports what each Store replaced and each Delete removed) and writes its cumulative
@@ -62,6 +62,9 @@ struct nkv_cache {
 	atomic_bool loaded;              /* our share read back (a restart continues from it) */
 	atomic_bool unanswered;          /* a share read under way or failed last (cluster unreachable?) */
 	bool final;                      /* the last share write and lease release started (stopping thread) */
+	char final_val[512];             /* the share they wrote ("": none) */
+	unsigned final_leases;           /* lease_taken when they started */
+	atomic_uint lease_taken;         /* successful takes and renewals of the lease */
 	uint64_t next_sync;              /* monotonic ms */
 	/* eviction lease and work (cache thread only) */
 	atomic_bool lease;               /* held (read by the usage snapshot too) */
@@ -454,7 +457,6 @@ static bool quitting(struct nkv_target *t)
 	return atomic_load_explicit(&t->cache_quit, memory_order_relaxed);
 }
 
-
 static void emit(struct nkv_target *t, struct nkv_subsys *ss, struct nkv_ns *ns, const struct nkv_entry *e,
 		 unsigned reason)
 {
@@ -630,6 +632,7 @@ static void lease_keep(struct nkv_target *t, struct nkv_ns *ns, uint32_t lease_m
 		return;
 	int rc = t->be->lease(ns->kvns, c->owner, lease_ms, c->lease);
 	if (rc == 0) {
+		atomic_fetch_add(&c->lease_taken, 1);
 		if (!c->lease)
 			NKV_INFO("cache: nsid %u: this gateway (%s) evicts and expires entries now", ns->nsid, c->owner);
 		c->lease = true;
@@ -699,10 +702,35 @@ int nkv_cache_start(struct nkv_target *t)
 	return -pthread_create(&t->cache_thread, NULL, cache_main, t);
 }
 
+/*
+ * After the join: the last writes of the namespaces not done yet; for the others, what the thread's
+ * last call changed since they started (an eviction round's removals, a renewal of the lease) is
+ * written again. On an unreachable cluster that call changed nothing, so nothing more is waited for.
+ */
 static void cache_ns_final(struct nkv_subsys *ss, struct nkv_ns *ns, void *arg)
 {
+	struct nkv_target *t = arg;
+	struct nkv_cache *c = ns->cache;
+	char key[160], val[512];
+
 	(void)ss;
-	nkv_cache_final(arg, ns);
+	if (!c || !c->final) {
+		nkv_cache_final(t, ns);
+		return;
+	}
+	bool lease = c->lease && atomic_load(&c->lease_taken) != c->final_leases;
+	share_format(c, key, sizeof(key), val, sizeof(val));
+	bool share = c->final_val[0] && strcmp(val, c->final_val) != 0;
+	if (!share && !lease)
+		return;
+	if (t->be->cache_final) {
+		t->be->cache_final(ns->kvns, share ? key : NULL, val, lease ? c->owner : NULL);
+		return;
+	}
+	if (share)
+		(void)t->be->shared_put(ns->kvns, key, val);
+	if (lease)
+		t->be->lease_release(ns->kvns, c->owner);
 }
 
 /* Before the cache thread is joined: only namespaces whose share is read back (no read needed). */
@@ -717,10 +745,9 @@ static void cache_ns_final_loaded(struct nkv_subsys *ss, struct nkv_ns *ns, void
  * Stop the cache thread and start every namespace's last writes. On an unreachable cluster the
  * thread may be in a call that ends only at the op timeout: the last writes are started without
  * waiting for it (they are aio, bounded by the op timeout too, and the backend's ns_close waits
- * for them), so the stop costs one op timeout whatever the number of namespaces. A renewal the
- * thread had under way may land after the lease's release: the lease then ends at its duration,
- * as after a crash. A namespace whose share was not read back yet is done after the join (its read
- * must not race the thread's).
+ * for them), so the stop costs one op timeout whatever the number of namespaces. What that last
+ * call changed is written again after the join (cache_ns_final); a namespace whose share was not
+ * read back yet is done then too (its read must not race the thread's).
  */
 void nkv_cache_stop(struct nkv_target *t)
 {
@@ -747,6 +774,8 @@ void nkv_cache_final(struct nkv_target *t, struct nkv_ns *ns)
 	if (!c || c->final)
 		return;
 	c->final = true;
+	c->final_val[0] = 0;
+	c->final_leases = atomic_load(&c->lease_taken);
 	/* Leave our share written (a restart continues from it) and the lease to the others now. A
 	 * share never read back is read first (a blocking call) unless the cluster did not answer the
 	 * last read: then nothing could be written either. */
@@ -760,6 +789,7 @@ void nkv_cache_final(struct nkv_target *t, struct nkv_ns *ns)
 		return;
 	}
 	share_format(c, key, sizeof(key), val, sizeof(val));
+	snprintf(c->final_val, sizeof(c->final_val), "%s", val);
 	if (t->be->cache_final) {
 		t->be->cache_final(ns->kvns, key, val, c->lease ? c->owner : NULL);
 		return;
