@@ -16,12 +16,17 @@
  *   - the hard limit under concurrency (engine: 4 queues x 64): 160 Stores of 16 KiB in one batch
  *     into a 256 KiB cache with eviction off admit exactly 16 and answer 81h to the rest (usage never
  *     past the limit); the same with a 16-key limit; Stores that fail give their reservation back
- *     (the whole capacity is usable afterwards).
+ *     (the whole capacity is usable afterwards); over NVMe/TCP, a host (a child process,
+ *     `cache_client_func hold-child PORT`) whose admitted Stores hold the whole capacity while their
+ *     data never comes makes another host's Store get 81h, and once it is killed the whole capacity
+ *     is usable again.
  * Usage: cache_client_func mem|rados [loop|tcp|tcp-digest|shm]
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -372,8 +377,101 @@ static void lib_capacity(void)
 	      CAP_BYTES / CAP_VAL, full, other, first, (unsigned long long)u.used_bytes);
 }
 
+/*
+ * `cache_client_func hold-child PORT`: a host that fills NS_CAP with Stores whose data it never
+ * sends (NVMe/TCP through R2T: it never polls), says 'H' on descriptor 3, and waits to be killed.
+ */
+#define HOLD_VAL (64u << 10) /* through R2T, past any in-capsule data limit */
+static void hold_cb(void *arg, const struct nkv_cpl *cpl)
+{
+	(void)arg;
+	(void)cpl;
+}
+
+static int hold_child(const char *port)
+{
+	struct nkv_conn_opts o = {.hostnqn = HOSTNQN, .timeout_ms = 10000};
+	struct nkv_ctrl *ctrl;
+	struct nkv_qpair *qp;
+	static uint8_t v[HOLD_VAL];
+
+	memcpy(o.hostid, H_HOSTID, 16);
+	if (nkv_connect("127.0.0.1", port, SUBNQN, &o, &ctrl) < 0 || nkv_qpair_create(ctrl, 32, &qp) < 0)
+		return 1;
+	for (unsigned i = 0; i < CAP_BYTES / HOLD_VAL; i++) {
+		char k[17];
+		snprintf(k, sizeof(k), "h%u", i);
+		if (nkv_store_async(qp, NS_CAP, k, (unsigned)strlen(k), v, HOLD_VAL, 0, hold_cb, NULL) < 0)
+			return 1;
+	}
+	if (nkv_qpair_flush(qp) < 0 || write(3, "H", 1) != 1) /* the capsules out; R2Ts never read */
+		return 1;
+	for (;;)
+		pause();
+}
+
+/* Reservations of Stores dropped with their connection come back: a host holds the whole capacity
+ * with Stores whose data never comes (others get 81h meanwhile), then dies; the capacity is usable. */
+static void lib_capacity_dropped(const char *self)
+{
+	int fd[2];
+	unsigned full, other;
+	int first;
+
+	for (unsigned j = 0; j < CAP_BYTES / CAP_VAL; j++) { /* empty again (lib_capacity filled it) */
+		char k[17];
+		snprintf(k, sizeof(k), "y%u", j);
+		(void)nkv_delete(h_lib_qp(g_qp), NS_CAP, k, (unsigned)strlen(k), NULL);
+	}
+	struct nkv_cache_usage u;
+	CHECK(nkv_ns_cache_usage(H.ss, NS_CAP, &u) == 0 && u.used_bytes == 0, "the capacity is free again: %llu bytes",
+	      (unsigned long long)u.used_bytes);
+	if (pipe(fd) < 0)
+		return;
+	pid_t pid = fork();
+	if (pid == 0) { /* a fresh process, not a copy of this one's target */
+		dup2(fd[1], 3);
+		execl(self, self, "hold-child", H.port, (char *)NULL);
+		_exit(127);
+	}
+	close(fd[1]);
+	char c = 0;
+	bool held = read(fd[0], &c, 1) == 1 && c == 'H';
+	close(fd[0]);
+	CHECK(held, "a host with %u Stores of %u KiB in flight whose data it never sends", CAP_BYTES / HOLD_VAL,
+	      HOLD_VAL >> 10);
+	unsigned ok = 0;
+	for (int i = 0; held && i < 100; i++) { /* until the target has admitted them all */
+		sleep_ms(20);
+		ok = cap_batch(NS_CAP, "z", 1, 4096, 0, &full, &other, &first);
+		if (ok)
+			(void)nkv_delete(h_lib_qp(g_qp), NS_CAP, "z0", 2, NULL);
+		else
+			break;
+	}
+	CHECK(held && ok == 0 && full == 1, "while they are admitted, another host's Store gets 81h (%u stored, %u 81h)",
+	      ok, full);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	for (int i = 0; i < 100; i++) { /* the target notices the closed connection */
+		ok = cap_batch(NS_CAP, "w", CAP_BYTES / CAP_VAL, CAP_VAL, 0, &full, &other, &first);
+		if (ok == CAP_BYTES / CAP_VAL)
+			break;
+		for (unsigned j = 0; j < CAP_BYTES / CAP_VAL; j++) {
+			char k[17];
+			snprintf(k, sizeof(k), "w%u", j);
+			(void)nkv_delete(h_lib_qp(g_qp), NS_CAP, k, (unsigned)strlen(k), NULL);
+		}
+		sleep_ms(20);
+	}
+	CHECK(ok == CAP_BYTES / CAP_VAL, "the host killed: its reservations came back, the whole capacity is usable "
+	      "(%u of %u Stores, %u 81h)", ok, CAP_BYTES / CAP_VAL, full);
+}
+
 int main(int argc, char **argv)
 {
+	if (argc > 2 && strcmp(argv[1], "hold-child") == 0)
+		return hold_child(argv[2]);
 	h_init(argc, argv, "cache_client_func");
 	h_fill(g_v, sizeof(g_v), 1);
 	struct nkv_cache_policy none = {0}, def1 = {.default_ttl_s = 1}, quota = {.pin_quota_bytes = 1000};
@@ -404,6 +502,8 @@ int main(int argc, char **argv)
 		lib_before(lqp);
 	if (lqp && g_e)
 		lib_capacity();
+	if (lqp && g_e && H.tcp && strcmp(H.transport, "tcp") == 0)
+		lib_capacity_dropped(argv[0]);
 	sleep_ms(EXPIRE_WAIT_MS);
 	raw_after();
 	if (lqp && g_e)
