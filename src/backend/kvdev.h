@@ -176,6 +176,12 @@ struct nkv_kvdev_ops {
 	 *  (another owner holds it), -errno. */
 	int (*lease)(struct nkv_kvns *ns, const char *owner, uint32_t lease_ms, bool renew);
 	void (*lease_release)(struct nkv_kvns *ns, const char *owner);
+	/**
+	 * A namespace's last cache writes, started and not waited for: @key = @val into the shared
+	 * state, and with @owner the release of its lease. ns_close waits for them (each bounded by the
+	 * op timeout). NULL: the core calls shared_put and lease_release (a backend that never blocks).
+	 */
+	void (*cache_final)(struct nkv_kvns *ns, const char *key, const char *val, const char *owner);
 	/** Up to @n entries from random places of the namespace, with their records. @return how many. */
 	int (*sample)(struct nkv_kvns *ns, unsigned n, struct nkv_entry *out);
 	/** The next up to @n entries of a pass over the namespace. @return how many (pos->done at end). */

@@ -960,6 +960,7 @@ const struct nkv_kvdev_ops nkv_kvdev_rados = {
 	.shared_get = rados_cache_shared_get,
 	.lease = rados_cache_lease,
 	.lease_release = rados_cache_lease_release,
+	.cache_final = rados_cache_final,
 	.sample = rados_cache_sample,
 	.scan = rados_cache_scan,
 	.scan_end = rados_cache_scan_end,

@@ -58,6 +58,7 @@ struct nkv_target {
 	pthread_t cache_thread;        /* evicts, expires and shares usage of cache namespaces (cache.c) */
 	pthread_cond_t cache_cv;
 	bool cache_stop;
+	atomic_bool cache_quit;        /* cache_stop, read without the lock: a tick skips its cluster calls */
 	atomic_uint caches;            /* cache namespaces open: the thread idles without */
 	nkv_cache_event_cb cache_cb;   /* evictions and expiries reported to it */
 	void *cache_cb_arg;
@@ -258,6 +259,8 @@ struct nkv_req {
 	uint32_t pin_reserved; /* pin quota bytes this Store reserved at parse (released at drop) */
 	struct nkv_exec_table *exec_tbl; /* Exec: the allowlist it was parsed with (a reference; drop) */
 	uint8_t *exec_in;   /* Exec: the method's input built for it (freed at drop) */
+	uint32_t cap_reserved; /* hard-limit bytes this Store reserved at parse (released at drop) */
+	bool key_reserved;     /* ... and one key of the hard key limit */
 	struct nkv_kvio io;
 };
 
@@ -289,15 +292,24 @@ void nkv_req_copy_out(struct nkv_req *req, const void *src, uint32_t len);
 struct nkv_cache;
 /** Make @ns a cache namespace if @p (else ns->cache = NULL). @return 0, -EINVAL, -ENOMEM. */
 int nkv_cache_open(struct nkv_subsys *ss, struct nkv_ns *ns, const char *rados_ns, const struct nkv_cache_policy *p);
-/** Write this gateway's share one last time, hand the lease over, free (before the backend handle closes). */
+/**
+ * Start this gateway's last share write and the lease's release for @ns without waiting for them
+ * (best effort: the backend's ns_close waits, each bounded by the op timeout). Calling it for every
+ * namespace first, then closing them, makes a stop cost one op timeout on an unreachable cluster
+ * whatever the number of namespaces. Idempotent; no-op without a cache.
+ */
+void nkv_cache_final(struct nkv_target *t, struct nkv_ns *ns);
+/** nkv_cache_final() if not done yet, then free (before the backend handle closes). */
 void nkv_cache_close(struct nkv_target *t, struct nkv_ns *ns);
 /** Store and Store TTL on any namespace: TTL, pin and limits into req->io. @return 0 or a status. */
 nkv_status nkv_cache_parse_store(struct nkv_req *req, uint32_t ttl_s, uint32_t flags);
+/** The TTL a Store TTL gave its entry (CQE DW0 of its success): seconds, NKV_TTL_NONE for never. */
+uint32_t nkv_cache_ttl_applied(const struct nkv_req *req);
 /** Retrieve and Exist on a cache namespace: expiry checked, last use refreshed. */
 void nkv_cache_parse_read(struct nkv_req *req);
 /** A completed Store or Delete: this gateway's share of the usage. */
 void nkv_cache_account(struct nkv_req *req);
-/** Release the pin quota a Store reserved at parse (idempotent). */
+/** Release the pin quota and hard-limit room a Store reserved at parse (idempotent). */
 void nkv_cache_unreserve(struct nkv_req *req);
 /** The cache's figures (metrics). */
 void nkv_cache_usage_of(struct nkv_cache *c, struct nkv_cache_usage *u);

@@ -216,6 +216,10 @@ void nkv_subsys_free(struct nkv_subsys *ss)
 {
 	struct nkv_target *t = ss->tgt;
 
+	/* Every cache namespace's last writes started before the first close waits for its own. */
+	for (uint32_t i = 1; i <= NKV_MAX_NSID; i++)
+		if (ss->slot[i] && ss->slot[i]->kvns)
+			nkv_cache_final(t, ss->slot[i]);
 	for (uint32_t i = 1; i <= NKV_MAX_NSID; i++) {
 		struct nkv_ns *ns = ss->slot[i];
 		if (!ns)

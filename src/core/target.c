@@ -136,8 +136,10 @@ void nkv_target_destroy(struct nkv_target *t)
 	t->stats_stop = true;
 	pthread_cond_signal(&t->stats_cv);
 	pthread_mutex_unlock(&t->lock);
-	pthread_join(t->stats_thread, NULL);
+	/* Both threads told before either is joined: on an unreachable cluster each may be in a call
+	 * bounded by the op timeout, and those run out together. */
 	nkv_cache_stop(t);
+	pthread_join(t->stats_thread, NULL);
 	while (t->subsystems) {
 		struct nkv_subsys *ss = t->subsystems;
 		t->subsystems = ss->next;
