@@ -55,6 +55,18 @@ def _as_bytes(buf, n):
     return bytes(memoryview(buf)[:n])
 
 
+def _moved_error(op):
+    """None when a successful Retrieve moved exactly min(value size - offset, buffer) bytes, as the
+    command set says; otherwise an NkvError EIO (the buffer would hold a prefix, or stale bytes, under
+    the full size). libnkv already fails such a command where it can tell (NVMe/TCP, shm targets
+    that report the bytes moved); this holds for every transport and target."""
+    want = min(max(op.value_size - op.offset, 0), op.len)
+    if op.xfer == want:
+        return None
+    return NkvError(E.EIO, "retrieve of key %s: the target moved %d bytes, %d expected from a %d-byte value"
+                    % (op.key_bytes.hex(), op.xfer, want, op.value_size), op="retrieve", key=op.key_bytes)
+
+
 def _check_nsid(nsid, default):
     if nsid is None:
         return default
@@ -533,6 +545,9 @@ class Client:
                 return None
             if op.rc:
                 raise op_error(op)
+            bad = _moved_error(op)
+            if bad:
+                raise bad
             size = op.value_size
             if size <= guess:
                 self._retrieve_guess = max(size, RETRIEVE_GUESS_MIN)
@@ -554,6 +569,9 @@ class Client:
             return None
         if op.rc:
             raise op_error(op)
+        bad = _moved_error(op)
+        if bad:
+            raise bad
         return int(op.value_size)
 
     def _plan_flag(self, op_type, key, nsid):
@@ -664,6 +682,9 @@ class Client:
             elif op.rc:
                 res.append(None)
                 errs.append((i, op_error(op)))
+            elif _moved_error(op):
+                res.append(None)
+                errs.append((i, _moved_error(op)))
             else:
                 res.append(int(op.value_size))
         if errs:
@@ -745,6 +766,9 @@ class Client:
             raise op_error(oh, what)
         if op.rc:
             raise op_error(op, what)
+        bad = _moved_error(oh) or _moved_error(op)
+        if bad:
+            raise bad
         r = _ln._check(ctypes.addressof(hdr), oh.xfer, b)
         if r is None:
             return None
