@@ -202,15 +202,46 @@ def discover(host, port=8009, *, timeout=30.0, hostnqn=None):
     return out
 
 
+def _find_subsys(host, dport, opts):
+    """(subnqn, trsvcid) of the one NVMe/TCP subsystem the discovery log at @host:@dport (None: 8009)
+    lists: libnkv's nkv_discover_subsys(), the rule the nkv CLI follows too."""
+    sub = _ffi.DiscEntry()
+    entries = ctypes.POINTER(_ffi.DiscEntry)()
+    n = ctypes.c_uint()
+    rc = _ffi.nkv_discover_subsys(host.encode(), str(dport).encode() if dport else None, ctypes.byref(opts),
+                                  ctypes.byref(sub), ctypes.byref(entries), ctypes.byref(n))
+    where = "%s:%s" % (("[%s]" % host) if ":" in host else host, dport or 8009)
+    names = []
+    if entries:
+        try:
+            names = ["%s (port %s)" % (entries[i].subnqn.decode("utf-8", "replace"),
+                                       entries[i].trsvcid.decode("utf-8", "replace"))
+                     for i in range(n.value) if entries[i].subtype == _ffi.DISC_SUBTYPE_NVME]
+        finally:
+            _ffi.libc_free(ctypes.cast(entries, ctypes.c_void_p))
+    if rc == -E.ENOTUNIQ:
+        raise NkvError(E.ENOTUNIQ, "no subnqn given and the discovery log at %s lists several subsystems: %s; "
+                       "pass subnqn=" % (where, ", ".join(names)), _detail=False)
+    if rc == -E.ENOENT:
+        raise NkvError(E.ENOENT, "no NVMe/TCP subsystem in the discovery log at %s" % where)
+    if rc == -E.ECONNREFUSED:
+        raise NkvError(rc, "nothing listening at %s (is rados-nkv running there?); without subnqn, connect() "
+                       "reads the subsystem from the discovery log at that port" % where)
+    if rc:
+        raise NkvError(rc, "discovery at %s" % where)
+    return sub.subnqn.decode("utf-8", "replace"), sub.trsvcid.decode("ascii", "replace")
+
+
 def connect(target, *, subnqn=None, nsid=1, queues=4, depth=128, timeout=30.0, hostnqn=None,
-            hdgst=False, ddgst=False, discovery_port=8009, dhchap_secret=None, dhchap_ctrl_secret=None):
+            hdgst=False, ddgst=False, discovery_port=None, dhchap_secret=None, dhchap_ctrl_secret=None):
     """Connect to a rados-nkv subsystem (or any NVMe KV controller) and start an engine of
     @queues queue pairs of @depth entries.
 
     @target: "HOST[:PORT]" or "[IPv6]:PORT" for NVMe/TCP (port 4420 unless given, or the discovery
     log's when @subnqn is None), or "shm:/path/to/socket" for the shared-memory transport.
-    @subnqn None over TCP: ask the discovery controller at HOST:@discovery_port and take the first
-    NVMe subsystem. @nsid: the default namespace of every call. @timeout: seconds for the connect
+    @subnqn None over TCP: ask the discovery controller at HOST:PORT (every rados-nkv listener serves
+    discovery), at HOST:@discovery_port when given, else at HOST:8009, and take the NVMe subsystem it
+    lists (several: NkvError ENOTUNIQ naming them; pass @subnqn), as the nkv CLI does. @nsid: the default namespace of every call. @timeout: seconds for the connect
     and for every command (its deadline). @dhchap_secret / @dhchap_ctrl_secret: DH-HMAC-CHAP secrets
     ("DHHC-1:..." as nvme gen-dhchap-key prints them) for a subsystem that requires authentication,
     and to make the controller authenticate itself. Raises NkvError (errno ECONNREFUSED, ETIMEDOUT,
@@ -231,14 +262,13 @@ def connect(target, *, subnqn=None, nsid=1, queues=4, depth=128, timeout=30.0, h
         traddr, trsvcid, desc = ("shm:" + where).encode(), None, "shm:" + where
     else:
         if subnqn is None:
-            log = discover(where, discovery_port, timeout=timeout, hostnqn=hostnqn)
-            subs = [e for e in log if e["subtype"] == _ffi.DISC_SUBTYPE_NVME]
-            if not subs:
-                raise NkvError(E.ENOENT, "no NVMe subsystem in the discovery log at %s:%d"
-                               % (where, discovery_port))
-            subnqn = subs[0]["subnqn"]
-            if port is None:
-                port = int(subs[0]["trsvcid"])
+            if discovery_port is not None and (isinstance(discovery_port, bool) or
+                                               not isinstance(discovery_port, int) or
+                                               not 1 <= discovery_port <= 65535):
+                raise ValueError("discovery_port must be a number from 1 to 65535, got %r" % (discovery_port,))
+            subnqn, sub_port = _find_subsys(where, discovery_port or port, opts)
+            if port is None and sub_port.isdigit():
+                port = int(sub_port)
         if port is None:
             port = 4420
         traddr, trsvcid = where.encode(), str(port).encode()

@@ -385,9 +385,18 @@ check_json "discover -o json is JSON"
 	ok "discover -o json has both subnqns" || { fail "discover -o json records"; show; }
 run 20 "$CLI" --timeout 10000 -s "$PIO" -q "$HOST_OK" discover
 check "discover on the I/O port (every listener serves discovery) lists 2 records" 0 "Number of Records 2"
-# Without -n, nkv takes the first NVM subsystem from the discovery log on the -s port.
+# Without -n, nkv takes the NVM subsystem the discovery log on the -s port lists, when it is the
+# only one (the default host sees only the open subsystem); the allowed host sees two: nkv refuses
+# (exit 64) and names both, rather than take the first (a new subsystem would change the default).
 nk identify
 check "without -n, nkv finds the subsystem through discovery on the -s port" 0 "subnqn +: $NQN_OPEN\$"
+nk -q "$HOST_OK" exist k
+check "without -n and two subsystems in the log, exit 64" 64 "several subsystems"
+grep -q "^  $NQN_OPEN (port $PIO)\$" "$T/err" && grep -q "^  $NQN_ALLOW (port $PIO)\$" "$T/err" &&
+	ok "the refusal lists both subsystems" || { fail "the refusal does not list both subsystems"; show; }
+nk -q "$HOST_OK" -o json exist k; check_one_json "-o json: two subsystems without -n" 64 err exist
+run 10 "$CLI" --timeout 2000 -s "$PSPARE" exist k
+check "without -n, nothing listening: the message leads with it" 1 "^nkv: nothing listening at 127\.0\.0\.1:$PSPARE"
 
 no list-ns
 check "list-ns on the open subsystem" 0 "^\[ *0\]:0x1\$"
