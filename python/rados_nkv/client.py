@@ -67,6 +67,24 @@ def _moved_error(op):
                     % (op.key_bytes.hex(), op.xfer, want, op.value_size), op="retrieve", key=op.key_bytes)
 
 
+def _ttl_error(op, nsid, ttl, pin, tf):
+    """For 02h on a Store TTL (F1h): what the request makes possible, as the nkv CLI says it (the
+    status alone cannot tell a namespace without a cache from a pin without a finite TTL); None for
+    other failures and for plain Stores."""
+    if op.rc != -E.EINVAL or (op.status & 0x7FF) != 0x002 or tf == (0, 0):
+        return None
+    if not pin:
+        why = "namespace %d has no cache: ttl needs a cache namespace" % nsid
+    elif ttl == _ffi.TTL_NONE:
+        why = "a pin needs a finite TTL, not TTL_NONE (or namespace %d has no cache)" % nsid
+    elif not ttl:
+        why = "namespace %d has no cache, or no default TTL for a pin: give ttl=SECONDS" % nsid
+    else:
+        why = "namespace %d has no cache: pin needs a cache namespace" % nsid
+    return NkvError(E.EINVAL, "store of key %s: %s" % (op.key_bytes.hex(), why), status=op.status, op="store",
+                    key=op.key_bytes)
+
+
 def _check_nsid(nsid, default):
     if nsid is None:
         return default
@@ -559,7 +577,7 @@ class Client:
         _set_op(ops[0], OP_STORE, k, nsid, addr, n, opts=opts, ttl=tf)
         yield ops, 1, keep
         if ops[0].rc:
-            raise op_error(ops[0])
+            raise _ttl_error(ops[0], nsid, ttl, pin, tf) or op_error(ops[0])
 
     def _plan_retrieve(self, key, nsid=None):
         k = _key_bytes(key)
