@@ -1000,7 +1000,9 @@ int main(int argc, char **argv)
 		test_lib_bufs(c);
 	if (strcmp(H.backend, "rados") == 0) {
 		test_rados_cli();
-		if (!h_is_shm()) /* a shm host cannot describe a buffer past MDTS */
+		/* NVMe/TCP only: the transport that sends a ranged read's parts early, so the one where a
+		 * prefix could leave before the 85h (a shm host cannot describe a buffer past MDTS) */
+		if (strcmp(H.transport, "tcp") == 0)
 			test_above_mdts();
 	}
 	h_disconnect(c);
