@@ -220,12 +220,30 @@ struct nkv_disc_entry {
 };
 
 /**
- * Read the discovery log from the discovery controller at @traddr:@trsvcid (NULL: "8009").
+ * Read the discovery log from the discovery controller at @traddr:@trsvcid (NULL: NKV_DISCOVERY_PORT).
  * On success *entries is malloc'ed (free() it) and holds *n entries.
  * @return 0 or -errno as nkv_connect().
  */
 NKV_API int nkv_discover(const char *traddr, const char *trsvcid, const struct nkv_conn_opts *opts,
 		 struct nkv_disc_entry **entries, unsigned *n);
+
+/** The well-known discovery port (NVMe/TCP), where a host looks when it was given no port. */
+#define NKV_DISCOVERY_PORT "8009"
+
+/**
+ * Find the subsystem a host means when it names none, the same way in every client: read the
+ * discovery log at @traddr:@trsvcid (the port the host was given: every rados-nkv listener serves
+ * discovery), or at NKV_DISCOVERY_PORT over plain TCP when @trsvcid is NULL or "", and take the one
+ * NVMe/TCP subsystem it lists (with @opts->tls one whose port requires TLS, without one whose port
+ * does not; either when none fits). A log that lists more than one is -ENOTUNIQ, never "the first":
+ * that default would move to another subsystem when an administrator adds one.
+ * @sub: out, the chosen entry (subnqn, trsvcid) on success, the first candidate on -ENOTUNIQ.
+ * @entries, @n: NULL, or out: the whole log (free() it), on success, -ENOENT and -ENOTUNIQ.
+ * @return 0; -ENOENT (no NVMe/TCP subsystem listed), -ENOTUNIQ (several: name one), or
+ * nkv_discover()'s errors (-ECONNREFUSED: nothing listening there). Thread-safe.
+ */
+NKV_API int nkv_discover_subsys(const char *traddr, const char *trsvcid, const struct nkv_conn_opts *opts,
+				struct nkv_disc_entry *sub, struct nkv_disc_entry **entries, unsigned *n);
 
 /** Identify Controller data (4096 bytes) read at connect time. */
 NKV_API const struct nkv_id_ctrlr *nkv_ctrl_identify(const struct nkv_ctrl *ctrl);

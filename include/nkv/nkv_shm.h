@@ -143,12 +143,16 @@ NKV_SIZE(struct nkv_shm_reply, 32);
  *   +0                 NEED_WAKEUP (uint32): 1 while the controller's poller may sleep (written by it)
  *   +64 + 4 * qid      ARM[qid] (uint32): 1 when the host waits for an interrupt from CQ qid (written
  *                      by the host; the controller exchanges it with 0 when it interrupts)
- * A target without notifications leaves F00h zero (older targets too: the page starts zeroed).
+ * A target without notifications leaves NOTIFY clear; older targets leave F00h zero (the page
+ * starts zeroed).
  */
 #define NKV_SHM_DB_BASE 0x1000u
 #define NKV_SHM_REG_FEAT 0xf00u      /* uint32: NKV_SHM_FEAT_* */
 #define NKV_SHM_REG_NOTIFY 0xf04u    /* uint32: byte offset of the notification area */
 #define NKV_SHM_FEAT_NOTIFY 0x1u     /* SET_KICK / SET_IRQ served, the notification area is there */
+/* CQE DW1 of a successful Retrieve or Retrieve Range on an I/O queue holds the bytes moved, which a
+ * host checks against the min(HBS, DW0 - offset) it derives (a PCIe CQE does not say otherwise) */
+#define NKV_SHM_FEAT_XFER 0x2u
 #define NKV_SHM_NOTIFY_WAKEUP 0u     /* NEED_WAKEUP, from the notification area's start */
 #define NKV_SHM_NOTIFY_ARM 64u       /* ARM[0], from the notification area's start */
 

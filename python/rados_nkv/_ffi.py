@@ -263,6 +263,9 @@ nkv_connect_shm = _proto("nkv_connect_shm", ctypes.c_int, _cp, ctypes.POINTER(Co
 nkv_disconnect = _proto("nkv_disconnect", None, _vp)
 nkv_discover = _proto("nkv_discover", ctypes.c_int, _cp, _cp, ctypes.POINTER(ConnOpts),
                       ctypes.POINTER(ctypes.POINTER(DiscEntry)), ctypes.POINTER(ctypes.c_uint))
+nkv_discover_subsys = _proto("nkv_discover_subsys", ctypes.c_int, _cp, _cp, ctypes.POINTER(ConnOpts),
+                             ctypes.POINTER(DiscEntry), ctypes.POINTER(ctypes.POINTER(DiscEntry)),
+                             ctypes.POINTER(ctypes.c_uint))
 nkv_ctrl_identify = _proto("nkv_ctrl_identify", _vp, _vp)
 nkv_ns_identify = _proto("nkv_ns_identify", ctypes.c_int, _vp, _u32, _vp)
 nkv_buf_alloc = _proto("nkv_buf_alloc", _vp, _vp, _sz)
@@ -283,7 +286,7 @@ nkv_lname_hdr_pack = _proto("nkv_lname_hdr_pack", ctypes.c_int, _vp, _sz, ctypes
 nkv_lname_hdr_check = _proto("nkv_lname_hdr_check", ctypes.c_int, _vp, _sz, _vp, _sz,
                              ctypes.POINTER(ctypes.c_uint64))
 
-# libc free() for nkv_discover()'s array
+# libc free() for nkv_discover()'s and nkv_discover_subsys()'s arrays
 _libc = ctypes.CDLL(None)
 libc_free = _libc.free
 libc_free.restype = None

@@ -55,6 +55,36 @@ def _as_bytes(buf, n):
     return bytes(memoryview(buf)[:n])
 
 
+def _moved_error(op):
+    """None when a successful Retrieve moved exactly min(value size - offset, buffer) bytes, as the
+    command set says; otherwise an NkvError EIO (the buffer would hold a prefix, or stale bytes, under
+    the full size). libnkv already fails such a command where it can tell (NVMe/TCP, shm targets
+    that report the bytes moved); this holds for every transport and target."""
+    want = min(max(op.value_size - op.offset, 0), op.len)
+    if op.xfer == want:
+        return None
+    return NkvError(E.EIO, "retrieve of key %s: the target moved %d bytes, %d expected from a %d-byte value"
+                    % (op.key_bytes.hex(), op.xfer, want, op.value_size), op="retrieve", key=op.key_bytes)
+
+
+def _ttl_error(op, nsid, ttl, pin, tf):
+    """For 02h on a Store TTL (F1h): what the request makes possible, as the nkv CLI says it (the
+    status alone cannot tell a namespace without a cache from a pin without a finite TTL); None for
+    other failures and for plain Stores."""
+    if op.rc != -E.EINVAL or (op.status & 0x7FF) != 0x002 or tf == (0, 0):
+        return None
+    if not pin:
+        why = "namespace %d has no cache: ttl needs a cache namespace" % nsid
+    elif ttl == _ffi.TTL_NONE:
+        why = "a pin needs a finite TTL, not TTL_NONE (or namespace %d has no cache)" % nsid
+    elif not ttl:
+        why = "namespace %d has no cache, or no default TTL for a pin: give ttl=SECONDS" % nsid
+    else:
+        why = "namespace %d has no cache: pin needs a cache namespace" % nsid
+    return NkvError(E.EINVAL, "store of key %s: %s" % (op.key_bytes.hex(), why), status=op.status, op="store",
+                    key=op.key_bytes)
+
+
 def _check_nsid(nsid, default):
     if nsid is None:
         return default
@@ -198,15 +228,46 @@ def discover(host, port=8009, *, timeout=30.0, hostnqn=None):
     return out
 
 
+def _find_subsys(host, dport, opts):
+    """(subnqn, trsvcid) of the one NVMe/TCP subsystem the discovery log at @host:@dport (None: 8009)
+    lists: libnkv's nkv_discover_subsys(), the rule the nkv CLI follows too."""
+    sub = _ffi.DiscEntry()
+    entries = ctypes.POINTER(_ffi.DiscEntry)()
+    n = ctypes.c_uint()
+    rc = _ffi.nkv_discover_subsys(host.encode(), str(dport).encode() if dport else None, ctypes.byref(opts),
+                                  ctypes.byref(sub), ctypes.byref(entries), ctypes.byref(n))
+    where = "%s:%s" % (("[%s]" % host) if ":" in host else host, dport or 8009)
+    names = []
+    if entries:
+        try:
+            names = ["%s (port %s)" % (entries[i].subnqn.decode("utf-8", "replace"),
+                                       entries[i].trsvcid.decode("utf-8", "replace"))
+                     for i in range(n.value) if entries[i].subtype == _ffi.DISC_SUBTYPE_NVME]
+        finally:
+            _ffi.libc_free(ctypes.cast(entries, ctypes.c_void_p))
+    if rc == -E.ENOTUNIQ:
+        raise NkvError(E.ENOTUNIQ, "no subnqn given and the discovery log at %s lists several subsystems: %s; "
+                       "pass subnqn=" % (where, ", ".join(names)), _detail=False)
+    if rc == -E.ENOENT:
+        raise NkvError(E.ENOENT, "no NVMe/TCP subsystem in the discovery log at %s" % where)
+    if rc == -E.ECONNREFUSED:
+        raise NkvError(rc, "nothing listening at %s (is rados-nkv running there?); without subnqn, connect() "
+                       "reads the subsystem from the discovery log at that port" % where)
+    if rc:
+        raise NkvError(rc, "discovery at %s" % where)
+    return sub.subnqn.decode("utf-8", "replace"), sub.trsvcid.decode("ascii", "replace")
+
+
 def connect(target, *, subnqn=None, nsid=1, queues=4, depth=128, timeout=30.0, hostnqn=None,
-            hdgst=False, ddgst=False, discovery_port=8009, dhchap_secret=None, dhchap_ctrl_secret=None):
+            hdgst=False, ddgst=False, discovery_port=None, dhchap_secret=None, dhchap_ctrl_secret=None):
     """Connect to a rados-nkv subsystem (or any NVMe KV controller) and start an engine of
     @queues queue pairs of @depth entries.
 
     @target: "HOST[:PORT]" or "[IPv6]:PORT" for NVMe/TCP (port 4420 unless given, or the discovery
     log's when @subnqn is None), or "shm:/path/to/socket" for the shared-memory transport.
-    @subnqn None over TCP: ask the discovery controller at HOST:@discovery_port and take the first
-    NVMe subsystem. @nsid: the default namespace of every call. @timeout: seconds for the connect
+    @subnqn None over TCP: ask the discovery controller at HOST:PORT (every rados-nkv listener serves
+    discovery), at HOST:@discovery_port when given, else at HOST:8009, and take the NVMe subsystem it
+    lists (several: NkvError ENOTUNIQ naming them; pass @subnqn), as the nkv CLI does. @nsid: the default namespace of every call. @timeout: seconds for the connect
     and for every command (its deadline). @dhchap_secret / @dhchap_ctrl_secret: DH-HMAC-CHAP secrets
     ("DHHC-1:..." as nvme gen-dhchap-key prints them) for a subsystem that requires authentication,
     and to make the controller authenticate itself. Raises NkvError (errno ECONNREFUSED, ETIMEDOUT,
@@ -227,14 +288,13 @@ def connect(target, *, subnqn=None, nsid=1, queues=4, depth=128, timeout=30.0, h
         traddr, trsvcid, desc = ("shm:" + where).encode(), None, "shm:" + where
     else:
         if subnqn is None:
-            log = discover(where, discovery_port, timeout=timeout, hostnqn=hostnqn)
-            subs = [e for e in log if e["subtype"] == _ffi.DISC_SUBTYPE_NVME]
-            if not subs:
-                raise NkvError(E.ENOENT, "no NVMe subsystem in the discovery log at %s:%d"
-                               % (where, discovery_port))
-            subnqn = subs[0]["subnqn"]
-            if port is None:
-                port = int(subs[0]["trsvcid"])
+            if discovery_port is not None and (isinstance(discovery_port, bool) or
+                                               not isinstance(discovery_port, int) or
+                                               not 1 <= discovery_port <= 65535):
+                raise ValueError("discovery_port must be a number from 1 to 65535, got %r" % (discovery_port,))
+            subnqn, sub_port = _find_subsys(where, discovery_port or port, opts)
+            if port is None and sub_port.isdigit():
+                port = int(sub_port)
         if port is None:
             port = 4420
         traddr, trsvcid = where.encode(), str(port).encode()
@@ -525,7 +585,7 @@ class Client:
         _set_op(ops[0], OP_STORE, k, nsid, addr, n, opts=opts, ttl=tf)
         yield ops, 1, keep
         if ops[0].rc:
-            raise op_error(ops[0])
+            raise _ttl_error(ops[0], nsid, ttl, pin, tf) or op_error(ops[0])
         return _ttl_applied(ops[0], tf)
 
     def _plan_retrieve(self, key, nsid=None):
@@ -542,6 +602,9 @@ class Client:
                 return None
             if op.rc:
                 raise op_error(op)
+            bad = _moved_error(op)
+            if bad:
+                raise bad
             size = op.value_size
             if size <= guess:
                 self._retrieve_guess = max(size, RETRIEVE_GUESS_MIN)
@@ -563,6 +626,9 @@ class Client:
             return None
         if op.rc:
             raise op_error(op)
+        bad = _moved_error(op)
+        if bad:
+            raise bad
         return int(op.value_size)
 
     def _plan_flag(self, op_type, key, nsid):
@@ -675,6 +741,9 @@ class Client:
             elif op.rc:
                 res.append(None)
                 errs.append((i, op_error(op)))
+            elif _moved_error(op):
+                res.append(None)
+                errs.append((i, _moved_error(op)))
             else:
                 res.append(int(op.value_size))
         if errs:
@@ -757,6 +826,9 @@ class Client:
             raise op_error(oh, what)
         if op.rc:
             raise op_error(op, what)
+        bad = _moved_error(oh) or _moved_error(op)
+        if bad:
+            raise bad
         r = _ln._check(ctypes.addressof(hdr), oh.xfer, b)
         if r is None:
             return None

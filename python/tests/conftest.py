@@ -12,7 +12,8 @@ or fail when NKV_REQUIRE_RADOS=1. Each session uses its own RADOS namespaces, so
 each other's keys.
 
 Namespaces every daemon serves: 1 (the tests' default), 2 (max value 1 MiB: oversized values fail
-per item), 3 (read-only, over namespace 1's keys), 4 (for List, emptied by the test using it).
+per item), 3 (read-only, over namespace 1's keys), 4 (for List, emptied by the test using it), 5
+(read-only, over namespace 1's keys, max value 1 MiB: values above its own limit).
 """
 
 import hashlib
@@ -33,7 +34,7 @@ sys.path.insert(0, str(ROOT / "python"))
 
 import rados_nkv  # noqa: E402  (after the path: the checkout's package, not an installed one)
 
-NS_MAIN, NS_SMALL, NS_RO, NS_LIST = 1, 2, 3, 4
+NS_MAIN, NS_SMALL, NS_RO, NS_LIST, NS_VIEW = 1, 2, 3, 4, 5
 SMALL_MAX = 1 << 20
 
 
@@ -87,7 +88,8 @@ class Daemon:
                 "-d", "127.0.0.1:%d" % self.disc_port, "-S", self.sock, "--log-level", "warn",
                 "--grace-ms", "2000",
                 "--ns", "%d:%s" % (NS_MAIN, ns), "--ns", "%d:%s-small:%d" % (NS_SMALL, ns, SMALL_MAX),
-                "--ns", "%d:%s::ro" % (NS_RO, ns), "--ns", "%d:%s-list" % (NS_LIST, ns)]
+                "--ns", "%d:%s::ro" % (NS_RO, ns), "--ns", "%d:%s-list" % (NS_LIST, ns),
+                "--ns", "%d:%s:%d:ro" % (NS_VIEW, ns, SMALL_MAX)]
         if backend == "rados":
             args += ["--ceph-conf", os.environ["NKV_CEPH_CONF"], "--pool", os.environ.get("NKV_CEPH_POOL", "nkv"),
                      "--client-id", os.environ.get("NKV_CEPH_USER", "admin"), "--op-timeout", "20"]

@@ -168,6 +168,7 @@ def test_pin_needs_a_finite_ttl(cc, key):
         with pytest.raises(NkvError) as ei:
             cc.store(k, b"x", **kw)
         assert ei.value.errno == errno.EINVAL and ei.value.status == 0x002, kw
+        assert "pin" in str(ei.value) and "TTL" in str(ei.value), str(ei.value)
     assert cc.exist(k) is False
 
 
@@ -177,6 +178,8 @@ def test_no_cache_namespace(cc, key):
         with pytest.raises(NkvError) as ei:
             cc.store(k, b"x", nsid=NS_PLAIN, **kw)
         assert ei.value.errno == errno.EINVAL and ei.value.status == 0x002, kw
+        # the cause, as the nkv CLI names it, not only "Invalid Field in Command"
+        assert "namespace %d has no cache" % NS_PLAIN in str(ei.value), str(ei.value)
     assert cc.exist(k, nsid=NS_PLAIN) is False
     cc.store(k, b"x", nsid=NS_PLAIN)                                # a plain Store still works there
     assert cc.delete(k, nsid=NS_PLAIN) is True

@@ -1,13 +1,17 @@
 """connect(), discover(), close(), and every argument refused before anything is sent."""
 
 import errno
+import json
+import os
+import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import rados_nkv
 from rados_nkv import NkvError
-from conftest import free_port
+from conftest import Daemon, _accepts, daemon_binary, free_port
 
 
 def test_discover(daemon):
@@ -185,3 +189,62 @@ def test_close_releases_threads_and_fds(daemon, transport):
     while counts() != before and time.monotonic() < deadline:
         time.sleep(0.01)
     assert counts() == before
+
+
+def test_discovery_on_the_given_port(daemon):
+    """"HOST:PORT" without a subnqn: the discovery log at PORT (every rados-nkv listener serves it),
+    the rule the nkv CLI follows, not the well-known port 8009."""
+    with rados_nkv.connect("127.0.0.1:%d" % daemon.port, timeout=10) as c:
+        assert c.subnqn == "nqn.2026-11.io.rados-nkv:nkv"
+        c.store(b"gp", b"v")
+        assert c.retrieve(b"gp") == b"v" and c.delete(b"gp")
+    port = free_port()
+    with pytest.raises(NkvError) as ei:
+        rados_nkv.connect("127.0.0.1:%d" % port, timeout=5)
+    assert ei.value.errno == errno.ECONNREFUSED
+    assert str(ei.value).startswith("nothing listening at 127.0.0.1:%d" % port), str(ei.value)
+
+
+class TwoSubsystems(Daemon):
+    """A mem daemon with two subsystems on one listener (and no discovery listener)."""
+    NQNS = ("nqn.2026-11.io.rados-nkv:two-a", "nqn.2026-11.io.rados-nkv:two-b")
+
+    def __init__(self, tmp):
+        self.backend = "mem"
+        self.label = "mem, two subsystems"
+        self.port = free_port()
+        self.log_path = os.path.join(tmp, "daemon-two.log")
+        conf = {"backend": {"type": "mem"}, "listeners": [{"address": "127.0.0.1", "port": self.port}],
+                "discovery": False, "log_level": "warn",
+                "subsystems": [{"nqn": n, "pool": "nkv", "namespaces": [{"nsid": 1, "rados_namespace": n[-5:]}]}
+                               for n in self.NQNS]}
+        path = os.path.join(tmp, "two.json")
+        with open(path, "w") as f:
+            json.dump(conf, f)
+        self._start([daemon_binary(), "-c", path], lambda: _accepts(self.port))
+
+
+@pytest.fixture(scope="module")
+def two_subsystems(tmp_session):
+    d = TwoSubsystems(tmp_session)
+    yield d
+    d.stop()
+
+
+def test_several_subsystems_need_a_subnqn(two_subsystems):
+    """Without a subnqn, a discovery log that lists several subsystems is an error naming them, never
+    "the first" (which would move when an administrator adds one)."""
+    target = "127.0.0.1:%d" % two_subsystems.port
+    with pytest.raises(NkvError) as ei:
+        rados_nkv.connect(target, timeout=10)
+    assert ei.value.errno == errno.ENOTUNIQ
+    assert all(n in str(ei.value) for n in TwoSubsystems.NQNS) and "subnqn" in str(ei.value), str(ei.value)
+    for n in TwoSubsystems.NQNS:
+        with rados_nkv.connect(target, subnqn=n, timeout=10) as c:
+            assert c.subnqn == n
+    # the nkv CLI follows the same rule (exit 64, the candidates on stderr)
+    cli = Path(daemon_binary()).parent / "nkv"   # built next to the daemon
+    if cli.exists():
+        r = subprocess.run([str(cli), "--timeout", "10000", "-s", str(two_subsystems.port), "exist", "k"],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 64 and all(n in r.stderr for n in TwoSubsystems.NQNS), r.stderr

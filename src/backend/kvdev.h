@@ -83,6 +83,10 @@ struct nkv_kvio {
 	void *buf;
 	uint32_t len;
 	uint64_t offset;     /* Retrieve: first byte of the value to read (Retrieve Range; 0 otherwise) */
+	/* Retrieve: the host's buffer is larger than @len (the most one command moves), so a value with
+	 * more than @len bytes past @offset fails the command (the core answers 85h); a backend that
+	 * reports progress checks it before the first report, so that no prefix is sent */
+	bool exact;
 	/* Store: @buf came from malloc() and the backend may keep it (set by the transport after the
 	 * parse); a backend that does sets buf_taken and frees it itself, the transport forgets it */
 	bool buf_gift, buf_taken;

@@ -182,6 +182,8 @@ static void range_done(rados_completion_t c, void *arg)
 		s->size = r->size;
 		s->ver = ver;
 		s->end = r->size > io->offset ? (uint32_t)(r->size - io->offset < io->len ? r->size - io->offset : io->len) : 0;
+		if (io->exact && r->size > io->offset && r->size - io->offset > io->len)
+			s->rc = -EFBIG; /* more than one command moves: 85h, and no prefix reported */
 	} else if (r->size != s->size || ver != s->ver) {
 		/* stored (or deleted and stored) again between two ranges: not one value */
 		if (!s->rc)

@@ -118,3 +118,42 @@ int nkv_discover(const char *traddr, const char *trsvcid, const struct nkv_conn_
 	nkv_disconnect(ctrl);
 	return rc;
 }
+
+int nkv_discover_subsys(const char *traddr, const char *trsvcid, const struct nkv_conn_opts *opts,
+			struct nkv_disc_entry *sub, struct nkv_disc_entry **entries, unsigned *n)
+{
+	struct nkv_conn_opts o = {0};
+	struct nkv_disc_entry *e = NULL;
+	unsigned ne = 0, found = 0;
+	bool given = trsvcid && *trsvcid;
+	if (!traddr || !sub)
+		return -EINVAL;
+	if (opts)
+		o = *opts;
+	if (!given)
+		o.tls = false; /* port 8009 is plain TCP; the entry then says whether its port needs TLS */
+	int rc = nkv_discover(traddr, given ? trsvcid : NKV_DISCOVERY_PORT, &o, &e, &ne);
+	if (rc)
+		return rc;
+	/* With TLS, an entry of a port that requires it; without, one that does not; either when no
+	 * entry fits (a target that leaves TREQ "not specified"). */
+	for (unsigned pass = 0; pass < 2 && !found; pass++)
+		for (unsigned i = 0; i < ne; i++) {
+			if (e[i].subtype != NKV_SUBTYPE_NVME || e[i].trtype != NKV_TRTYPE_TCP ||
+			    (pass == 0 && ((e[i].treq & 3) == NKV_TREQ_REQUIRED) != (opts && opts->tls)))
+				continue;
+			/* the same subsystem on several ports is one choice, not two */
+			if (found && strcmp(e[i].subnqn, sub->subnqn) == 0)
+				continue;
+			if (!found)
+				*sub = e[i];
+			found++;
+		}
+	if (entries && n) {
+		*entries = e;
+		*n = ne;
+	} else {
+		free(e);
+	}
+	return found == 0 ? -ENOENT : found > 1 ? -ENOTUNIQ : 0;
+}

@@ -234,6 +234,18 @@ static uint32_t c2h_bytes(const struct nkv_qpair *qp, const struct nkv_shm_slot 
 	return sl->len;
 }
 
+/*
+ * A successful Retrieve (Range) must have moved exactly what the host derives from DW0. A target
+ * that says so (NKV_SHM_FEAT_XFER) puts the bytes it moved in DW1; one that moved fewer (a value
+ * larger than it would move, a backend that read less) is caught here instead of leaving stale
+ * buffer bytes behind a full size. An older target gives no way to tell.
+ */
+static bool short_retrieve(const struct nkv_qpair *qp, const struct nkv_shm_slot *sl, const struct nkv_cpl *cpl)
+{
+	return qp->qid && !cpl->status && qp->ctrl->shm->xfer_dw1 &&
+	       (sl->opc == NKV_KV_RETRIEVE || sl->opc == NKV_VS_RETRIEVE_RANGE) && cpl->dw1 != cpl->xfer;
+}
+
 static void slot_release(struct nkv_shm_qp *s, struct nkv_shm_slot *sl)
 {
 	if (sl->bounce_n)
@@ -255,6 +267,12 @@ static void slot_complete(struct nkv_qpair *qp, struct nkv_shm_slot *sl, struct 
 	if (sl->dir == DIR_C2H_ && data_ok) {
 		const uint8_t *src = sl->bounce_n ? s->bounce + (size_t)sl->bounce_pg * PAGE : sl->ubuf;
 		cpl->xfer = c2h_bytes(qp, sl, src, cpl);
+		if (short_retrieve(qp, sl, cpl)) {
+			NKV_WARN("shm qid %u: Retrieve moved %u bytes, %u expected from a %u-byte value", qp->qid,
+				 cpl->dw1, cpl->xfer, cpl->dw0);
+			cpl->status = NKV_SC_DATA_TRANSFER_ERROR; /* never a prefix taken for the value */
+			cpl->xfer = 0;
+		}
 		if (sl->bounce_n && cpl->xfer)
 			memcpy(sl->ubuf, src, cpl->xfer);
 	}

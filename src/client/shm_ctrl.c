@@ -516,8 +516,10 @@ int nkv_connect_shm_nqn(const char *path, const char *subnqn, const struct nkv_c
 		s->sock = rc;
 		rc = hello(ctrl);
 	}
-	if (rc == 0)
+	if (rc == 0) {
+		s->xfer_dw1 = (rd32(s, NKV_SHM_REG_FEAT) & NKV_SHM_FEAT_XFER) != 0;
 		notify_setup(ctrl);
+	}
 	if (rc == 0)
 		rc = nkv_shm_qp_alloc(ctrl, 0, NKV_SHM_ADMIN_ENTRIES, NKV_ADMIN_SLOTS, NKV_SHM_ADMIN_BOUNCE,
 				      NKV_SHM_ADMIN_BOUNCE, &ctrl->admin);

@@ -52,6 +52,7 @@ struct nkv_shm_ctrl {
 	pthread_mutex_t iova_mu;
 	uint64_t iova_next;
 	pthread_rwlock_t buf_lock; /* the registered buffer list: read on every submit */
+	bool xfer_dw1;             /* NKV_SHM_FEAT_XFER: a Retrieve's CQE DW1 says the bytes moved */
 	struct nkv_shm_buf *bufs;
 	/* Notifications (nkv_shm.h), when the target offers them and the host has not turned them off: */
 	bool notify;               /* SET_IRQ works: I/O CQs interrupt (set before any I/O queue pair) */

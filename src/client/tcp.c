@@ -284,6 +284,22 @@ int nkv_tcp_qp_open(struct nkv_ctrl *ctrl, uint16_t qid, uint16_t slots, struct 
 
 /* ---- completion and failure ------------------------------------------------------------------- */
 
+/*
+ * A successful Retrieve (Range) moves min(DW0 - offset, buffer) bytes (docs/nvme-kv-wire.md A.3,
+ * A.9): a C2HData count that differs means the host would take a prefix, or bytes it never got, for
+ * the value. The command's SQE is still in r->hdr (a controller-to-host command sends no H2CData).
+ */
+static bool short_retrieve(const struct nkv_qpair *qp, const struct nkv_req *r, const struct nkv_cpl *c)
+{
+	struct nkv_sqe sqe;
+	memcpy(&sqe, r->hdr + 8, sizeof(sqe));
+	if (qp->qid == 0 || (sqe.opc != NKV_KV_RETRIEVE && sqe.opc != NKV_VS_RETRIEVE_RANGE))
+		return false;
+	uint32_t hbs = nkv_get32(&sqe.cdw10), lim = hbs < r->len ? hbs : r->len;
+	uint64_t off = sqe.opc == NKV_VS_RETRIEVE_RANGE ? (uint64_t)nkv_get32(&sqe.cdw13) << 32 | nkv_get32(&sqe.cdw12) : 0;
+	return (r->dir == DIR_C2H ? c->xfer : 0) != nkv_range_xfer(c->dw0, off, r->dir == DIR_C2H ? lim : 0);
+}
+
 static void req_complete(struct nkv_qpair *qp, struct nkv_req *r, const struct nkv_cpl *cpl)
 {
 	nkv_cb cb = r->cb;
@@ -294,6 +310,11 @@ static void req_complete(struct nkv_qpair *qp, struct nkv_req *r, const struct n
 		c.status = NKV_SC_DATA_TRANSFER_ERROR; /* data digest mismatch (docs/nvme-kv-wire.md C.9) */
 	if (r->dir == DIR_C2H)
 		c.xfer = r->c2h_next;
+	if (c.status == 0 && short_retrieve(qp, r, &c)) {
+		NKV_WARN("qid %u: Retrieve got %u bytes of a %u-byte value for a %u-byte buffer", qp->qid, c.xfer,
+			 c.dw0, r->len);
+		c.status = NKV_SC_DATA_TRANSFER_ERROR; /* never a prefix taken for the value */
+	}
 	r->state = REQ_FREE;
 	r->next = qp->free_head;
 	qp->free_head = (int32_t)(r - qp->reqs);

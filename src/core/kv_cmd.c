@@ -45,6 +45,32 @@ static struct nkv_req *req_of(struct nkv_kvio *io)
 	return (struct nkv_req *)((char *)io - offsetof(struct nkv_req, io));
 }
 
+/*
+ * A successful Retrieve (Range) moves exactly min(value size - offset, HBS) bytes, whichever
+ * backend served it: the host learns the value's size from DW0 and, over a PCIe-style transport,
+ * derives the bytes moved from it. A value that does not fit the buffer this controller moves
+ * (MDTS) is 85h, one that does not fit DW0 too; a backend that read less than the value holds is
+ * 88h. Either way the host never takes a prefix for the value.
+ */
+static int retrieve_check(struct nkv_req *req)
+{
+	struct nkv_kvio *io = &req->io;
+	uint32_t hbs = nkv_get32(&req->cmd.cdw10), want = nkv_range_xfer(io->value_size, io->offset, hbs);
+
+	if (io->value_size > UINT32_MAX || want > req->length) {
+		NKV_DEBUG("nsid %u: value of %llu bytes, %u asked from offset %llu, %u per command: 85h",
+			  req->ns->nsid, (unsigned long long)io->value_size, hbs, (unsigned long long)io->offset,
+			  req->length);
+		return -EFBIG;
+	}
+	if (io->xfer != want) {
+		NKV_WARN("nsid %u: backend read %u bytes of a value of %llu, %u expected: 88h", req->ns->nsid,
+			 io->xfer, (unsigned long long)io->value_size, want);
+		return -EIO;
+	}
+	return 0;
+}
+
 static void kv_done(struct nkv_kvio *io)
 {
 	struct nkv_req *req = req_of(io);
@@ -61,6 +87,8 @@ static void kv_done(struct nkv_kvio *io)
 	/* Feature 20h: with EDNEK clear, deleting an absent key succeeds. */
 	if (io->op == NKV_IO_DELETE && rc == -ENOENT && !(c->kv_config & NKV_KV_CONFIG_EDNEK))
 		rc = 0;
+	if (rc == 0 && io->op == NKV_IO_RETRIEVE)
+		rc = retrieve_check(req);
 	if (rc == 0) {
 		if (io->op == NKV_IO_RETRIEVE) {
 			nkv_put32(&req->cpl.dw0, (uint32_t)io->value_size);
@@ -166,9 +194,12 @@ nkv_status nkv_kv_parse(struct nkv_req *req)
 				return ST(GENERIC, INVALID_FIELD);
 			io->offset = (uint64_t)nkv_get32(&cmd->cdw13) << 32 | nkv_get32(&cmd->cdw12);
 		}
-		/* No value exceeds max_value, so a larger host buffer is only ever filled up to it (from
-		 * any offset: at most max_value - offset bytes remain). */
-		req->length = size < req->ns->max_value ? size : (uint32_t)req->ns->max_value;
+		/* The namespace's max value limits Stores only: a larger value is there when another
+		 * NSID on the same RADOS namespace, an earlier limit, another gateway or `rados put`
+		 * wrote it. So the buffer is what one command may move (MDTS), not max_value; a value
+		 * that needs more than that fails in kv_done, never as a prefix. */
+		req->length = size < nkv_ctrlr_max_xfer(c) ? size : nkv_ctrlr_max_xfer(c);
+		io->exact = size > req->length;
 		nkv_cache_parse_read(req);
 		break;
 	case NKV_IO_LIST:

@@ -78,10 +78,12 @@ static void publish_regs(struct shm_ctrl *c)
 {
 	nkv_put64(c->regs + NKV_REG_CAP, c->ctrlr->cap);
 	nkv_put32(c->regs + NKV_REG_VS, c->ctrlr->vs);
+	uint32_t feat = NKV_SHM_FEAT_XFER;
 	if (!c->s->conf.no_notify) {
 		nkv_put32(c->regs + NKV_SHM_REG_NOTIFY, nkv_shm_notify_off(c->s->conf.max_io_queues));
-		nkv_put32(c->regs + NKV_SHM_REG_FEAT, NKV_SHM_FEAT_NOTIFY);
+		feat |= NKV_SHM_FEAT_NOTIFY;
 	}
+	nkv_put32(c->regs + NKV_SHM_REG_FEAT, feat);
 	reg_wr32(c, NKV_REG_CSTS, c->ctrlr->csts);
 }
 
@@ -281,6 +283,10 @@ static void shm_complete(struct nkv_req *req)
 		req_release(r);
 		return;
 	}
+	/* NKV_SHM_FEAT_XFER: the bytes a Retrieve moved, so that the host checks them against DW0 */
+	if (sq->qp.qid && (req->cmd.opc == NKV_KV_RETRIEVE || req->cmd.opc == NKV_VS_RETRIEVE_RANGE) &&
+	    (nkv_get16(&req->cpl.status) >> 1) == 0)
+		nkv_put32(&req->cpl.dw1, req->xfer);
 	if (!r->direct && r->bounce && r->req.xfer && !(r->req.cmd.opc & 1) &&
 	    (nkv_get16(&req->cpl.status) >> 1) == 0) {
 		nkv_status st = nkv_shm_copy_start(c, r, r->req.xfer, true);

@@ -385,9 +385,18 @@ check_json "discover -o json is JSON"
 	ok "discover -o json has both subnqns" || { fail "discover -o json records"; show; }
 run 20 "$CLI" --timeout 10000 -s "$PIO" -q "$HOST_OK" discover
 check "discover on the I/O port (every listener serves discovery) lists 2 records" 0 "Number of Records 2"
-# Without -n, nkv takes the first NVM subsystem from the discovery log on the -s port.
+# Without -n, nkv takes the NVM subsystem the discovery log on the -s port lists, when it is the
+# only one (the default host sees only the open subsystem); the allowed host sees two: nkv refuses
+# (exit 64) and names both, rather than take the first (a new subsystem would change the default).
 nk identify
 check "without -n, nkv finds the subsystem through discovery on the -s port" 0 "subnqn +: $NQN_OPEN\$"
+nk -q "$HOST_OK" exist k
+check "without -n and two subsystems in the log, exit 64" 64 "several subsystems"
+grep -q "^  $NQN_OPEN (port $PIO)\$" "$T/err" && grep -q "^  $NQN_ALLOW (port $PIO)\$" "$T/err" &&
+	ok "the refusal lists both subsystems" || { fail "the refusal does not list both subsystems"; show; }
+nk -q "$HOST_OK" -o json exist k; check_one_json "-o json: two subsystems without -n" 64 err exist
+run 10 "$CLI" --timeout 2000 -s "$PSPARE" exist k
+check "without -n, nothing listening: the message leads with it" 1 "^nkv: nothing listening at 127\.0\.0\.1:$PSPARE"
 
 no list-ns
 check "list-ns on the open subsystem" 0 "^\[ *0\]:0x1\$"
@@ -650,6 +659,40 @@ run 10 "$CLI" --timeout 5000 -a "[::1]" -s "$PV6" discover
 check "discover -a [::1] -s PORT" 0 "subnqn: +$NQN_V6"
 kill -TERM "$V6PID" 2>/dev/null
 wait "$V6PID" 2>/dev/null
+
+# A value above the max value of the namespace it is read through (nsid 2: read-only over nsid 1's
+# RADOS namespace, 1 MiB): nkv writes the whole value, over shm and NVMe/TCP, with or without
+# --max-size; never its first MiB with "truncated": false.
+read -r PBIG < <(free_ports 1)
+NQN_BIG="nqn.2026-11.io.rados-nkv:dcli-big-$$"
+"$DAEMON" "${CEPH_FLAGS[@]}" -s "$NQN_BIG" -p "$POOL" -l "127.0.0.1:$PBIG" -d none -S "$T/big.sock" \
+	-n "1:$RUNID-big:64M" -n "2:$RUNID-big:1M:ro" >"$T/daemon-big.log" 2>&1 </dev/null &
+PIDS+=($!)
+BIGPID=$!
+for _ in $(seq 100); do
+	[ -S "$T/big.sock" ] && timeout -k 1 3 "$CLI" --timeout 1000 -s "$PBIG" -n "$NQN_BIG" identify >/dev/null 2>&1 && break
+	sleep 0.1
+done
+head -c 3145805 /dev/urandom >"$T/big3m"
+run 30 "$CLI" --timeout 10000 -t "shm:$T/big.sock" --nsid 1 store big "$T/big3m"
+check "store 3 MiB + 77 through nsid 1 (64 MiB) over shm" 0
+for tr in "-t shm:$T/big.sock" "-s $PBIG -n $NQN_BIG"; do
+	for ms in "--max-size 4194304" ""; do
+		rm -f "$T/bigout"
+		# shellcheck disable=SC2086 # the transport and size options are word lists
+		run 30 "$CLI" --timeout 10000 $tr --nsid 2 -o json retrieve big "$T/bigout" $ms
+		if [ "$RC" = 0 ] && [ "$(json_get '(j["value_size"], j["bytes"], j["truncated"])')" = "(3145805, 3145805, False)" ] &&
+			cmp -s "$T/big3m" "$T/bigout"; then
+			ok "retrieve through the 1 MiB nsid 2 ($([ "${tr%% *}" = -t ] && echo shm || echo tcp), ${ms:-default size}): the whole value"
+		else
+			fail "retrieve through the 1 MiB nsid 2 ($([ "${tr%% *}" = -t ] && echo shm || echo tcp), ${ms:-default size}) (exit $RC)"
+			show
+			cmp "$T/big3m" "$T/bigout" | sed 's/^/#   /'
+		fi
+	done
+done
+kill -TERM "$BIGPID" 2>/dev/null
+wait "$BIGPID" 2>/dev/null
 
 # -o json: every command, on success and on failure (usage, connection, target status), prints
 # exactly one JSON object on stdout, whatever it also says on stderr.

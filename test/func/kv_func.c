@@ -3,7 +3,8 @@
  * every status code, value sizes 0 B..64 MiB, binary keys, truncated Retrieve, Retrieve Range (F2h),
  * large values read in ranges (cut-through),
  * List paging against a sorted reference, concurrent Stores of one key, and 10,000 mixed operations
- * (Retrieve Range among them) against a model.
+ * (Retrieve Range among them) against a model, and values larger than the namespace's current max
+ * value (another NSID's, an earlier limit's, one written with the rados CLI).
  * Usage: kv_func mem|rados
  */
 #include <errno.h>
@@ -22,6 +23,8 @@
 #define NS_LIST 4  /* its own RADOS namespace: only the List test's keys */
 #define NS_MODEL 5
 #define NS_RACE 6
+#define NS_VIEW 7  /* same RADOS namespace as NS_MAIN, read-only, max value 1 MiB */
+#define NS_LOWER 8 /* its max value is lowered below a stored value (nkv_ns_set_max_value) */
 
 #define G SC(NKV_SCT_GENERIC, 0)
 
@@ -514,6 +517,90 @@ static void test_big(void)
 	free(out);
 }
 
+/* ---- values above the namespace's current max value -------------------------------------------- */
+
+/* Retrieve @key of @nsid from @off (Retrieve Range when @range) into a @hbs-byte buffer: it must move
+ * exactly min(@vlen - @off, @hbs) bytes of @val, say DW0 = @vlen and write nothing past them. */
+static void big_read(const char *what, uint32_t nsid, const char *key, const uint8_t *val, uint32_t vlen,
+		     bool range, uint64_t off, uint32_t hbs, uint8_t *out)
+{
+	uint32_t dw0 = 0, xfer = 0, want = nkv_range_xfer(vlen, off, hbs);
+	unsigned st;
+
+	memset(out, 0xee, (size_t)hbs + 1);
+	if (range)
+		st = rget(nsid, key, (unsigned)strlen(key), off, hbs, out, hbs, &dw0, &xfer);
+	else
+		st = get(nsid, key, out, hbs, &dw0, &xfer);
+	size_t bad = 0;
+	while (bad < want && out[bad] == val[off + bad])
+		bad++;
+	CHECK(st == G && dw0 == vlen && xfer == want && bad == want && out[want] == 0xee,
+	      "%s (nsid %u, offset %llu, HBS %u): st %03x DW0 %u xfer %u (want %u), first wrong byte %zu", what,
+	      nsid, (unsigned long long)off, hbs, st, dw0, xfer, want, bad);
+}
+
+/*
+ * The max value limits Stores. A value already larger (stored through another NSID on the same
+ * RADOS namespace, or before the limit was lowered) is read whole, as a Retrieve of any other value:
+ * never its first max-value bytes under the full size in DW0.
+ */
+static void test_above_max_value(void)
+{
+	const uint32_t vlen = (3u << 20) + 77, hbs = 4u << 20;
+	uint8_t *val = malloc(vlen), *out = malloc(hbs + 1);
+
+	h_fill(val, vlen, 3131);
+	CHECK(put(NS_MAIN, "over-view", val, vlen, 0) == G, "store 3 MiB + 77 in nsid %u", NS_MAIN);
+	big_read("retrieve through the 1 MiB view", NS_VIEW, "over-view", val, vlen, false, 0, hbs, out);
+	big_read("range through the 1 MiB view", NS_VIEW, "over-view", val, vlen, true, 100000, hbs, out);
+	big_read("range from past 1 MiB", NS_VIEW, "over-view", val, vlen, true, (1u << 20) + 5, hbs, out);
+	big_read("truncated at 2 MiB", NS_VIEW, "over-view", val, vlen, false, 0, 2u << 20, out);
+
+	CHECK(put(NS_LOWER, "over-lowered", val, vlen, 0) == G, "store 3 MiB + 77 in nsid %u", NS_LOWER);
+	int rc = nkv_ns_set_max_value(H.ss, NS_LOWER, 1u << 20);
+	CHECK(rc == 0, "lower nsid %u's max value to 1 MiB: %s", NS_LOWER, strerror(-rc));
+	big_read("retrieve after lowering the max value", NS_LOWER, "over-lowered", val, vlen, false, 0, hbs, out);
+	big_read("range after lowering the max value", NS_LOWER, "over-lowered", val, vlen, true, 4096, hbs, out);
+	unsigned st = put(NS_LOWER, "over-lowered2", val, vlen, 0);
+	CHECK(st == SC(0, NKV_SC_KV_INVALID_VALUE_SIZE), "store 3 MiB after lowering to 1 MiB: %03x", st);
+	free(val);
+	free(out);
+}
+
+/*
+ * A RADOS object larger than one command moves (MDTS: 64 MiB here, the largest max value), written
+ * with the rados CLI: a buffer of MDTS gets its first MDTS bytes (truncated, DW0 the full size), a
+ * larger buffer gets 85h, never MDTS bytes reported as the whole value.
+ */
+static void test_above_mdts(void)
+{
+	const uint32_t mdts = 64u << 20, vlen = mdts + 4096, hbs = mdts + (1u << 20);
+	uint8_t *val = malloc(vlen), *out = malloc((size_t)hbs + 1);
+	char path[] = "/tmp/nkv-rados-put-XXXXXX", ns[160];
+	int fd = mkstemp(path);
+	uint32_t dw0 = 0, xfer = 0;
+
+	h_fill(val, vlen, 6464);
+	CHECK(fd >= 0 && write(fd, val, vlen) == (ssize_t)vlen, "write %s", path);
+	close(fd);
+	snprintf(ns, sizeof(ns), "%s-main", H.rados_ns);
+	int rc = h_ceph_tool("rados", "-p", H.pool, "-N", ns, "put", "6f7665722d6d647473", path, (char *)NULL);
+	unlink(path);
+	CHECK(rc == 0, "rados put of %u bytes: exit status %d", vlen, rc);
+	big_read("MDTS of a larger object", NS_MAIN, "over-mdts", val, vlen, false, 0, mdts, out);
+	unsigned st = get(NS_MAIN, "over-mdts", out, hbs, &dw0, &xfer);
+	CHECK(st == SC(0, NKV_SC_KV_INVALID_VALUE_SIZE) && xfer == 0,
+	      "retrieve of a %u-byte object into %u bytes: st %03x DW0 %u xfer %u", vlen, hbs, st, dw0, xfer);
+	st = rget(NS_MAIN, "over-mdts", 9, 1000, hbs, out, hbs, &dw0, &xfer);
+	CHECK(st == SC(0, NKV_SC_KV_INVALID_VALUE_SIZE) && xfer == 0,
+	      "range of a %u-byte object from 1000 into %u bytes: st %03x xfer %u", vlen, hbs, st, xfer);
+	big_read("range from 4097 into MDTS", NS_MAIN, "over-mdts", val, vlen, true, 4097, hbs, out);
+	CHECK(simple(NKV_KV_DELETE, NS_MAIN, "over-mdts") == G, "delete over-mdts");
+	free(val);
+	free(out);
+}
+
 /* ---- concurrent Stores of one key: last writer wins, never a torn value ---------------------------- */
 
 /* Run twice: 256 KiB values, and 6 MiB ones, which the RADOS backend reads in ranges (cut-through):
@@ -888,6 +975,8 @@ int main(int argc, char **argv)
 	h_add_ns(NS_LIST, "list", 0, false);
 	h_add_ns(NS_MODEL, "model", 0, false);
 	h_add_ns(NS_RACE, "race", 0, false);
+	h_add_ns(NS_VIEW, "main", 1u << 20, true);
+	h_add_ns(NS_LOWER, "lower", 0, false);
 
 	struct h_ctrl *c = h_connect();
 	if (!(Q = h_qp_create(c, 10, 64))) {
@@ -902,14 +991,20 @@ int main(int argc, char **argv)
 	test_generic();
 	test_range(h_admin_qp(c));
 	test_big();
+	test_above_max_value();
 	test_list();
 	test_race(c, 256u << 10, 20);
 	test_race(c, RACE_LEN_MAX, 8);
 	test_model(h_admin_qp(c));
 	if (!h_is_loop())
 		test_lib_bufs(c);
-	if (strcmp(H.backend, "rados") == 0)
+	if (strcmp(H.backend, "rados") == 0) {
 		test_rados_cli();
+		/* NVMe/TCP only: the transport that sends a ranged read's parts early, so the one where a
+		 * prefix could leave before the 85h (a shm host cannot describe a buffer past MDTS) */
+		if (strcmp(H.transport, "tcp") == 0)
+			test_above_mdts();
+	}
 	h_disconnect(c);
 	return h_finish();
 }

@@ -102,11 +102,11 @@ static void test_proto(void)
 		goto out;
 	uint16_t maxq = on.hello.max_queues;
 	uint32_t noff = rd32(&on, NKV_SHM_REG_NOTIFY);
-	CHECK(rd32(&on, NKV_SHM_REG_FEAT) == NKV_SHM_FEAT_NOTIFY && noff == nkv_shm_notify_off(maxq),
+	CHECK(rd32(&on, NKV_SHM_REG_FEAT) == (NKV_SHM_FEAT_NOTIFY | NKV_SHM_FEAT_XFER) && noff == nkv_shm_notify_off(maxq),
 	      "on: FEAT %#x, notification area at %#x", rd32(&on, NKV_SHM_REG_FEAT), noff);
 	CHECK(on.reg_size == nkv_shm_reg_size(maxq) && noff + NKV_SHM_NOTIFY_ARM + 4u * (maxq + 1u) <= on.reg_size,
 	      "register page %u bytes for %u queues", on.reg_size, maxq);
-	CHECK(rd32(&off, NKV_SHM_REG_FEAT) == 0, "off: FEAT %#x", rd32(&off, NKV_SHM_REG_FEAT));
+	CHECK(rd32(&off, NKV_SHM_REG_FEAT) == NKV_SHM_FEAT_XFER, "off: FEAT %#x", rd32(&off, NKV_SHM_REG_FEAT));
 
 	int efd = eventfd(0, EFD_CLOEXEC), pfd[2] = {-1, -1};
 	CHECK(efd >= 0 && pipe(pfd) == 0, "eventfd and pipe");

@@ -395,6 +395,8 @@ static void kv_roundtrip(struct host *h, struct qpair *q, const char *key, uint3
 	st = kv_io(h, q, NKV_KV_RETRIEVE, 1, key, &r, &e);
 	CHECK(st == 0 && nkv_get32(&e.dw0) == len, "Retrieve %u B (%s): status %03x DW0 %u", len,
 	      scatter ? "scattered" : "contiguous", st, nkv_get32(&e.dw0));
+	CHECK(st != 0 || nkv_get32(&e.dw1) == len, "Retrieve %u B: DW1 (bytes moved, NKV_SHM_FEAT_XFER) %u", len,
+	      nkv_get32(&e.dw1));
 	long bad = dbuf_check(h, &r, seed, len);
 	CHECK(bad < 0, "Retrieve %u B (%s): byte %ld differs", len, scatter ? "scattered" : "contiguous", bad);
 out:
@@ -956,14 +958,15 @@ static void test_kv(void)
 	struct dbuf d = {0};
 	dbuf_alloc(&h, &d, 1000, 0, false);
 	rc = kv_io(&h, &q, NKV_KV_RETRIEVE, 1, "kv-4096", &d, &e);
-	CHECK(rc == 0 && nkv_get32(&e.dw0) == 4096 && dbuf_check(&h, &d, 4096 + 7, 1000) < 0, /* seed: scattered */
-	      "Retrieve 4096 B into 1000 B: %03x DW0 %u", rc, nkv_get32(&e.dw0));
+	CHECK(rc == 0 && nkv_get32(&e.dw0) == 4096 && nkv_get32(&e.dw1) == 1000 &&
+		      dbuf_check(&h, &d, 4096 + 7, 1000) < 0, /* seed: scattered */
+	      "Retrieve 4096 B into 1000 B: %03x DW0 %u DW1 %u", rc, nkv_get32(&e.dw0), nkv_get32(&e.dw1));
 	dbuf_free(&d);
 
 	struct nkv_sqe s0 = sqe_kv(NKV_KV_RETRIEVE, 1, "kv-4096", 0);
 	rc = io_cmd(&h, &q, &s0, &e);
-	CHECK(rc == 0 && nkv_get32(&e.dw0) == 4096, "Retrieve with a 0-byte buffer: %03x DW0 %u", rc,
-	      nkv_get32(&e.dw0));
+	CHECK(rc == 0 && nkv_get32(&e.dw0) == 4096 && nkv_get32(&e.dw1) == 0,
+	      "Retrieve with a 0-byte buffer: %03x DW0 %u DW1 %u", rc, nkv_get32(&e.dw0), nkv_get32(&e.dw1));
 
 	/* Read-only namespace. */
 	dbuf_alloc(&h, &d, 100, 0, false);

@@ -49,8 +49,8 @@ static const char g_usage[] =
 	"  -a, --traddr ADDR     target address (default 127.0.0.1); [::1] for IPv6;\n"
 	"                        [::1]:PORT and HOST:PORT also give the port\n"
 	"  -s, --trsvcid PORT    target port, 1 to 65535 (default 4420; discover: 8009)\n"
-	"  -n, --nqn SUBNQN      subsystem NQN (default: the first NVM subsystem in the\n"
-	"                        discovery log at ADDR, port -s or else 8009)\n"
+	"  -n, --nqn SUBNQN      subsystem NQN (default: the NVM subsystem the discovery log\n"
+	"                        at ADDR, port -s or else 8009, lists; several: exit 64)\n"
 	"      --nsid N          namespace (default 1)\n"
 	"  -q, --hostnqn NQN     host NQN (default: /etc/nvme/hostnqn, else\n"
 	"                        nqn.2014-08.org.nvmexpress:uuid:<host ID>)\n"
@@ -283,49 +283,49 @@ static int host_settle(struct cli *c, const char *hostnqn, const char *hostid)
 }
 
 /**
- * Find the first NVM subsystem in the discovery log: at the -s port when given (rados-nkv serves its
- * discovery controller on every listener), else at port 8009. That port is plain TCP, so without -s
- * discovery goes without TLS even under --tls, and --tls then takes the first entry of a port that
- * requires TLS (TREQ), plain TCP the first that does not (either, when none fits).
+ * No -n: the subsystem the discovery log lists (nkv_discover_subsys(): at the -s port when given, as
+ * rados-nkv serves discovery on every listener, else at 8009), when it lists exactly one. Several
+ * are a usage error naming them: a default that moved to a newly added subsystem would send I/O
+ * there silently.
  */
 static int discover_nqn(struct cli *c)
 {
-	struct nkv_disc_entry *e = NULL;
+	struct nkv_disc_entry sub, *e = NULL;
 	unsigned n = 0;
-	const char *dport = c->trsvcid ? c->trsvcid : "8009";
-	struct nkv_conn_opts o = c->opts;
-	if (!c->trsvcid)
-		o.tls = false;
-	int rc = nkv_discover(c->traddr, dport, &o, &e, &n);
-	if (rc) {
-		if (rc == -ECONNREFUSED) {
-			char m[512];
-			snprintf(m, sizeof(m), "no subsystem NQN given and no discovery controller at %s:%s (connection "
-					       "refused); pass -n SUBNQN", c->traddr, dport);
-			cli_json_error(c, m, rc, 0);
-			fprintf(stderr, "nkv: %s\n", m);
-		} else
-			cli_connect_error(c, dport, NKV_DISCOVERY_NQN, rc);
-		return EXIT_ERR;
+	const char *dport = c->trsvcid ? c->trsvcid : NKV_DISCOVERY_PORT;
+	int rc = nkv_discover_subsys(c->traddr, c->trsvcid, &c->opts, &sub, &e, &n);
+	if (rc == -ENOTUNIQ) {
+		fprintf(stderr, "nkv: the discovery log at %s:%s lists several subsystems:\n", c->traddr, dport);
+		for (unsigned i = 0; i < n; i++)
+			if (e[i].subtype == NKV_SUBTYPE_NVME && e[i].trtype == NKV_TRTYPE_TCP)
+				fprintf(stderr, "  %s (port %s)\n", e[i].subnqn, e[i].trsvcid);
+		free(e);
+		return cli_usage(c, "no subsystem NQN given and %s:%s offers several; pass -n SUBNQN", c->traddr, dport);
 	}
-	for (unsigned pass = 0; pass < 2 && !c->nqn; pass++)
-		for (unsigned i = 0; i < n && !c->nqn; i++) {
-			if (e[i].subtype != NKV_SUBTYPE_NVME || e[i].trtype != NKV_TRTYPE_TCP ||
-			    (pass == 0 && ((e[i].treq & 3) == NKV_TREQ_REQUIRED) != c->opts.tls))
-				continue;
-			snprintf(c->nqn_buf, sizeof(c->nqn_buf), "%s", e[i].subnqn);
-			c->nqn = c->nqn_buf;
-			if (!c->trsvcid && e[i].trsvcid[0]) {
-				snprintf(c->port_buf, sizeof(c->port_buf), "%s", e[i].trsvcid);
-				c->trsvcid = c->port_buf;
-			}
-		}
 	free(e);
-	if (!c->nqn) {
+	if (rc == -ENOENT) {
 		cli_json_error(c, "discovery: no NVMe/TCP subsystem", -ENOENT, 0);
 		fprintf(stderr, "nkv: the discovery log at %s:%s lists no NVMe/TCP subsystem; pass -n SUBNQN\n",
 			c->traddr, dport);
 		return EXIT_ERR;
+	}
+	if (rc == -ECONNREFUSED) {
+		char m[512];
+		snprintf(m, sizeof(m), "nothing listening at %s:%s (is rados-nkv running there?); without -n, nkv "
+				       "reads the subsystem from the discovery log at that port", c->traddr, dport);
+		cli_json_error(c, m, rc, 0);
+		fprintf(stderr, "nkv: %s\n", m);
+		return EXIT_ERR;
+	}
+	if (rc) {
+		cli_connect_error(c, dport, NKV_DISCOVERY_NQN, rc);
+		return EXIT_ERR;
+	}
+	snprintf(c->nqn_buf, sizeof(c->nqn_buf), "%s", sub.subnqn);
+	c->nqn = c->nqn_buf;
+	if (!c->trsvcid && sub.trsvcid[0]) {
+		snprintf(c->port_buf, sizeof(c->port_buf), "%s", sub.trsvcid);
+		c->trsvcid = c->port_buf;
 	}
 	return EXIT_OK;
 }

@@ -72,7 +72,8 @@ KEYS = {
     "depth": (_int(1, 65535), 128, "entries per queue pair"),
     "timeout": (_float, 30.0, "seconds for the connect and for every command"),
     "hostnqn": (_str, None, "host NQN (default: /etc/nvme/hostnqn or a generated one)"),
-    "discovery_port": (_int(1, 65535), 8009, "discovery controller port (TCP without subnqn)"),
+    "discovery_port": (_int(1, 65535), None, "discovery controller port (TCP without subnqn; default: the "
+                                              "target's port, else 8009)"),
     "register_arena": (_bool_or_auto, "auto", "register LMCache's CPU arena over shm"),
     "staging_mb": (_int(0, 1 << 20), 256, "registered staging memory for stores, MiB"),
 }

@@ -80,7 +80,8 @@ def _target_opts(p, suppress):
                    help="NVMe/TCP address (port 4420, or the discovery log's) or shm:/path/to/socket "
                         "(default: $NKV_WEIGHTS_TARGET, else 127.0.0.1)")
     g.add_argument("--subnqn", default=d(None), metavar="NQN",
-                   help="subsystem NQN (TCP; default: the first NVMe subsystem the discovery controller lists)")
+                   help="subsystem NQN (TCP; default: the one NVMe subsystem the discovery log at the "
+                        "target's port, else 8009, lists)")
     g.add_argument("--nsid", type=_pos_int(1, 0xFFFFFFFE), default=d(1), metavar="N", help="namespace (default 1)")
     g.add_argument("--queues", type=_pos_int(1, 1024), default=d(4), metavar="N",
                    help="I/O queue pairs (default 4)")

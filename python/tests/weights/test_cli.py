@@ -104,6 +104,13 @@ def test_chunk_size_over_namespace_limit(target_args, model_dir, model_name):
     assert "more than the namespace takes" in r.stderr and "at most" in r.stderr
 
 
+def test_discovery_on_the_target_port(daemon):
+    """-t HOST:PORT without --subnqn: the discovery log at PORT (every rados-nkv listener serves it),
+    the rule of every client (nkv, rados_nkv.connect), not the well-known port 8009."""
+    r = run_cli("-t", "127.0.0.1:%d" % daemon.port, "--timeout", "10", "ls")
+    assert r.returncode == 0, r.stderr
+
+
 def test_connection_refused(tmp_path):
     import socket
     s = socket.socket()
