@@ -8,7 +8,12 @@
 #      (ns cache-policy), run by A within 5 s (usage through A);
 #   4. both gateways restarted: `nkv-ctl subsystem list -o json` (the cache policy included) and
 #      `listener list -o json` byte for byte the same before and after, B still serves the value and
-#      runs the changed policy.
+#      runs the changed policy;
+#   5. a non-JSON entry written into the group's object (rados setomapval): changes exit 5 and say
+#      how to repair, `group check` lists it, a gateway restarted now starts and serves the rest,
+#      `group repair KEY` removes it (a well-formed key: exit 2) and changes are taken again;
+#   6. two gateways without --gateway-name (both the host name) in another group: the second
+#      exits 1 saying the name is taken, and the first still serves its own listener.
 #   control_group.sh PATH/rados-nkv PATH/nkv-ctl PATH/nkv
 # Needs NKV_CEPH_CONF (else exit 77, or 1 with NKV_REQUIRE_RADOS=1). Prints ok/FAIL lines, then
 # "N passed, N failed".
@@ -28,7 +33,7 @@ G=ctlgroup-$$-$(date +%s)
 NQN=nqn.2026-12.io.rados-nkv:group-$$
 declare -A PID PORT
 cleanup() {
-	for g in a b; do [ -n "${PID[$g]:-}" ] && kill -KILL "${PID[$g]}" 2>/dev/null; done
+	for g in a b c d; do [ -n "${PID[$g]:-}" ] && kill -KILL "${PID[$g]}" 2>/dev/null; done
 	wait 2>/dev/null
 	rados -c "$NKV_CEPH_CONF" ${NKV_CEPH_KEYRING:+--keyring "$NKV_CEPH_KEYRING"} -p "$POOL" rm "rados_nkv.group.$G" 2>/dev/null
 	rm -rf "$T"
@@ -108,6 +113,27 @@ check "listener list -o json: the same after the restart" cmp -s "$T/l.before" "
 check "gateway B lists the same subsystems as A" cmp -s "$T/ss.after" "$T/ss.after.b"
 check "B serves the value after the restart" bash -c "'$NKV' -s ${PORT[b]} -n '$NQN' retrieve k1 '$T/r2' && cmp -s '$T/v' '$T/r2'"
 check "B runs the cache policy after the restart" bash -c "'$CTL' --server 'unix:$T/b.sock' -o json usage '$NQN' 2 | grep -q '\"policy\":{\"capacity_bytes\":\"50331648\"'"
+# 5. A malformed entry in the group's object.
+OBJ=rados_nkv.group.$G
+radosc() { rados -c "$NKV_CEPH_CONF" ${NKV_CEPH_KEYRING:+--keyring "$NKV_CEPH_KEYRING"} -p "$POOL" "$@"; }
+radosc getomapval "$OBJ" epoch "$T/epoch" >/dev/null 2>&1
+e=$(cat "$T/epoch" 2>/dev/null)
+radosc setomapval "$OBJ" s/nqn.garbage '{{{not json' && radosc setomapval "$OBJ" epoch "$(printf %020d $((10#${e:-0} + 1)))"
+ctl a host allow "$NQN" nqn.2026-12.io.test:late >"$T/out" 2>&1
+rc=$?
+check "a change while the state holds a malformed entry: exit 5 ($rc), naming group check" \
+	bash -c "[ $rc = 5 ] && grep -q 'group check' '$T/out'"
+check "group check lists the entry" bash -c "'$CTL' --server 'unix:$T/a.sock' group check | grep -q 's/nqn.garbage'"
+stop b
+check "gateway B restarts on the malformed state" start b
+check "and serves the rest of it" "$NKV" -s "${PORT[b]}" -n "$NQN" exist k1
+ctl b group repair "s/$NQN" >/dev/null 2>&1
+rc=$?
+check "group repair refuses a well-formed entry (exit $rc)" [ "$rc" = 2 ]
+check "group repair s/nqn.garbage" ctl b group repair s/nqn.garbage
+check "group check: no malformed entry left" bash -c "'$CTL' --server 'unix:$T/a.sock' -o json group check | grep -q '\"malformed\":0'"
+check "changes are taken again" ctl a host allow "$NQN" nqn.2026-12.io.test:late
+
 check "subsystem del through B" ctl b subsystem del "$NQN"
 gone=""
 for _ in $(seq 250); do
@@ -117,8 +143,28 @@ done
 check "A no longer serves it" [ -n "$gone" ]
 stop a
 stop b
+
+# 6. Two gateways of one default name (the host name) in another group.
+G2=$G-name
+for g in c d; do
+	rm -f "$T/$g.pid"
+	"$D" "${ceph_args[@]}" --group "$G2" --group-pool "$POOL" -l 127.0.0.1:0 -d none --control "unix:$T/$g.sock" \
+		--pid-file "$T/$g.pid" -s "$NQN-name" -p "$POOL" --op-timeout 5 >>"$T/$g.log" 2>&1 &
+	PID[$g]=$!
+	for _ in $(seq 300); do [ -s "$T/$g.pid" ] && break; kill -0 "${PID[$g]}" 2>/dev/null || break; sleep 0.05; done
+	PORT[$g]=$(grep -o 'NVMe/TCP on 127\.0\.0\.1:[0-9]*' "$T/$g.log" | head -1 | sed 's/.*://')
+done
+check "the first gateway of the default name starts" test -s "$T/c.pid"
+wait "${PID[d]}"
+rc=$?
+PID[d]=""
+check "the second exits 1 ($rc)" [ "$rc" = 1 ]
+check "saying the name is taken" grep -q "is taken by a live gateway of the group" "$T/d.log"
+check "the first still serves its listener" "$NKV" -s "${PORT[c]}" -n "$NQN-name" list-ns
+stop c
+rados -c "$NKV_CEPH_CONF" ${NKV_CEPH_KEYRING:+--keyring "$NKV_CEPH_KEYRING"} -p "$POOL" rm "rados_nkv.group.$G2" 2>/dev/null
 if [ "$fail" != 0 ]; then
-	for g in a b; do echo "--- $g.log"; tail -30 "$T/$g.log"; done
+	for g in a b c d; do [ -f "$T/$g.log" ] && { echo "--- $g.log"; tail -30 "$T/$g.log"; }; done
 	diff "$T/ss.before" "$T/ss.after" | head -5
 fi
 echo "$pass passed, $fail failed"

@@ -64,6 +64,7 @@ static const char g_usage_tail[] =
 	"      --reap-rate N          entries examined per second then (0: 2000)\n"
 	"      --lease MS             the eviction lease (0: 10000)\n"
 	"      --replace              ns cache-policy: the options not given go back to 0\n"
+	"      --all                  group repair: every malformed entry\n"
 	"\n"
 	"Sizes take K/M/G/T suffixes (binary). Keys given as @FILE are read from FILE.\n"
 	"\n"
@@ -100,6 +101,7 @@ enum {
 	OPT_TLS,
 	OPT_CACHE,
 	OPT_REPLACE,
+	OPT_ALL,
 	OPT_POLICY, /* + i: g_ctl_policy_opts[i] */
 };
 
@@ -130,6 +132,7 @@ static const struct option g_opts[] = {
 	{"tls", no_argument, NULL, OPT_TLS},
 	{"cache", no_argument, NULL, OPT_CACHE},
 	{"replace", no_argument, NULL, OPT_REPLACE},
+	{"all", no_argument, NULL, OPT_ALL},
 	/* the cache policy options, in g_ctl_policy_opts' order */
 	{"capacity", required_argument, NULL, OPT_POLICY + 0},
 	{"capacity-keys", required_argument, NULL, OPT_POLICY + 1},
@@ -483,6 +486,9 @@ static int run(struct ctl_cli *c, int argc, char **argv)
 			break;
 		case OPT_CACHE:
 			c->given |= O_CACHE;
+			break;
+		case OPT_ALL:
+			c->given |= O_ALL;
 			break;
 		case OPT_REPLACE:
 			c->given |= O_REPLACE;
