@@ -160,7 +160,9 @@ static const char *const g_opt_names[] = {
 /* The name of command option bit @b. */
 static const char *opt_name(unsigned b)
 {
-	if (b >= O_POLICY_FIRST)
+	if ((1u << b) == O_ALL)
+		return "--all";
+	if (b >= O_POLICY_FIRST && b < O_POLICY_FIRST + CTL_NPOLICY)
 		return g_ctl_policy_opts[b - O_POLICY_FIRST].opt;
 	return b < sizeof(g_opt_names) / sizeof(g_opt_names[0]) ? g_opt_names[b] : "an option";
 }
