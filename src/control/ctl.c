@@ -706,6 +706,14 @@ static int r_gateway_info(struct call *c, json_object *st)
 
 static int apply(struct nkv_ctl *ctl);
 static int refresh(struct nkv_ctl *ctl);
+
+/* How many malformed entries the state last read holds. */
+static uint64_t nbad(struct nkv_ctl *ctl)
+{
+	uint64_t n = 0;
+	st_u64(ctl->bad, "malformed", 0, &n);
+	return n;
+}
 static int join(struct nkv_ctl *ctl, json_object **stored);
 
 /* CheckState: the stored epoch, the applied one and the malformed entries of the state just read. */
@@ -721,8 +729,9 @@ static int r_check_state(struct call *c, json_object *st)
 	json_object_object_add(o, "state_store", json_object_new_string(store_name(ctl->store)));
 	json_object_object_add(o, "epoch", json_object_new_uint64((uint64_t)e));
 	json_object_object_add(o, "applied_epoch", json_object_new_uint64(st_epoch(ctl->applied)));
-	json_object_object_add(o, "malformed", json_object_new_int64(ctl->bad ? (int64_t)json_object_array_length(ctl->bad) : 0));
-	json_object_object_add(o, "malformed_entries", ctl->bad ? json_object_get(ctl->bad) : json_object_new_array());
+	json_object *list = st_get(ctl->bad, "entries");
+	json_object_object_add(o, "malformed", json_object_new_uint64(nbad(ctl)));
+	json_object_object_add(o, "malformed_entries", list ? json_object_get(list) : json_object_new_array());
 	return 0;
 }
 
@@ -823,18 +832,18 @@ static int apply(struct nkv_ctl *ctl)
 /* Log the malformed entries of the group's state at epoch @epoch, once per epoch. */
 static void log_bad(struct nkv_ctl *ctl, uint64_t epoch)
 {
-	size_t n = json_object_array_length(ctl->bad);
+	json_object *list = st_get(ctl->bad, "entries");
+	uint64_t n = nbad(ctl);
 	if (ctl->bad_logged == epoch)
 		return;
 	ctl->bad_logged = epoch;
-	for (size_t i = 0; i < n && i < 10; i++) {
-		json_object *b = json_object_array_get_idx(ctl->bad, i);
+	for (size_t i = 0; list && i < json_object_array_length(list) && i < 10; i++) {
+		json_object *b = json_object_array_get_idx(list, i);
 		NKV_ERR("group %s, epoch %" PRIu64 ": malformed entry '%.300s': %s", ctl->group, epoch, st_str(b, "key"),
 			st_str(b, "reason"));
 	}
-	NKV_ERR("group %s, epoch %" PRIu64 ": %zu%s malformed entr%s left out; changes are refused until they are removed "
-		"(nkv-ctl group check, nkv-ctl group repair)", ctl->group, epoch, n, n >= GROUP_BAD_REPORT ? "+" : "",
-		n == 1 ? "y" : "ies");
+	NKV_ERR("group %s, epoch %" PRIu64 ": %" PRIu64 " malformed entr%s left out; changes are refused until they are "
+		"removed (nkv-ctl group check, nkv-ctl group repair)", ctl->group, epoch, n, n == 1 ? "y" : "ies");
 }
 
 /* Read the stored state into ctl->want (ctl->mu held). A state with malformed entries (ctl->bad)
@@ -863,12 +872,11 @@ static int refresh(struct nkv_ctl *ctl)
 /* The answer to a change refused for malformed entries. */
 static int fail_bad(struct call *c)
 {
-	size_t n = json_object_array_length(c->ctl->bad);
-	return fail(c, -EPERM, "the group's state has %zu%s malformed entr%s (the first: '%.200s': %s); changes are refused "
-		    "until they are removed: nkv-ctl group check lists them, nkv-ctl group repair KEY removes one", n,
-		    n >= GROUP_BAD_REPORT ? "+" : "", n == 1 ? "y" : "ies",
-		    st_str(json_object_array_get_idx(c->ctl->bad, 0), "key"),
-		    st_str(json_object_array_get_idx(c->ctl->bad, 0), "reason"));
+	uint64_t n = nbad(c->ctl);
+	json_object *first = json_object_array_get_idx(st_get(c->ctl->bad, "entries"), 0);
+	return fail(c, -EPERM, "the group's state has %" PRIu64 " malformed entr%s (the first: '%.200s': %s); changes are "
+		    "refused until they are removed: nkv-ctl group check lists them, nkv-ctl group repair KEY removes one",
+		    n, n == 1 ? "y" : "ies", st_str(first, "key"), st_str(first, "reason"));
 }
 
 /* What only the running target knows, once a change is applied: the serial number of a subsystem

@@ -17,7 +17,6 @@
 #include <json-c/json.h>
 #include <pthread.h>
 #include <stdint.h>
-#include <sys/types.h>
 
 #include "control/ctl.h"
 
@@ -52,7 +51,7 @@ int st_reconcile(struct nkv_ctl *ctl, json_object *applied, json_object *want);
 #define GROUP_KEY_MAX_STR "2048"
 #define GROUP_VALUE_MAX 65536      /* largest value read (a gateway writes under 2 KiB) */
 #define GROUP_VALUE_MAX_STR "65536"
-#define GROUP_BAD_REPORT 1000      /* malformed entries listed (all are counted) */
+#define GROUP_BAD_REPORT 100       /* malformed entries listed (all are counted) */
 /** One omap entry as read: bytes, not NUL-terminated. */
 struct group_entry {
 	const char *key, *val;
@@ -77,10 +76,9 @@ json_object *group_flatten(json_object *st);
  */
 int group_parse(const struct group_entry *e, size_t n, struct group_parsed *out);
 void group_parsed_free(struct group_parsed *g);
-/** Key bytes as printable ASCII: bytes outside 0x20-0x7e and '\\' as \xHH. malloc'ed, or NULL. */
+/** Key bytes as printable ASCII: bytes outside 0x20-0x7e and '\\' as \xHH; a key longer than
+ *  GROUP_KEY_MAX as its first 200 bytes, "...", its length in bytes. malloc'ed, or NULL. */
 char *group_key_print(const char *k, size_t n);
-/** The inverse, into @out (@cap bytes). @return the key's length, -EINVAL, -ENAMETOOLONG. */
-ssize_t group_key_parse(const char *s, char *out, size_t cap);
 
 /* ---- store.c ---- */
 struct ctl_store;
@@ -91,7 +89,8 @@ void store_close(struct ctl_store *s);
  * Read the whole state. @return 0 (*out NULL: nothing stored yet) or -errno: -EFBIG (a group
  * object with more than GROUP_MAX_ENTRIES entries or GROUP_MAX_BYTES), -ETIMEDOUT (not read within
  * GROUP_LOAD_MS), -EINTR (store_cancel). A group's malformed entries are left out of *out and
- * listed in *bad (when @bad is not NULL: an array, or NULL when there are none).
+ * described in *bad when @bad is not NULL: {"malformed": N, "entries": group_parsed.bad}, or NULL
+ * when there are none.
  */
 int store_load(struct ctl_store *s, json_object **out, json_object **bad);
 /** Make a load in progress, and every later one, return -EINTR (any thread): shutdown. */

@@ -111,45 +111,25 @@ json_object *group_flatten(json_object *st)
 
 char *group_key_print(const char *k, size_t n)
 {
-	char *out = malloc(4 * n + 1), *p = out;
+	/* A key no gateway writes may be huge: a bounded text (StateReport stays small); repair
+	 * prints keys the same way, so the text still names the entry. */
+	size_t shown = n > GROUP_KEY_MAX ? 200 : n;
+	char *out = malloc(4 * shown + 40), *p = out;
 
 	if (!out)
 		return NULL;
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < shown; i++) {
 		unsigned char b = (unsigned char)k[i];
 		if (b < 0x20 || b > 0x7e || b == '\\')
 			p += sprintf(p, "\\x%02x", b);
 		else
 			*p++ = (char)b;
 	}
-	*p = '\0';
+	if (shown < n)
+		sprintf(p, "...[%zu bytes]", n);
+	else
+		*p = '\0';
 	return out;
-}
-
-static int hexval(char c)
-{
-	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-}
-
-ssize_t group_key_parse(const char *s, char *out, size_t cap)
-{
-	size_t n = 0;
-
-	for (; *s; n++) {
-		char b = *s;
-		if (*s == '\\') {
-			if (s[1] != 'x' || hexval(s[2]) < 0 || hexval(s[3]) < 0)
-				return -EINVAL;
-			b = (char)(hexval(s[2]) << 4 | hexval(s[3]));
-			s += 4;
-		} else {
-			s++;
-		}
-		if (n >= cap)
-			return -ENAMETOOLONG;
-		out[n] = b;
-	}
-	return (ssize_t)n;
 }
 
 /* ---- parse --------------------------------------------------------------------------------------- */

@@ -322,7 +322,9 @@ static int rados_load(struct ctl_store *s, json_object **out, json_object **bad)
 			*out = g.st;
 			g.st = NULL;
 			if (bad && g.nbad) {
-				*bad = g.bad;
+				*bad = json_object_new_object();
+				json_object_object_add(*bad, "malformed", json_object_new_uint64(g.nbad));
+				json_object_object_add(*bad, "entries", g.bad);
 				g.bad = NULL;
 			}
 			json_object_put(s->raw);

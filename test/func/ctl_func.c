@@ -858,9 +858,11 @@ static void test_group_malformed(void)
 		return;
 	CHECK(call(A, "CreateSubsystem", NULL, "{\"nqn\":\"%s\",\"pool\":\"%s\",\"allow_any_host\":true}", g_nqn, g_pool) == 0,
 	      "a subsystem through A");
-	const char *k[] = {"s/nqn.garbage"}, *v[] = {"{{{not json"};
-	size_t kl[] = {13}, vl[] = {11};
-	CHECK(raw_set(oid, k, kl, v, vl, 1) == 0, "a non-JSON entry written to the group's object");
+	static char huge[3000];
+	memset(huge, 'q', sizeof(huge));
+	const char *k[] = {"s/nqn.garbage", huge}, *v[] = {"{{{not json", "{}"};
+	size_t kl[] = {13, sizeof(huge)}, vl[] = {11, 2};
+	CHECK(raw_set(oid, k, kl, v, vl, 2) == 0, "a non-JSON entry and a 3000-byte key written to the group's object");
 	int rc = call(A, "AllowHost", &a, "{\"nqn\":\"%s\",\"host_nqn\":\"nqn.2026-12.io.test:h\"}", g_nqn);
 	CHECK(rc == -EPERM, "a change through A is refused (FAILED_PRECONDITION): %d", rc);
 	CHECK(nkv_target_subsys(ta, g_nqn) != NULL, "A keeps serving its state");
@@ -874,8 +876,15 @@ static void test_group_malformed(void)
 	snprintf(sk, sizeof(sk), "s/%s", g_nqn);
 	rc = C ? call(C, "RepairState", NULL, "{\"keys\":[\"%s\"]}", sk) : 0;
 	CHECK(rc == -ENOENT && raw_has(oid, sk), "RepairState refuses a well-formed entry (%d)", rc);
-	CHECK(C && call(C, "RepairState", &a, "{\"keys\":[\"s/nqn.garbage\"]}") == 0 && a && strstr(a, "\"malformed\":0") &&
-		      !raw_has(oid, "s/nqn.garbage"), "RepairState removes the malformed one: %s", a ? a : "");
+	CHECK(C && call(C, "CheckState", &a, "{}") == 0 && a && strstr(a, "\"malformed\":2") &&
+		      strstr(a, "qqqq...[3000 bytes]\""), "CheckState shows the long key cut: %.100s", a ? a : "");
+	free(a);
+	a = NULL;
+	char cut[300];
+	snprintf(cut, sizeof(cut), "%.200s...[3000 bytes]", huge);
+	CHECK(C && call(C, "RepairState", &a, "{\"keys\":[\"s/nqn.garbage\",\"%s\"]}", cut) == 0 && a &&
+		      strstr(a, "\"malformed\":0") && !raw_has(oid, "s/nqn.garbage"),
+	      "RepairState removes the malformed ones, the long key by its shown name: %s", a ? a : "");
 	free(a);
 	CHECK(call(A, "AllowHost", NULL, "{\"nqn\":\"%s\",\"host_nqn\":\"nqn.2026-12.io.test:h\"}", g_nqn) == 0,
 	      "then A takes changes again");
