@@ -723,7 +723,7 @@ const struct ctl_cmd g_ctl_cmds[] = {
 	 "  group's state that no gateway could have written (each key, escaped as \\xHH outside printable\n"
 	 "  ASCII, with the reason). While there are any, gateways run the other entries and refuse changes."},
 	{"group", "repair", "remove malformed entries from the group's state", "RepairState", 0, 256, O_ALL, b_repair, show_state,
-	 "group repair KEY... | --all\n  Remove the malformed entries KEY (as group check writes them), or all of them, in one\n"
+	 "group repair [KEY...] [--all]\n  Remove the malformed entries KEY (as group check writes them), or all of them, in one\n"
 	 "  commit; well-formed entries cannot be removed this way. Every gateway then runs the repaired state."},
 };
 
