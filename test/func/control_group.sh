@@ -13,7 +13,8 @@
 #      how to repair, `group check` lists it, a gateway restarted now starts and serves the rest,
 #      `group repair KEY` removes it (a well-formed key: exit 2) and changes are taken again;
 #   6. two gateways without --gateway-name (both the host name) in another group: the second
-#      exits 1 saying the name is taken, and the first still serves its own listener.
+#      exits 1 saying the name is taken, and the first still serves its own listener; killed
+#      with SIGKILL, the first restarts under its name (a dead gateway does not answer).
 #   control_group.sh PATH/rados-nkv PATH/nkv-ctl PATH/nkv
 # Needs NKV_CEPH_CONF (else exit 77, or 1 with NKV_REQUIRE_RADOS=1). Prints ok/FAIL lines, then
 # "N passed, N failed".
@@ -105,6 +106,8 @@ stop a
 stop b
 check "gateway A restarts" start a
 check "gateway B restarts" start b
+# port 0 gave each restart a new port: the state's listener wins, and the log says so
+check "A says its new -l listener is not in the state and closed" grep -q "from the flags is not in the group's state" "$T/a.log"
 ctl a -o json subsystem list >"$T/ss.after"
 ctl a -o json listener list >"$T/l.after"   # the same gateway: "active" is the answering one's view
 ctl b -o json subsystem list >"$T/ss.after.b"
@@ -160,6 +163,14 @@ if kill -0 "${PID[d]}" 2>/dev/null; then rc=running; stop d; else wait "${PID[d]
 check "the second exits 1 ($rc)" [ "$rc" = 1 ]
 check "saying the name is taken" grep -q "is taken by a live gateway of the group" "$T/d.log"
 check "the first still serves its listener" "$NKV" -s "${PORT[c]}" -n "$NQN-name" list-ns
+# A gateway killed (its watch lingers in the OSD, unanswered) frees its name for its restart.
+kill -KILL "${PID[c]}"; wait "${PID[c]}" 2>/dev/null
+rm -f "$T/c.pid"
+"$D" "${ceph_args[@]}" --group "$G2" --group-pool "$POOL" -l 127.0.0.1:0 -d none --control "unix:$T/c.sock" \
+	--pid-file "$T/c.pid" -s "$NQN-name" -p "$POOL" --op-timeout 5 >>"$T/c2.log" 2>&1 &
+PID[c]=$!
+for _ in $(seq 300); do [ -s "$T/c.pid" ] && break; kill -0 "${PID[c]}" 2>/dev/null || break; sleep 0.05; done
+check "a gateway killed with SIGKILL restarts under its name" test -s "$T/c.pid"
 stop c
 rados -c "$NKV_CEPH_CONF" ${NKV_CEPH_KEYRING:+--keyring "$NKV_CEPH_KEYRING"} -p "$POOL" rm "rados_nkv.group.$G2" 2>/dev/null
 if [ "$fail" != 0 ]; then
