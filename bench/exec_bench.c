@@ -4,8 +4,8 @@
  * 64-bit words and returns the sum as text) against Retrieve of the whole value plus the same sum on
  * the client, in one run on one connection, interleaved (Exec, then Retrieve + sum, N times).
  *
- *   exec_bench --lua-input              print the eval_json input (script + handler) for the daemon's
- *                                       configuration ("input_file" of the allowlisted opcode)
+ *   exec_bench --lua-script             print the Lua script for the daemon's configuration
+ *                                       ("script_file" of the allowlisted opcode, handler "sum")
  *   exec_bench -a ADDR -p PORT -n NQN [-N NSID] [-o OPCODE] [-s SIZE_MIB] [-i ITERS] [-k KEY]
  *
  * Stores a SIZE MiB value (default 32) under KEY, then runs one unmeasured warm-up of each and ITERS
@@ -33,11 +33,9 @@
 #include "nkv/nkv_spec.h"
 #include "lua_sum.h"
 
-static void print_lua_input(void)
+static void print_lua_script(void)
 {
-	char json[2048];
-	if (nkv_lua_sum_json(json, sizeof(json)))
-		fputs(json, stdout);
+	fputs(nkv_lua_sum_script, stdout);
 }
 
 static double now_ms(void)
@@ -98,21 +96,21 @@ static uint64_t median_u64(uint64_t *v, unsigned n)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: exec_bench --lua-input\n"
+	fprintf(stderr, "usage: exec_bench --lua-script\n"
 			"       exec_bench -a ADDR -p PORT -n NQN [-N NSID] [-o OPCODE] [-s SIZE_MIB] [-i ITERS] [-k KEY]\n");
 	exit(64);
 }
 
 int main(int argc, char **argv)
 {
-	static const struct option lo[] = {{"lua-input", no_argument, 0, 'L'}, {0, 0, 0, 0}};
+	static const struct option lo[] = {{"lua-script", no_argument, 0, 'L'}, {0, 0, 0, 0}};
 	const char *addr = "127.0.0.1", *port = "4420", *nqn = NULL, *key = "exec-bench";
 	unsigned nsid = 1, opc = 0x8a, mib = 32, iters = 20;
 	int o;
 
 	while ((o = getopt_long(argc, argv, "a:p:n:N:o:s:i:k:", lo, NULL)) != -1) {
 		switch (o) {
-		case 'L': print_lua_input(); return 0;
+		case 'L': print_lua_script(); return 0;
 		case 'a': addr = optarg; break;
 		case 'p': port = optarg; break;
 		case 'n': nqn = optarg; break;

@@ -2,7 +2,7 @@
 # exec_compare.sh - computational storage (issue 13): a reduction of a large value run inside the OSD by
 # a vendor Exec command, against Retrieve of the value + the same reduction on the client, in one run:
 #   Exec 8Ah   lua.eval_json with the Lua word-sum script bound in the allowlist (bench/exec_bench.c
-#              prints it: exec_bench --lua-input); the OSD reads the object and returns the sum as text
+#              prints it: exec_bench --lua-script); the OSD reads the object and returns the sum as text
 #   Retrieve   the whole value over NVMe/TCP, then the same sum in C on the client
 # Builds the release preset (rados-nkv, exec_bench), starts a micro cluster (bluestore, ceph-dev.sh
 # --durable) and a rados-nkv whose JSON configuration allowlists 8Ah on NSID 1, runs bench/exec_bench
@@ -56,7 +56,7 @@ bash scripts/ceph-dev.sh start --durable --dir "$CDIR" >&2
 eval "$(bash scripts/ceph-dev.sh env --dir "$CDIR")"
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 NQN=nqn.2026-11.io.rados-nkv:exec-bench
-"$EB" --lua-input >"$RUN/sum.json"
+"$EB" --lua-script >"$RUN/sum.lua"
 cat >"$RUN/rados-nkv.json" <<EOF
 {
   "backend": { "type": "rados", "ceph_conf": "$NKV_CEPH_CONF", "keyring": "$NKV_CEPH_KEYRING",
@@ -66,7 +66,7 @@ cat >"$RUN/rados-nkv.json" <<EOF
   "subsystems": [ { "nqn": "$NQN", "pool": "$NKV_CEPH_POOL", "namespaces": [
     { "nsid": 1, "rados_namespace": "exec-bench", "max_value": "${SIZE}M",
       "exec": [ { "opcode": "0x8a", "class": "lua", "method": "eval_json", "mode": "read",
-                  "input_file": "$RUN/sum.json" } ] } ] } ],
+                  "script_file": "$RUN/sum.lua", "handler": "sum" } ] } ] } ],
   "log_level": "warn"
 }
 EOF

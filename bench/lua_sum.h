@@ -1,7 +1,8 @@
 /*
  * lua_sum.h - the computational-storage example shared by exec_bench and the exec_func test: a Lua
- * script for the OSD's lua.eval_json that sums an object's little-endian signed 64-bit words (a tail
- * of fewer than 8 bytes added byte by byte), read in 4 MiB pieces; integer overflow wraps as in C.
+ * script for the OSD's cls_lua (an allowlist rule binds it, handler "sum") that sums an object's
+ * little-endian signed 64-bit words (a tail of fewer than 8 bytes added byte by byte), read in 4 MiB
+ * pieces; integer overflow wraps as in C.
  */
 #ifndef NKV_LUA_SUM_H
 #define NKV_LUA_SUM_H
@@ -25,17 +26,6 @@ static const char nkv_lua_sum_script[] =
 	"  output:append(string.format('%d', acc))\n"
 	"end\n"
 	"objclass.register(sum)\n";
-
-/** lua.eval_json's input for the script: {"script": ..., "handler": "sum", "input": ""} (the script
- *  has no quotes or backslashes; newlines become \n). @return its length, or 0 if @n is too small. */
-static inline size_t nkv_lua_sum_json(char *out, size_t n)
-{
-	size_t o = (size_t)snprintf(out, n, "{\"script\": \"");
-	for (const char *p = nkv_lua_sum_script; *p && o + 3 < n; p++)
-		o += (size_t)snprintf(out + o, n - o, *p == '\n' ? "\\n" : "%c", *p);
-	int tail = snprintf(out + o, o < n ? n - o : 0, "\", \"handler\": \"sum\", \"input\": \"\"}");
-	return o + (size_t)tail < n ? o + (size_t)tail : 0;
-}
 
 /** The same sum computed on the host (what the script's answer is checked against), as the signed
  *  value the script prints. */

@@ -340,6 +340,9 @@ NKV_API int nkv_store(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsi
  * Store with a time to live (Store TTL, nkv_spec.h opcode F1h; docs/cache.md): as nkv_store(), on a
  * cache namespace. @ttl_s: seconds (NKV_TTL_DEFAULT 0: the namespace's default, NKV_TTL_NONE: never
  * expires); @pin: an explicit entry, never evicted until it expires, counted against the pin quota.
+ * On success @cpl->dw0 is the TTL the entry got: seconds, NKV_TTL_NONE for never (the namespace's
+ * default for NKV_TTL_DEFAULT; its max_ttl where that cut the TTL asked for; 0: an older target that
+ * does not say).
  * @return as nkv_store(), and -ENOSPC for a pin past the quota (the value is not stored), -EINVAL
  * (Invalid Field: not a cache namespace, or a pin without a finite TTL), -EOPNOTSUPP (a target
  * without Store TTL: Invalid Command Opcode).
@@ -465,7 +468,7 @@ struct nkv_op {
 	int32_t rc;          /* 0 or -errno as nkv_cpl_errno(): -ENOENT for a missing key, ... */
 	uint16_t status;     /* NVMe status (SCT << 8 | SC), NKV_STATUS_HOST_PATH for a lost queue */
 	uint16_t rsvd2;
-	uint32_t value_size; /* RETRIEVE: the full value size (CQE DW0) */
+	uint32_t value_size; /* RETRIEVE: the full value size (CQE DW0); Store TTL: the TTL applied (DW0) */
 	uint32_t xfer;       /* RETRIEVE, LIST: bytes moved into @buf */
 };
 NKV_SIZE(struct nkv_op, 72); /* a fixed layout: bindings (Python ctypes) mirror it */

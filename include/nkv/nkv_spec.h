@@ -347,7 +347,9 @@ static inline NKV_HD void nkv_sqe_exec(struct nkv_sqe *sqe, uint8_t opc, uint32_
  * quota (81h Capacity Exceeded past it, and the value is not stored) and charged in byte-hours; a
  * pin needs a finite TTL (its own or the namespace's default: Invalid Field otherwise). CDW13 bits
  * 31:1 are reserved (Invalid Field when set). Statuses as Store. A standard Store (01h) on a cache
- * namespace is Store TTL with CDW12 = 0 and CDW13 = 0.
+ * namespace is Store TTL with CDW12 = 0 and CDW13 = 0. A namespace's maximum TTL cuts longer TTLs
+ * (and "never" for an entry not pinned); CQE DW0 of a successful Store TTL is the TTL the entry got
+ * (seconds, FFFFFFFFh never; 0 only from older targets).
  */
 #define NKV_TTL_DEFAULT 0u           /* CDW12: the namespace's default TTL */
 #define NKV_TTL_NONE 0xffffffffu     /* CDW12: never expires */

@@ -56,13 +56,30 @@ struct nkv_exec_rule {
 	const char *cls;         /* RADOS class, e.g. "hello" (at most 63 bytes) */
 	const char *method;      /* its method, e.g. "say_hello" (at most 63 bytes) */
 	bool write;              /* a write method (rados_write_op_exec): no output (directions 00b and
-				  * 01b only), refused on a read-only namespace; else a read method */
+				  * 01b only), refused on a read-only namespace; else run as a read op
+				  * (output returned). On a read-only namespace RADOS itself refuses any
+				  * method its class flags as a writer (20h), whatever this says */
 	bool create;             /* a write method may run on an absent key (e.g. to create it); otherwise,
 				  * and always for read methods, an absent key answers 87h */
-	const void *input;       /* bound input (e.g. a Lua script), before the host's input; copied */
+	const void *input;       /* bound input, the method's whole input; copied. Not for class "lua" */
 	uint32_t input_len;
 	uint32_t max_input;      /* largest host input (direction 01b); 0: 64 KiB; above: 85h */
+	/* Class "lua" (cls_lua: methods eval_json and eval_bufferlist) runs its input as code, so a Lua
+	 * rule binds the script and the name of its handler (both required; copied) and the target
+	 * builds the method's input from them: the host's input reaches the handler only as its input
+	 * bufferlist, never as part of the script. Refused for any other class. */
+	const char *script;      /* NUL-terminated, at most 16 MiB */
+	const char *handler;     /* at most 255 bytes */
+	bool append_host_input;  /* the host's input follows the bound input. Without it, a rule that
+				  * binds input takes none from the host (inline bytes: 02h; direction 01b
+				  * refused). Refused for class "lua" */
 };
+
+/**
+ * Why @rule cannot be allowlisted, in words that follow "opcode XXh " (e.g. "is allowlisted twice"
+ * is left to nkv_ns_set_exec), or NULL when it can. For configuration checks before a target exists.
+ */
+const char *nkv_exec_rule_problem(const struct nkv_exec_rule *rule);
 
 /** Namespace configuration. */
 struct nkv_ns_conf {
@@ -167,11 +184,10 @@ int nkv_subsys_add(struct nkv_target *tgt, const char *nqn, const char *pool, st
 /**
  * Replace the vendor Exec allowlist of namespace @nsid of @ss, live: commands parsed before keep the
  * rules they were parsed with; every later command sees the new ones. The rules are copied; a
- * replaced allowlist is kept (small) until the namespace is destroyed, since a command in flight may
- * still point at it. Not for concurrent use with itself (the daemon calls it from its main thread).
- * @return 0, -ENOENT (no such namespace), -EINVAL (an opcode below 80h, a built-in vendor opcode
- * (F0h-FFh) or one with direction 11b, an opcode twice, a write method with output (direction
- * 10b), a class or method name that is empty or longer than 63 bytes), -ENOMEM.
+ * replaced allowlist is freed once the last command parsed with it has ended, and rules equal to the
+ * current ones change nothing. Not for concurrent use with itself (the daemon calls it from its main
+ * thread). @return 0, -ENOENT (no such namespace), -EINVAL (an opcode twice, or a rule that
+ * nkv_exec_rule_problem() refuses), -ENOMEM.
  */
 int nkv_ns_set_exec(struct nkv_subsys *ss, uint32_t nsid, const struct nkv_exec_rule *rules, unsigned n);
 
@@ -238,6 +254,17 @@ int nkv_subsys_allow_host_auth(struct nkv_subsys *ss, const char *hostnqn, const
  * disconnected. @return controllers disconnected.
  */
 int nkv_subsys_set_allow_any(struct nkv_subsys *ss, bool any);
+
+/**
+ * Serve @ss only where no host on the network reaches it (@on), or everywhere (@on false). While
+ * on, a Connect to @ss through a plain NVMe/TCP listener off loopback (nkv_listener_exposes, as the
+ * listener was given) gets Connect Invalid Parameters on SUBNQN, as for a subsystem that port does
+ * not serve, the discovery log leaves those ports out for it, and controllers already connected
+ * through one are disconnected. Loopback and TLS listeners and shared memory are not affected. For
+ * a subsystem that admits any host only because nobody named its hosts. @return controllers
+ * disconnected.
+ */
+int nkv_subsys_set_loopback_only(struct nkv_subsys *ss, bool on);
 
 /**
  * Take @hostnqn off the allowlist: its controllers on @ss are disconnected (their queues close
@@ -454,10 +481,18 @@ int nkv_tcp_create(struct nkv_target *tgt, const struct nkv_tcp_conf *conf, stru
  * Listen on @addr:@port (numeric IPv4/IPv6 or a host name; port "0" picks a free one). Every
  * listener serves every subsystem and the discovery subsystem. A listener with @advertise set is
  * reported in the discovery log page (one entry per listener and subsystem); a discovery-only port
- * (8009) is usually added with @advertise false.
+ * (8009) is nkv_tcp_listen_discovery().
  * @return the bound port number (> 0), or -EADDRINUSE, -EADDRNOTAVAIL, -EINVAL, -errno.
  */
 int nkv_tcp_listen(struct nkv_tcp *tcp, const char *addr, const char *port, bool advertise);
+
+/**
+ * Listen for discovery only on @addr:@port (the discovery port, 8009): a Connect through it to any
+ * subsystem but the discovery subsystem gets Connect Invalid Parameters on SUBNQN, as Linux nvmet
+ * answers for a subsystem not linked to a port. Not advertised in the discovery log.
+ * @return as nkv_tcp_listen().
+ */
+int nkv_tcp_listen_discovery(struct nkv_tcp *tcp, const char *addr, const char *port);
 
 /**
  * Let host @hostnqn reach subsystem @subnqn over TLS (TP 8011) with configured PSK @key: the
@@ -519,14 +554,23 @@ struct nkv_shm_conf {
 	bool no_notify;           /* refuse SET_KICK / SET_IRQ (nkv_shm.h): hosts and pollers poll, the
 				   * pollers napping poll_idle_us; false: a poller whose hosts all bound a
 				   * kick eventfd sleeps until kicked, and CQs interrupt hosts that ask */
+	unsigned socket_mode;     /* mode of the socket files (nkv_shm_listen), set before they are
+				   * visible; 0: 0600 */
+	bool socket_group_set;    /* give the socket files group socket_gid (needs CAP_CHOWN for a group
+				   * the process is not in) */
+	unsigned socket_gid;
 };
 
 /** Start the shared-memory transport of @tgt (poller threads). @return 0, -EINVAL, -ENOMEM, -errno. */
 int nkv_shm_create(struct nkv_target *tgt, const struct nkv_shm_conf *conf, struct nkv_shm **out);
 
 /**
- * Serve subsystem @subnqn on Unix socket @path (an existing socket file there is replaced).
- * @return 0, -ENOENT (no such subsystem), -EADDRINUSE, -ENAMETOOLONG, -errno.
+ * Serve subsystem @subnqn on Unix socket @path (a stale socket file there is replaced; a live one or
+ * anything else is not). The socket file has the conf's socket_mode and group before @path names it
+ * (made in a private directory beside it and renamed into place: nothing is ever done by path to
+ * what another user may have put at @path).
+ * @return 0, -ENOENT (no such subsystem), -EADDRINUSE, -EEXIST (not a socket there), -ENAMETOOLONG,
+ * -errno.
  */
 int nkv_shm_listen(struct nkv_shm *shm, const char *subnqn, const char *path);
 

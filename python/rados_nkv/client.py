@@ -85,6 +85,14 @@ def _seq(name, items):
         raise TypeError("%s must be a sequence (list, tuple...), not %s" % (name, type(items).__name__)) from None
 
 
+def _ttl_applied(op, tf):
+    """The TTL a completed Store TTL got (CQE DW0: seconds, TTL_NONE for never), or None for a
+    standard Store (@tf == (0, 0)) and from targets that do not report it (DW0 0)."""
+    if tf == (0, 0) or not op.value_size:
+        return None
+    return int(op.value_size)
+
+
 def _set_op(op, op_type, key, nsid, addr=0, length=0, offset=0, opts=0, ttl=(0, 0)):
     """Fill an element of a zeroed op array (the key and arguments are already checked; @ttl: the
     (ttl_s, flags) pair of _ffi.ttl_fields())."""
@@ -518,6 +526,7 @@ class Client:
         yield ops, 1, keep
         if ops[0].rc:
             raise op_error(ops[0])
+        return _ttl_applied(ops[0], tf)
 
     def _plan_retrieve(self, key, nsid=None):
         k = _key_bytes(key)
@@ -632,7 +641,9 @@ class Client:
         errs = [(i, op_error(ops[i])) for i in range(n) if ops[i].rc]
         if errs:
             raise BatchError(errs, n, "store_many")
-        return None
+        if tf == (0, 0):
+            return None
+        return [_ttl_applied(ops[i], tf) for i in range(n)]
 
     def _plan_retrieve_many(self, keys, outs, offsets=None, nsid=None):
         keys = _seq("keys", keys)
@@ -725,6 +736,7 @@ class Client:
         yield ops, 1, val
         if ops[0].rc:
             raise op_error(ops[0], "put_named")
+        return _ttl_applied(ops[0], tf)
 
     def _named_pair(self, ops, i, b, key, nsid, addr, n):
         """ops[i]: the header read; ops[i + 1]: the payload read at offset H into (addr, n)."""
@@ -822,7 +834,9 @@ class Client:
         errs = [(i, op_error(ops[i], "put_named")) for i in range(n) if ops[i].rc]
         if errs:
             raise BatchError(errs, n, "put_named_many")
-        return None
+        if tf == (0, 0):
+            return None
+        return [_ttl_applied(ops[i], tf) for i in range(n)]
 
     def _plan_get_named_many(self, names, outs, nsid=None):
         names = _seq("names", names)
@@ -903,9 +917,12 @@ class Client:
         explicit entry the cache never evicts until it expires, counted against the namespace's
         pin quota. A pin takes @ttl, else the namespace's default TTL; it needs a finite one.
         ttl=0 without a pin is a plain Store (which takes the namespace's default TTL).
+        Returns the TTL the entry got (seconds, rados_nkv.TTL_NONE for never): the namespace's
+        default for ttl=0, its max_ttl where that cut @ttl; None for a plain Store (or a target
+        that does not report it).
         Errors: NkvError EINVAL (status 02h: the namespace has no cache, or a pin without a finite
-        TTL), ENOSPC (81h: past the pin quota; nothing stored), EOPNOTSUPP (a target without
-        Store TTL)."""
+        TTL, also where the namespace has a max_ttl), ENOSPC (81h: past the pin quota; nothing
+        stored), EOPNOTSUPP (a target without Store TTL)."""
         return self._drive(self._plan_store(key, value, nsid, must_exist, must_not_exist, ttl, pin))
 
     def retrieve(self, key, *, nsid=None):
@@ -933,7 +950,8 @@ class Client:
 
     def store_many(self, keys, values, *, nsid=None, ttl=None, pin=False):
         """Store values[i] under keys[i], all in flight at once; @ttl and @pin as store(), for every
-        item. Raises BatchError listing the items that failed (the others were stored)."""
+        item. Raises BatchError listing the items that failed (the others were stored). With @ttl
+        or @pin, returns the TTL each entry got (as store()); else None."""
         return self._drive(self._plan_store_many(keys, values, nsid, ttl, pin))
 
     def retrieve_many(self, keys, outs, *, offsets=None, nsid=None):
@@ -951,7 +969,7 @@ class Client:
 
     def put_named(self, name, payload, *, nsid=None, ttl=None, pin=False):
         """Store @payload under the long name @name (str or bytes, 1..4096 bytes); @ttl and @pin as
-        store()."""
+        store(), and so is the value returned."""
         return self._drive(self._plan_put_named(name, payload, nsid, ttl, pin))
 
     def get_named(self, name, *, nsid=None):
@@ -976,7 +994,7 @@ class Client:
 
     def put_named_many(self, names, payloads, *, nsid=None, ttl=None, pin=False):
         """put_named() for each pair, in one batch (BatchError for failed items); @ttl and @pin as
-        store(), for every item."""
+        store(), for every item (returned as by store_many())."""
         return self._drive(self._plan_put_named_many(names, payloads, nsid, ttl, pin))
 
     def get_named_many(self, names, outs, *, nsid=None):

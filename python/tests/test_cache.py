@@ -4,7 +4,8 @@ which need no daemon.
 
 The daemon here is this module's own (the session daemon's namespaces have no cache): nsid 1 without
 a cache, 2 a cache with no default TTL, 3 a cache with a 1 s default TTL, 4 a cache with a 1000-byte
-pin quota. Each test waits out its short TTLs itself (2.5 s past a 1 s TTL).
+pin quota, 5 a cache whose max_ttl is 86400 s. Each test waits out its short TTLs itself (2.5 s past a
+1 s TTL).
 """
 
 import asyncio
@@ -20,7 +21,7 @@ import rados_nkv
 from rados_nkv import NkvError, BatchError, _ffi
 from conftest import Daemon, _accepts, _cluster_or_skip, daemon_binary, free_port
 
-NS_PLAIN, NS_CACHE, NS_DEFTTL, NS_QUOTA = 1, 2, 3, 4
+NS_PLAIN, NS_CACHE, NS_DEFTTL, NS_QUOTA, NS_MAXTTL = 1, 2, 3, 4, 5
 NQN = "nqn.2026-11.io.rados-nkv:pycache"
 EXPIRE_WAIT = 2.5
 
@@ -103,7 +104,9 @@ class CacheDaemon(Daemon):
                                     {"nsid": NS_CACHE, "rados_namespace": ns + "-cache", "cache": {}},
                                     {"nsid": NS_DEFTTL, "rados_namespace": ns + "-def", "cache": {"default_ttl": 1}},
                                     {"nsid": NS_QUOTA, "rados_namespace": ns + "-quota",
-                                     "cache": {"pin_quota": 1000}}]}],
+                                     "cache": {"pin_quota": 1000}},
+                                    {"nsid": NS_MAXTTL, "rados_namespace": ns + "-max",
+                                     "cache": {"max_ttl": 86400}}]}],
                 "log_level": "warn"}
         self.conf_path = os.path.join(tmp, "cache-%s.json" % backend)
         Path(self.conf_path).write_text(json.dumps(conf))
@@ -237,3 +240,35 @@ def test_engine_ops(cc, key):
     time.sleep(EXPIRE_WAIT)
     assert cc.retrieve(key("e1")) is None
     assert cc.retrieve(key("e2")) == b"engine pin"
+
+
+def test_ttl_applied_is_returned(cc, key, name):
+    """store() returns the TTL the target applied (CQE DW0), not the one asked for: max_ttl cuts."""
+    k = key("mx")
+    assert cc.store(k, b"v", nsid=NS_MAXTTL, ttl=999999) == 86400
+    assert cc.store(k, b"v", nsid=NS_MAXTTL, ttl=rados_nkv.TTL_NONE) == 86400
+    assert cc.store(k, b"v", nsid=NS_MAXTTL, ttl=60) == 60
+    assert cc.store(k, b"v", nsid=NS_MAXTTL, ttl=999999, pin=True) == 86400
+    assert cc.store(k, b"v", nsid=NS_MAXTTL, ttl=3600, pin=True) == 3600
+    assert cc.store(k, b"v", nsid=NS_CACHE, ttl=rados_nkv.TTL_NONE) == rados_nkv.TTL_NONE
+    assert cc.store(k, b"v", nsid=NS_DEFTTL, pin=True) == 1          # the namespace's default
+    assert cc.store(k, b"v", nsid=NS_DEFTTL) is None                 # a standard Store says nothing
+    assert cc.store_many([k, key("mx2")], [b"a", b"b"], nsid=NS_MAXTTL, ttl=10 ** 6) == [86400, 86400]
+    assert cc.store_many([k], [b"a"], nsid=NS_MAXTTL) is None
+    assert cc.put_named(name("mx"), b"p", nsid=NS_MAXTTL, ttl=10 ** 6) == 86400
+    assert cc.put_named_many([name("mx")], [b"p"], nsid=NS_MAXTTL, ttl=30) == [30]
+
+    async def main():
+        assert await cc.aio.store(k, b"v", nsid=NS_MAXTTL, ttl=10 ** 7) == 86400
+    asyncio.run(main())
+
+
+def test_pin_never_refused_under_max_ttl(cc, key):
+    """A pin asked for "never" is refused on a namespace with a max_ttl too (not cut to it and
+    reported as never): as on a namespace without one."""
+    k = key("mp")
+    for kw in ({"pin": True}, {"pin": True, "ttl": rados_nkv.TTL_NONE}):
+        with pytest.raises(NkvError) as ei:
+            cc.store(k, b"x", nsid=NS_MAXTTL, **kw)
+        assert ei.value.errno == errno.EINVAL and ei.value.status == 0x002, kw
+    assert cc.exist(k, nsid=NS_MAXTTL) is False

@@ -89,6 +89,7 @@ struct nkv_kvio {
 	/* Exec: the method and its input in up to two pieces (bound + host), output for read methods */
 	const char *cls, *method;
 	bool exec_write;
+	bool exec_ro;        /* the namespace is read-only: the backend must not let the method write */
 	const void *in1, *in2;
 	uint32_t in1_len, in2_len;
 	void *out;
@@ -175,6 +176,12 @@ struct nkv_kvdev_ops {
 	 *  (another owner holds it), -errno. */
 	int (*lease)(struct nkv_kvns *ns, const char *owner, uint32_t lease_ms, bool renew);
 	void (*lease_release)(struct nkv_kvns *ns, const char *owner);
+	/**
+	 * A namespace's last cache writes, started and not waited for: @key = @val into the shared
+	 * state, and with @owner the release of its lease. ns_close waits for them (each bounded by the
+	 * op timeout). NULL: the core calls shared_put and lease_release (a backend that never blocks).
+	 */
+	void (*cache_final)(struct nkv_kvns *ns, const char *key, const char *val, const char *owner);
 	/** Up to @n entries from random places of the namespace, with their records. @return how many. */
 	int (*sample)(struct nkv_kvns *ns, unsigned n, struct nkv_entry *out);
 	/** The next up to @n entries of a pass over the namespace. @return how many (pos->done at end). */

@@ -40,6 +40,9 @@
 #define LIST_MAX_KEYS (1u << 20)
 #define WATCHDOG_TICK_MS 100
 #define CANCEL_BATCH 64
+/* The snapshot id Exec reads at on a read-only namespace (rados_int.h, exec_ro_ioctx): above any
+ * object's snapshot sequence, so the OSD reads the current object; never CEPH_NOSNAP. */
+#define EXEC_RO_SNAP (1ull << 62)
 
 static int conf_set(rados_t c, const char *key, unsigned long long val)
 {
@@ -255,8 +258,17 @@ static int rados_ns_open(struct nkv_kvdev *d, const char *pool, const char *ns, 
 		free(h);
 		return rc;
 	}
+	if ((rc = rados_ioctx_create(d->cluster, pool, &h->exec_ro_ioctx)) < 0) {
+		NKV_ERR("rados: cannot open pool '%s': %s", pool, strerror(-rc));
+		rados_ioctx_destroy(h->list_ioctx);
+		rados_ioctx_destroy(h->ioctx);
+		free(h);
+		return rc;
+	}
 	rados_ioctx_set_namespace(h->ioctx, ns);
 	rados_ioctx_set_namespace(h->list_ioctx, ns);
+	rados_ioctx_set_namespace(h->exec_ro_ioctx, ns);
+	rados_ioctx_snap_set_read(h->exec_ro_ioctx, EXEC_RO_SNAP);
 	snprintf(h->name, sizeof(h->name), "%s/%s", pool, ns);
 	h->dev = d;
 	*out = h;
@@ -269,6 +281,8 @@ static void rados_ns_close(struct nkv_kvns *h)
 	 * and the list handle's ops (touches) carry the OSD op timeout. */
 	rados_aio_flush(h->ioctx);
 	rados_aio_flush(h->list_ioctx);
+	rados_aio_flush(h->exec_ro_ioctx);
+	rados_ioctx_destroy(h->exec_ro_ioctx);
 	rados_ioctx_destroy(h->list_ioctx);
 	rados_ioctx_destroy(h->ioctx);
 	free(h);
@@ -553,6 +567,10 @@ static void io_finish(struct nkv_kvio *io)
 	rados_aio_release(io->be_comp);
 	if (io->op == NKV_IO_EXEC)
 		exec_output(io, rc);
+	/* The OSD refused the op as a whole (the method's own -EINVAL would be in its return value):
+	 * the method may write and the namespace is read-only (exec_ro_ioctx). */
+	if (io->op == NKV_IO_EXEC && io->exec_ro && rc == -EINVAL && io->be_rval[0] == 0)
+		rc = -EROFS;
 	if (is_write(io)) {
 		rados_release_write_op(io->be_op);
 	} else {
@@ -675,6 +693,7 @@ static int build_exec(struct nkv_kvio *io)
 	}
 	io->be_out = NULL;
 	io->be_out_len = 0;
+	io->be_rval[0] = 0;
 	if (io->exec_write) {
 		rados_write_op_t op = rados_create_write_op();
 		if (op) {
@@ -780,7 +799,8 @@ int rados_submit_op(struct nkv_kvns *h, struct nkv_kvio *io, const char *oid)
 	if (write)
 		rc = rados_aio_write_op_operate(io->be_op, h->ioctx, c, oid, NULL, LIBRADOS_OPERATION_FULL_TRY);
 	else
-		rc = rados_aio_read_op_operate(io->be_op, h->ioctx, c, oid, 0);
+		rc = rados_aio_read_op_operate(io->be_op, io->op == NKV_IO_EXEC && io->exec_ro ? h->exec_ro_ioctx : h->ioctx,
+					       c, oid, 0);
 	if (rc == 0)
 		return 0;
 	rados_flight_del(h->dev, io); /* no callback for an op that was never submitted */
@@ -940,6 +960,7 @@ const struct nkv_kvdev_ops nkv_kvdev_rados = {
 	.shared_get = rados_cache_shared_get,
 	.lease = rados_cache_lease,
 	.lease_release = rados_cache_lease_release,
+	.cache_final = rados_cache_final,
 	.sample = rados_cache_sample,
 	.scan = rados_cache_scan,
 	.scan_end = rados_cache_scan_end,

@@ -98,6 +98,39 @@ void rados_cache_lease_release(struct nkv_kvns *h, const char *owner)
 	rados_unlock(h->list_ioctx, CACHE_OID, LEASE_NAME, owner);
 }
 
+/* A final write is over (done, failed or timed out): nothing waits for its result. */
+static void final_done(rados_completion_t c, void *arg)
+{
+	rados_aio_release(c);
+	if (arg)
+		rados_release_write_op(arg);
+}
+
+/*
+ * The last share write and the lease's release, as aio ops on the list handle: their OSD op timeout
+ * bounds them, and rados_ns_close's rados_aio_flush() waits for them. Started for every namespace
+ * before any is closed, a stop waits one op timeout on a dead cluster, not one per namespace.
+ */
+void rados_cache_final(struct nkv_kvns *h, const char *key, const char *val, const char *owner)
+{
+	rados_completion_t c;
+
+	if (key) {
+		rados_write_op_t op = rados_create_write_op();
+		size_t vlen = strlen(val);
+		if (op && rados_aio_create_completion2(op, final_done, &c) == 0) {
+			rados_write_op_omap_set(op, &key, &val, &vlen, 1);
+			if (rados_aio_write_op_operate(op, h->list_ioctx, c, CACHE_OID, NULL, LIBRADOS_OPERATION_FULL_TRY) < 0)
+				final_done(c, op);
+		} else if (op) {
+			rados_release_write_op(op);
+		}
+	}
+	if (owner && rados_aio_create_completion2(NULL, final_done, &c) == 0 &&
+	    rados_aio_unlock(h->list_ioctx, CACHE_OID, LEASE_NAME, owner, c) < 0)
+		final_done(c, NULL);
+}
+
 /* Read the size and record of @n named entries in parallel; drops the ones gone. @return kept. */
 static int read_entries(struct nkv_kvns *h, struct nkv_entry *e, unsigned n)
 {

@@ -67,6 +67,10 @@ struct nkv_kvns {
 	struct nkv_kvdev *dev;
 	rados_ioctx_t ioctx;
 	rados_ioctx_t list_ioctx;
+	/* Exec on a read-only namespace: reads at a snapshot id above any the pool can reach. RADOS serves
+	 * them from the current object, but refuses (-EINVAL, before it runs) any op that may write,
+	 * which includes every class method flagged as a writer: the gateway need not know which are. */
+	rados_ioctx_t exec_ro_ioctx;
 	char name[512]; /* "pool/ns", for logs and the NGUID */
 };
 
@@ -99,6 +103,7 @@ int rados_cache_shared_get(struct nkv_kvns *h, const char *prefix,
 			   void (*cb)(void *arg, const char *key, const char *val, size_t len), void *arg);
 int rados_cache_lease(struct nkv_kvns *h, const char *owner, uint32_t lease_ms, bool renew);
 void rados_cache_lease_release(struct nkv_kvns *h, const char *owner);
+void rados_cache_final(struct nkv_kvns *h, const char *key, const char *val, const char *owner);
 int rados_cache_sample(struct nkv_kvns *h, unsigned n, struct nkv_entry *out);
 int rados_cache_scan(struct nkv_kvns *h, struct nkv_scan_pos *pos, unsigned n, struct nkv_entry *out);
 void rados_cache_scan_end(struct nkv_kvns *h, struct nkv_scan_pos *pos);

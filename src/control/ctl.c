@@ -19,6 +19,7 @@
 
 #define NKV_LOG_COMPONENT "control"
 #include "common/clock.h"
+#include "common/exposure.h"
 #include "common/log.h"
 #include "control/cache_policy.h"
 #include "control/ctl_int.h"
@@ -30,7 +31,7 @@ struct call {
 	struct nkv_ctl *ctl;
 	json_object *req;
 	json_object *resp;
-	char err[512];
+	char err[1024];
 };
 
 static int fail(struct call *c, int rc, const char *fmt, ...)
@@ -146,6 +147,7 @@ static json_object *ss_msg(json_object *ss)
 	json_object_object_add(o, "namespaces", ns_list(nqn, ss));
 	json_object_object_add(o, "serial_number", json_object_new_string(""));
 	json_object_object_add(o, "shm_socket", json_object_new_string(st_str(ss, "shm_socket") ? st_str(ss, "shm_socket") : ""));
+	json_object_object_add(o, "loopback_any_host", json_object_new_boolean(st_access(ss) == ST_LOOPBACK));
 	return o;
 }
 
@@ -209,6 +211,13 @@ static int m_create_subsystem(struct call *c, json_object *st)
 		return fail(c, -EINVAL, "subsystem %s: max_namespaces %" PRIu64 " is above %u", nqn, maxns, NKV_MAX_NSID);
 	if (strlen(shm) > 107)
 		return fail(c, -EINVAL, "subsystem %s: shm_socket path longer than 107 bytes", nqn);
+	/* The daemon makes this socket: only directly in its socket directory, never where a caller
+	 * chooses (another user's directory, a link to one). */
+	const char *sd = c->ctl->conf.shm_dir, *name = sd && strlen(shm) > strlen(sd) ? shm + strlen(sd) + 1 : "";
+	if (*shm && sd && (strncmp(shm, sd, strlen(sd)) != 0 || shm[strlen(sd)] != '/' || !*name || strchr(name, '/') ||
+			   strcmp(name, ".") == 0 || strcmp(name, "..") == 0))
+		return fail(c, -EINVAL, "subsystem %s: shm_socket %s must be a file directly in %s (the daemon's --shm-dir)",
+			    nqn, shm, sd);
 	if (st_get(st_subsystems(st), nqn))
 		return fail(c, -EEXIST, "subsystem %s exists", nqn);
 	if ((rc = nkv_target_check_pool(c->ctl->conf.tgt, pool, NULL)) < 0)
@@ -404,6 +413,41 @@ static int m_set_cache_policy(struct call *c, json_object *st)
 	return 0;
 }
 
+/* Controllers on this gateway of subsystem @nqn whose host is not on @ss's allowlist. */
+static int unlisted_connections(struct call *c, json_object *ss, const char *nqn)
+{
+	struct nkv_conn_info *v = NULL;
+	int n = nkv_target_connections(c->ctl->conf.tgt, nqn, &v), k = 0;
+	for (int i = 0; i < n; i++)
+		k += !st_get(st_get(ss, "hosts"), v[i].hostnqn);
+	free(v);
+	return k;
+}
+
+/* Host "*" of AllowHost (@any) and DisallowHost: open @ss to any host through every listener, or
+ * close it to its allowlist (an empty one: nobody). */
+static int allow_any(struct call *c, json_object *ss, const char *nqn, bool any)
+{
+	enum st_access was = st_access(ss);
+
+	if (any && (*req_str(c, "dhchap_key") || *req_str(c, "dhchap_ctrl_key")))
+		return fail(c, -EINVAL, "%s: host '*' (any host) takes no DH-HMAC-CHAP secret", nqn);
+	if (any && was == ST_ANY)
+		return fail(c, -EEXIST, "%s admits any host already", nqn);
+	if (!any && was == ST_ALLOWLIST)
+		return fail(c, -ENOENT, "%s does not admit any host: its allowlist applies (nkv-ctl host list %s)", nqn, nqn);
+	json_object_object_add(ss, "allow_any_host", json_object_new_boolean(any));
+	json_object_object_del(ss, "loopback_any_host");
+	c->resp = json_object_new_object();
+	if (any) {
+		json_object_object_add(c->resp, "nqn", json_object_new_string(nqn));
+		json_object_object_add(c->resp, "host_nqn", json_object_new_string("*"));
+	} else {
+		json_object_object_add(c->resp, "disconnected", json_object_new_int(unlisted_connections(c, ss, nqn)));
+	}
+	return 0;
+}
+
 static int m_allow_host(struct call *c, json_object *st)
 {
 	const char *nqn = req_str(c, "nqn"), *host = req_str(c, "host_nqn");
@@ -413,8 +457,13 @@ static int m_allow_host(struct call *c, json_object *st)
 
 	if (!ss)
 		return rc;
+	if (strcmp(host, "*") == 0) /* any host, as ceph-nvmeof's `host add --host-nqn '*'` */
+		return allow_any(c, ss, nqn, true);
 	if ((rc = check_nqn(c, "host_nqn", host)) < 0)
 		return rc;
+	if (st_access(ss) == ST_ANY)
+		return fail(c, -EPERM, "%s admits any host (allow_any_host), so an allowlist entry would restrict nothing: "
+			    "close it to its allowlist first (nkv-ctl host disallow %s '*'), then allow hosts", nqn, nqn);
 	if (st_get(st_get(ss, "hosts"), host))
 		return fail(c, -EEXIST, "%s: host %s is allowed already", nqn, host);
 	if (*ckey && !*key)
@@ -428,6 +477,7 @@ static int m_allow_host(struct call *c, json_object *st)
 	json_object_object_add(h, "dhchap_key", json_object_new_string(key));
 	json_object_object_add(h, "dhchap_ctrl_key", json_object_new_string(ckey));
 	json_object_object_add(st_get(ss, "hosts"), host, h);
+	json_object_object_del(ss, "loopback_any_host"); /* its first host ends the any-host default */
 	c->resp = host_msg(nqn, h);
 	return 0;
 }
@@ -440,6 +490,8 @@ static int m_disallow_host(struct call *c, json_object *st)
 
 	if (!ss)
 		return rc;
+	if (strcmp(host, "*") == 0)
+		return allow_any(c, ss, nqn, false);
 	if (!st_get(st_get(ss, "hosts"), host))
 		return fail(c, -ENOENT, "%s: host %s is not on the allowlist", nqn, host);
 	json_object_object_del(st_get(ss, "hosts"), host);
@@ -480,6 +532,12 @@ static int m_add_listener(struct call *c, json_object *st)
 		return rc;
 	if (st_get(st_listeners(st), key))
 		return fail(c, -EEXIST, "listener %s exists", key);
+	const struct nkv_ctl_hooks *hk = &c->ctl->conf.hooks;
+	if (st_bool(c->req, "tls") && (!*req_str(c, "gateway") || strcmp(req_str(c, "gateway"), c->ctl->gateway) == 0) &&
+	    hk->tls_ready && !hk->tls_ready(hk->arg)) /* another gateway's keys are its own business */
+		return fail(c, -EPERM, "listener %s: gateway %s has no TLS keys, so no host could connect over TLS: give "
+			    "hosts keys (--tls-key HOSTNQN=KEY after -s NQN, or \"tls_keys\") and restart it", key,
+			    c->ctl->gateway);
 	json_object *l = json_object_new_object();
 	json_object_object_add(l, "gateway", json_object_new_string(*req_str(c, "gateway") ? req_str(c, "gateway") : c->ctl->gateway));
 	json_object_object_add(l, "address", json_object_new_string(req_str(c, "address")));
@@ -487,6 +545,40 @@ static int m_add_listener(struct call *c, json_object *st)
 	json_object_object_add(l, "tls", json_object_new_boolean(st_bool(c->req, "tls")));
 	json_object_object_add(st_listeners(st), key, l);
 	c->resp = listener_msg(l, false);
+	return 0;
+}
+
+/* Would listener @l of a state reach, from the network, a subsystem that admits any host only because
+ * nobody named its hosts? The rule of src/common/exposure.h. */
+static bool l_exposes(json_object *l)
+{
+	return nkv_listener_exposes(st_str(l, "address"), st_bool(l, "tls"));
+}
+
+/*
+ * Refuse a change after which a subsystem that admits any host by default (ST_LOOPBACK) would be
+ * served through a listener that exposes it, on any gateway of the group: a listener added, a state
+ * made so. Pairs that @prev has already (a gateway joined with such a listener) are not the change's
+ * doing: the gateway concerned refuses those Connects and logs it, and a change that repairs them
+ * must not be refused for them.
+ */
+static int check_exposure(struct call *c, json_object *prev, json_object *next)
+{
+	json_object_object_foreach(st_subsystems(next), nqn, ss) {
+		if (st_access(ss) != ST_LOOPBACK)
+			continue;
+		json_object *pss = st_get(st_subsystems(prev), nqn);
+		bool was = pss && st_access(pss) == ST_LOOPBACK;
+		json_object_object_foreach(st_listeners(next), k, l) {
+			json_object *pl = st_get(st_listeners(prev), k);
+			if (!l_exposes(l) || (was && pl && l_exposes(pl)))
+				continue;
+			return fail(c, -EPERM, "listener %s is not on loopback and subsystem %s has no allowlist and was not "
+				    "opened to any host explicitly, so any host on the network could use it: allow its hosts "
+				    "first (nkv-ctl host allow %s HOSTNQN) or open it to any host (nkv-ctl host allow %s '*'), "
+				    "or listen on loopback or with --tls", k, nqn, nqn, nqn);
+		}
+	}
 	return 0;
 }
 
@@ -819,6 +911,33 @@ static const struct method g_methods[] = {
 	{"RepairState", m_repair_state, false}, /* its own commit (store_repair) */
 };
 
+/* Say, once each time it starts, that this gateway refuses a subsystem's Connects through one of its
+ * listeners: the subsystem admits any host by default and the listener exposes it (a state from the
+ * group, or a stored one, put them together). The target enforces it (nkv_subsys_set_loopback_only);
+ * this tells the operator why and how to repair it (ctl->mu held). */
+static void log_exposures(struct nkv_ctl *ctl)
+{
+	json_object *now = json_object_new_object();
+	char pair[600];
+
+	json_object_object_foreach(st_subsystems(ctl->applied), nqn, ss) {
+		if (st_access(ss) != ST_LOOPBACK)
+			continue;
+		json_object_object_foreach(st_listeners(ctl->applied), k, l) {
+			if (!l_exposes(l))
+				continue;
+			snprintf(pair, sizeof(pair), "%s %s", nqn, k);
+			if (!st_get(ctl->exposed, pair))
+				NKV_ERR("subsystem %s has no allowlist and was not opened to any host explicitly, and listener %s "
+					"is not on loopback: its Connects there are refused. Allow its hosts (nkv-ctl host allow "
+					"%s HOSTNQN) or open it to any host (nkv-ctl host allow %s '*')", nqn, k, nqn, nqn);
+			json_object_object_add(now, pair, json_object_new_boolean(1));
+		}
+	}
+	json_object_put(ctl->exposed);
+	ctl->exposed = now;
+}
+
 /* Apply @ctl->want to the target (ctl->mu held). */
 static int apply(struct nkv_ctl *ctl)
 {
@@ -826,6 +945,7 @@ static int apply(struct nkv_ctl *ctl)
 	if (rc < 0)
 		NKV_WARN("state epoch %" PRIu64 ": not all of it applies on this gateway (%s); retried on the next change",
 			 st_epoch(ctl->want), strerror(-rc));
+	log_exposures(ctl);
 	return rc;
 }
 
@@ -888,6 +1008,15 @@ static void fill_live(struct nkv_ctl *ctl, json_object *resp)
 	struct nkv_ns_stats st;
 	uint64_t nsid;
 
+	/* A listener's reply is built before the change applies: it is active once this gateway
+	 * serves it. */
+	if (resp && st_get(resp, "active") && st_get(resp, "address")) {
+		char key[300];
+		uint64_t port;
+		st_u64(resp, "port", 0, &port);
+		st_listener_key(key, sizeof(key), st_str(resp, "gateway"), st_str(resp, "address"), (unsigned)port);
+		json_object_object_add(resp, "active", json_object_new_boolean(st_get(st_listeners(ctl->applied), key) != NULL));
+	}
 	if (!ss)
 		return;
 	if (st_get(resp, "serial_number"))
@@ -918,7 +1047,7 @@ static int change(struct call *c, const struct method *m)
 			return fail(c, -ENOMEM, "out of memory");
 		json_object_put(c->resp);
 		c->resp = NULL;
-		if ((rc = m->fn(c, next)) < 0) {
+		if ((rc = m->fn(c, next)) < 0 || (rc = check_exposure(c, ctl->want, next)) < 0) {
 			json_object_put(next);
 			return rc;
 		}
@@ -1198,6 +1327,7 @@ fail:
 	json_object_put(ctl->applied);
 	json_object_put(ctl->want);
 	json_object_put(ctl->bad);
+	json_object_put(ctl->exposed);
 	store_close(ctl->store);
 	pthread_mutex_destroy(&ctl->mu);
 	pthread_mutex_destroy(&ctl->kick_mu);
@@ -1220,8 +1350,29 @@ void nkv_ctl_destroy(struct nkv_ctl *ctl)
 	json_object_put(ctl->applied);
 	json_object_put(ctl->want);
 	json_object_put(ctl->bad);
+	json_object_put(ctl->exposed);
 	pthread_mutex_destroy(&ctl->mu);
 	pthread_mutex_destroy(&ctl->kick_mu);
 	pthread_cond_destroy(&ctl->cv);
 	free(ctl);
+}
+
+int nkv_ctl_stored_state(const struct nkv_ctl_conf *conf, char **state_json, char *where, size_t n)
+{
+	struct ctl_store *s = NULL;
+	json_object *st = NULL;
+	const char *why = NULL;
+	int rc;
+
+	*state_json = NULL;
+	if ((rc = store_open(conf, &s)) < 0)
+		return rc;
+	snprintf(where, n, "%s", store_name(s));
+	if ((rc = store_load(s, &st, NULL)) == 0 && st && st_check(st, &why) < 0) /* malformed entries left out */
+		rc = -EINVAL;
+	if (rc == 0 && st && !(*state_json = strdup(json_object_to_json_string_ext(st, JSON_C_TO_STRING_PLAIN))))
+		rc = -ENOMEM;
+	json_object_put(st);
+	store_close(s);
+	return rc;
 }

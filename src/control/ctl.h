@@ -28,6 +28,8 @@ struct nkv_ctl_hooks {
 	int (*tcp_unlisten)(void *arg, const char *addr, unsigned port);
 	/** Serve subsystem @nqn over shared memory on @path. @return 0 or -errno. */
 	int (*shm_listen)(void *arg, const char *nqn, const char *path);
+	/** Could a TLS listener of this gateway admit anyone (a TLS PSK is configured)? NULL: yes. */
+	bool (*tls_ready)(void *arg);
 };
 
 /** The control plane of one gateway (nkv_ctl_create). */
@@ -43,6 +45,8 @@ struct nkv_ctl_conf {
 	const char *version;
 	unsigned drain_ms;       /* how long a removal waits for commands in flight */
 	unsigned poll_ms;        /* re-read the group's epoch at least this often (0: 2000) */
+	const char *shm_dir;     /* CreateSubsystem's shm_socket must name a file directly in this
+				  * directory (no "/" after it); NULL: any path */
 };
 
 /**
@@ -57,6 +61,14 @@ struct nkv_ctl_conf {
  * gateway's name).
  */
 int nkv_ctl_create(const struct nkv_ctl_conf *conf, const char *seed_json, struct nkv_ctl **out);
+
+/**
+ * Read the state stored where @conf says (group object or state file; memory: none) without joining
+ * or changing anything: what nkv_ctl_create() would apply (rados-nkv --check). @where gets the
+ * store's name ("rados:POOL/OBJECT", "file:PATH"). @return 0 with *state_json malloc'ed (NULL:
+ * nothing stored yet), or -errno (unreachable, unreadable, -EINVAL: not a state).
+ */
+int nkv_ctl_stored_state(const struct nkv_ctl_conf *conf, char **state_json, char *where, size_t n);
 
 /** Stop watching and free. Leaves the target as it is. */
 void nkv_ctl_destroy(struct nkv_ctl *ctl);
@@ -84,6 +96,11 @@ struct nkv_ctl_server_conf {
 	const char *client_ca;  /* PEM CA bundle: clients must present a certificate it signed (mTLS);
 				 * NULL: clients are not asked for one */
 	unsigned max_message;   /* largest request in bytes; 0: 4 MiB */
+	/* "unix:" only: the socket file is 0660, made race-free, and every connection's peer is
+	 * checked (SO_PEERCRED): the server's own user and root may call; with peer_group_set,
+	 * members of group peer_gid too (the socket file gets that group). Others are disconnected. */
+	bool peer_group_set;
+	unsigned peer_gid;
 };
 
 struct nkv_ctl_server;

@@ -4,12 +4,16 @@
  *
  * The state is a json-c object:
  *   {"epoch": N,
- *    "subsystems": {NQN: {"nqn", "pool", "max_namespaces", "allow_any_host", "shm_socket",
+ *    "subsystems": {NQN: {"nqn", "pool", "max_namespaces", "allow_any_host", "loopback_any_host", "shm_socket",
  *                         "hosts": {HOSTNQN: {"host_nqn", "dhchap_key", "dhchap_ctrl_key"}},
  *                         "namespaces": {"NSID": {"nsid", "rados_namespace", "max_value", "read_only",
  *                                                 "cache": CachePolicy (present: a cache namespace)}}}},
  *    "listeners": {"GATEWAY/ADDRESS/PORT": {"gateway", "address", "port", "tls"}}}
  * Objects keyed by name, so that two states compare entry by entry.
+ * Who may connect to a subsystem (st_access): "allow_any_host" true: any host, through every
+ * listener (the operator said so); else "loopback_any_host" true and no hosts: any host, but never
+ * through a listener that exposes it (src/common/exposure.h; a subsystem the flags or file gave no
+ * allowlist and no --allow-any-host); else its hosts only (none: nobody).
  */
 #ifndef NKV_CONTROL_CTL_INT_H
 #define NKV_CONTROL_CTL_INT_H
@@ -36,6 +40,13 @@ int st_bool(json_object *o, const char *key);
 json_object *st_copy(json_object *st);
 /** Listener key "GATEWAY/ADDRESS/PORT". */
 void st_listener_key(char *out, size_t n, const char *gw, const char *addr, unsigned port);
+/** Who may connect to subsystem @ss of a state (see above). */
+enum st_access {
+	ST_ALLOWLIST,   /* its hosts only; none: nobody */
+	ST_ANY,         /* any host, explicitly */
+	ST_LOOPBACK,    /* any host, through listeners that do not expose it only */
+};
+enum st_access st_access(json_object *ss);
 /** Does the state parse as this model? @return 0 or -EINVAL (why in @why). */
 int st_check(json_object *st, const char **why);
 
@@ -144,6 +155,7 @@ struct nkv_ctl {
 	pthread_mutex_t kick_mu;     /* stop, kick and cv only */
 	pthread_cond_t cv;
 	bool stop, kick;
+	json_object *exposed;        /* "NQN LISTENER" pairs refused here, logged (log_exposures) */
 };
 
 #endif

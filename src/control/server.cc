@@ -11,7 +11,9 @@
  * Each call is a small state machine (struct call): requested -> request read -> finished.
  */
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netdb.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -34,6 +36,7 @@
 
 #include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/server_posix.h>
 #include <grpcpp/support/proto_buffer_reader.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -44,6 +47,7 @@
 #define NKV_LOG_COMPONENT "control"
 extern "C" {
 #include "common/log.h"
+#include "common/unix_sock.h"
 }
 
 namespace {
@@ -67,6 +71,14 @@ struct nkv_ctl_server {
 	int busy = 0;          /* under lock: calls in proceed() (which may start operations) */
 	int port = 0;
 	std::string addr;
+	/* "unix:": our own listening socket; the acceptor checks each peer and hands the connection to
+	 * grpc (AddInsecureChannelFromFd). */
+	int unix_fd = -1;
+	int wake[2] = {-1, -1}; /* the acceptor's stop signal */
+	struct stat unix_st {};
+	std::string unix_path;
+	gid_t peer_gid = (gid_t)-1;
+	std::thread acceptor;
 };
 
 namespace {
@@ -224,6 +236,46 @@ void drive(nkv_ctl_server *s)
 		static_cast<call *>(tag)->proceed(ok);
 }
 
+/*
+ * The Unix socket's acceptor: each connection's peer is checked (SO_PEERCRED; the socket file's
+ * mode already keeps others out, this holds even if someone opens it up); an allowed one is given to
+ * grpc, any other closed at once and logged.
+ */
+void accept_loop(nkv_ctl_server *s)
+{
+	struct pollfd p[2] = {{s->unix_fd, POLLIN, 0}, {s->wake[0], POLLIN, 0}};
+	for (;;) {
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			NKV_ERR("control socket %s: poll: %s", s->unix_path.c_str(), strerror(errno));
+			return;
+		}
+		if (p[1].revents)
+			return;
+		if (!(p[0].revents & POLLIN))
+			continue;
+		int fd = accept4(s->unix_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd < 0) {
+			if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+				NKV_WARN("control socket %s: accept: %s", s->unix_path.c_str(), strerror(errno));
+			if (errno == EMFILE || errno == ENFILE)
+				poll(nullptr, 0, 100); /* out of fds: do not spin */
+			continue;
+		}
+		uid_t uid;
+		pid_t pid;
+		if (!nkv_peer_allowed(fd, s->peer_gid, &uid, &pid)) {
+			NKV_WARN("control socket %s: refused a connection from uid %ld (pid %ld): only this daemon's user (uid %ld), root%s may "
+				 "call the control plane", s->unix_path.c_str(), (long)(int)uid, (long)pid, (long)geteuid(),
+				 s->peer_gid != (gid_t)-1 ? " and --control-group" : "");
+			close(fd);
+			continue;
+		}
+		grpc::AddInsecureChannelFromFd(s->server.get(), fd); /* grpc owns fd now */
+	}
+}
+
 
 /* The first certificate of @pem, or nullptr (caller frees). */
 X509 *pem_cert(const std::string &pem)
@@ -300,37 +352,12 @@ void split_hostport(const std::string &a, std::string *host, std::string *port)
 		*host = host->substr(1, host->size() - 2);
 }
 
-/**
- * Before grpc binds: a Unix socket path someone serves on is in use (grpc would unlink it and take it
- * over), a TCP host must resolve. @return 0, -EADDRINUSE or -EINVAL (logged).
- */
+/** Before grpc binds a TCP address: its host must resolve, its port be free. @return 0, -EADDRINUSE
+ * or -EINVAL (logged). */
 int bind_errno(const std::string &addr, int *why);
 
 int precheck(const std::string &addr)
 {
-	if (addr.compare(0, 5, "unix:") == 0) {
-		std::string path = addr.substr(5);
-		struct stat st;
-		if (stat(path.c_str(), &st) != 0)
-			return 0;
-		if (!S_ISSOCK(st.st_mode)) {
-			NKV_ERR("%s exists and is not a socket", path.c_str());
-			return -EADDRINUSE;
-		}
-		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd < 0)
-			return 0;
-		struct sockaddr_un sa = {};
-		sa.sun_family = AF_UNIX;
-		memcpy(sa.sun_path, path.c_str(), path.size());
-		int live = connect(fd, reinterpret_cast<struct sockaddr *>(&sa), sizeof(sa)) == 0;
-		close(fd);
-		if (live) {
-			NKV_ERR("%s: a server is listening on this socket", path.c_str());
-			return -EADDRINUSE;
-		}
-		return 0; /* stale: grpc unlinks it */
-	}
 	std::string host, port;
 	split_hostport(addr, &host, &port);
 	struct addrinfo hints = {}, *ai = nullptr;
@@ -409,7 +436,12 @@ int start(struct nkv_ctl *ctl, const nkv_ctl_server_conf *conf, nkv_ctl_server *
 	}
 	nkv_glue::route_grpc_log(NKV_LOG_ORIGIN, NKV_LOG_WARN);
 	std::string addr = conf->addr;
-	int rc = precheck(addr);
+	bool is_unix = addr.compare(0, 5, "unix:") == 0;
+	if (is_unix && (conf->tls_cert || conf->tls_key)) {
+		NKV_ERR("%s: TLS is for TCP addresses (a Unix socket's callers are checked by their user id)", addr.c_str());
+		return -EINVAL;
+	}
+	int rc = is_unix ? 0 : precheck(addr);
 	if (rc)
 		return rc;
 
@@ -431,11 +463,41 @@ int start(struct nkv_ctl *ctl, const nkv_ctl_server_conf *conf, nkv_ctl_server *
 	b.SetMaxReceiveMessageSize(max > INT32_MAX ? INT32_MAX : static_cast<int>(max));
 	/* grpc sets SO_REUSEPORT by default: a second server on the same port would share it silently */
 	b.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-	b.AddListeningPort(addr, creds, &s->port);
+	if (is_unix) {
+		/* Our own socket, not grpc's: its mode and group are set before its path is visible, and
+		 * each peer is checked before grpc sees the connection. */
+		s->unix_path = addr.substr(5);
+		s->peer_gid = conf->peer_group_set ? (gid_t)conf->peer_gid : (gid_t)-1;
+		int fd = nkv_unix_listen(s->unix_path.c_str(), SOCK_STREAM | SOCK_NONBLOCK, 64, 0660, s->peer_gid, &s->unix_st);
+		if (fd < 0) {
+			NKV_ERR("cannot listen on %s: %s%s", addr.c_str(), strerror(-fd),
+				fd == -EADDRINUSE ? " (a server is listening on this socket)"
+				: fd == -EEXIST	  ? " (it exists and is not a socket)"
+						  : "");
+			return fd == -EADDRINUSE || fd == -EEXIST ? -EADDRINUSE : fd == -EPERM || fd == -EACCES ? -EACCES : -EINVAL;
+		}
+		s->unix_fd = fd;
+		if (pipe2(s->wake, O_CLOEXEC) < 0) {
+			rc = -errno;
+			close(fd);
+			nkv_unix_unlink_if(s->unix_path.c_str(), &s->unix_st);
+			return rc;
+		}
+	} else {
+		b.AddListeningPort(addr, creds, &s->port);
+	}
 	b.RegisterAsyncGenericService(&s->service);
 	s->cq = b.AddCompletionQueue();
 	s->server = b.BuildAndStart();
-	if (!s->server || s->port == 0) {
+	if (is_unix && !s->server) {
+		NKV_ERR("cannot start the gRPC server on %s (its log says why)", addr.c_str());
+		close(s->unix_fd);
+		close(s->wake[0]);
+		close(s->wake[1]);
+		nkv_unix_unlink_if(s->unix_path.c_str(), &s->unix_st);
+		return -EINVAL;
+	}
+	if (!is_unix && (!s->server || s->port == 0)) {
 		int why;
 		rc = bind_errno(addr, &why);
 		NKV_ERR("cannot listen on %s: %s", addr.c_str(), why ? strerror(why) : "grpc refused it (its log says why)");
@@ -449,6 +511,8 @@ int start(struct nkv_ctl *ctl, const nkv_ctl_server_conf *conf, nkv_ctl_server *
 		call::request(s.get());
 	for (int i = 0; i < kNumThreads; i++)
 		s->threads.emplace_back(drive, s.get());
+	if (is_unix)
+		s->acceptor = std::thread(accept_loop, s.get());
 	NKV_INFO("gRPC server on %s%s%s", addr.c_str(), conf->tls_cert ? " (TLS" : "",
 		 conf->tls_cert ? (conf->client_ca ? ", client certificates required)" : ")") : "");
 	*out = s.release();
@@ -480,6 +544,16 @@ void nkv_ctl_server_stop(struct nkv_ctl_server *srv, int grace_ms)
 	 * clients get CANCELLED at once). A call whose nkv_ctl_call() is still running is waited for:
 	 * its thread must be out of proceed() before the queue shuts down. */
 	auto deadline = std::chrono::system_clock::now() + std::chrono::milliseconds(grace_ms > 0 ? grace_ms : 0);
+	if (srv->unix_fd >= 0) { /* no new connections first */
+		if (write(srv->wake[1], "x", 1) < 0)
+			NKV_WARN("control socket: cannot wake the acceptor: %s", strerror(errno));
+		if (srv->acceptor.joinable())
+			srv->acceptor.join();
+		close(srv->unix_fd);
+		close(srv->wake[0]);
+		close(srv->wake[1]);
+		nkv_unix_unlink_if(srv->unix_path.c_str(), &srv->unix_st);
+	}
 	srv->server->Shutdown(deadline);
 	{
 		std::unique_lock<std::mutex> g(srv->lock);

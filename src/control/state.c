@@ -96,6 +96,15 @@ void st_listener_key(char *out, size_t n, const char *gw, const char *addr, unsi
 	snprintf(out, n, "%s/%s/%u", gw, addr, port);
 }
 
+enum st_access st_access(json_object *ss)
+{
+	if (st_bool(ss, "allow_any_host"))
+		return ST_ANY;
+	if (st_bool(ss, "loopback_any_host") && json_object_object_length(st_get(ss, "hosts")) == 0)
+		return ST_LOOPBACK;
+	return ST_ALLOWLIST;
+}
+
 int st_check(json_object *st, const char **why)
 {
 	uint64_t x;
@@ -223,11 +232,19 @@ static int subsys_reconcile(struct nkv_ctl *ctl, struct nkv_subsys *ss, json_obj
 		json_object_object_add(hh, h2, json_object_get(wv));
 	}
 	/* After the hosts: allowing one closes an open subsystem in the core (the flags' meaning), so
-	 * the state's explicit setting is applied again whenever the allowlist moved. */
-	if (hosts_changed || st_bool(have, "allow_any_host") != st_bool(want, "allow_any_host") ||
-	    !st_get(have, "allow_any_host")) {
-		nkv_subsys_set_allow_any(ss, st_bool(want, "allow_any_host"));
-		json_object_object_add(have, "allow_any_host", json_object_new_boolean(st_bool(want, "allow_any_host")));
+	 * the state's explicit setting is applied again whenever the allowlist moved. Whatever narrows
+	 * who may connect goes first, so that no moment admits more than either state. */
+	enum st_access acc = st_access(want);
+	if (hosts_changed || st_access(have) != acc || !st_get(have, "allow_any_host")) {
+		if (acc == ST_LOOPBACK) {
+			nkv_subsys_set_loopback_only(ss, true);
+			nkv_subsys_set_allow_any(ss, true);
+		} else {
+			nkv_subsys_set_allow_any(ss, acc == ST_ANY);
+			nkv_subsys_set_loopback_only(ss, false);
+		}
+		json_object_object_add(have, "allow_any_host", json_object_new_boolean(acc == ST_ANY));
+		json_object_object_add(have, "loopback_any_host", json_object_new_boolean(acc == ST_LOOPBACK));
 	}
 	/* Namespaces: removed or re-pointed ones, then attribute changes, then new ones. */
 	json_object_object_foreach(hn, n, nv) {

@@ -195,9 +195,18 @@ static int file_load(struct ctl_store *s, json_object **out)
 	const char *why = NULL;
 	json_object *st;
 
-	if (access(s->path, F_OK) < 0)
-		return errno == ENOENT ? 0 : -errno;
-	if (!(st = json_object_from_file(s->path))) {
+	/* Never through a link: the daemon writes this file, it reads only what it wrote. */
+	int fd = open(s->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return 0;
+		int rc = -errno;
+		NKV_ERR("state file %s: %s", s->path, rc == -ELOOP ? "is a symbolic link: refused" : strerror(-rc));
+		return rc;
+	}
+	st = json_object_from_fd(fd);
+	close(fd);
+	if (!st) {
 		NKV_ERR("state file %s: %s", s->path, json_util_get_last_err());
 		return -EINVAL;
 	}
@@ -405,6 +414,26 @@ int64_t store_epoch(struct ctl_store *s)
 
 /* ---- commit ---------------------------------------------------------------------------------------- */
 
+/* fsync the directory holding @path, so that a rename into it survives a crash. */
+static int sync_dir(const char *path)
+{
+	char dir[4096];
+	const char *slash = strrchr(path, '/');
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash == path ? 1 : slash - path) : 1, slash ? path : ".");
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc = 0;
+	if (fd < 0)
+		return -errno;
+	if (fsync(fd) < 0)
+		rc = -errno;
+	close(fd);
+	return rc;
+}
+
+/*
+ * Replace the state file: a temporary file created fresh (O_EXCL: never one someone planted, nor a
+ * link to follow; mode 0600, as the state holds DH-HMAC-CHAP secrets), written, synced, renamed over
+ * the state (rename replaces a link planted there, never its target), and the directory synced.
+ */
 static int file_commit(struct ctl_store *s, json_object *next)
 {
 	char tmp[4200];
@@ -412,8 +441,14 @@ static int file_commit(struct ctl_store *s, json_object *next)
 	int fd, rc = 0;
 
 	snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", s->path, (long)getpid());
-	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0)
-		return -errno;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 && errno == EEXIST && unlink(tmp) == 0) /* left by a crash (or planted): removed, never used */
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		rc = -errno;
+		NKV_ERR("state file %s: cannot create %s: %s", s->path, tmp, strerror(-rc));
+		return rc;
+	}
 	size_t len = strlen(txt);
 	if (write(fd, txt, len) != (ssize_t)len || write(fd, "\n", 1) != 1 || fsync(fd) < 0)
 		rc = errno ? -errno : -EIO;
@@ -424,8 +459,11 @@ static int file_commit(struct ctl_store *s, json_object *next)
 	if (rc < 0) {
 		NKV_ERR("state file %s: %s", s->path, strerror(-rc));
 		unlink(tmp);
+		return rc;
 	}
-	return rc;
+	if ((rc = sync_dir(s->path)) < 0)
+		NKV_WARN("state file %s: cannot sync its directory: %s", s->path, strerror(-rc));
+	return 0;
 }
 
 #ifdef NKV_HAVE_RADOS

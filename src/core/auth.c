@@ -13,7 +13,11 @@
  * AUTH_Negotiate on a queue restarts (re-authenticates); the queue stays usable meanwhile. Deadlines:
  * a queue that must authenticate has auth_timeout_ms from its Connect, and every transaction as
  * long from its Negotiate; a host that leaves one half done loses the queue (a re-authentication is
- * only dropped). Crypto: src/common/dhchap.c (OpenSSL). Everything per queue runs on its owner thread.
+ * only dropped). Crypto: src/common/dhchap.c (OpenSSL). Everything per queue runs on its owner thread,
+ * except the DH computations (a key pair for the Challenge, the shared secret for the Reply): those
+ * run on auth_dh.c's workers while their command waits, so that no reactor spends milliseconds on
+ * them; an unauthenticated association's transaction must first get a token of its host NQN and of
+ * its address (nkv_dh_admit) to use a DH group.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -22,19 +26,22 @@
 #include "common/dhchap.h"
 #include "common/log.h"
 #include "core.h"
+#include "core/auth_dh.h"
 
 #define ST(sct, sc) nkv_status_make(NKV_SCT_##sct, NKV_SC_##sc, 1)
 #define OK 0
 #define MAX_SEND 4096u   /* the longest message a host sends: Negotiate with 63 descriptors */
 #define MAX_RECV 65536u  /* the largest buffer we fill (AL); hosts use 4 KiB */
-/* Every Challenge costs a DH key generation (up to tens of ms on ffdhe8192, on a reactor thread),
- * and a host that knows only an allowed NQN can ask for them: at most this many transactions start
- * on a queue per auth_timeout_ms; the next one fails (and the association with it). */
+/* Every Challenge costs a DH key generation (about 9 ms on ffdhe8192, on a worker), and a host that
+ * knows only an allowed NQN can ask for them: at most this many transactions start on a queue per
+ * auth_timeout_ms; the next one fails (and the association with it). Across queues and connections
+ * the token buckets of auth_dh.c bound them. */
 #define MAX_STARTS 3u
 
 enum step {
 	STEP_CHALLENGE, /* negotiated: the next Receive gets the Challenge */
 	STEP_REPLY,     /* waiting for DH-HMAC-CHAP_Reply */
+	STEP_DERIVE,    /* the Reply arrived: its shared secret is being computed (auth_dh.c) */
 	STEP_SUCCESS1,  /* the host's response was right: the next Receive gets Success1 */
 	STEP_SUCCESS2,  /* bidirectional: waiting for DH-HMAC-CHAP_Success2 */
 	STEP_FAILURE1,  /* failed: the next Receive gets AUTH_Failure1, then the association ends */
@@ -51,6 +58,8 @@ struct nkv_auth_txn {
 	uint8_t c1[NKV_DHCHAP_MAX_HASH];
 	uint8_t r2[NKV_DHCHAP_MAX_HASH]; /* the controller's response, computed with the Reply */
 	struct evp_pkey_st *dh;          /* our ephemeral DH key, from Challenge to Reply */
+	struct nkv_dh_job *job;          /* the DH computation a command of this transaction waits for */
+	const uint8_t *pub;              /* STEP_CHALLENGE: our public value, computed (in the job) */
 	uint64_t deadline_ms;
 };
 
@@ -191,6 +200,8 @@ static void txn_free(struct nkv_qpair *qp)
 	struct nkv_auth_txn *t = qp->auth;
 	if (!t)
 		return;
+	if (t->job) /* its command still waits: it finds the transaction gone (owner thread only) */
+		t->job->txn = NULL;
 	nkv_dhchap_dh_free(t->dh);
 	nkv_dhchap_wipe(t, sizeof(*t));
 	free(t);
@@ -335,6 +346,14 @@ static void on_negotiate(struct nkv_qpair *qp, const uint8_t *m, uint32_t len)
 	int group = pick(h->groups, h->ngroups, d->idlist + 30, d->dhlen);
 	if (group < 0)
 		FAIL_RETURN(qp, NKV_AUTH_RCE_DHGROUP_UNUSABLE, "none of the offered DH groups is allowed");
+	/* A peer that has not proved the secret pays for the DH computations it asks for. */
+	if (group && !atomic_load(&qp->ctrlr->auth_ok)) {
+		int rc = nkv_dh_admit(qp->ctrlr->ss->tgt->dh, qp->ctrlr->hostnqn, qp->peer_addr);
+		if (rc == -EAGAIN)
+			FAIL_RETURN(qp, NKV_AUTH_RCE_FAILED, "too many DH transactions of this host NQN, try later");
+		if (rc < 0)
+			FAIL_RETURN(qp, NKV_AUTH_RCE_FAILED, "too many DH transactions from this address, try later");
+	}
 	t->hash = (uint8_t)hash;
 	t->hl = nkv_dhchap_hash_len(t->hash);
 	t->group = (uint8_t)group;
@@ -343,33 +362,44 @@ static void on_negotiate(struct nkv_qpair *qp, const uint8_t *m, uint32_t len)
 		  t->tid, nkv_dhchap_hash_name(t->hash), nkv_dhchap_dh_name(t->group));
 }
 
-/* DH-HMAC-CHAP_Reply: check R1, compute R2 when the host wants the controller authenticated. */
-static void on_reply(struct nkv_qpair *qp, const uint8_t *m, uint32_t len)
+/* Hand @j (op and inputs set) to the DH workers for @req; done(j) runs on this thread afterwards.
+ * @return true when queued; false when the transaction failed instead (@j freed). */
+static bool job_submit(struct nkv_req *req, struct nkv_dh_job *j, void (*done)(struct nkv_dh_job *j))
+{
+	struct nkv_qpair *qp = req->qp;
+	int rc;
+
+	j->msgq = qp->msgq;
+	j->done = done;
+	j->req = req;
+	j->txn = qp->auth;
+	j->group = qp->auth->group;
+	if ((rc = nkv_dh_submit(qp->ctrlr->ss->tgt->dh, j)) < 0) {
+		nkv_dh_job_free(j);
+		fail(qp, NKV_AUTH_RCE_FAILED, rc == -EBUSY ? "too many DH computations waiting on the target, try later"
+							  : "no thread for the DH computation");
+		return false;
+	}
+	qp->auth->job = j;
+	return true;
+}
+
+/* The rest of DH-HMAC-CHAP_Reply @m once the shared secret is known (@secret: NULL with the null
+ * group): check R1, compute R2 when the host wants the controller authenticated. */
+static void reply_check(struct nkv_qpair *qp, const uint8_t *m, const uint8_t *secret)
 {
 	struct nkv_ctrlr *c = qp->ctrlr;
 	const struct nkv_dhchap_host *h = c->dhchap;
 	struct nkv_auth_txn *t = qp->auth;
 	const struct nkv_auth_reply *r = (const void *)m;
-	uint16_t dhvlen = nkv_get16(&r->dhvlen);
-	uint8_t secret[NKV_DHCHAP_MAX_DH], chal[NKV_DHCHAP_MAX_HASH], want[NKV_DHCHAP_MAX_HASH];
-	const uint8_t *r1 = m + sizeof(*r), *c2 = r1 + t->hl, *dhv = c2 + t->hl;
-	int rc;
+	size_t dhvlen = nkv_get16(&r->dhvlen);
+	uint8_t chal[NKV_DHCHAP_MAX_HASH], want[NKV_DHCHAP_MAX_HASH];
+	const uint8_t *r1 = m + sizeof(*r), *c2 = r1 + t->hl;
+	int rc = 0;
 
-	if (r->hl != t->hl || len < sizeof(*r) + 2 * t->hl + dhvlen)
-		FAIL_RETURN(qp, NKV_AUTH_RCE_INCORRECT_PAYLOAD, "DH-HMAC-CHAP_Reply: HL or its length is wrong");
-	if ((int)dhvlen != nkv_dhchap_dh_len(t->group))
-		FAIL_RETURN(qp, NKV_AUTH_RCE_INCORRECT_PAYLOAD, "DH-HMAC-CHAP_Reply: DH value of the wrong size");
 	memcpy(chal, t->c1, t->hl);
-	if (t->group) {
-		rc = nkv_dhchap_dh_derive(t->dh, t->group, dhv, dhvlen, secret);
-		nkv_dhchap_dh_free(t->dh);
-		t->dh = NULL;
-		if (rc < 0)
-			FAIL_RETURN(qp, NKV_AUTH_RCE_DHGROUP_UNUSABLE, "DH-HMAC-CHAP_Reply: the host's DH value is not valid");
+	if (secret)
 		rc = nkv_dhchap_augment(t->hash, secret, dhvlen, t->c1, chal);
-	} else {
-		rc = 0;
-	}
 	if (rc == 0)
 		rc = nkv_dhchap_response(t->hash, h->tkey, h->tkey_len, chal, t->s1, t->tid, 0, "HostHost", c->hostnqn,
 					 c->ss->nqn, want);
@@ -382,7 +412,7 @@ static void on_reply(struct nkv_qpair *qp, const uint8_t *m, uint32_t len)
 		if (!h->tckey_len) {
 			rc = -ENOKEY;
 		} else {
-			if (t->group)
+			if (secret)
 				rc = nkv_dhchap_augment(t->hash, secret, dhvlen, c2, chal);
 			else
 				memcpy(chal, c2, t->hl);
@@ -391,7 +421,6 @@ static void on_reply(struct nkv_qpair *qp, const uint8_t *m, uint32_t len)
 							 t->tid, 0, "Controller", c->ss->nqn, c->hostnqn, t->r2);
 		}
 	}
-	nkv_dhchap_wipe(secret, sizeof(secret));
 	nkv_dhchap_wipe(chal, sizeof(chal));
 	nkv_dhchap_wipe(want, sizeof(want));
 	if (rc == -EACCES)
@@ -402,6 +431,57 @@ static void on_reply(struct nkv_qpair *qp, const uint8_t *m, uint32_t len)
 	if (rc < 0)
 		FAIL_RETURN(qp, NKV_AUTH_RCE_FAILED, "internal error computing the response");
 	t->step = STEP_SUCCESS1;
+}
+
+/* The shared secret of a Reply is computed (owner thread): finish the Reply, complete its Send. */
+static void reply_ready(struct nkv_dh_job *j)
+{
+	struct nkv_req *req = j->req;
+	struct nkv_auth_txn *t = j->txn; /* NULL: dropped meanwhile (the Send succeeds all the same) */
+
+	if (t) {
+		t->job = NULL;
+		if (t->step == STEP_DERIVE && j->rc < 0)
+			fail(req->qp, NKV_AUTH_RCE_DHGROUP_UNUSABLE, "DH-HMAC-CHAP_Reply: the host's DH value is not valid");
+		else if (t->step == STEP_DERIVE)
+			reply_check(req->qp, req->data, j->secret);
+	}
+	nkv_dh_job_free(j);
+	nkv_req_complete(req, OK);
+}
+
+/* DH-HMAC-CHAP_Reply. @return true when its Send completes later (the shared secret is computed
+ * off this thread: reply_ready). */
+static bool on_reply(struct nkv_req *req, const uint8_t *m, uint32_t len)
+{
+	struct nkv_qpair *qp = req->qp;
+	struct nkv_auth_txn *t = qp->auth;
+	const struct nkv_auth_reply *r = (const void *)m;
+	uint16_t dhvlen = nkv_get16(&r->dhvlen);
+	struct nkv_dh_job *j;
+
+	if (r->hl != t->hl || len < sizeof(*r) + 2 * t->hl + dhvlen) {
+		fail(qp, NKV_AUTH_RCE_INCORRECT_PAYLOAD, "DH-HMAC-CHAP_Reply: HL or its length is wrong");
+		return false;
+	}
+	if ((int)dhvlen != nkv_dhchap_dh_len(t->group)) {
+		fail(qp, NKV_AUTH_RCE_INCORRECT_PAYLOAD, "DH-HMAC-CHAP_Reply: DH value of the wrong size");
+		return false;
+	}
+	if (!t->group) {
+		reply_check(qp, m, NULL);
+		return false;
+	}
+	if (!(j = nkv_dh_job_new())) {
+		fail(qp, NKV_AUTH_RCE_FAILED, "internal error computing the response");
+		return false;
+	}
+	j->op = NKV_DH_DERIVE;
+	memcpy(j->val, m + sizeof(*r) + 2 * t->hl, dhvlen);
+	j->key = t->dh; /* used once: the worker frees it */
+	t->dh = NULL;
+	t->step = STEP_DERIVE;
+	return job_submit(req, j, reply_ready);
 }
 
 static void exec_send(struct nkv_req *req)
@@ -440,7 +520,8 @@ static void exec_send(struct nkv_req *req)
 	} else if (nkv_get16(m + 4) != t->tid) {
 		fail(qp, NKV_AUTH_RCE_INCORRECT_PAYLOAD, "wrong transaction identifier");
 	} else if (m[1] == NKV_AUTH_ID_REPLY && t->step == STEP_REPLY) {
-		on_reply(qp, m, len);
+		if (on_reply(req, m, len))
+			return; /* completed by reply_ready */
 	} else if (m[1] == NKV_AUTH_ID_SUCCESS2 && t->step == STEP_SUCCESS2) {
 		authenticated(qp);
 	} else {
@@ -467,11 +548,13 @@ static uint32_t build(struct nkv_qpair *qp, uint8_t *b, uint32_t al)
 			s = atomic_fetch_add(&qp->ctrlr->ss->tgt->auth_seq, 1) + 1;
 		while (s == 0);
 		t->s1 = s;
-		if (nkv_dhchap_random(t->c1, t->hl) < 0 ||
-		    (t->group && nkv_dhchap_dh_gen(t->group, &t->dh, b + sizeof(*ch) + t->hl) < 0)) {
+		if (nkv_dhchap_random(t->c1, t->hl) < 0 || (t->group && !t->pub)) {
 			fail(qp, NKV_AUTH_RCE_FAILED, "internal error making the challenge");
 			return build(qp, b, al);
 		}
+		if (t->group) /* our public value, computed by a DH worker (challenge_ready) */
+			memcpy(b + sizeof(*ch) + t->hl, t->pub, (size_t)dhlen);
+		t->pub = NULL;
 		ch->auth_type = NKV_AUTH_TYPE_DHCHAP;
 		ch->auth_id = NKV_AUTH_ID_CHALLENGE;
 		nkv_put16(&ch->t_id, t->tid);
@@ -520,28 +603,76 @@ static uint32_t build(struct nkv_qpair *qp, uint8_t *b, uint32_t al)
 	}
 }
 
-static void exec_recv(struct nkv_req *req)
+/* Answer a Receive with the message the transaction owes. */
+static void recv_answer(struct nkv_req *req)
 {
-	struct nkv_qpair *qp = req->qp;
 	uint8_t *b = req->data;
 
-	if (!qp->auth) { /* nothing negotiated: the answer is AUTH_Failure1 */
-		if (!(qp->auth = calloc(1, sizeof(*qp->auth)))) {
-			qp->auth_fatal = true;
-			nkv_req_complete(req, ST(GENERIC, INTERNAL));
-			return;
-		}
-		qp->auth->deadline_ms = nkv_now_ms() + qp->auth_timeout_ms;
-		fail(qp, NKV_AUTH_RCE_INCORRECT_MESSAGE, "Authentication Receive before AUTH_Negotiate");
-	}
 	memset(b, 0, req->length);
-	uint32_t n = build(qp, b, req->length);
+	uint32_t n = build(req->qp, b, req->length);
 	if (n == 0) {
 		nkv_req_complete(req, ST(GENERIC, INVALID_FIELD)); /* AL below the message: ask again */
 		return;
 	}
 	req->xfer = req->length; /* the message, then zeros up to AL */
 	nkv_req_complete(req, OK);
+}
+
+/* The key pair of a Challenge is computed (owner thread): answer the Receive that waits for it. */
+static void challenge_ready(struct nkv_dh_job *j)
+{
+	struct nkv_req *req = j->req;
+	struct nkv_auth_txn *t = j->txn;
+
+	if (!t) { /* a new Negotiate, a deadline or a failure dropped the transaction meanwhile */
+		nkv_dh_job_free(j);
+		nkv_req_complete(req, ST(GENERIC, CMD_SEQUENCE_ERROR));
+		return;
+	}
+	t->job = NULL;
+	if (t->step == STEP_CHALLENGE && j->rc < 0) {
+		fail(req->qp, NKV_AUTH_RCE_FAILED, "internal error making the challenge");
+	} else if (t->step == STEP_CHALLENGE) {
+		t->dh = j->key;
+		j->key = NULL;
+		t->pub = j->val;
+	}
+	recv_answer(req); /* consumes t->pub (may free t) */
+	nkv_dh_job_free(j);
+}
+
+static void exec_recv(struct nkv_req *req)
+{
+	struct nkv_qpair *qp = req->qp;
+	struct nkv_auth_txn *t = qp->auth;
+
+	if (!t) { /* nothing negotiated: the answer is AUTH_Failure1 */
+		if (!(qp->auth = t = calloc(1, sizeof(*qp->auth)))) {
+			qp->auth_fatal = true;
+			nkv_req_complete(req, ST(GENERIC, INTERNAL));
+			return;
+		}
+		t->deadline_ms = nkv_now_ms() + qp->auth_timeout_ms;
+		fail(qp, NKV_AUTH_RCE_INCORRECT_MESSAGE, "Authentication Receive before AUTH_Negotiate");
+	}
+	if (t->job) {
+		fail(qp, NKV_AUTH_RCE_INCORRECT_MESSAGE, "Authentication Receive while a DH computation runs");
+	} else if (t->step == STEP_CHALLENGE && t->group) {
+		/* AL below the Challenge: Invalid Field before any computation (the host may ask again) */
+		if (req->length < sizeof(struct nkv_auth_challenge) + t->hl + (uint32_t)nkv_dhchap_dh_len(t->group)) {
+			nkv_req_complete(req, ST(GENERIC, INVALID_FIELD));
+			return;
+		}
+		struct nkv_dh_job *j = nkv_dh_job_new();
+		if (!j) {
+			fail(qp, NKV_AUTH_RCE_FAILED, "internal error making the challenge");
+		} else {
+			j->op = NKV_DH_GEN;
+			if (job_submit(req, j, challenge_ready))
+				return; /* answered by challenge_ready */
+		}
+	}
+	recv_answer(req);
 }
 
 nkv_status nkv_auth_parse(struct nkv_req *req)

@@ -6,8 +6,8 @@
  *
  * The command path costs a few relaxed atomics: the limits it checks are copies of the policy, and
  * the usage it checks is this gateway's live share plus the others' as last read (at most a second
- * old). Only a pinned Store or the replacement of a pinned entry takes the cache's mutex (byte-hours
- * are a double).
+ * old), plus what this gateway's Stores in flight reserved at admission. Only a pinned Store or the
+ * replacement of a pinned entry takes the cache's mutex (byte-hours are a double).
  *
  * Usage is kept as shares: every gateway counts what its own commands and evictions changed (exact:
  * the backend reports what each Store replaced and each Delete removed) and writes its cumulative
@@ -51,11 +51,20 @@ struct nkv_cache {
 	_Atomic int64_t evictions, evicted_bytes, expirations, expired_bytes;
 	double byte_s;
 	_Atomic int64_t pin_reserved;    /* bytes of pinned Stores in flight */
+	/* Stores admitted and not yet completed: their room under the hard limits. A Store is admitted
+	 * at parse, before its data arrives; without this, a burst admitted together passes the limit
+	 * by everything in flight. */
+	_Atomic int64_t cap_reserved, keys_reserved;
 	/* the other gateways' shares, summed, as last read */
 	struct share others;
 	_Atomic int64_t o_bytes, o_keys, o_pinned;
 	unsigned gateways;
-	bool loaded;                     /* our share read back (a restart continues from it) */
+	atomic_bool loaded;              /* our share read back (a restart continues from it) */
+	atomic_bool unanswered;          /* a share read under way or failed last (cluster unreachable?) */
+	bool final;                      /* the last share write and lease release started (stopping thread) */
+	char final_val[512];             /* the share they wrote ("": none) */
+	unsigned final_leases;           /* lease_taken when they started */
+	atomic_uint lease_taken;         /* successful takes and renewals of the lease */
 	uint64_t next_sync;              /* monotonic ms */
 	/* eviction lease and work (cache thread only) */
 	atomic_bool lease;               /* held (read by the usage snapshot too) */
@@ -216,10 +225,12 @@ static int read_shares(struct nkv_target *t, struct nkv_ns *ns, struct nkv_cache
 	struct gather g = {.mine = c->owner};
 	int rc;
 
+	c->unanswered = true;
 	if ((rc = t->be->shared_get(ns->kvns, SHARE_PREFIX, gather_cb, &g)) < 0) {
 		NKV_DEBUG("cache: nsid %u: shares not read: %s", ns->nsid, strerror(-rc));
 		return rc;
 	}
+	c->unanswered = false;
 	if (!c->loaded) {
 		if (g.have_own) {
 			atomic_fetch_add(&c->bytes, g.own.bytes);
@@ -246,20 +257,27 @@ static int read_shares(struct nkv_target *t, struct nkv_ns *ns, struct nkv_cache
 	return 0;
 }
 
-/* Write our cumulative share. Only after read_shares() succeeded once: never from a partial count. */
-static void write_share(struct nkv_target *t, struct nkv_ns *ns, struct nkv_cache *c)
+/* Our share's key and value as written to the shared state. */
+static void share_format(struct nkv_cache *c, char *key, size_t klen, char *val, size_t vlen)
 {
-	char key[160], val[512];
 	struct share s;
-	int rc;
 
 	share_mine(c, &s);
-	snprintf(key, sizeof(key), SHARE_PREFIX "%s", c->owner);
-	snprintf(val, sizeof(val),
+	snprintf(key, klen, SHARE_PREFIX "%s", c->owner);
+	snprintf(val, vlen,
 		 "v1 %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64
 		 " %.17g",
 		 s.bytes, s.keys, s.pinned_bytes, s.pinned_keys, s.evictions, s.evicted_bytes, s.expirations,
 		 s.expired_bytes, s.byte_s);
+}
+
+/* Write our cumulative share. Only after read_shares() succeeded once: never from a partial count. */
+static void write_share(struct nkv_target *t, struct nkv_ns *ns, struct nkv_cache *c)
+{
+	char key[160], val[512];
+	int rc;
+
+	share_format(c, key, sizeof(key), val, sizeof(val));
 	if ((rc = t->be->shared_put(ns->kvns, key, val)) < 0)
 		NKV_DEBUG("cache: nsid %u: share not written: %s", ns->nsid, strerror(-rc));
 }
@@ -302,24 +320,41 @@ nkv_status nkv_cache_parse_store(struct nkv_req *req, uint32_t ttl_s, uint32_t f
 		ttl_s = atomic_load_explicit(&c->default_ttl, memory_order_relaxed);
 	if (ttl_s == NKV_TTL_NONE)
 		ttl_s = 0;
+	/* A pin is bought for a time: one asked for "never" (itself or through a namespace default of
+	 * never) is refused on every namespace, even where max_ttl would cut it to something finite, so
+	 * that no host is told "pinned, no expiry" for an entry that expires. */
+	if ((flags & NKV_TTL_PIN) && ttl_s == 0)
+		return ST_FIELD;
 	uint32_t max = atomic_load_explicit(&c->max_ttl, memory_order_relaxed);
 	if (max && (ttl_s == 0 || ttl_s > max))
-		ttl_s = max;
-	if ((flags & NKV_TTL_PIN) && ttl_s == 0)
-		return ST_FIELD; /* a pin is bought for a time */
-	/* Hard limits: eviction keeps usage under capacity, but never lets it run away past these. */
-	if ((hard = atomic_load_explicit(&c->hard_bytes, memory_order_relaxed)) && (uint64_t)used_bytes(c) + len > hard)
-		return ST_CAPACITY;
-	if ((hard = atomic_load_explicit(&c->hard_keys, memory_order_relaxed)) && (uint64_t)used_keys(c) + 1 > hard)
-		return ST_CAPACITY;
+		ttl_s = max; /* what the entry gets is reported in the completion (nkv_cache_ttl_applied) */
+	/* Hard limits: eviction keeps usage under capacity, but never lets it run away past these. The
+	 * room is reserved here and held until the Store completes (nkv_cache_unreserve, after its
+	 * accounting): Stores in flight count as stored. A replacing Store reserves as a new key would. */
+	if ((hard = atomic_load_explicit(&c->hard_bytes, memory_order_relaxed))) {
+		int64_t before = atomic_fetch_add(&c->cap_reserved, (int64_t)len);
+		req->cap_reserved = (uint32_t)len;
+		if ((uint64_t)(used_bytes(c) + before) + len > hard) {
+			nkv_cache_unreserve(req);
+			return ST_CAPACITY;
+		}
+	}
+	if ((hard = atomic_load_explicit(&c->hard_keys, memory_order_relaxed))) {
+		int64_t before = atomic_fetch_add(&c->keys_reserved, 1);
+		req->key_reserved = true;
+		if ((uint64_t)(used_keys(c) + before) + 1 > hard) {
+			nkv_cache_unreserve(req);
+			return ST_CAPACITY;
+		}
+	}
 	if (flags & NKV_TTL_PIN) {
 		uint64_t quota = atomic_load_explicit(&c->pin_quota, memory_order_relaxed);
 		int64_t before = atomic_fetch_add(&c->pin_reserved, (int64_t)len);
+		req->pin_reserved = (uint32_t)len;
 		if (quota && (uint64_t)(sum0(&c->o_pinned, &c->pinned_bytes) + before) + len > quota) {
-			atomic_fetch_sub(&c->pin_reserved, (int64_t)len);
+			nkv_cache_unreserve(req);
 			return ST_CAPACITY; /* refused before anything is written */
 		}
-		req->pin_reserved = (uint32_t)len;
 		io->meta.flags = NKV_META_PIN;
 	}
 	io->cache = true;
@@ -328,6 +363,14 @@ nkv_status nkv_cache_parse_store(struct nkv_req *req, uint32_t ttl_s, uint32_t f
 	io->meta.expiry_ms = ttl_s ? now + (uint64_t)ttl_s * 1000 : 0;
 	io->meta.tag = mix64(atomic_fetch_add_explicit(&g_tag, 1, memory_order_relaxed) ^ (now << 20));
 	return 0;
+}
+
+uint32_t nkv_cache_ttl_applied(const struct nkv_req *req)
+{
+	const struct nkv_meta *m = &req->io.meta;
+
+	/* Whole seconds, as asked: parse set expiry = stored + ttl_s * 1000. */
+	return m->expiry_ms ? (uint32_t)((m->expiry_ms - m->stored_ms) / 1000) : NKV_TTL_NONE;
 }
 
 void nkv_cache_parse_read(struct nkv_req *req)
@@ -342,9 +385,18 @@ void nkv_cache_parse_read(struct nkv_req *req)
 
 void nkv_cache_unreserve(struct nkv_req *req)
 {
-	if (req->pin_reserved && req->ns->cache)
-		atomic_fetch_sub(&req->ns->cache->pin_reserved, (int64_t)req->pin_reserved);
-	req->pin_reserved = 0;
+	struct nkv_cache *c = req->ns->cache;
+
+	/* Each field is cleared as it is given back: a request releases once, whichever exit it takes
+	 * (completion, a refusal at parse, a connection dropped with the command). */
+	if (c && req->pin_reserved)
+		atomic_fetch_sub(&c->pin_reserved, (int64_t)req->pin_reserved);
+	if (c && req->cap_reserved)
+		atomic_fetch_sub(&c->cap_reserved, (int64_t)req->cap_reserved);
+	if (c && req->key_reserved)
+		atomic_fetch_sub(&c->keys_reserved, 1);
+	req->pin_reserved = req->cap_reserved = 0;
+	req->key_reserved = false;
 }
 
 /* An entry left the namespace or was replaced: its share of the usage, and the unused part of a pin. */
@@ -396,6 +448,14 @@ void nkv_cache_account(struct nkv_req *req)
 }
 
 /* ---- eviction and expiry (the cache thread, holding the namespace's lease) --------------------------- */
+
+/* A stop was asked: each cluster call of a tick can block for the op timeout on an unreachable
+ * cluster, so a tick checks before each one and a stop waits for one call, not for a whole pass
+ * over the namespaces. */
+static bool quitting(struct nkv_target *t)
+{
+	return atomic_load_explicit(&t->cache_quit, memory_order_relaxed);
+}
 
 static void emit(struct nkv_target *t, struct nkv_subsys *ss, struct nkv_ns *ns, const struct nkv_entry *e,
 		 unsigned reason)
@@ -520,7 +580,7 @@ static void evict(struct nkv_target *t, struct nkv_subsys *ss, struct nkv_ns *ns
 			return;
 		}
 		uint64_t now = nkv_now_ms();
-		if (now >= until || now + p.lease_ms / 4 >= c->lease_until)
+		if (now >= until || now + p.lease_ms / 4 >= c->lease_until || quitting(t))
 			return; /* next tick (renewing the lease first) */
 		int64_t before = ub;
 		uint64_t hb = atomic_load(&c->hard_bytes), hk = atomic_load(&c->hard_keys);
@@ -547,7 +607,7 @@ static void reap(struct nkv_target *t, struct nkv_subsys *ss, struct nkv_ns *ns,
 		c->reaping = true;
 		c->next_reap = now_mono + (uint64_t)p->reap_interval_s * 1000;
 	}
-	while (budget && c->reaping) {
+	while (budget && c->reaping && !quitting(t)) {
 		unsigned want = budget < REAP_BATCH ? budget : REAP_BATCH, nx = 0;
 		int n = t->be->scan(ns->kvns, &c->reap, want, e);
 		uint64_t now = nkv_unix_ms();
@@ -572,6 +632,7 @@ static void lease_keep(struct nkv_target *t, struct nkv_ns *ns, uint32_t lease_m
 		return;
 	int rc = t->be->lease(ns->kvns, c->owner, lease_ms, c->lease);
 	if (rc == 0) {
+		atomic_fetch_add(&c->lease_taken, 1);
 		if (!c->lease)
 			NKV_INFO("cache: nsid %u: this gateway (%s) evicts and expires entries now", ns->nsid, c->owner);
 		c->lease = true;
@@ -593,25 +654,26 @@ static void cache_ns_tick(struct nkv_subsys *ss, struct nkv_ns *ns, void *arg)
 	struct nkv_cache *c = ns->cache;
 	uint64_t now = nkv_now_ms();
 
-	if (!c)
+	if (!c || quitting(t))
 		return;
 	atomic_store(&c->kicked, false);
 	if (now >= c->next_sync || !c->loaded) {
-		if (read_shares(t, ns, c) == 0)
+		if (read_shares(t, ns, c) == 0 && !quitting(t))
 			write_share(t, ns, c);
 		c->next_sync = now + SYNC_MS;
 	}
-	if (!c->loaded)
+	if (!c->loaded || quitting(t))
 		return; /* do not evict on a share not yet read back */
 	struct nkv_cache_policy p;
 	pthread_mutex_lock(&c->lock);
 	p = c->pol;
 	pthread_mutex_unlock(&c->lock);
 	lease_keep(t, ns, p.lease_ms, now);
-	if (!c->lease)
+	if (!c->lease || quitting(t))
 		return;
 	evict(t, ss, ns, &p, now + EVICT_BUDGET_MS);
-	reap(t, ss, ns, &p, nkv_now_ms());
+	if (!quitting(t))
+		reap(t, ss, ns, &p, nkv_now_ms());
 }
 
 static void *cache_main(void *arg)
@@ -640,14 +702,103 @@ int nkv_cache_start(struct nkv_target *t)
 	return -pthread_create(&t->cache_thread, NULL, cache_main, t);
 }
 
+/*
+ * After the join: the last writes of the namespaces not done yet; for the others, what the thread's
+ * last call changed since they started (an eviction round's removals, a renewal of the lease) is
+ * written again. On an unreachable cluster that call changed nothing, so nothing more is waited for.
+ */
+static void cache_ns_final(struct nkv_subsys *ss, struct nkv_ns *ns, void *arg)
+{
+	struct nkv_target *t = arg;
+	struct nkv_cache *c = ns->cache;
+	char key[160], val[512];
+
+	(void)ss;
+	if (!c || !c->final) {
+		nkv_cache_final(t, ns);
+		return;
+	}
+	bool lease = c->lease && atomic_load(&c->lease_taken) != c->final_leases;
+	share_format(c, key, sizeof(key), val, sizeof(val));
+	bool share = c->final_val[0] && strcmp(val, c->final_val) != 0;
+	if (!share && !lease)
+		return;
+	if (t->be->cache_final) {
+		t->be->cache_final(ns->kvns, share ? key : NULL, val, lease ? c->owner : NULL);
+		return;
+	}
+	if (share)
+		(void)t->be->shared_put(ns->kvns, key, val);
+	if (lease)
+		t->be->lease_release(ns->kvns, c->owner);
+}
+
+/* Before the cache thread is joined: only namespaces whose share is read back (no read needed). */
+static void cache_ns_final_loaded(struct nkv_subsys *ss, struct nkv_ns *ns, void *arg)
+{
+	(void)ss;
+	if (ns->cache && atomic_load(&ns->cache->loaded))
+		nkv_cache_final(arg, ns);
+}
+
+/*
+ * Stop the cache thread and start every namespace's last writes. On an unreachable cluster the
+ * thread may be in a call that ends only at the op timeout: the last writes are started without
+ * waiting for it (they are aio, bounded by the op timeout too, and the backend's ns_close waits
+ * for them), so the stop costs one op timeout whatever the number of namespaces. What that last
+ * call changed is written again after the join (cache_ns_final); a namespace whose share was not
+ * read back yet is done then too (its read must not race the thread's).
+ */
 void nkv_cache_stop(struct nkv_target *t)
 {
+	bool go_on = false;
+
+	atomic_store(&t->cache_quit, true);
 	pthread_mutex_lock(&t->lock);
 	t->cache_stop = true;
 	pthread_cond_signal(&t->cache_cv);
+	nkv_target_walk_ns(t, &go_on, cache_ns_final_loaded, t);
 	pthread_mutex_unlock(&t->lock);
 	pthread_join(t->cache_thread, NULL);
 	pthread_cond_destroy(&t->cache_cv);
+	pthread_mutex_lock(&t->lock);
+	nkv_target_walk_ns(t, &go_on, cache_ns_final, t);
+	pthread_mutex_unlock(&t->lock);
+}
+
+void nkv_cache_final(struct nkv_target *t, struct nkv_ns *ns)
+{
+	struct nkv_cache *c = ns->cache;
+	char key[160], val[512];
+
+	if (!c || c->final)
+		return;
+	c->final = true;
+	c->final_val[0] = 0;
+	c->final_leases = atomic_load(&c->lease_taken);
+	/* Leave our share written (a restart continues from it) and the lease to the others now. A
+	 * share never read back is read first (a blocking call) unless the cluster did not answer the
+	 * last read: then nothing could be written either. */
+	if (!atomic_load(&c->loaded) && (atomic_load(&c->unanswered) || read_shares(t, ns, c) < 0)) {
+		NKV_WARN("cache: nsid %u: share not read back from the cluster: this run's usage changes are "
+			 "not written", ns->nsid);
+		if (c->lease && t->be->cache_final)
+			t->be->cache_final(ns->kvns, NULL, NULL, c->owner);
+		else if (c->lease)
+			t->be->lease_release(ns->kvns, c->owner);
+		return;
+	}
+	share_format(c, key, sizeof(key), val, sizeof(val));
+	snprintf(c->final_val, sizeof(c->final_val), "%s", val);
+	if (t->be->cache_final) {
+		t->be->cache_final(ns->kvns, key, val, c->lease ? c->owner : NULL);
+		return;
+	}
+	int rc = t->be->shared_put(ns->kvns, key, val);
+	if (rc < 0)
+		NKV_DEBUG("cache: nsid %u: share not written: %s", ns->nsid, strerror(-rc));
+	if (c->lease)
+		t->be->lease_release(ns->kvns, c->owner);
 }
 
 void nkv_cache_close(struct nkv_target *t, struct nkv_ns *ns)
@@ -656,14 +807,9 @@ void nkv_cache_close(struct nkv_target *t, struct nkv_ns *ns)
 
 	if (!c)
 		return;
-	/* Leave our share written (a restart continues from it) and the lease to the others now. Each
-	 * call is bounded by the op timeout on an unreachable cluster. */
-	if (c->loaded || read_shares(t, ns, c) == 0)
-		write_share(t, ns, c);
+	nkv_cache_final(t, ns); /* the backend's ns_close, next, waits for it */
 	if (c->reaping)
 		t->be->scan_end(ns->kvns, &c->reap);
-	if (c->lease)
-		t->be->lease_release(ns->kvns, c->owner);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 	ns->cache = NULL;

@@ -34,6 +34,7 @@ struct nkv_port {
 	uint8_t treq;        /* secure channel: NKV_TREQ_REQUIRED or _NOT_REQUIRED (0: not required) */
 	uint8_t sectype;     /* TSAS SECTYPE: NKV_TCP_SECTYPE_* */
 	uint16_t portid;
+	bool exposed;        /* a plain listener off loopback (nkv_listener_exposes) */
 	char traddr[256];
 	char trsvcid[32];
 };
@@ -52,10 +53,12 @@ struct nkv_target {
 	unsigned stats_ms;
 	bool stats_stop;
 	atomic_uint auth_seq;          /* DH-HMAC-CHAP S1: random start, never 0 (auth.c) */
+	struct nkv_dh_pool *dh;        /* DH-HMAC-CHAP's DH workers and token buckets (auth_dh.c) */
 	char gateway[128];             /* this gateway's name (cache shares, the eviction lease) */
 	pthread_t cache_thread;        /* evicts, expires and shares usage of cache namespaces (cache.c) */
 	pthread_cond_t cache_cv;
 	bool cache_stop;
+	atomic_bool cache_quit;        /* cache_stop, read without the lock: a tick skips its cluster calls */
 	atomic_uint caches;            /* cache namespaces open: the thread idles without */
 	nkv_cache_event_cb cache_cb;   /* evictions and expiries reported to it */
 	void *cache_cb_arg;
@@ -66,14 +69,24 @@ struct nkv_target {
 struct nkv_exec_entry {
 	uint8_t opc;
 	bool write, create;
+	bool append;        /* the host's input follows the bound input (declared by the rule) */
+	uint8_t form;       /* how the method's input is built (enum nkv_exec_form) */
 	char cls[64], method[64];
-	uint8_t *input;
+	uint8_t *input;     /* bound input; for a Lua script rule, the encoded script and handler */
 	uint32_t input_len, max_input;
 };
 
-/** A namespace's Exec allowlist: immutable once published; replaced whole (nkv_ns_set_exec). */
+/** How an Exec command's input is built from the rule's bound input and the host's bytes. */
+enum nkv_exec_form {
+	NKV_EXEC_RAW,      /* the bound input, or the host's, or (append) the bound input then the host's */
+	NKV_EXEC_LUA_JSON, /* lua.eval_json: {"script", "handler", "input": the host's bytes as a JSON string} */
+	NKV_EXEC_LUA_BL,   /* lua.eval_bufferlist: cls_lua_eval_op, Ceph-encoded, the host's bytes its input */
+};
+
+/** A namespace's Exec allowlist: immutable once published; replaced whole (nkv_ns_set_exec) and
+ *  freed when the last command parsed with it ends (refs: one for being published, one per command). */
 struct nkv_exec_table {
-	struct nkv_exec_table *retired_next; /* replaced tables, kept until the namespace goes */
+	atomic_uint refs;
 	struct nkv_exec_entry *by_opc[128];  /* by opcode - 80h; NULL: not allowlisted */
 	unsigned n;
 	struct nkv_exec_entry e[];
@@ -109,7 +122,8 @@ struct nkv_ns {
 	uint8_t eui64[8];
 	_Atomic uint64_t used, capacity; /* refreshed by the target's stats thread (NUSE, NSZE) */
 	_Atomic(struct nkv_exec_table *) exec; /* the Exec allowlist; NULL: none (release-published) */
-	struct nkv_exec_table *exec_retired;   /* replaced allowlists (tgt->lock), freed with the namespace */
+	atomic_uint exec_readers;  /* threads between loading exec and counting their reference */
+	unsigned exec_version;     /* allowlists published so far (the configuring thread's; logs) */
 	/* Live removal (live.c): commands hold the namespace from parse to completion (nkv_ns_get). A
 	 * removed namespace is unpublished, drained to 0, then its backend handle closed; the struct
 	 * stays in its subsystem's slot for the NSID (never freed while hosts may hold a stale pointer). */
@@ -135,6 +149,8 @@ struct nkv_subsys {
 	struct nkv_dhchap_host **dhchap;          /* per allowed host: its DH-HMAC-CHAP settings, or NULL */
 	unsigned nhosts;
 	bool allow_any;                           /* any host may connect (no allowlist) */
+	bool loopback_only;                       /* not served through exposed listeners (tgt->lock;
+						   * nkv_subsys_set_loopback_only) */
 	struct nkv_ctrlr *ctrlrs;                 /* live controllers (tgt->lock) */
 };
 
@@ -147,6 +163,10 @@ struct nkv_ctrlr_opts {
 	uint32_t iorcsz;
 	uint8_t msdbd;
 	const char *trname;    /* "tcp", "shm", "loop": for listings */
+	bool exposed;          /* the queue came through a plain TCP listener off loopback
+				* (nkv_listener_exposes): loopback-only subsystems refuse it */
+	bool discovery_only;   /* it came through a discovery-only listener: only the discovery
+				* subsystem may be connected */
 };
 
 struct nkv_req;
@@ -221,6 +241,8 @@ struct nkv_qpair {
 	uint32_t auth_timeout_ms;
 	uint64_t auth_window_ms; /* start of the window counting AUTH_Negotiates (auth.c) */
 	unsigned auth_starts;    /* AUTH_Negotiates in that window */
+	const uint8_t *peer_addr; /* the host's IP address (16 bytes, IPv4 v4-mapped), for per-address
+				   * limits; NULL where the transport has none. Set before Connect. */
 };
 
 struct nkv_req {
@@ -235,6 +257,10 @@ struct nkv_req {
 	struct nkv_ns *ns;
 	uint64_t start_ns;  /* parse time (CLOCK_MONOTONIC): the latency metrics */
 	uint32_t pin_reserved; /* pin quota bytes this Store reserved at parse (released at drop) */
+	struct nkv_exec_table *exec_tbl; /* Exec: the allowlist it was parsed with (a reference; drop) */
+	uint8_t *exec_in;   /* Exec: the method's input built for it (freed at drop) */
+	uint32_t cap_reserved; /* hard-limit bytes this Store reserved at parse (released at drop) */
+	bool key_reserved;     /* ... and one key of the hard key limit */
 	struct nkv_kvio io;
 };
 
@@ -266,15 +292,24 @@ void nkv_req_copy_out(struct nkv_req *req, const void *src, uint32_t len);
 struct nkv_cache;
 /** Make @ns a cache namespace if @p (else ns->cache = NULL). @return 0, -EINVAL, -ENOMEM. */
 int nkv_cache_open(struct nkv_subsys *ss, struct nkv_ns *ns, const char *rados_ns, const struct nkv_cache_policy *p);
-/** Write this gateway's share one last time, hand the lease over, free (before the backend handle closes). */
+/**
+ * Start this gateway's last share write and the lease's release for @ns without waiting for them
+ * (best effort: the backend's ns_close waits, each bounded by the op timeout). Calling it for every
+ * namespace first, then closing them, makes a stop cost one op timeout on an unreachable cluster
+ * whatever the number of namespaces. Idempotent; no-op without a cache.
+ */
+void nkv_cache_final(struct nkv_target *t, struct nkv_ns *ns);
+/** nkv_cache_final() if not done yet, then free (before the backend handle closes). */
 void nkv_cache_close(struct nkv_target *t, struct nkv_ns *ns);
 /** Store and Store TTL on any namespace: TTL, pin and limits into req->io. @return 0 or a status. */
 nkv_status nkv_cache_parse_store(struct nkv_req *req, uint32_t ttl_s, uint32_t flags);
+/** The TTL a Store TTL gave its entry (CQE DW0 of its success): seconds, NKV_TTL_NONE for never. */
+uint32_t nkv_cache_ttl_applied(const struct nkv_req *req);
 /** Retrieve and Exist on a cache namespace: expiry checked, last use refreshed. */
 void nkv_cache_parse_read(struct nkv_req *req);
 /** A completed Store or Delete: this gateway's share of the usage. */
 void nkv_cache_account(struct nkv_req *req);
-/** Release the pin quota a Store reserved at parse (idempotent). */
+/** Release the pin quota and hard-limit room a Store reserved at parse (idempotent). */
 void nkv_cache_unreserve(struct nkv_req *req);
 /** The cache's figures (metrics). */
 void nkv_cache_usage_of(struct nkv_cache *c, struct nkv_cache_usage *u);
@@ -409,6 +444,9 @@ void nkv_target_del_transport(struct nkv_target *t, struct nkv_transport_reg *r)
 int nkv_target_enable_discovery(struct nkv_target *t);
 /** Is @hostnqn allowed on @ss? Caller holds tgt->lock (the allowlist changes live). */
 bool nkv_subsys_host_allowed(struct nkv_subsys *ss, const char *hostnqn);
+/** nkv_subsys_host_allowed() through a queue of @exposed (nkv_ctrlr_opts): a loopback-only subsystem
+ *  is not served there (tgt->lock held). */
+bool nkv_subsys_admits(struct nkv_subsys *ss, const char *hostnqn, bool exposed);
 /**
  * Build the discovery log (header + one entry per port and subsystem @hostnqn may use) in a
  * malloc'ed buffer. @return its size, or 0 on -ENOMEM.
@@ -447,8 +485,16 @@ nkv_status nkv_exec_status(struct nkv_req *req, int rc);
 void nkv_exec_effects(struct nkv_subsys *ss, uint32_t iocs[256]);
 /** Set the allowlist of a namespace not yet published (nkv_ns_add). @return as nkv_ns_set_exec(). */
 int nkv_exec_init(struct nkv_subsys *ss, struct nkv_ns *ns, const struct nkv_exec_rule *rules, unsigned n);
-/** Free a namespace's allowlist and every replaced one (namespace teardown). */
+/** Free a namespace's allowlist (namespace teardown: no command holds it any more). */
 void nkv_exec_free(struct nkv_ns *ns);
+/** Release what an Exec command took at parse: its allowlist reference and its built input. */
+void nkv_exec_release(struct nkv_req *req);
+/**
+ * The input a Lua script rule @e sends for the host's @n bytes at @host (read once: a host sharing
+ * the memory may change them meanwhile): the rule's script and handler, the host's bytes only ever as
+ * the handler's input. @return 0 with *@out (malloc'd, *@len bytes), -ENOMEM or -EFBIG.
+ */
+int nkv_exec_lua_input(const struct nkv_exec_entry *e, const void *host, uint32_t n, uint8_t **out, uint32_t *len);
 
 /* ---- command sets ---- */
 nkv_status nkv_admin_parse(struct nkv_req *req); /* admin.c */

@@ -48,6 +48,11 @@ bool nkv_subsys_host_allowed(struct nkv_subsys *ss, const char *hostnqn)
 	return false;
 }
 
+bool nkv_subsys_admits(struct nkv_subsys *ss, const char *hostnqn, bool exposed)
+{
+	return !(ss->loopback_only && exposed) && nkv_subsys_host_allowed(ss, hostnqn);
+}
+
 static nkv_status connect_io(struct nkv_subsys *ss, const struct nkv_connect_data *d, uint16_t qid,
 			     struct nkv_ctrlr **out, struct nkv_cqe *cpl)
 {
@@ -111,6 +116,12 @@ nkv_status nkv_fabrics_connect(struct nkv_target *t, const struct nkv_sqe *cmd, 
 	if (!nqn_valid(d->hostnqn))
 		return invalid_param(cpl, 1, DATA_HOSTNQN);
 	bool disc = strcmp(d->subnqn, NKV_DISCOVERY_NQN) == 0;
+	/* A discovery-only listener serves no I/O subsystem: the answer Linux nvmet gives for a subsystem
+	 * not linked to the port (Invalid Parameters on SUBNQN), which does not say whether it exists. */
+	if (!disc && opts->discovery_only) {
+		NKV_WARN("host %s: Connect to %s through a discovery-only listener refused", d->hostnqn, d->subnqn);
+		return invalid_param(cpl, 1, DATA_SUBNQN);
+	}
 	/* A reference for the Connect: the subsystem may be removed live meanwhile. */
 	ss = disc ? t->discovery : nkv_target_get_subsys(t, d->subnqn);
 	if (!ss)
@@ -132,8 +143,15 @@ static nkv_status connect_ss(struct nkv_target *t, struct nkv_subsys *ss, const 
 	int rc;
 
 	pthread_mutex_lock(&t->lock);
+	bool hidden = !ss->discovery && ss->loopback_only && opts->exposed;
 	allowed = ss->discovery || nkv_subsys_host_allowed(ss, d->hostnqn);
 	pthread_mutex_unlock(&t->lock);
+	if (hidden) { /* not served on this listener at all, as on a discovery-only one */
+		NKV_ERR("%s: Connect of host %s through a plain listener off loopback refused: the subsystem has no "
+			"allowlist and was not opened to any host explicitly (nkv-ctl host allow %s HOSTNQN, or "
+			"nkv-ctl host allow %s '*')", ss->nqn, d->hostnqn, ss->nqn, ss->nqn);
+		return invalid_param(cpl, 1, DATA_SUBNQN);
+	}
 	if (!allowed) {
 		NKV_WARN("%s: host %s is not allowed", ss->nqn, d->hostnqn);
 		return ST(CMD, CONNECT_INVALID_HOST);
@@ -152,7 +170,7 @@ static nkv_status connect_ss(struct nkv_target *t, struct nkv_subsys *ss, const 
 		/* Again, with the controller on the subsystem's list: a host disallowed meanwhile either
 		 * is refused here or has this controller evicted by nkv_subsys_disallow_host. */
 		pthread_mutex_lock(&t->lock);
-		allowed = ss->discovery || (!ss->removed && nkv_subsys_host_allowed(ss, d->hostnqn));
+		allowed = ss->discovery || (!ss->removed && nkv_subsys_admits(ss, d->hostnqn, opts->exposed));
 		if (allowed && !ss->discovery && (auth = nkv_subsys_host_auth(ss, d->hostnqn)))
 			atomic_fetch_add(&((struct nkv_dhchap_host *)auth)->refs, 1);
 		pthread_mutex_unlock(&t->lock);
@@ -311,8 +329,8 @@ uint32_t nkv_disc_log_build(struct nkv_target *t, const char *hostnqn, uint8_t *
 	buf = calloc(1 + cap, 1024);
 	for (struct nkv_port *p = t->ports; buf && p; p = p->next) {
 		for (struct nkv_subsys *ss = t->subsystems; ss; ss = ss->next) {
-			if (!nkv_subsys_host_allowed(ss, hostnqn))
-				continue; /* a host sees only the subsystems it may connect to */
+			if (!nkv_subsys_admits(ss, hostnqn, p->exposed))
+				continue; /* a host sees only the subsystems it may connect to, where it may */
 			struct nkv_disc_log_entry *e = (struct nkv_disc_log_entry *)(buf + 1024 * (1 + n++));
 			e->trtype = p->trtype;
 			e->adrfam = p->adrfam;

@@ -67,6 +67,9 @@ static void kv_done(struct nkv_kvio *io)
 			atomic_fetch_add_explicit(&c->host_reads, 1, memory_order_relaxed);
 			atomic_fetch_add_explicit(&c->bytes_read, io->xfer, memory_order_relaxed);
 		} else if (io->op == NKV_IO_STORE) {
+			/* Store TTL: DW0 = the TTL the entry got (max_ttl may have cut the one asked for). */
+			if (req->cmd.opc == NKV_VS_STORE_TTL)
+				nkv_put32(&req->cpl.dw0, nkv_cache_ttl_applied(req));
 			atomic_fetch_add_explicit(&c->host_writes, 1, memory_order_relaxed);
 			atomic_fetch_add_explicit(&c->bytes_written, io->len, memory_order_relaxed);
 		}

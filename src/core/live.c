@@ -216,6 +216,10 @@ void nkv_subsys_free(struct nkv_subsys *ss)
 {
 	struct nkv_target *t = ss->tgt;
 
+	/* Every cache namespace's last writes started before the first close waits for its own. */
+	for (uint32_t i = 1; i <= NKV_MAX_NSID; i++)
+		if (ss->slot[i] && ss->slot[i]->kvns)
+			nkv_cache_final(t, ss->slot[i]);
 	for (uint32_t i = 1; i <= NKV_MAX_NSID; i++) {
 		struct nkv_ns *ns = ss->slot[i];
 		if (!ns)
@@ -280,7 +284,7 @@ static bool pick_host(struct nkv_subsys *ss, struct nkv_ctrlr *c, const void *ho
 static bool pick_unallowed(struct nkv_subsys *ss, struct nkv_ctrlr *c, const void *arg)
 {
 	(void)arg;
-	return !nkv_subsys_host_allowed(ss, c->hostnqn);
+	return !nkv_subsys_admits(ss, c->hostnqn, c->opts.exposed);
 }
 
 int nkv_subsys_remove(struct nkv_target *t, const char *nqn, unsigned drain_ms)
@@ -339,6 +343,19 @@ int nkv_subsys_set_allow_any(struct nkv_subsys *ss, bool any)
 	pthread_mutex_lock(&ss->tgt->lock);
 	ss->allow_any = any;
 	if (!any)
+		n = evict(ss, pick_unallowed, NULL);
+	pthread_mutex_unlock(&ss->tgt->lock);
+	atomic_fetch_add(&ss->tgt->genctr, 1);
+	return n;
+}
+
+int nkv_subsys_set_loopback_only(struct nkv_subsys *ss, bool on)
+{
+	int n = 0;
+
+	pthread_mutex_lock(&ss->tgt->lock);
+	ss->loopback_only = on;
+	if (on)
 		n = evict(ss, pick_unallowed, NULL);
 	pthread_mutex_unlock(&ss->tgt->lock);
 	atomic_fetch_add(&ss->tgt->genctr, 1);

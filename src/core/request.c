@@ -26,6 +26,8 @@ nkv_status nkv_req_parse(struct nkv_req *req)
 	req->xfer = 0;
 	req->execute = NULL;
 	req->ns = NULL;
+	req->exec_tbl = NULL;
+	req->exec_in = NULL;
 	if ((nkv_auth_pending(req->qp) || req->qp->auth_fatal) && !auth_exempt(&req->cmd))
 		st = nkv_status_make(NKV_SCT_CMD, NKV_SC_AUTH_REQUIRED, 1); /* 8.13: authenticate first */
 	else if (req->cmd.opc == NKV_ADM_FABRICS)
@@ -61,6 +63,7 @@ void nkv_req_drop(struct nkv_req *req)
 {
 	if (req->ns) {
 		nkv_cache_unreserve(req);
+		nkv_exec_release(req); /* before the namespace: its allowlist goes with it */
 		nkv_ns_put(req->ns);
 		req->ns = NULL;
 	}

@@ -10,6 +10,7 @@
 #include "common/key.h"
 #include "common/log.h"
 #include "core.h"
+#include "core/auth_dh.h"
 
 void nkv_target_walk_ns(struct nkv_target *t, const bool *stop,
 			void (*fn)(struct nkv_subsys *ss, struct nkv_ns *ns, void *arg), void *arg)
@@ -89,6 +90,10 @@ int nkv_target_create(const struct nkv_backend_conf *conf, struct nkv_target **o
 	unsigned seq = 0;
 	nkv_dhchap_random(&seq, sizeof(seq)); /* S1 starts anywhere: a restart does not replay numbers */
 	atomic_init(&t->auth_seq, seq);
+	if (!(t->dh = nkv_dh_pool_create())) {
+		free(t);
+		return -ENOMEM;
+	}
 	t->stats_ms = conf && conf->stats_interval_ms ? conf->stats_interval_ms : 5000;
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_condattr_t ca;
@@ -97,12 +102,14 @@ int nkv_target_create(const struct nkv_backend_conf *conf, struct nkv_target **o
 	pthread_cond_init(&t->stats_cv, &ca);
 	pthread_condattr_destroy(&ca);
 	if ((rc = be->open(conf, &t->dev)) < 0) {
+		nkv_dh_pool_destroy(t->dh);
 		free(t);
 		return rc;
 	}
 	snprintf(t->gateway, sizeof(t->gateway), "%s", conf && conf->gateway && *conf->gateway ? conf->gateway : "gateway");
 	if ((rc = -pthread_create(&t->stats_thread, NULL, stats_main, t)) < 0) {
 		be->close(t->dev);
+		nkv_dh_pool_destroy(t->dh);
 		free(t);
 		return rc;
 	}
@@ -113,6 +120,7 @@ int nkv_target_create(const struct nkv_backend_conf *conf, struct nkv_target **o
 		pthread_mutex_unlock(&t->lock);
 		pthread_join(t->stats_thread, NULL);
 		be->close(t->dev);
+		nkv_dh_pool_destroy(t->dh);
 		free(t);
 		return rc;
 	}
@@ -128,8 +136,10 @@ void nkv_target_destroy(struct nkv_target *t)
 	t->stats_stop = true;
 	pthread_cond_signal(&t->stats_cv);
 	pthread_mutex_unlock(&t->lock);
-	pthread_join(t->stats_thread, NULL);
+	/* Both threads told before either is joined: on an unreachable cluster each may be in a call
+	 * bounded by the op timeout, and those run out together. */
 	nkv_cache_stop(t);
+	pthread_join(t->stats_thread, NULL);
 	while (t->subsystems) {
 		struct nkv_subsys *ss = t->subsystems;
 		t->subsystems = ss->next;
@@ -143,6 +153,7 @@ void nkv_target_destroy(struct nkv_target *t)
 	free(t->discovery);
 	pthread_mutex_destroy(&t->lock);
 	pthread_cond_destroy(&t->stats_cv);
+	nkv_dh_pool_destroy(t->dh); /* no queue pair is left to wait for a DH job */
 	t->be->close(t->dev);
 	free(t);
 }

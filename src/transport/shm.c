@@ -31,6 +31,7 @@
 #include "common/fdpass.h"
 #include "common/cpu.h"
 #include "common/log.h"
+#include "common/unix_sock.h"
 #include "transport/shm_cuda.h"
 #include "transport/shm_int.h"
 #include "core/core.h"
@@ -1539,33 +1540,6 @@ fail:
 	return rc;
 }
 
-/*
- * A socket file already at @path: refuse it while a process answers on it (as TCP refuses a port in
- * use) and never delete what is not a socket; a socket nobody answers on is left from a dead run.
- * @return 0 (path free now), -EADDRINUSE, -EEXIST (not a socket), or -errno.
- */
-static int claim_path(const struct sockaddr_un *sa)
-{
-	struct stat st;
-	int fd, rc;
-
-	if (lstat(sa->sun_path, &st) < 0)
-		return errno == ENOENT ? 0 : -errno;
-	if (!S_ISSOCK(st.st_mode))
-		return -EEXIST;
-	if ((fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) < 0)
-		return -errno;
-	rc = connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) == 0 || errno == EAGAIN ? -EADDRINUSE
-	     : errno == ECONNREFUSED                                                      ? 0
-											   : -errno;
-	close(fd);
-	if (rc == 0 && unlink(sa->sun_path) < 0 && errno != ENOENT)
-		rc = -errno;
-	if (rc == -EADDRINUSE)
-		NKV_ERR("shm: %s is served by another live process", sa->sun_path);
-	return rc;
-}
-
 int nkv_shm_listen(struct nkv_shm *s, const char *subnqn, const char *path)
 {
 	struct nkv_subsys *ss = nkv_target_find_subsys(s->tgt, subnqn); /* removal: see do_hello */
@@ -1602,20 +1576,19 @@ int nkv_shm_listen(struct nkv_shm *s, const char *subnqn, const char *path)
 			NKV_INFO("shm: %s on %s (the socket of a removed subsystem)", subnqn, path);
 		return taken;
 	}
-	strcpy(sa.sun_path, path);
-	if ((fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) < 0)
-		return -errno;
-	int rc = claim_path(&sa);
+	/* A live socket there is refused (as TCP refuses a port in use), and what is not a socket is
+	 * never replaced; a socket nobody answers on is left from a dead run and replaced. */
 	struct stat st;
-	if (rc < 0) {
+	fd = nkv_unix_listen(path, SOCK_SEQPACKET | SOCK_NONBLOCK, 64, s->conf.socket_mode ? s->conf.socket_mode : 0600,
+			     s->conf.socket_group_set ? (gid_t)s->conf.socket_gid : (gid_t)-1, &st);
+	if (fd == -EADDRINUSE)
+		NKV_ERR("shm: %s is served by another live process", path);
+	if (fd < 0)
+		return fd;
+	if (!(l = calloc(1, sizeof(*l)))) {
+		nkv_unix_unlink_if(path, &st);
 		close(fd);
-		return rc;
-	}
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || stat(path, &st) < 0 || listen(fd, 64) < 0 ||
-	    !(l = calloc(1, sizeof(*l)))) {
-		rc = errno ? -errno : -ENOMEM;
-		close(fd);
-		return rc;
+		return -ENOMEM;
 	}
 	l->dev = st.st_dev;
 	l->ino = st.st_ino;

@@ -28,6 +28,7 @@
 
 #include "common/bufcache.h"
 #include "common/crc32c.h"
+#include "common/exposure.h"
 #include "common/log.h"
 #include "core/core.h"
 #include "reactor/reactor.h"
@@ -129,6 +130,7 @@ struct tcp_conn {
 	uint64_t charged;           /* buffer bytes its requests hold */
 	uint64_t bufmem;            /* bytes of request buffers allocated */
 	bool ctrlr_claimed;         /* counted as a controller of its host */
+	bool exposed, disc_only;    /* its listener's (tcp_listener) */
 	struct tcp_req *r2t_head, **r2t_tail;
 	uint64_t pdu_ms;            /* first byte of the PDU being received; 0 between PDUs */
 	uint64_t tx_head_ms;        /* when the PDU at the head of the send queue got there */
@@ -170,6 +172,8 @@ struct tcp_listener {
 	struct tcp_listener *next;
 	int fd;
 	bool tls;                   /* a secure listener: connections start with a TLS handshake */
+	bool exposed;               /* plain and off loopback (nkv_listener_exposes) */
+	bool disc_only;             /* serves the discovery subsystem only (nkv_tcp_listen_discovery) */
 	uint64_t paused_ms;         /* out of file descriptors since then; 0: armed */
 	bool remove;                /* nkv_tcp_unlisten: reactor 0's tick closes it */
 	uint16_t portid;            /* its discovery log port (0: not advertised) */
@@ -657,6 +661,8 @@ static void do_connect(struct tcp_conn *c, struct tcp_req *r)
 {
 	struct nkv_ctrlr_opts opts = ctrlr_opts(c->t);
 	struct nkv_ctrlr *ctrlr = NULL;
+	opts.exposed = c->exposed;
+	opts.discovery_only = c->disc_only;
 	const uint8_t *sqe = (const uint8_t *)&r->req.cmd;
 	uint16_t qid = nkv_get16(sqe + 42), size = (uint16_t)(nkv_get16(sqe + 44) + 1);
 	nkv_status st;
@@ -1320,6 +1326,7 @@ static void conn_attach(struct nkv_msg *m)
 	c->next = c->rx->conns;
 	c->rx->conns = c;
 	c->qp.msgq = &c->rx->r.msgq;
+	c->qp.peer_addr = c->host->addr; /* DH-HMAC-CHAP's per-address bucket (core/auth_dh.h) */
 	if ((rc = nkv_reactor_add(&c->rx->r, c->fd, EPOLLIN, &c->ev)) < 0) {
 		NKV_ERR("tcp %s: epoll: %s", c->peer, strerror(-rc));
 		c->closed = true;
@@ -1381,6 +1388,8 @@ static void accept_ready(struct nkv_event *ev, uint32_t events)
 		c->fd = fd;
 		c->t = t;
 		c->host = h;
+		c->exposed = l->exposed;
+		c->disc_only = l->disc_only;
 		c->ev.fn = conn_event;
 		c->born_ms = nkv_now_ms();
 		c->txq_tail = &c->txq;
@@ -1655,7 +1664,8 @@ int nkv_tcp_create(struct nkv_target *tgt, const struct nkv_tcp_conf *conf, stru
 	return 0;
 }
 
-static int listen_on(struct nkv_tcp *t, const char *addr, const char *port, bool advertise, bool tls)
+static int listen_on(struct nkv_tcp *t, const char *addr, const char *port, bool advertise, bool tls,
+		     bool disc_only)
 {
 	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE},
 			*ai = NULL;
@@ -1688,6 +1698,8 @@ static int listen_on(struct nkv_tcp *t, const char *addr, const char *port, bool
 	l->fd = fd;
 	l->t = t;
 	l->tls = tls;
+	l->exposed = nkv_listener_exposes(addr ? addr : "", tls);
+	l->disc_only = disc_only;
 	l->ev.fn = accept_ready;
 	int bound = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
 					     : ntohs(((struct sockaddr_in *)&ss)->sin_port);
@@ -1698,7 +1710,8 @@ static int listen_on(struct nkv_tcp *t, const char *addr, const char *port, bool
 		struct nkv_port p = {.trtype = NKV_TRTYPE_TCP, .portid = l->portid = ++t->next_portid,
 				     .adrfam = ss.ss_family == AF_INET6 ? NKV_ADRFAM_IPV6 : NKV_ADRFAM_IPV4,
 				     .treq = tls ? NKV_TREQ_REQUIRED : NKV_TREQ_NOT_REQUIRED,
-				     .sectype = tls ? NKV_TCP_SECTYPE_TLS13 : NKV_TCP_SECTYPE_NONE};
+				     .sectype = tls ? NKV_TCP_SECTYPE_TLS13 : NKV_TCP_SECTYPE_NONE,
+				     .exposed = l->exposed};
 		char host[INET6_ADDRSTRLEN];
 		getnameinfo((struct sockaddr *)&ss, sl, host, sizeof(host), NULL, 0, NI_NUMERICHOST);
 		snprintf(p.traddr, sizeof(p.traddr), "%s", host);
@@ -1725,14 +1738,19 @@ static int listen_on(struct nkv_tcp *t, const char *addr, const char *port, bool
 
 int nkv_tcp_listen(struct nkv_tcp *t, const char *addr, const char *port, bool advertise)
 {
-	return listen_on(t, addr, port, advertise, false);
+	return listen_on(t, addr, port, advertise, false, false);
+}
+
+int nkv_tcp_listen_discovery(struct nkv_tcp *t, const char *addr, const char *port)
+{
+	return listen_on(t, addr, port, false, false, true);
 }
 
 int nkv_tcp_listen_tls(struct nkv_tcp *t, const char *addr, const char *port, bool advertise)
 {
 	if (!t->tls || nkv_tcp_tls_npsk(t->tls) == 0)
 		return -ENOKEY; /* nobody could ever connect */
-	return listen_on(t, addr, port, advertise, true);
+	return listen_on(t, addr, port, advertise, true, false);
 }
 
 int nkv_tcp_unlisten(struct nkv_tcp *t, const char *addr, int port)

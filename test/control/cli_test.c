@@ -207,10 +207,11 @@ static void check_case(const struct cli_case *t)
 	"'nguid':'fedcba9876543210fedcba9876543210'}"
 #define SUB                                                                                                  \
 	"{'nqn':'" NQN "','pool':'kv','max_namespaces':16,'allow_any_host':false,'hosts':['" HOST1 "'],"     \
-	"'namespaces':[" NS1 "," NS2 "],'serial_number':'5e7a1c0ffee','shm_socket':'/run/kv.sock'}"
+	"'namespaces':[" NS1 "," NS2 "],'serial_number':'5e7a1c0ffee','shm_socket':'/run/kv.sock',"    \
+	"'loopback_any_host':false}"
 #define SUB_ANY                                                                                              \
 	"{'nqn':'nqn.2026-11.io.rados-nkv:b','pool':'other','max_namespaces':0,'allow_any_host':true,"       \
-	"'hosts':[],'namespaces':[],'serial_number':'','shm_socket':''}"
+	"'hosts':[],'namespaces':[],'serial_number':'','shm_socket':'','loopback_any_host':false}"
 #define LST1 "{'gateway':'gw-a','address':'10.0.0.1','port':4420,'tls':false,'active':true}"
 #define LST2 "{'gateway':'gw-b','address':'fd00::2','port':4421,'tls':true,'active':false}"
 #define CONN1                                                                                                \
@@ -407,6 +408,18 @@ static const struct cli_case g_cases[] = {
 	 "{'nqn':'" NQN "','host_nqn':'" HOST1 "'}",
 	 "=disallowed " HOST1 " on " NQN "; 2 controllers disconnected by the answering gateway\n", NULL},
 	{"host disallow " NQN, 0, "{}", NULL, 64, NULL, NULL, NULL, "wrong number of arguments (1)"},
+	/* host '*': allow_any_host on and off */
+	{"host allow " NQN " *", 0, "{'nqn':'" NQN "','host_nqn':'*'}", NULL, 0, "AllowHost",
+	 "{'nqn':'" NQN "','host_nqn':'*','dhchap_key':'','dhchap_ctrl_key':''}",
+	 "=" NQN " admits any host now, through every listener\n", NULL},
+	{"host disallow " NQN " *", 0, "{'disconnected':1}", NULL, 0, "DisallowHost", "{'nqn':'" NQN "','host_nqn':'*'}",
+	 "=" NQN " admits only the hosts on its allowlist now; 1 controller disconnected by the answering gateway\n", NULL},
+	{"host allow " NQN " " HOST1, -EPERM, NULL, NQN " admits any host (allow_any_host)", 5, "AllowHost", NULL, NULL,
+	 "admits any host (allow_any_host) (FAILED_PRECONDITION)"},
+	{"subsystem get " NQN, 0,
+	 "{'nqn':'" NQN "','pool':'kv','max_namespaces':0,'allow_any_host':false,'loopback_any_host':true,'hosts':[],"
+	 "'namespaces':[],'serial_number':'','shm_socket':''}", NULL, 0, "GetSubsystem", "{'nqn':'" NQN "'}",
+	 "hosts           any host, through loopback and TLS listeners only", NULL},
 	{"host list " NQN, 0, "{'hosts':[{'nqn':'" NQN "','host_nqn':'" HOST1 "','dhchap':true,'dhchap_bidirectional':true}]}",
 	 NULL, 0, "ListHosts", "{'nqn':'" NQN "'}", "HOST NQN|" HOST1 "  DH-HMAC-CHAP, bidirectional", NULL},
 	{"host list " NQN, 0, "{}", NULL, 0, "ListHosts", NULL, "=no hosts on the allowlist of " NQN "\n", NULL},

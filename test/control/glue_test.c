@@ -115,10 +115,11 @@ struct rpc_case {
 	"'read_only':true,'nguid':'fedcba9876543210fedcba9876543210'}"
 #define SUB                                                                                                  \
 	"{'nqn':'" NQN "','pool':'kv','max_namespaces':16,'allow_any_host':false,'hosts':['" HOST1 "'],"     \
-	"'namespaces':[" NS1 "," NS2 "],'serial_number':'5e7a1c0ffee','shm_socket':'/run/kv.sock'}"
+	"'namespaces':[" NS1 "," NS2 "],'serial_number':'5e7a1c0ffee','shm_socket':'/run/kv.sock',"    \
+	"'loopback_any_host':false}"
 #define SUB_EMPTY                                                                                            \
 	"{'nqn':'nqn.2026-11.io.rados-nkv:b','pool':'other','max_namespaces':0,'allow_any_host':true,"       \
-	"'hosts':[],'namespaces':[],'serial_number':'','shm_socket':''}"
+	"'hosts':[],'namespaces':[],'serial_number':'','shm_socket':'','loopback_any_host':false}"
 #define HOST_OBJ "{'nqn':'" NQN "','host_nqn':'" HOST1 "','dhchap':true,'dhchap_bidirectional':false}"
 #define LST1 "{'gateway':'gw-a','address':'10.0.0.1','port':4420,'tls':false,'active':true}"
 #define LST2 "{'gateway':'gw-b','address':'fd00::2','port':4421,'tls':true,'active':false}"
@@ -273,7 +274,7 @@ static void test_loose_responses(const struct nkv_ctl_client_conf *cc)
 		 "'bytes_written':'0','bytes_read':'7','errors':'0','in_flight':'0','used_bytes':'0'}"},
 		{"GetSubsystem", "{'nqn':'x'}",
 		 "{'nqn':'x','pool':'','max_namespaces':0,'allow_any_host':false,'hosts':[],'namespaces':[],"
-		 "'serial_number':'','shm_socket':''}"},
+		 "'serial_number':'','shm_socket':'','loopback_any_host':false}"},
 		{"GetGatewayInfo", "{'epoch':18446744073709551615}",
 		 "{'name':'','version':'','group':'','epoch':'18446744073709551615','uptime_s':'0','backend':'',"
 		 "'listeners':[],'connections':[],'state_store':''}"},

@@ -217,7 +217,8 @@ extern "C" void foreign_server_checks(void)
 	do_call(&cc, "GetSubsystem", "{\"nqn\":\"ok\"}", &r);
 	CHECK(r.rc == 0 && r.resp &&
 		      strcmp(r.resp, "{\"nqn\":\"ok\",\"pool\":\"p\",\"max_namespaces\":0,\"allow_any_host\":false,"
-				     "\"hosts\":[],\"namespaces\":[],\"serial_number\":\"\",\"shm_socket\":\"\"}") == 0,
+				     "\"hosts\":[],\"namespaces\":[],\"serial_number\":\"\",\"shm_socket\":\"\","
+				     "\"loopback_any_host\":false}") == 0,
 	      "foreign ok: %d %s", r.rc, r.resp ? r.resp : r.err);
 	res_free(&r);
 	do_call(&cc, "ListHosts", "{}", &r); /* not implemented by that service */

@@ -17,10 +17,16 @@
  *    association ended after a failure (other queues too) and after AUTH_Failure2, a half-done
  *    transaction and a queue that never authenticates closed at --auth-timeout-ms, a half-done
  *    re-authentication dropped while the queue stays usable;
- *  - the nkv CLI: --dhchap-secret / --dhchap-ctrl-secret and its exit codes.
+ *  - the nkv CLI: --dhchap-secret / --dhchap-ctrl-secret and its exit codes;
+ *  - what a peer that knows only an allowed host NQN can make the target compute: a host NQN that
+ *    reconnects in a loop gets AUTH_Failure1 once its share of DH transactions is spent, and (on a
+ *    second daemon with one reactor, whose DH computations take NKV_TEST_DH_DELAY_MS) another
+ *    host's commands on the same reactor complete while a Challenge is being computed.
  * The last line is "N passed, N failed"; exit 0 only without failures.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -45,7 +51,7 @@ unsigned h_pass, h_fail;
 #define HOSTP "nqn.2014-08.org.nvmexpress:uuid:00000000-0000-0000-0000-00000000a"
 #define AUTH_TMO_MS 1500
 
-static char g_port[16], g_log[256], g_dir[128];
+static char g_port[16], g_log[300], g_log_saved[300], g_dir[128];
 static const char *g_nkv;
 
 /* A host of the subsystem: its policy and secrets. */
@@ -66,9 +72,10 @@ static struct host g_hosts[] = {
 	{"s512dh6144", "sha512", "ffdhe6144", "sha512", "ffdhe6144", 3, 64, -1, 0, "", "", ""},
 	{"s512dh8192", "sha512,sha256", "ffdhe8192,null", "sha512", "ffdhe8192", 1, 32, 1, 32, "", "", ""},
 	{"plain", NULL, NULL, NULL, NULL, -1, 0, -1, 0, "", "", ""}, /* allowed, no secret: no authentication */
+	{"flood", "sha256", "ffdhe8192", "sha256", "ffdhe8192", 1, 32, -1, 0, "", "", ""}, /* t_dh_limits */
 };
 #define NHOSTS (sizeof(g_hosts) / sizeof(g_hosts[0]))
-enum { H_DEF, H_256NULL, H_384DH, H_512NULL, H_256DH3072, H_384DH4096, H_512DH6144, H_512DH8192, H_PLAIN };
+enum { H_DEF, H_256NULL, H_384DH, H_512NULL, H_256DH3072, H_384DH4096, H_512DH6144, H_512DH8192, H_PLAIN, H_FLOOD };
 
 /* "DHHC-1:hh:<base64(key || CRC-32)>:" of a key made from @seed. */
 static void mk_secret(int hh, int len, int seed, char *out)
@@ -653,6 +660,201 @@ static void t_raw_timeouts(void)
 	raw_close(&r);
 }
 
+/* ---- DH computations an unauthenticated peer can ask for ---------------------------------------- */
+
+static const uint8_t G8192[] = {NKV_DHCHAP_FFDHE8192};
+
+/* A host NQN that reconnects in a loop, each time a Negotiate offering only ffdhe8192 and the
+ * Receive that asks for its Challenge (the pattern that costs the target a key generation each):
+ * after its share (a burst of 16, then 4 a second) the target answers AUTH_Failure1 01h and ends the
+ * association. The bound is computed from the time the loop took, so a slow machine only loosens it. */
+static void t_dh_limits(void)
+{
+	struct host *f = &g_hosts[H_FLOOD];
+	int challenges = 0, refused = 0, other = 0, attempts = 0;
+	int64_t t0 = now_ms();
+	bool closed = false;
+
+	while (attempts < 200 && !refused) {
+		struct raw r;
+		attempts++;
+		if (!raw_open(&r, f)) {
+			other++;
+			raw_close(&r);
+			continue;
+		}
+		int id = exchange(r.qp, mk_negotiate((uint16_t)attempts, 0, ALL_H, 3, G8192, 1));
+		if (id == NKV_AUTH_ID_CHALLENGE && nkv_get16(g_in + 10) == 1024) {
+			challenges++;
+		} else if (id == NKV_AUTH_ID_FAILURE1 && g_in[7] == NKV_AUTH_RCE_FAILED) {
+			refused++;
+			closed = closed_within(r.qp, 1500);
+		} else {
+			other++;
+		}
+		raw_close(&r);
+	}
+	double secs = (double)(now_ms() - t0) / 1000.0;
+	/* the burst, the refill over the loop's time, and one token of rounding */
+	int bound = 16 + (int)(4 * secs) + 1;
+	printf("# %d attempts in %.2f s: %d Challenges, %d refused, %d other\n", attempts, secs, challenges, refused,
+	       other);
+	CHECK(refused == 1, "a host NQN reconnecting in a loop is refused once its share is spent (%d Challenges in "
+			    "%d attempts)", challenges, attempts);
+	CHECK(challenges <= bound, "%d Challenges in %.2f s: at most %d (16, then 4 a second)", challenges, secs, bound);
+	CHECK(challenges >= 8, "the first ones are served: %d Challenges", challenges);
+	CHECK(other == 0, "every attempt got a Challenge or AUTH_Failure1 01h (%d others)", other);
+	CHECK(closed, "the refused association ends");
+	CHECK(log_count("dhchap failure1: ", "too many DH transactions of this host NQN") >= 1,
+	      "the target said why");
+	/* another host NQN from the same address still authenticates, and so does the refused one on an
+	 * association whose admin queue has the secret (an I/O queue costs no token) */
+	struct nkv_ctrl *c;
+	int rc = conn(&g_hosts[H_DEF], g_hosts[H_DEF].key, NULL, &c);
+	CHECK(rc == 0, "another host NQN from the same address authenticates: %s", strerror(-rc));
+	if (rc == 0)
+		nkv_disconnect(c);
+}
+
+static void child_log(void *arg);
+
+/* The attacker's half of t_dh_offload: Negotiate, then the Receive that waits for the Challenge. */
+struct offload {
+	struct raw r;
+	atomic_bool receiving;
+	int id;
+	uint16_t dhvlen;
+	int64_t challenge_ms;
+};
+
+static uint8_t g_msg2[128], g_in2[4096];
+
+static void *offload_attacker(void *arg)
+{
+	struct offload *o = arg;
+	struct nkv_cpl cpl;
+	memcpy(g_msg2, g_msg, 72);
+	o->id = -1;
+	if (auth_cmd(o->r.qp, true, g_msg2, 72, 72, NKV_AUTH_SECP, &cpl) == 0) {
+		atomic_store(&o->receiving, true);
+		if (auth_cmd(o->r.qp, false, g_in2, sizeof(g_in2), sizeof(g_in2), NKV_AUTH_SECP, &cpl) == 0) {
+			o->id = g_in2[1];
+			o->dhvlen = nkv_get16(g_in2 + 10);
+		}
+	}
+	o->challenge_ms = now_ms();
+	atomic_store(&o->receiving, true);
+	return NULL;
+}
+
+/* A daemon with one reactor, whose DH computations each take @delay_ms more (NKV_TEST_DH_DELAY_MS):
+ * while one Challenge is being computed, another host's Retrieves on that reactor complete. Were
+ * the key generated on the reactor, they would wait for it. */
+static void t_dh_offload(const char *daemon, const char *conf)
+{
+	const int delay_ms = 2500;
+	char listen[64], port2[16], delay[16];
+	int port = (int)daemon_free_port();
+	snprintf(port2, sizeof(port2), "%d", port);
+	snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
+	snprintf(delay, sizeof(delay), "%d", delay_ms);
+	setenv("NKV_TEST_DH_DELAY_MS", delay, 1);
+	char log2[sizeof(g_log)];
+	snprintf(log2, sizeof(log2), "%s/daemon-offload.log", g_dir);
+	const char *dargv[] = {daemon, "-c", conf, "--backend", "mem", "--listen", listen, "--discovery", "none",
+			       "--reactors", "1", "--auth-timeout-ms", "4000", "--log-level", "debug", NULL};
+	pid_t pid = daemon_spawn(dargv, child_log, log2);
+	unsetenv("NKV_TEST_DH_DELAY_MS");
+	bool ready = pid > 0 && daemon_wait_port(pid, port);
+	CHECK(ready, "second daemon (one reactor) listening on %s", listen);
+	if (!ready) {
+		if (pid > 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+		}
+		return;
+	}
+	char saved[16];
+	strcpy(saved, g_port);
+	strcpy(g_port, port2);
+	/* the victim: a host without a secret, connected first, one I/O queue */
+	struct nkv_ctrl *vc = NULL;
+	struct nkv_qpair *vq = NULL;
+	static uint8_t v[4096], got[4096];
+	uint32_t size = 0;
+	int rc = conn(&g_hosts[H_PLAIN], NULL, NULL, &vc);
+	CHECK(rc == 0 && nkv_qpair_create(vc, 16, &vq) == 0 && nkv_store(vq, 1, "victim", 6, v, sizeof(v), 0, NULL) == 0,
+	      "victim connected, one I/O queue, a 4 KiB value stored");
+	struct offload o;
+	memset(&o, 0, sizeof(o));
+	pthread_t th;
+	bool started = false;
+	mk_negotiate(0x4242, 0, ALL_H, 3, G8192, 1);
+	if (vq && raw_open(&o.r, &g_hosts[H_512DH8192]))
+		started = pthread_create(&th, NULL, offload_attacker, &o) == 0;
+	CHECK(started, "attacker: Connect, then Negotiate (ffdhe8192) and Receive on a thread");
+	if (started) {
+		while (!atomic_load(&o.receiving))
+			sleep_ms(5);
+		sleep_ms(300); /* the Receive is on the reactor by now: its key generation runs */
+		int ok = 0, n = 20;
+		int64_t worst = 0, t1 = now_ms();
+		for (int i = 0; i < n; i++) {
+			int64_t a = now_ms();
+			ok += nkv_retrieve(vq, 1, "victim", 6, got, sizeof(got), &size, NULL) == 0 && size == sizeof(v);
+			int64_t d = now_ms() - a;
+			worst = d > worst ? d : worst;
+		}
+		int64_t victim_done = now_ms();
+		pthread_join(th, NULL);
+		printf("# victim: %d Retrieves in %lld ms (slowest %lld ms); Challenge %lld ms after them\n", n,
+		       (long long)(victim_done - t1), (long long)worst, (long long)(o.challenge_ms - victim_done));
+		CHECK(ok == n, "victim: %d of %d Retrieves succeeded", ok, n);
+		CHECK(victim_done < o.challenge_ms, "the victim's Retrieves completed while the Challenge was being "
+						    "computed (%lld ms before it)", (long long)(o.challenge_ms - victim_done));
+		CHECK(o.id == NKV_AUTH_ID_CHALLENGE && o.dhvlen == 1024, "and the Challenge came (id %02xh, DHVLEN %u)",
+		      (unsigned)o.id, o.dhvlen);
+	}
+	raw_close(&o.r);
+	/* A transaction whose deadline passes while its shared secret is computed: Challenge after
+	 * delay_ms, then a Reply (the controller's own DH value: valid) whose computation takes
+	 * delay_ms more, past the 4 s deadline. The queue closes with the job running; the job's
+	 * completion then finds the transaction gone, and the daemon serves on (and exits cleanly). */
+	struct raw e;
+	strcpy(g_log_saved, g_log);
+	strcpy(g_log, log2); /* log_count reads this daemon's log */
+	if (vq && raw_open(&e, &g_hosts[H_384DH])) {
+		int before = log_count("dhchap timeout: ", g_hosts[H_384DH].nqn);
+		int id = exchange(e.qp, mk_negotiate(0x99, 0, ALL_H, 3, ALL_G, 6));
+		uint32_t len = 16 + 2 * 48 + 256;
+		int id2 = -2;
+		if (id == NKV_AUTH_ID_CHALLENGE) {
+			static uint8_t reply[16 + 2 * 48 + 256];
+			memset(reply, 0, sizeof(reply));
+			reply[0] = NKV_AUTH_TYPE_DHCHAP;
+			reply[1] = NKV_AUTH_ID_REPLY;
+			nkv_put16(reply + 4, 0x99);
+			reply[6] = 48;
+			nkv_put16(reply + 10, 256);
+			memcpy(reply + 16 + 96, g_in + 16 + 48, 256);
+			memcpy(g_msg, reply, len);
+			id2 = exchange(e.qp, len);
+		}
+		CHECK(id == NKV_AUTH_ID_CHALLENGE && id2 == -1, "a Reply whose computation outlives the deadline: the "
+								 "queue closes (Challenge %02xh, then %d)", (unsigned)id, id2);
+		raw_close(&e);
+		sleep_ms(delay_ms); /* the job comes back to a closed queue */
+		CHECK(log_count("dhchap timeout: ", g_hosts[H_384DH].nqn) == before + 1, "the target logged the deadline");
+		CHECK(nkv_retrieve(vq, 1, "victim", 6, got, sizeof(got), &size, NULL) == 0, "the victim still works");
+	}
+	strcpy(g_log, g_log_saved);
+	nkv_qpair_destroy(vq);
+	if (vc)
+		nkv_disconnect(vc);
+	strcpy(g_port, saved);
+	daemon_stop(pid, 10);
+}
+
 /* ---- the nkv CLI ------------------------------------------------------------------------------ */
 
 static int cli(const char *args, char *out, size_t cap)
@@ -762,10 +964,10 @@ int main(int argc, char **argv)
 	CHECK(ready, "daemon listening on %s", listen);
 	if (ready) {
 		static void (*const groups[])(void) = {t_policies, t_refusals, t_reauth_queues, t_raw_gates,
-						       t_raw_failures, t_raw_teardown, t_raw_timeouts, t_cli};
+						       t_raw_failures, t_raw_teardown, t_raw_timeouts, t_dh_limits, t_cli};
 		static const char *const names[] = {"hashes and DH groups", "refusals", "re-authentication",
 						    "raw: gates", "raw: AUTH_Failure1", "raw: teardown",
-						    "raw: deadlines", "nkv CLI"};
+						    "raw: deadlines", "DH limits", "nkv CLI"};
 		for (size_t i = 0; i < sizeof(groups) / sizeof(groups[0]); i++) {
 			unsigned f = h_fail, p = h_pass;
 			int64_t t0 = now_ms();
@@ -774,6 +976,11 @@ int main(int argc, char **argv)
 			       (long long)(now_ms() - t0));
 		}
 		daemon_stop(pid, 10);
+		int64_t t0 = now_ms();
+		unsigned f = h_fail, p = h_pass;
+		t_dh_offload(argv[1], conf);
+		printf("== DH off the reactor: %u passed, %u failed (%lld ms)\n", h_pass - p, h_fail - f,
+		       (long long)(now_ms() - t0));
 	} else if (pid > 0) {
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);

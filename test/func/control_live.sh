@@ -28,7 +28,7 @@ OTHER=nqn.2026-12.io.test:other-host
 PID=""
 cleanup() { [ -n "$PID" ] && kill -KILL "$PID" 2>/dev/null; wait 2>/dev/null; rm -rf "$T"; }
 trap cleanup EXIT
-"$D" "${args[@]}" -l 127.0.0.1:0 -d none --control "unix:$T/ctl.sock" --pid-file "$T/pid" \
+"$D" "${args[@]}" -l 127.0.0.1:0 -d none --control "unix:$T/ctl.sock" --shm-dir "$T" --pid-file "$T/pid" \
 	-s "$NQN" -p "$POOL" --ns "1:live-$$-1" --allow-host "$HOST" >"$T/d.log" 2>&1 &
 PID=$!
 for _ in $(seq 300); do [ -s "$T/pid" ] && break; kill -0 "$PID" 2>/dev/null || break; sleep 0.05; done
@@ -96,6 +96,11 @@ check "the socket refuses hosts once the subsystem is gone" bash -c "! echo x | 
 check "subsystem add again on the same socket" ctl subsystem add "$S2" --pool "$POOL" --allow-any-host --shm "$T/s2.sock"
 check "ns add again" ctl ns add "$S2" --nsid 1 --rados-ns "live-$$-s2"
 check "Store over shm again" bash -c "echo shm2 | '$NKV' -t 'shm:$T/s2.sock' store k -"
+# A listener added live is bound before the reply: the reply says it is active.
+LP=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+out=$(ctl listener add "127.0.0.1:$LP" 2>&1)
+check "listener add replies active once bound ($out)" bash -c "echo '$out' | grep -q ', active\$'"
+check "and it serves: Store through it" bash -c "echo l | '$NKV' -q '$HOST' -s $LP -n '$NQN' store viaadded -"
 kill -TERM "$PID"; wait "$PID"; drc=$?; PID=""
 check "the daemon stops cleanly (exit $drc)" [ "$drc" = 0 ]
 [ "$fail" = 0 ] || tail -40 "$T/d.log"

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -402,6 +403,63 @@ static void test_cache_file(void)
 	unlink(file);
 }
 
+/* The state file is only ever created fresh by the daemon: a link planted at the temporary path is
+ * neither followed nor written through (its target keeps its bytes and mode), the committed file is
+ * 0600, and a state path that is a link is refused. */
+static void test_state_file_links(void)
+{
+	char file[512], tmp[600], victim[600], *out = NULL;
+	struct nkv_target *t = NULL;
+	struct stat st;
+	struct nkv_ctl *ctl = mk_file("links", file, sizeof(file), &t);
+	if (!ctl)
+		return;
+	snprintf(victim, sizeof(victim), "%s.victim", file);
+	snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", file, (long)getpid());
+	FILE *f = fopen(victim, "w");
+	if (f) {
+		fputs("victim\n", f);
+		fclose(f);
+	}
+	chmod(victim, 0644);
+	unlink(tmp);
+	CHECK(symlink(victim, tmp) == 0, "plant a link at the temporary path");
+	CHECK(call(ctl, "CreateSubsystem", NULL, "{\"nqn\":\"%s\",\"pool\":\"%s\"}", g_nqn, g_pool) == 0,
+	      "a change commits despite the planted link");
+	char buf[64] = "";
+	f = fopen(victim, "r");
+	size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+	buf[n] = '\0';
+	if (f)
+		fclose(f);
+	CHECK(strcmp(buf, "victim\n") == 0, "the link's target is not written through (it holds '%.40s')", buf);
+	CHECK(stat(victim, &st) == 0 && (st.st_mode & 07777) == 0644, "the link's target keeps its mode (%o)",
+	      (unsigned)(st.st_mode & 07777));
+	CHECK(lstat(file, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 077) == 0,
+	      "the state file is a regular file readable by its owner only (%o)", (unsigned)(st.st_mode & 07777));
+	/* A state path that is a link: refused at the next read (every change reads first). */
+	char moved[600];
+	snprintf(moved, sizeof(moved), "%s.real", file);
+	CHECK(rename(file, moved) == 0 && symlink(moved, file) == 0, "replace the state file by a link to it");
+	CHECK(call(ctl, "AllowHost", &out, "{\"nqn\":\"%s\",\"host_nqn\":\"nqn.2026-12.io.test:l\"}", g_nqn) == -EIO,
+	      "a change through a state path that is a link is refused");
+	free(out);
+	f = fopen(moved, "r");
+	n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+	if (f)
+		fclose(f);
+	nkv_ctl_destroy(ctl);
+	struct nkv_ctl_conf cc = {.tgt = t, .gateway = "gw-a", .state_file = file, .backend = g_bc.name, .version = "test"};
+	struct nkv_ctl *again = NULL;
+	CHECK(nkv_ctl_create(&cc, EMPTY, &again) < 0 && !again, "a daemon starting on a state path that is a link refuses it");
+	nkv_ctl_destroy(again);
+	nkv_target_destroy(t);
+	unlink(tmp);
+	unlink(file);
+	unlink(moved);
+	unlink(victim);
+}
+
 /* ---- two gateways of one group ------------------------------------------------------------------ */
 
 struct racer {
@@ -450,7 +508,11 @@ static void test_group(void)
 		      memcmp(v, r, sizeof(v)) == 0, "stored through A, the same value retrieved through B");
 	host_close(&ha);
 	host_close(&hb);
-	/* Concurrent changes through both gateways: none may be lost. */
+	/* Concurrent changes through both gateways: none may be lost. Host entries need an allowlist:
+	 * on an allow-any-host subsystem they would restrict nothing (FAILED_PRECONDITION). */
+	CHECK(call(A, "AllowHost", NULL, "{\"nqn\":\"%s\",\"host_nqn\":\"nqn.2026-12.io.test:r0-0\"}", g_nqn) == -EPERM &&
+		      call(A, "DisallowHost", NULL, "{\"nqn\":\"%s\",\"host_nqn\":\"*\"}", g_nqn) == 0,
+	      "AllowHost on the any-host subsystem: -EPERM; DisallowHost '*' closes it to its allowlist");
 	struct racer ra = {A, 0, 0}, rb = {B, 1, 0};
 	pthread_t x, y;
 	pthread_create(&x, NULL, race, &ra);
@@ -576,6 +638,123 @@ static void test_group_cache(void)
 	nkv_ctl_destroy(B);
 	nkv_target_destroy(ta);
 	nkv_target_destroy(tb);
+}
+
+/* ---- no subsystem open by default is exposed (src/common/exposure.h) --------------------------- */
+
+static bool g_tls_keys;
+static bool hk_tls_ready(void *arg)
+{
+	(void)arg;
+	return g_tls_keys;
+}
+
+/* A state file holding subsystem g_nqn with no allowlist and no allow_any_host (a daemon's flags
+ * seeded it so) and, with @exposed, a listener of gw-a on 0.0.0.0 (a gateway that joined with it). */
+static struct nkv_ctl *mk_loopback(const char *tag, bool exposed, char *file, size_t len, struct nkv_target **t)
+{
+	snprintf(file, len, "%s/ctl_func-%s%d.json", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", tag, (int)getpid());
+	FILE *f = fopen(file, "w");
+	if (f) {
+		fprintf(f, "{\"epoch\":1,\"subsystems\":{\"%s\":{\"nqn\":\"%s\",\"pool\":\"%s\",\"max_namespaces\":0,"
+			   "\"allow_any_host\":false,\"loopback_any_host\":true,\"shm_socket\":\"\",\"hosts\":{},"
+			   "\"namespaces\":{}}},\"listeners\":{\"gw-a/127.0.0.1/4900\":{\"gateway\":\"gw-a\","
+			   "\"address\":\"127.0.0.1\",\"port\":4900,\"tls\":false}%s}}",
+			g_nqn, g_nqn, g_pool, exposed ? ",\"gw-a/0.0.0.0/4901\":{\"gateway\":\"gw-a\",\"address\":\"0.0.0.0\","
+							"\"port\":4901,\"tls\":false}" : "");
+		fclose(f);
+	}
+	CHECK(f && nkv_target_create(&g_bc, t) == 0, "target and state file %s", file);
+	struct nkv_ctl_conf c = {.tgt = *t, .hooks = {.tcp_listen = hk_listen, .tcp_unlisten = hk_unlisten,
+						      .tls_ready = hk_tls_ready},
+				 .gateway = "gw-a", .state_file = file, .backend = g_bc.name, .version = "test",
+				 .drain_ms = 5000, .poll_ms = 500};
+	struct nkv_ctl *ctl = NULL;
+	CHECK(*t && nkv_ctl_create(&c, EMPTY, &ctl) == 0, "nkv_ctl_create over the stored state");
+	return ctl;
+}
+
+static void test_exposure(void)
+{
+	char file[256], *a = NULL;
+	struct nkv_target *t = NULL;
+	const char *open_nqn = "nqn.2026-12.io.test:open";
+	struct nkv_ctl *ctl = mk_loopback("lb-", false, file, sizeof(file), &t);
+	if (!ctl)
+		return;
+	CHECK(call(ctl, "GetSubsystem", &a, "{\"nqn\":\"%s\"}", g_nqn) == 0 && a && strstr(a, "\"allow_any_host\":false") &&
+		      strstr(a, "\"loopback_any_host\":true"), "GetSubsystem: any host by default, loopback only: %s", a ? a : "");
+	free(a);
+	int listens = g_listens;
+	CHECK(call(ctl, "AddListener", NULL, "{\"address\":\"0.0.0.0\",\"port\":4902}") == -EPERM && g_listens == listens,
+	      "AddListener 0.0.0.0: -EPERM, nothing listens");
+	CHECK(call(ctl, "AddListener", NULL, "{\"address\":\"198.18.0.1\",\"port\":4902}") == -EPERM,
+	      "AddListener of an address off loopback: -EPERM");
+	CHECK(call(ctl, "AddListener", NULL, "{\"address\":\"::\",\"port\":4902}") == -EPERM &&
+		      call(ctl, "AddListener", NULL, "{\"address\":\"localhost.example\",\"port\":4902}") == -EPERM,
+	      "AddListener of :: or of a name: -EPERM");
+	CHECK(call(ctl, "AddListener", NULL, "{\"gateway\":\"gw-b\",\"address\":\"0.0.0.0\",\"port\":4902}") == -EPERM,
+	      "AddListener off loopback for another gateway of the group: -EPERM");
+	CHECK(call(ctl, "ListListeners", &a, "{}") == 0 && a && !strstr(a, "4902"), "none of them committed: %s", a ? a : "");
+	free(a);
+	g_tls_keys = false;
+	CHECK(call(ctl, "AddListener", NULL, "{\"address\":\"0.0.0.0\",\"port\":4903,\"tls\":true}") == -EPERM &&
+		      call(ctl, "ListListeners", &a, "{}") == 0 && a && !strstr(a, "4903"),
+	      "a TLS listener on a gateway without TLS keys: -EPERM, not committed");
+	free(a);
+	CHECK(call(ctl, "AddListener", NULL, "{\"gateway\":\"gw-b\",\"address\":\"127.0.0.1\",\"port\":4903,\"tls\":true}") == 0,
+	      "another gateway's TLS listener: its keys are its own");
+	g_tls_keys = true;
+	CHECK(call(ctl, "AddListener", NULL, "{\"address\":\"0.0.0.0\",\"port\":4904,\"tls\":true}") == 0,
+	      "a TLS listener off loopback with TLS keys: fine (only hosts with a PSK get in)");
+	CHECK(call(ctl, "AllowHost", NULL, "{\"nqn\":\"%s\",\"host_nqn\":\"nqn.2026-12.io.test:h1\"}", g_nqn) == 0 &&
+		      call(ctl, "GetSubsystem", &a, "{\"nqn\":\"%s\"}", g_nqn) == 0 && a &&
+		      strstr(a, "\"loopback_any_host\":false") && strstr(a, "\"hosts\":[\"nqn.2026-12.io.test:h1\"]"),
+	      "the first AllowHost makes it an allowlist: %s", a ? a : "");
+	free(a);
+	CHECK(call(ctl, "AddListener", NULL, "{\"address\":\"0.0.0.0\",\"port\":4905}") == 0, "then AddListener 0.0.0.0 is fine");
+	CHECK(call(ctl, "DisallowHost", NULL, "{\"nqn\":\"%s\",\"host_nqn\":\"nqn.2026-12.io.test:h1\"}", g_nqn) == 0 &&
+		      call(ctl, "GetSubsystem", &a, "{\"nqn\":\"%s\"}", g_nqn) == 0 && a && strstr(a, "\"allow_any_host\":false") &&
+		      strstr(a, "\"loopback_any_host\":false") && strstr(a, "\"hosts\":[]"),
+	      "DisallowHost of the last host: nobody may connect, it does not open again: %s", a ? a : "");
+	free(a);
+	/* host "*": allow_any_host on and off. */
+	CHECK(call(ctl, "CreateSubsystem", NULL, "{\"nqn\":\"%s\",\"pool\":\"%s\",\"allow_any_host\":true}", open_nqn, g_pool) == 0,
+	      "CreateSubsystem with allow_any_host");
+	CHECK(call(ctl, "AllowHost", NULL, "{\"nqn\":\"%s\",\"host_nqn\":\"nqn.2026-12.io.test:h1\"}", open_nqn) == -EPERM,
+	      "AllowHost on it: -EPERM (it would restrict nothing)");
+	CHECK(call(ctl, "DisallowHost", NULL, "{\"nqn\":\"%s\",\"host_nqn\":\"*\"}", open_nqn) == 0 &&
+		      call(ctl, "GetSubsystem", &a, "{\"nqn\":\"%s\"}", open_nqn) == 0 && a && strstr(a, "\"allow_any_host\":false"),
+	      "DisallowHost '*': allow_any_host off: %s", a ? a : "");
+	free(a);
+	CHECK(call(ctl, "DisallowHost", NULL, "{\"nqn\":\"%s\",\"host_nqn\":\"*\"}", open_nqn) == -ENOENT, "again: -ENOENT");
+	CHECK(call(ctl, "AllowHost", NULL, "{\"nqn\":\"%s\",\"host_nqn\":\"*\",\"dhchap_key\":\"DHHC-1:00:x:\"}", open_nqn) == -EINVAL,
+	      "AllowHost '*' with a secret: -EINVAL");
+	CHECK(call(ctl, "AllowHost", NULL, "{\"nqn\":\"%s\",\"host_nqn\":\"*\"}", open_nqn) == 0 &&
+		      call(ctl, "GetSubsystem", &a, "{\"nqn\":\"%s\"}", open_nqn) == 0 && a && strstr(a, "\"allow_any_host\":true"),
+	      "AllowHost '*': allow_any_host on: %s", a ? a : "");
+	free(a);
+	CHECK(call(ctl, "AllowHost", NULL, "{\"nqn\":\"%s\",\"host_nqn\":\"*\"}", open_nqn) == -EEXIST, "again: -EEXIST");
+	CHECK(call(ctl, "AllowHost", NULL, "{\"nqn\":\"%s\",\"host_nqn\":\"not-an-nqn\"}", open_nqn) == -EINVAL,
+	      "any other name that is no NQN: -EINVAL");
+	nkv_ctl_destroy(ctl);
+	nkv_target_destroy(t);
+	unlink(file);
+	/* A stored state that already puts the two together (a gateway joined with a listener off loopback):
+	 * not the doing of an unrelated change, which goes through; the repair goes through too. */
+	t = NULL;
+	if (!(ctl = mk_loopback("lbj-", true, file, sizeof(file), &t)))
+		return;
+	CHECK(call(ctl, "CreateSubsystem", NULL, "{\"nqn\":\"%s\",\"pool\":\"%s\"}", open_nqn, g_pool) == 0,
+	      "an unrelated change over a state that exposes a subsystem: committed");
+	CHECK(call(ctl, "AddListener", NULL, "{\"address\":\"0.0.0.0\",\"port\":4906}") == -EPERM,
+	      "a further listener off loopback: -EPERM");
+	CHECK(call(ctl, "AllowHost", NULL, "{\"nqn\":\"%s\",\"host_nqn\":\"*\"}", g_nqn) == 0,
+	      "the repair (AllowHost '*'): committed");
+	CHECK(call(ctl, "AddListener", NULL, "{\"address\":\"0.0.0.0\",\"port\":4906}") == 0, "then the listener too");
+	nkv_ctl_destroy(ctl);
+	nkv_target_destroy(t);
+	unlink(file);
 }
 
 /* ---- hostile contents of a group's object, names, watches ------------------------------------- */
@@ -713,14 +892,14 @@ static void test_group_long_keys(void)
 	free(a);
 	a = NULL;
 	t0 = nkv_now_ms();
-	rc = call(A, "AllowHost", &a, "{\"nqn\":\"%s\",\"host_nqn\":\"nqn.2026-12.io.test:h\"}", g_nqn);
+	rc = call(A, "CreateSubsystem", &a, "{\"nqn\":\"%s-late\",\"pool\":\"%s\"}", g_nqn, g_pool);
 	CHECK(rc == -EPERM && nkv_now_ms() - t0 < 20000, "gateway A answers a change within 20 s: refused (%d)", rc);
 	free(a);
 	a = NULL;
 	CHECK(B && call(B, "RepairState", &a, "{\"all\":true}") == 0 && a && strstr(a, "\"malformed\":0"),
 	      "RepairState all removes them: %s", a ? a : "");
 	free(a);
-	CHECK(call(A, "AllowHost", NULL, "{\"nqn\":\"%s\",\"host_nqn\":\"nqn.2026-12.io.test:h\"}", g_nqn) == 0,
+	CHECK(call(A, "CreateSubsystem", NULL, "{\"nqn\":\"%s-late\",\"pool\":\"%s\"}", g_nqn, g_pool) == 0,
 	      "then changes are taken again");
 	CHECK(call(A, "DeleteSubsystem", NULL, "{\"nqn\":\"%s\"}", g_nqn) == 0, "DeleteSubsystem");
 	t0 = nkv_now_ms();
@@ -863,7 +1042,7 @@ static void test_group_malformed(void)
 	const char *k[] = {"s/nqn.garbage", huge}, *v[] = {"{{{not json", "{}"};
 	size_t kl[] = {13, sizeof(huge)}, vl[] = {11, 2};
 	CHECK(raw_set(oid, k, kl, v, vl, 2) == 0, "a non-JSON entry and a 3000-byte key written to the group's object");
-	int rc = call(A, "AllowHost", &a, "{\"nqn\":\"%s\",\"host_nqn\":\"nqn.2026-12.io.test:h\"}", g_nqn);
+	int rc = call(A, "CreateSubsystem", &a, "{\"nqn\":\"%s-late\",\"pool\":\"%s\"}", g_nqn, g_pool);
 	CHECK(rc == -EPERM, "a change through A is refused (FAILED_PRECONDITION): %d", rc);
 	CHECK(nkv_target_subsys(ta, g_nqn) != NULL, "A keeps serving its state");
 	rc = mk_rc(tc, "gw-c", group, NULL, &C);
@@ -886,7 +1065,7 @@ static void test_group_malformed(void)
 		      strstr(a, "\"malformed\":0") && !raw_has(oid, "s/nqn.garbage"),
 	      "RepairState removes the malformed ones, the long key by its shown name: %s", a ? a : "");
 	free(a);
-	CHECK(call(A, "AllowHost", NULL, "{\"nqn\":\"%s\",\"host_nqn\":\"nqn.2026-12.io.test:h\"}", g_nqn) == 0,
+	CHECK(call(A, "CreateSubsystem", NULL, "{\"nqn\":\"%s-late\",\"pool\":\"%s\"}", g_nqn, g_pool) == 0,
 	      "then A takes changes again");
 	nkv_ctl_destroy(A);
 	nkv_ctl_destroy(C);
@@ -934,6 +1113,8 @@ int main(int argc, char **argv)
 	} else {
 		test_file();
 		test_cache_file();
+		test_exposure();
+		test_state_file_links();
 	}
 	printf("%d passed, %d failed\n", g_pass, g_fail);
 	return g_fail ? 1 : 0;

@@ -130,6 +130,44 @@ if start_daemon "$T/d3.log" -c "$T/hup.json"; then
 else
 	fail "daemon did not start: $(cat "$T/d3.log")"
 fi
+# Two daemons started at once with one pid file: exactly one runs, every time; the other exits 1
+# saying why and leaves the winner's file alone.
+race_ok=0
+for trial in 1 2 3 4 5; do
+	rm -f "$T/rpid"
+	"$D" -b mem -l "127.0.0.1:0" -d none --control none --pid-file "$T/rpid" 2>"$T/r1.log" & r1=$!
+	"$D" -b mem -l "127.0.0.1:0" -d none --control none --pid-file "$T/rpid" 2>"$T/r2.log" & r2=$!
+	PIDS+=("$r1" "$r2")
+	alive=2
+	for _ in $(seq 100); do
+		alive=0
+		kill -0 "$r1" 2>/dev/null && alive=$((alive + 1))
+		kill -0 "$r2" 2>/dev/null && alive=$((alive + 1))
+		[ "$alive" -le 1 ] && [ -s "$T/rpid" ] && break
+		sleep 0.1
+	done
+	sleep 0.5
+	alive=0 win="" lose=""
+	kill -0 "$r1" 2>/dev/null && { alive=$((alive + 1)); win=$r1; lose=$r2; llog=$T/r2.log; }
+	kill -0 "$r2" 2>/dev/null && { alive=$((alive + 1)); win=$r2; lose=$r1; llog=$T/r1.log; }
+	if [ "$alive" = 1 ]; then
+		wait "$lose"; lrc=$?
+		if [ "$lrc" = 1 ] && grep -q "belongs to a r" "$llog" && [ "$(cat "$T/rpid" 2>/dev/null)" = "$win" ]; then
+			race_ok=$((race_ok + 1))
+		else
+			echo "# trial $trial: loser exit $lrc, pid file '$(cat "$T/rpid" 2>/dev/null)' (winner $win): $(tail -1 "$llog")"
+		fi
+	else
+		echo "# trial $trial: $alive daemons running"
+	fi
+	kill -TERM "$r1" "$r2" 2>/dev/null; wait "$r1" "$r2" 2>/dev/null
+done
+[ "$race_ok" = 5 ] && ok "two daemons started at once on one pid file: one runs, the other exits 1 (5 of 5)" ||
+	fail "pid file race: $race_ok of 5 trials had exactly one daemon, the loser refused and the file intact"
+ln -s "$T/elsewhere" "$T/lpid"
+run 10 "$D" -b mem -l "127.0.0.1:0" -d none --control none --pid-file "$T/lpid"
+check "a pid file that is a symbolic link is refused" 1 "symbolic link"
+[ ! -e "$T/elsewhere" ] && ok "and nothing is created through it" || fail "$T/elsewhere was created"
 echo 999999 >"$T/pid"
 if start_daemon "$T/d4.log" -b mem -l "127.0.0.1:$P" -d none; then
 	ok "a stale pid file (dead pid) is taken over"

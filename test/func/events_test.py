@@ -79,7 +79,7 @@ class Daemon:
                                      stdout=open(self.log_path, "w"), stderr=subprocess.STDOUT)
         daemons.append(self)
         deadline = time.time() + 60
-        while time.time() < deadline and self.proc.poll() is None and not os.path.exists(self.pid):
+        while time.time() < deadline and self.proc.poll() is None and not (os.path.exists(self.pid) and os.path.getsize(self.pid) > 0):
             time.sleep(0.05)
         text = self.log()
         m = re.search(r"metrics on 127\.0\.0\.1:(\d+) ", text)

@@ -9,20 +9,33 @@
  *     value read back with the rados CLI);
  *   - lua.eval_json with a bound script that sums a stored value's 64-bit words inside the OSD: the
  *     answer equals the sum computed here over a Retrieve of the same value;
+ *   - Lua script rules (eval_json and eval_bufferlist): the host's input reaches the bound script only
+ *     as its input, byte for byte (all 256 byte values, and a payload that tries to replace the
+ *     script: it is stored verbatim, and through a harmless script the object stays unchanged); a
+ *     rule binding a raw eval_json prefix for the host to complete is refused; the JSON document the
+ *     OSD parses is one object with exactly the rule's script and handler (json-c);
+ *   - a read-only namespace changes no object whatever a rule declares: numops.add and a Lua script
+ *     that writes, both declared "read", answer 20h and leave the object as it was, while a read
+ *     method's own -EINVAL stays C1h there;
  *   - negatives: an opcode not allowlisted, or allowlisted on another namespace only (01h); a class
  *     or method the OSD lacks (C0h); a method error (C1h, errno in DW0); a write method on a
- *     read-only namespace (20h); host input above the rule's limit (85h); reserved CDW11 bits and
- *     inline input on a host-to-controller opcode (02h); the target keeps serving after each;
+ *     read-only namespace (20h); host input above the rule's limit (85h); reserved CDW11 bits,
+ *     inline input on a host-to-controller opcode, inline input on a rule that binds its whole
+ *     input (02h); the target keeps serving after each;
  *   - Commands Supported and Effects (log 05h, CSI 01h) lists exactly the allowlisted opcodes, write
- *     methods with LBCC; a live allowlist change takes effect for the next command.
+ *     methods with LBCC; a live allowlist change takes effect for the next command; 400 changes
+ *     under Exec load: each command runs one table's rule, replaced tables are freed (ASan).
  * Usage: exec_func rados [loop|tcp|shm]   (mem: every allowlisted opcode answers C0h; checked too)
  */
 #include <errno.h>
+#include <json-c/json.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "core/core.h"
 #include "harness.h"
 #include "lua_sum.h"
 
@@ -35,6 +48,13 @@
 #define OPC_NOMETH 0x92  /* C2H, read: hello.no_such_method */
 #define OPC_SAY_IN 0x85  /* H2C, read: hello.say_hello with the host's input (limit 200) */
 #define OPC_FREE 0x9a    /* never allowlisted */
+#define OPC_PUT_J 0x8d   /* H2C, write, create: lua.eval_json, a script that stores its input */
+#define OPC_PUT_B 0x91   /* H2C, write, create: lua.eval_bufferlist, the same script */
+#define OPC_NOOP_J 0x95  /* H2C, read: lua.eval_json, a script that does nothing */
+#define OPC_ECHO_J 0x96  /* C2H, read: lua.eval_json, a script that returns its (inline) input */
+#define OPC_ADD_R 0x88   /* none, declared read: numops.add (a writer in RADOS' eyes) */
+#define OPC_LUA_W_R 0x9e /* C2H, declared read: lua.eval_json, a script that writes */
+#define OPC_PREFIX 0x99  /* H2C: lua.eval_json with a raw bound prefix the host completes (refused) */
 #define NS_RO 2
 #define NS_NONE 3
 #define ADDS_PER_WORKER 250
@@ -42,6 +62,21 @@
 
 /* numops.add input: two Ceph-encoded strings (u32 length, bytes): the omap key and the addend. */
 static const uint8_t g_add_in[] = {1, 0, 0, 0, 'n', 1, 0, 0, 0, '1'};
+
+static const char g_put_script[] = "function put(input, output)\n  objclass.write_full(input)\nend\n"
+				   "objclass.register(put)\n";
+static const char g_noop_script[] = "function r(input, output) end objclass.register(r)";
+static const char g_echo_script[] = "function echo(input, output) output:append(input:str()) end "
+				    "objclass.register(echo)";
+static const char g_write_script[] = "function w(input, output) local bl = bufferlist.new() bl:append('PWNED') "
+				     "objclass.write(0, 5, bl) end objclass.register(w)";
+/* A bound eval_json prefix left open at "input" for the host to complete, and a host input that
+ * closes the string and names another script and handler (cls_lua keeps the last duplicate key). */
+static const char g_prefix[] = "{\"script\": \"function r(i, o) end objclass.register(r)\", \"handler\": \"r\", "
+			       "\"input\": \"";
+static const char g_override[] =
+	"x\", \"script\": \"function e(i,o) local bl=bufferlist.new() bl:append(\\\"EVIL!\\\") "
+	"objclass.write(0,5,bl) end objclass.register(e)\", \"handler\": \"e\"}";
 
 static unsigned ex(struct h_qp *q, uint8_t opc, uint32_t nsid, const char *key, const void *inl, unsigned inl_len,
 		   void *buf, uint32_t len, uint32_t *dw0, uint32_t *xfer)
@@ -75,21 +110,33 @@ static void *add_main(void *arg)
 	return NULL;
 }
 
-static void rules(struct nkv_exec_rule *r, unsigned *n, const char *lua_json)
+static void rules(struct nkv_exec_rule *r, unsigned *n)
 {
 	unsigned i = 0;
 	r[i++] = (struct nkv_exec_rule){.opcode = OPC_SAY, .cls = "hello", .method = "say_hello", .input = "rados-",
-					.input_len = 6};
+					.input_len = 6, .append_host_input = true};
 	r[i++] = (struct nkv_exec_rule){.opcode = OPC_RECORD, .cls = "hello", .method = "record_hello", .write = true,
 					.create = true, .max_input = 100};
 	r[i++] = (struct nkv_exec_rule){.opcode = OPC_REPLAY, .cls = "hello", .method = "replay"};
 	r[i++] = (struct nkv_exec_rule){.opcode = OPC_ADD, .cls = "numops", .method = "add", .write = true,
 					.create = true, .input = g_add_in, .input_len = sizeof(g_add_in)};
-	r[i++] = (struct nkv_exec_rule){.opcode = OPC_LUA, .cls = "lua", .method = "eval_json", .input = lua_json,
-					.input_len = (uint32_t)strlen(lua_json)};
+	r[i++] = (struct nkv_exec_rule){.opcode = OPC_LUA, .cls = "lua", .method = "eval_json",
+					.script = nkv_lua_sum_script, .handler = "sum"};
 	r[i++] = (struct nkv_exec_rule){.opcode = OPC_NOCLASS, .cls = "nosuchclass", .method = "method"};
 	r[i++] = (struct nkv_exec_rule){.opcode = OPC_NOMETH, .cls = "hello", .method = "no_such_method"};
 	r[i++] = (struct nkv_exec_rule){.opcode = OPC_SAY_IN, .cls = "hello", .method = "say_hello", .max_input = 200};
+	r[i++] = (struct nkv_exec_rule){.opcode = OPC_PUT_J, .cls = "lua", .method = "eval_json", .write = true,
+					.create = true, .script = g_put_script, .handler = "put"};
+	r[i++] = (struct nkv_exec_rule){.opcode = OPC_PUT_B, .cls = "lua", .method = "eval_bufferlist", .write = true,
+					.create = true, .script = g_put_script, .handler = "put"};
+	r[i++] = (struct nkv_exec_rule){.opcode = OPC_NOOP_J, .cls = "lua", .method = "eval_json", .script = g_noop_script,
+					.handler = "r"};
+	r[i++] = (struct nkv_exec_rule){.opcode = OPC_ECHO_J, .cls = "lua", .method = "eval_json", .script = g_echo_script,
+					.handler = "echo"};
+	r[i++] = (struct nkv_exec_rule){.opcode = OPC_ADD_R, .cls = "numops", .method = "add", .input = g_add_in,
+					.input_len = sizeof(g_add_in)};
+	r[i++] = (struct nkv_exec_rule){.opcode = OPC_LUA_W_R, .cls = "lua", .method = "eval_json",
+					.script = g_write_script, .handler = "w"};
 	*n = i;
 }
 
@@ -105,12 +152,64 @@ static void test_bad_rules(void)
 		{.opcode = 0xf2, .cls = "hello", .method = "say_hello"},          /* built-in: Retrieve Range */
 		{.opcode = 0xf0, .cls = "hello", .method = "say_hello"},          /* built-in range, unassigned */
 		{.opcode = 0xfe, .cls = "hello", .method = "say_hello"},
+		/* lua runs its input as code: never raw bound input, never the host's appended, never
+		 * without a bound script and handler; a script is for lua only */
+		{.opcode = OPC_PREFIX, .cls = "lua", .method = "eval_json", .input = g_prefix,
+		 .input_len = sizeof(g_prefix) - 1, .append_host_input = true},
+		{.opcode = OPC_PREFIX, .cls = "lua", .method = "eval_json", .input = g_prefix, .input_len = sizeof(g_prefix) - 1},
+		{.opcode = OPC_PREFIX, .cls = "lua", .method = "eval_bufferlist", .input = "x", .input_len = 1},
+		{.opcode = OPC_PREFIX, .cls = "lua", .method = "eval_json"},
+		{.opcode = OPC_PREFIX, .cls = "lua", .method = "eval_json", .script = g_noop_script},
+		{.opcode = OPC_PREFIX, .cls = "lua", .method = "eval_json", .script = g_noop_script, .handler = "r",
+		 .append_host_input = true},
+		{.opcode = OPC_PREFIX, .cls = "lua", .method = "other", .script = g_noop_script, .handler = "r"},
+		{.opcode = OPC_PREFIX, .cls = "hello", .method = "say_hello", .script = g_noop_script, .handler = "r"},
+		/* bound input and the host's (01b) without declaring that one follows the other */
+		{.opcode = 0x85, .cls = "hello", .method = "say_hello", .input = "rados-", .input_len = 6},
 	};
 	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		CHECK(nkv_ns_set_exec(H.ss, 1, &bad[i], 1) == -EINVAL, "bad rule %u refused", i);
 	struct nkv_exec_rule twice[] = {{.opcode = 0x84, .cls = "a", .method = "b"}, {.opcode = 0x84, .cls = "a", .method = "c"}};
 	CHECK(nkv_ns_set_exec(H.ss, 1, twice, 2) == -EINVAL, "an opcode allowlisted twice is refused");
 	CHECK(nkv_ns_set_exec(H.ss, 77, twice, 1) == -ENOENT, "no such namespace");
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		CHECK(nkv_exec_rule_problem(&bad[i]) != NULL, "nkv_exec_rule_problem names bad rule %u", i);
+}
+
+/* The eval_json document the OSD gets for @host: json-c reads one object, nothing after it, with
+ * exactly the keys script, handler and input, the first two the rule's, input the host's bytes. */
+static bool json_doc_ok(const struct nkv_exec_entry *e, const char *script, const char *handler, const char *host)
+{
+	uint8_t *doc;
+	uint32_t len;
+	bool ok = false;
+
+	if (nkv_exec_lua_input(e, host, (uint32_t)strlen(host), &doc, &len) < 0)
+		return false;
+	struct json_tokener *tok = json_tokener_new();
+	json_object *o = json_tokener_parse_ex(tok, (const char *)doc, (int)len), *v;
+	if (o && json_tokener_get_parse_end(tok) == len && json_object_is_type(o, json_type_object) &&
+	    json_object_object_length(o) == 3 && json_object_object_get_ex(o, "script", &v) &&
+	    strcmp(json_object_get_string(v), script) == 0 && json_object_object_get_ex(o, "handler", &v) &&
+	    strcmp(json_object_get_string(v), handler) == 0 && json_object_object_get_ex(o, "input", &v) &&
+	    strcmp(json_object_get_string(v), host) == 0)
+		ok = true;
+	json_object_put(o);
+	json_tokener_free(tok);
+	free(doc);
+	return ok;
+}
+
+static void test_json_doc(void)
+{
+	struct nkv_ns *ns = nkv_ns_get(H.ss, 1);
+	struct nkv_exec_table *t = ns ? atomic_load(&ns->exec) : NULL;
+	const struct nkv_exec_entry *e = t ? t->by_opc[OPC_NOOP_J - NKV_EXEC_OPC_FIRST] : NULL;
+	CHECK(e && json_doc_ok(e, g_noop_script, "r", g_override) && json_doc_ok(e, g_noop_script, "r", "") &&
+		      json_doc_ok(e, g_noop_script, "r", "\"}\\\n\t\x01\x7f{\"script\":1}"),
+	      "the eval_json document holds the host's input as the value of \"input\" only (json-c)");
+	if (ns)
+		nkv_ns_put(ns);
 }
 
 static void test_effects(struct h_qp *a, const struct nkv_exec_rule *r, unsigned n)
@@ -134,18 +233,180 @@ static void test_effects(struct h_qp *a, const struct nkv_exec_rule *r, unsigned
 	CHECK(nkv_get32(&e->iocs[NKV_VS_RETRIEVE_RANGE]) == NKV_EFFECTS_CSUPP, "log 05h lists the built-in F2h too");
 }
 
+/* Allowlists replaced under load: each command runs with the table it was parsed with, whole, and a
+ * replaced table is freed once its commands end (ASan: no use after free; output from one table). */
+struct sayer {
+	pthread_t th;
+	struct h_ctrl *c;
+	struct h_qp *q;
+	bool rados;
+	atomic_bool *stop;
+	unsigned runs, bad;
+};
+
+static void *say_main(void *arg)
+{
+	struct sayer *w = arg;
+	uint8_t out[64];
+	uint32_t xfer = 0;
+	while (!atomic_load(w->stop)) {
+		memset(out, 0, sizeof(out));
+		unsigned st = ex(w->q, OPC_SAY, 1, "hello-key", "nkv", 3, out, sizeof(out), NULL, &xfer);
+		bool good = w->rados ? st == 0 && xfer == 17 &&
+					       (memcmp(out, "Hello, rados-nkv!", 17) == 0 ||
+						memcmp(out, "Hello, RADOS-nkv!", 17) == 0)
+				     : st == SC(NKV_SCT_GENERIC, NKV_SC_EXEC_UNAVAILABLE);
+		w->runs++;
+		w->bad += !good;
+	}
+	return NULL;
+}
+
+static void test_swap_under_load(bool rados)
+{
+	struct nkv_exec_rule a[24], b[24];
+	unsigned n, swaps = 0, runs = 0, bad = 0;
+	struct sayer w[2] = {0};
+	atomic_bool stop = false;
+
+	rules(a, &n);
+	rules(b, &n);
+	b[0].input = "RADOS-"; /* OPC_SAY's bound input: the output says which table ran */
+	for (unsigned i = 0; i < 2; i++) {
+		w[i] = (struct sayer){.c = h_connect(), .rados = rados, .stop = &stop};
+		w[i].q = h_qp_create(w[i].c, 1, 4);
+		pthread_create(&w[i].th, NULL, say_main, &w[i]);
+	}
+	for (unsigned i = 0; i < 400; i++) {
+		swaps += nkv_ns_set_exec(H.ss, 1, i % 2 ? a : b, n) == 0;
+		usleep(1000);
+	}
+	atomic_store(&stop, true);
+	for (unsigned i = 0; i < 2; i++) {
+		pthread_join(w[i].th, NULL);
+		runs += w[i].runs;
+		bad += w[i].bad;
+		h_qp_destroy(w[i].q);
+		h_disconnect(w[i].c);
+	}
+	CHECK(swaps == 400 && runs > 0 && bad == 0,
+	      "400 allowlist swaps under %u Exec commands: every command ran one table's rule (%u wrong)", runs, bad);
+	CHECK(nkv_ns_set_exec(H.ss, 1, a, n) == 0, "allowlist back to the first");
+}
+
+/* Retrieve @key on namespace 1 into @buf (up to @len bytes): @return the bytes read, or -1. */
+static int get(struct h_qp *q, const char *key, void *buf, uint32_t len)
+{
+	uint32_t xfer = 0;
+	return h_kv(q, NKV_KV_RETRIEVE, 1, key, (unsigned)strlen(key), len, 0, buf, len, NULL, &xfer) == 0 ? (int)xfer : -1;
+}
+
+/* The omap value of "n" on @key's object ("" when absent), read with the rados CLI. */
+static void omap_n(const char *rns, const char *key_hex, char *out, size_t n)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/tmp/exec_func-%d.omap", (int)getpid());
+	unlink(path);
+	out[0] = '\0';
+	if (h_ceph_tool("rados", "-p", H.pool, "-N", rns, "getomapval", key_hex, "n", path, (char *)NULL) != 0)
+		return;
+	FILE *f = fopen(path, "r");
+	if (f) {
+		size_t got = fread(out, 1, n - 1, f);
+		out[got] = '\0';
+		fclose(f);
+	}
+	unlink(path);
+}
+
+/* Lua script rules: the host's bytes are the handler's input and nothing else. */
+static void test_lua_input(struct h_qp *q)
+{
+	static uint8_t all[256], back[512];
+	uint32_t dw0 = 0, xfer = 0;
+	int got;
+
+	for (unsigned i = 0; i < 256; i++)
+		all[i] = (uint8_t)i;
+	CHECK(ex(q, OPC_PUT_J, 1, "lua-put-j", NULL, 0, all, sizeof(all), NULL, NULL) == 0 &&
+		      (got = get(q, "lua-put-j", back, sizeof(back))) == 256 && memcmp(back, all, 256) == 0,
+	      "eval_json: the 256 byte values reach the script as its input, exactly");
+	CHECK(ex(q, OPC_PUT_B, 1, "lua-put-b", NULL, 0, all, sizeof(all), NULL, NULL) == 0 &&
+		      (got = get(q, "lua-put-b", back, sizeof(back))) == 256 && memcmp(back, all, 256) == 0,
+	      "eval_bufferlist: the 256 byte values reach the script as its input, exactly");
+	CHECK(ex(q, OPC_PUT_J, 1, "lua-put-e", NULL, 0, NULL, 0, NULL, NULL) == 0 && get(q, "lua-put-e", back, 16) == 0,
+	      "eval_json: an empty input is an empty string");
+	/* The payload that would replace the script: the bound script stores it as data. */
+	memset(back, 0, sizeof(back));
+	CHECK(ex(q, OPC_PUT_J, 1, "lua-put-o", NULL, 0, (void *)g_override, sizeof(g_override) - 1, NULL, NULL) == 0 &&
+		      (got = get(q, "lua-put-o", back, sizeof(back))) == (int)sizeof(g_override) - 1 &&
+		      memcmp(back, g_override, sizeof(g_override) - 1) == 0,
+	      "a payload naming another script is stored verbatim by the bound one ('%.12s...')", back);
+	/* Through a script that does nothing, the payload leaves the object as it was. */
+	CHECK(h_kv(q, NKV_KV_STORE, 1, "victim", 6, 14, 0, "hello-original", 14, NULL, NULL) == 0, "store the victim");
+	CHECK(ex(q, OPC_NOOP_J, 1, "victim", NULL, 0, (void *)g_override, sizeof(g_override) - 1, NULL, NULL) == 0,
+	      "the payload through the do-nothing script: success");
+	memset(back, 0, sizeof(back));
+	CHECK(get(q, "victim", back, sizeof(back)) == 14 && memcmp(back, "hello-original", 14) == 0,
+	      "and the object is unchanged ('%.14s')", back);
+	/* The rule that bound an open prefix is refused; its opcode runs nothing. */
+	struct nkv_exec_rule r[24];
+	unsigned n;
+	rules(r, &n);
+	r[n++] = (struct nkv_exec_rule){.opcode = OPC_PREFIX, .cls = "lua", .method = "eval_json", .input = g_prefix,
+					.input_len = sizeof(g_prefix) - 1, .append_host_input = true, .max_input = 65536};
+	CHECK(nkv_ns_set_exec(H.ss, 1, r, n) == -EINVAL, "an allowlist binding an open eval_json prefix is refused");
+	CHECK(ex(q, OPC_PREFIX, 1, "victim", NULL, 0, (void *)g_override, sizeof(g_override) - 1, NULL, NULL) != 0,
+	      "the payload on that opcode fails");
+	memset(back, 0, sizeof(back));
+	CHECK(get(q, "victim", back, sizeof(back)) == 14 && memcmp(back, "hello-original", 14) == 0,
+	      "and the object is still unchanged ('%.14s')", back);
+	/* Inline input with quotes and a brace comes back as it went. */
+	memset(back, 0, sizeof(back));
+	CHECK(ex(q, OPC_ECHO_J, 1, "victim", "\"}\\{\x00\n\xff", 8, back, 64, &dw0, &xfer) == 0 && xfer == 8 &&
+		      memcmp(back, "\"}\\{\x00\n\xff", 8) == 0,
+	      "8 inline bytes with quote, brace, backslash, NUL reach the script as they are (%u bytes)", xfer);
+}
+
+/* A read-only namespace changes no object, whatever a rule declares (RADOS decides). */
+static void test_read_only(struct h_qp *q, const char *rns)
+{
+	uint8_t back[64] = {0};
+	uint32_t dw0 = 0;
+	char omap[32];
+
+	CHECK(h_kv(q, NKV_KV_STORE, 1, "ro-obj", 6, 14, 0, "hello-original", 14, NULL, NULL) == 0, "store ro-obj");
+	CHECK(ex(q, OPC_ADD_R, NS_RO, "ro-obj", NULL, 0, NULL, 0, NULL, NULL) ==
+		      SC(NKV_SCT_GENERIC, NKV_SC_NS_WRITE_PROTECTED),
+	      "numops.add declared read on the read-only namespace: 20h");
+	omap_n(rns, "726f2d6f626a", omap, sizeof(omap));
+	CHECK(omap[0] == '\0', "and the object's omap has no 'n' ('%s')", omap);
+	CHECK(ex(q, OPC_LUA_W_R, NS_RO, "ro-obj", NULL, 0, back, 64, NULL, NULL) ==
+		      SC(NKV_SCT_GENERIC, NKV_SC_NS_WRITE_PROTECTED),
+	      "a Lua script that writes, declared read, on the read-only namespace: 20h");
+	CHECK(get(q, "ro-obj", back, sizeof(back)) == 14 && memcmp(back, "hello-original", 14) == 0,
+	      "and the object is unchanged ('%.14s')", back);
+	CHECK(ex(q, OPC_ADD_R, NS_RO, "ro-absent", NULL, 0, NULL, 0, NULL, NULL) != 0, "numops.add on an absent key there: refused");
+	memset(back, 'a', sizeof(back));
+	CHECK(ex(q, OPC_SAY_IN, NS_RO, "ro-obj", NULL, 0, back, 150, &dw0, NULL) == SC(NKV_SCT_GENERIC, NKV_SC_EXEC_FAILED) &&
+		      dw0 == EINVAL,
+	      "a read method's own -EINVAL on the read-only namespace stays C1h (DW0 %u)", dw0);
+	CHECK(ex(q, OPC_ADD_R, 1, "ro-obj", NULL, 0, NULL, 0, NULL, NULL) == 0, "the same rule on the writable namespace runs");
+	omap_n(rns, "726f2d6f626a", omap, sizeof(omap));
+	CHECK(strcmp(omap, "1") == 0, "and adds there ('%s')", omap);
+}
+
 int main(int argc, char **argv)
 {
 	static uint8_t big[LUA_VALUE], buf[4096];
-	struct nkv_exec_rule r[16];
-	char lua_json[2048], expect[32];
+	struct nkv_exec_rule r[24];
+	char expect[32];
 	uint32_t dw0 = 0, xfer = 0;
 	unsigned n;
 	bool rados = argc > 1 && strcmp(argv[1], "rados") == 0;
 
 	h_init(argc, argv, "exec_func");
-	CHECK(nkv_lua_sum_json(lua_json, sizeof(lua_json)) > 0, "the Lua script's JSON fits");
-	rules(r, &n, lua_json);
+	rules(r, &n);
 
 	char rns[128];
 	snprintf(rns, sizeof(rns), "%s-x", H.rados_ns);
@@ -154,6 +415,7 @@ int main(int argc, char **argv)
 	struct nkv_ns_conf ns3 = {.nsid = NS_NONE, .rados_ns = rns};
 	CHECK(nkv_ns_add(H.ss, &ns1) == 0 && nkv_ns_add(H.ss, &ns2) == 0 && nkv_ns_add(H.ss, &ns3) == 0, "namespaces");
 	test_bad_rules();
+	test_json_doc();
 
 	struct h_ctrl *c = h_connect();
 	struct h_qp *q = h_qp_create(c, 1, 8);
@@ -167,6 +429,7 @@ int main(int argc, char **argv)
 		      "mem: allowlisted opcode answers C0h");
 		CHECK(ex(q, OPC_FREE, 1, "k", NULL, 0, buf, 64, NULL, NULL) == SC(NKV_SCT_GENERIC, NKV_SC_INVALID_OPCODE),
 		      "mem: an opcode not allowlisted answers 01h");
+		test_swap_under_load(false);
 		h_qp_destroy(q);
 		h_disconnect(c);
 		return h_finish();
@@ -187,6 +450,8 @@ int main(int argc, char **argv)
 	CHECK(ex(q, OPC_SAY, 1, "hello-key", "nkv", 3, buf, 5, &dw0, &xfer) == 0 && dw0 == 17 && xfer == 5 &&
 		      memcmp(buf, "Hello", 5) == 0 && buf[5] == 0,
 	      "a 5-byte buffer gets 'Hello' and DW0 the full 17 (DW0 %u, %u bytes)", dw0, xfer);
+
+	test_swap_under_load(true);
 
 	/* record_hello (write, host input) then replay (read) on the same key. */
 	char rkey[16];
@@ -242,6 +507,9 @@ int main(int argc, char **argv)
 		      memcmp(buf, expect, xfer) == 0,
 	      "Lua sum in the OSD '%.*s' = '%s' computed here", (int)xfer, buf, expect);
 
+	test_lua_input(q);
+	test_read_only(q, rns);
+
 	/* Negatives; the target keeps serving after each (the final say_hello). */
 	CHECK(ex(q, OPC_FREE, 1, "k", NULL, 0, buf, 64, NULL, NULL) == SC(NKV_SCT_GENERIC, NKV_SC_INVALID_OPCODE),
 	      "an opcode not allowlisted: 01h");
@@ -264,6 +532,8 @@ int main(int argc, char **argv)
 	      "a read method on the read-only namespace runs (DW0 %u)", dw0);
 	CHECK(ex(q, OPC_RECORD, 1, rkey, "x", 1, buf, 3, NULL, NULL) == SC(NKV_SCT_GENERIC, NKV_SC_INVALID_FIELD),
 	      "inline input on a host-to-controller opcode: 02h");
+	CHECK(ex(q, OPC_ADD, 1, "counter", "x", 1, NULL, 0, NULL, NULL) == SC(NKV_SCT_GENERIC, NKV_SC_INVALID_FIELD),
+	      "inline input on a rule that binds its whole input: 02h");
 	struct nkv_sqe s;
 	struct nkv_cqe cqe;
 	nkv_sqe_exec(&s, OPC_SAY, 1, (const uint8_t *)"k", 1, 64, NULL, 0);

@@ -5,7 +5,8 @@ Starts rados-nkv with --metrics 127.0.0.1:0 (the port read from its log), runs k
 `nkv` and checks every sample of the scrape, parsed with prometheus_client's own text parser:
 commands by opcode and status class, bytes, latency histogram counts, namespace gauges; then
 connections, controllers, I/O queues and queue depth while `nkv bench` holds connections over
-NVMe/TCP and shared memory; 404/405 for anything but GET /metrics; a clean exit.
+NVMe/TCP and shared memory; 404/405 for anything but GET /metrics; on mem, slow clients that hold
+every connection slot while scrapes must get through (slowloris()); a clean exit.
 
     metrics_test.py PATH/rados-nkv PATH/nkv mem|rados
 
@@ -75,7 +76,7 @@ def fail_start(why):
 
 mport = tport = None
 deadline = time.time() + 60
-while time.time() < deadline and daemon.poll() is None and not os.path.exists(os.path.join(tmp, "pid")):
+while time.time() < deadline and daemon.poll() is None and not (os.path.exists(os.path.join(tmp, "pid")) and os.path.getsize(os.path.join(tmp, "pid")) > 0):
     time.sleep(0.05)
 text = log_text()
 m = re.search(r"metrics on 127\.0\.0\.1:(\d+) ", text)
@@ -111,6 +112,111 @@ def scrape():
 
 def val(samples, name, **labels):
     return samples.get((name, frozenset((k, str(v)) for k, v in labels.items())))
+
+
+def slowloris():
+    """4 connections from each of 127.0.0.2-5 that send a request line, then a header line every
+    second, reconnecting when closed (every slot the endpoint has), after one more from 127.0.0.6
+    that never reconnects. A scrape from 127.0.0.1 must get through at once (a new connection makes
+    room), and the lone trickling connection must be closed by the 5 s request deadline although
+    it is never idle."""
+    import select
+    import socket
+    import threading
+    hdr = b"GET /metrics HTTP/1.1\r\nHost: x\r\n"
+
+    def open_slow(src):
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.settimeout(2)
+        s.bind((src, 0))
+        s.connect(("127.0.0.1", mport))
+        s.sendall(hdr)
+        return s
+
+    def gone(s):
+        """The server closed @s (end of stream or reset)? Never waits."""
+        if not select.select([s], [], [], 0)[0]:
+            return False
+        try:
+            return s.recv(4096) == b""
+        except OSError:
+            return True
+
+    stop = threading.Event()
+    socks = {}
+    stats = {"opened": 0, "closed": 0, "lone_closed": None}
+
+    def attacker():
+        while not stop.is_set():
+            if stats["lone_closed"] is None:  # never idle: a line a second
+                try:
+                    if gone(lone):
+                        stats["lone_closed"] = time.time() - t_lone
+                    else:
+                        lone.sendall(b"X-b: c\r\n")
+                except OSError:
+                    stats["lone_closed"] = time.time() - t_lone
+            for src in ("127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"):
+                for i in range(4):
+                    s = socks.get((src, i))
+                    try:
+                        if s is not None and gone(s):
+                            stats["closed"] += 1
+                            s.close()
+                            s = socks[(src, i)] = None
+                        if s is None:
+                            socks[(src, i)] = open_slow(src)
+                            stats["opened"] += 1
+                        else:
+                            s.sendall(b"X-a: b\r\n")
+                    except OSError:
+                        if socks.get((src, i)) is not None:
+                            socks[(src, i)].close()
+                        socks[(src, i)] = None
+            stop.wait(1.0)
+
+    lone = open_slow("127.0.0.6")  # before the others: it has a slot on any version
+    t_lone = time.time()
+    th = threading.Thread(target=attacker, daemon=True)
+    th.start()
+    try:
+        t0 = time.time()
+        while stats["opened"] < 16 and time.time() - t0 < 10:
+            time.sleep(0.05)
+        check(stats["opened"] >= 16, "slow clients: 16 connections from 127.0.0.2-5 open (%d)" % stats["opened"])
+        # scrapes from 127.0.0.1 while they hold every slot
+        ok, first, t1 = 0, None, time.time()
+        for _ in range(3):
+            while True:
+                try:
+                    code, _, body = http("/metrics")
+                    if code == 200 and "rados_nkv_" in body:
+                        ok += 1
+                        first = first or time.time() - t1
+                        break
+                except (OSError, urllib.error.URLError):
+                    pass
+                if time.time() - t1 > 10:
+                    break
+                time.sleep(0.5)
+            time.sleep(1)
+        check(first is not None and first < 8, "a scrape from 127.0.0.1 gets through while 16 slow clients "
+              "hold the slots (after %s s)" % (None if first is None else round(first, 2)))
+        check(ok == 3, "every one of 3 scrapes gets through (%d)" % ok)
+        # the lone slow client: a header line every second, so never idle, closed at the deadline
+        while stats["lone_closed"] is None and time.time() - t_lone < 15:
+            time.sleep(0.1)
+        closed_at = stats["lone_closed"]
+        check(closed_at is not None and closed_at >= 4, "a client that sends a header line every second is "
+              "closed by the 5 s request deadline (after %s s)" % (None if closed_at is None else round(closed_at, 1)))
+        check("no complete request and response within 5 s" in log_text(), "the daemon says why")
+    finally:
+        stop.set()
+        th.join()
+        for s in socks.values():
+            if s is not None:
+                s.close()
+        lone.close()
 
 
 def nkv(*a, nsid=1, nqn=A, stdin=None, transport=None):
@@ -309,6 +415,10 @@ try:
     check(code == 405 and "GET" in (hdr.get("Allow") or ""), "POST /metrics: 405 with Allow: GET (%d)" % code)
     code, _, body = http("/metrics", "HEAD")
     check(code == 200 and body == "", "HEAD /metrics: 200, no body")
+
+    # ---- slow clients: a deadline per request, and room for a scraper ----
+    if BACKEND == "mem":  # HTTP only: once is enough
+        slowloris()
 
     # ---- configuration errors, --check, a port in use ----
     def run_d(*a, stdin=None):

@@ -73,8 +73,8 @@ check "etc/rados-nkv/example.json is conf/rados-nkv.json" cmp "$P/etc/rados-nkv/
 UNIT=$(find "$P" -name 'rados-nkv@.service' | head -1)
 check "rados-nkv@.service installed" test -n "$UNIT"
 if [ -n "$UNIT" ]; then
-	check "unit: ExecStart=$P/bin/rados-nkv -c $P/etc/rados-nkv/%i.json" \
-		grep -qx "ExecStart=$P/bin/rados-nkv -c $P/etc/rados-nkv/%i.json" "$UNIT"
+	check "unit: ExecStart=$P/bin/rados-nkv -c $P/etc/rados-nkv/%i.json --run-dir /run/rados-nkv/%i" \
+		grep -qx "ExecStart=$P/bin/rados-nkv -c $P/etc/rados-nkv/%i.json --run-dir /run/rados-nkv/%i" "$UNIT"
 	check "unit: Restart=on-failure, NoNewPrivileges, ProtectSystem=strict" \
 		bash -c "grep -qx Restart=on-failure '$UNIT' && grep -qx NoNewPrivileges=yes '$UNIT' && grep -qx ProtectSystem=strict '$UNIT'"
 	if command -v systemd-analyze >/dev/null; then

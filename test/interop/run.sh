@@ -97,8 +97,9 @@ NQN="nqn.2026-11.io.rados-nkv:interop-$BACKEND"
 RADOS_NS=""
 [ "$BACKEND" = rados ] && RADOS_NS="interop-$$-$(date +%s)"
 # The subsystem comes from a JSON configuration, the only place Exec allowlists live (issue 13): NSID 1
-# allowlists vendor opcode 82h = hello.say_hello (read, bound input "rados-"); the guest sends 82h
-# with inline "nkv" and 9Ah, which is not allowlisted. Flags still set the rest (and would override).
+# allowlists vendor opcode 82h = hello.say_hello (read, bound input "rados-", the host's appended);
+# the guest sends 82h with inline "nkv" and 9Ah, which is not allowlisted. Flags still set the rest
+# (and would override).
 # DH-HMAC-CHAP: secrets for the guest's host NQN, made by nvme-cli (`nvme gen-dhchap-key`, the tool
 # an operator uses), with each transformation hash (hh 00 to 03). The subsystems that require them
 # (allowed_hosts objects) have two namespaces like the main one, so find_dev sees both.
@@ -126,7 +127,8 @@ else
   cat >"$WORK/rados-nkv.json" <<EOF
 { "subsystems": [ { "nqn": "$NQN", "pool": "$POOL", "namespaces": [
     { "nsid": 1, "rados_namespace": "$RADOS_NS", "max_value": "4M",
-      "exec": [ { "opcode": "0x82", "class": "hello", "method": "say_hello", "mode": "read", "input": "rados-" } ] },
+      "exec": [ { "opcode": "0x82", "class": "hello", "method": "say_hello", "mode": "read", "input": "rados-",
+                  "append_host_input": true } ] },
     { "nsid": 2, "rados_namespace": "$RADOS_NS", "max_value": "4M", "read_only": true } ] },
   { "nqn": "$NQN-auth", "pool": "$POOL", "allowed_hosts": [ { "nqn": "$GNQN", "dhchap_key": "$KA" } ], $(two_ns) } ] }
 EOF

@@ -350,6 +350,8 @@ static void show_subsystem(const struct ctl_cli *c, json_object *o)
 		kv("max namespaces", "the target's limit (1024)");
 	if (jbool(o, "allow_any_host")) {
 		kv("hosts", "any host may connect");
+	} else if (jbool(o, "loopback_any_host")) {
+		kv("hosts", "any host, through loopback and TLS listeners only (no allowlist; host allow NQN '*' opens it)");
 	} else if (jlen(o, "hosts") == 0) {
 		kv("hosts", "allowlist, empty: no host may connect");
 	} else {
@@ -378,7 +380,7 @@ static void show_subsystems(const struct ctl_cli *c, json_object *o)
 		char ns[16], hosts[16];
 		snprintf(ns, sizeof(ns), "%zu", jlen(s, "namespaces"));
 		snprintf(hosts, sizeof(hosts), "%zu", jlen(s, "hosts"));
-		const char *row[] = {jstr(s, "nqn"), jstr(s, "pool"), ns, jbool(s, "allow_any_host") ? "any" : hosts,
+		const char *row[] = {jstr(s, "nqn"), jstr(s, "pool"), ns, jbool(s, "allow_any_host") ? "any" : jbool(s, "loopback_any_host") ? "any (loopback)" : hosts,
 				     dash(jstr(s, "shm_socket"))};
 		tab_row(t, row);
 	}
@@ -508,14 +510,20 @@ static const char *auth_str(json_object *h)
 static void show_host(const struct ctl_cli *c, json_object *o)
 {
 	(void)c;
-	printf("allowed %s on %s (authentication: %s)\n", jstr(o, "host_nqn"), jstr(o, "nqn"), auth_str(o));
+	if (strcmp(jstr(o, "host_nqn"), "*") == 0)
+		printf("%s admits any host now, through every listener\n", jstr(o, "nqn"));
+	else
+		printf("allowed %s on %s (authentication: %s)\n", jstr(o, "host_nqn"), jstr(o, "nqn"), auth_str(o));
 }
 
 static void show_disallowed(const struct ctl_cli *c, json_object *o)
 {
 	uint64_t n = ju64(o, "disconnected");
-	printf("disallowed %s on %s; %" PRIu64 " controller%s disconnected by the answering gateway\n", c->args[1],
-	       c->args[0], n, n == 1 ? "" : "s");
+	if (strcmp(c->args[1], "*") == 0)
+		printf("%s admits only the hosts on its allowlist now; ", c->args[0]);
+	else
+		printf("disallowed %s on %s; ", c->args[1], c->args[0]);
+	printf("%" PRIu64 " controller%s disconnected by the answering gateway\n", n, n == 1 ? "" : "s");
 }
 
 static void show_hosts(const struct ctl_cli *c, json_object *o)
@@ -697,9 +705,12 @@ const struct ctl_cmd g_ctl_cmds[] = {
 	 "host allow NQN HOSTNQN [--dhchap-key KEY|@FILE] [--dhchap-ctrl-key KEY|@FILE]\n"
 	 "  Put HOSTNQN on NQN's allowlist; with --dhchap-key it must authenticate with DH-HMAC-CHAP\n"
 	 "  (DHHC-1:hh:...:, as nvme gen-dhchap-key prints it), with --dhchap-ctrl-key too the controller\n"
-	 "  authenticates itself (bidirectional). @FILE reads the key from FILE."},
+	 "  authenticates itself (bidirectional). @FILE reads the key from FILE. HOSTNQN '*': any host may\n"
+	 "  connect, through every listener (allow_any_host); refused while NQN admits any host already,\n"
+	 "  where a host entry would restrict nothing."},
 	{"host", "disallow", "disallow a host and disconnect it", "DisallowHost", 2, 2, 0, b_host, show_disallowed,
-	 "host disallow NQN HOSTNQN\n  Take HOSTNQN off NQN's allowlist and disconnect its controllers."},
+	 "host disallow NQN HOSTNQN\n  Take HOSTNQN off NQN's allowlist and disconnect its controllers. HOSTNQN '*':\n"
+	 "  NQN stops admitting any host; only its allowlist applies (empty: nobody)."},
 	{"host", "list", "the allowlist of a subsystem", "ListHosts", 1, 1, 0, b_nqn, show_hosts, "host list NQN\n  The allowlist of NQN."},
 	{"usage", NULL, "cache usage: bytes, keys, pins, evictions, byte-/token-hours", "GetUsage", 1, 2, 0, b_usage, show_usage,
 	 "usage NQN [NSID]\n"

@@ -10,14 +10,31 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/log.h"
 #include "control/glue.h"
 #include "ctl_cli.h"
 #include "nkv/nkv_version.h"
 #include "common/cli_json.h"
+#include "common/unix_sock.h"
 
-#define DEFAULT_SERVER "127.0.0.1:5500"
+#define DEFAULT_SERVER "unix:RUN_DIR/" NKV_CONTROL_SOCKET
+
+/* The daemon's default control socket (unix_sock.h): in this user's runtime directory, or, when
+ * there is none there, root's (a --control-group member calling a root daemon). */
+static const char *default_server(void)
+{
+	static char addr[160];
+	char dir[128];
+	struct stat st;
+	if (nkv_run_dir_default(dir, sizeof(dir)) < 0)
+		snprintf(dir, sizeof(dir), "/run/rados-nkv");
+	snprintf(addr, sizeof(addr), "unix:%s/" NKV_CONTROL_SOCKET, dir);
+	if (stat(addr + 5, &st) < 0 && stat("/run/rados-nkv/" NKV_CONTROL_SOCKET, &st) == 0)
+		snprintf(addr, sizeof(addr), "unix:/run/rados-nkv/" NKV_CONTROL_SOCKET);
+	return addr;
+}
 
 static const char g_usage_head[] =
 	"usage: nkv-ctl [options] <command> [args]\n"
@@ -33,7 +50,8 @@ static const char g_usage_tail[] =
 	"\n"
 	"options:\n"
 	"      --server ADDR          the control server: HOST:PORT, [IPV6]:PORT or unix:PATH\n"
-	"                             (default $NKV_CTL_SERVER, else " DEFAULT_SERVER ")\n"
+	"                             (default $NKV_CTL_SERVER, else " DEFAULT_SERVER ": RUN_DIR is\n"
+	"                             /run/rados-nkv for root, else $XDG_RUNTIME_DIR/rados-nkv)\n"
 	"      --tls-ca FILE          TLS: the PEM CA that signed the server's certificate\n"
 	"      --tls-cert FILE        mTLS: this client's PEM certificate (with --tls-key)\n"
 	"      --tls-key FILE         mTLS: its PEM private key\n"
@@ -381,7 +399,10 @@ static int report(const struct ctl_cli *c, int rc, int code, const char *err)
 		fprintf(stderr, "nkv-ctl: %s: %s (%s)\n", c->cmd_name, msg, status);
 	else
 		fprintf(stderr, "nkv-ctl: %s: %s\n", c->cmd_name, msg);
-	if (code == 14 && rc == -ECONNREFUSED)
+	if (code == 14 && rc == -ECONNREFUSED && strncmp(c->conf.addr, "unix:", 5) == 0)
+		fprintf(stderr, "(is rados-nkv serving its control plane there (--control, --run-dir)? Only the daemon's "
+				"user, root and its --control-group may call it)\n");
+	else if (code == 14 && rc == -ECONNREFUSED)
 		fprintf(stderr, "(is rados-nkv serving its control plane there (--control)? Over TLS: --tls-ca; "
 				"mTLS: --tls-cert and --tls-key too)\n");
 	json_error(c, msg, status ? status : "error", rc);
@@ -571,7 +592,7 @@ static int run(struct ctl_cli *c, int argc, char **argv)
 
 	/* where and how to call */
 	const char *env = getenv("NKV_CTL_SERVER");
-	c->conf.addr = server ? server : env && *env ? env : DEFAULT_SERVER;
+	c->conf.addr = server ? server : env && *env ? env : default_server();
 	char why[256];
 	if (nkv_ctl_addr_check(c->conf.addr, 0, why, sizeof(why)))
 		return ctl_usage(c, "bad %s: %s", server ? "--server" : "$NKV_CTL_SERVER", why);

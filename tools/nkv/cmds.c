@@ -280,17 +280,27 @@ int cmd_store(struct cli *c)
 			snprintf(detail, sizeof(detail), "namespace %u is read-only", c->nsid);
 		return cli_fail(c, "store", rc, &cpl, detail);
 	}
+	/* The TTL the target applied (DW0 of Store TTL): the namespace's default or its max_ttl may
+	 * differ from what was asked. 0: a target that does not say; then only the request is known. */
+	uint32_t got = ttl ? cpl.dw0 : 0;
+	bool cut = got && c->ttl_s != NKV_TTL_DEFAULT && got != c->ttl_s;
 	if (c->json) {
 		printf("{\"command\":\"store\",");
 		json_key(c, key, klen);
 		printf(",\"bytes\":%zu", len);
 		if (ttl) {
-			/* ttl: seconds, 0 for the namespace's default, null for never */
-			if (c->ttl_s == NKV_TTL_NONE)
+			/* ttl: the TTL applied in seconds, null for never (unknown from an older target: the
+			 * one asked, 0 for the namespace's default); ttl_requested: what was asked */
+			uint32_t shown = got ? got : c->ttl_s;
+			if (shown == NKV_TTL_NONE)
 				printf(",\"ttl\":null");
 			else
-				printf(",\"ttl\":%u", c->ttl_s);
-			printf(",\"pinned\":%s", c->pin ? "true" : "false");
+				printf(",\"ttl\":%u", shown);
+			if (c->ttl_s == NKV_TTL_NONE)
+				printf(",\"ttl_requested\":null");
+			else
+				printf(",\"ttl_requested\":%u", c->ttl_s);
+			printf(",\"ttl_cut\":%s,\"pinned\":%s", cut ? "true" : "false", c->pin ? "true" : "false");
 		}
 		printf("}\n");
 	} else {
@@ -299,12 +309,19 @@ int cmd_store(struct cli *c)
 		key_print(stdout, c, key, klen);
 		printf(" (%s", size_str(len, b));
 		if (ttl) {
-			if (c->ttl_s == NKV_TTL_NONE)
+			uint32_t shown = got ? got : c->ttl_s;
+			if (shown == NKV_TTL_NONE)
 				printf(", no expiry");
-			else if (c->ttl_s == NKV_TTL_DEFAULT)
+			else if (shown == NKV_TTL_DEFAULT)
 				printf(", the namespace's default TTL");
 			else
-				printf(", TTL %u s", c->ttl_s);
+				printf(", TTL %u s", shown);
+			if (cut && c->ttl_s == NKV_TTL_NONE)
+				printf(" (not none: cut by the namespace's max_ttl)");
+			else if (cut)
+				printf(" (not %u s: cut by the namespace's max_ttl)", c->ttl_s);
+			else if (got && c->ttl_s == NKV_TTL_DEFAULT)
+				printf(" (the namespace's default)");
 			if (c->pin)
 				printf(", pinned");
 		}

@@ -133,7 +133,9 @@ void cli_connect_error(const struct cli *c, const char *port, const char *nqn, i
 				 h, port, c->opts.timeout_ms ? c->opts.timeout_ms : 30000);
 			break;
 		case -ENOENT:
-			snprintf(m, sizeof(m), "%s:%s has no subsystem %s (nkv discover -a %s lists them)", h, port, nqn, h);
+			snprintf(m, sizeof(m), "%s:%s has no subsystem %s, or does not serve it (a discovery port serves "
+					       "discovery only; nkv discover -a %s lists the subsystems and their ports)", h, port,
+				 nqn, h);
 			break;
 		case -EACCES:
 			if (c->opts.dhchap_secret)
@@ -141,10 +143,11 @@ void cli_connect_error(const struct cli *c, const char *port, const char *nqn, i
 						       "list, or the DH-HMAC-CHAP secret (--dhchap-secret) is not the one it "
 						       "has for this host",
 					 nqn, c->host.hostnqn, cli_host_src(c, true));
-			else
-				snprintf(m, sizeof(m), "subsystem %s refused host NQN %s (from %s): not on its --allow-host "
-						       "list; pass -q NQN or set %s",
-					 nqn, c->host.hostnqn, cli_host_src(c, true), c->host.hostnqn_file);
+			else /* the allowlist is the control plane's (the flags only seed it) */
+				snprintf(m, sizeof(m), "subsystem %s refused host NQN %s (from %s): not on its allowlist; the "
+						       "gateway's operator adds it with nkv-ctl host allow %s %s (or pass -q "
+						       "NQN with an allowed host NQN)",
+					 nqn, c->host.hostnqn, cli_host_src(c, true), nqn, c->host.hostnqn);
 			break;
 		case -ENOKEY:
 			snprintf(m, sizeof(m), "subsystem %s requires DH-HMAC-CHAP authentication of host %s: pass its "

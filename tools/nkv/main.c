@@ -105,6 +105,7 @@ static const struct cmd g_cmds[] = {
 	 "  entry expires SECONDS after the store (0: the namespace's default TTL; none: never);\n"
 	 "  --pin: an explicit entry, never evicted until it expires (needs a finite TTL, its own or\n"
 	 "  the namespace's default), counted against the pin quota (\"pin quota exceeded\": exit 1).\n"
+	 "  The TTL printed is the one the target applied (a namespace's max_ttl cuts longer ones).\n"
 	 "  Either on a namespace without a cache fails (exit 1)."},
 	{"retrieve", cmd_retrieve, 1, 2,
 	 "nkv retrieve KEY [FILE|-] [--max-size N] [--offset N]\n"

@@ -1,8 +1,10 @@
 /* config.c - JSON configuration file and command-line flags of the rados-nkv daemon (see config.h). */
 #include "config.h"
 #include "common/dhchap.h"
+#include "common/exposure.h"
 #include "control/cache_policy.h"
 #include "common/nvme_psk.h"
+#include "common/unix_sock.h"
 #include "nkv/nkv_version.h"
 
 #include <arpa/inet.h>
@@ -98,9 +100,19 @@ static void usage(FILE *f)
 		"                            (SCHED_OTHER) does (README \"Scheduling\")\n"
 		"      --log-level LEVEL     error|warn|info|debug (default info)\n"
 		"      --log-syslog          log to syslog (journald) instead of stderr\n"
-		"      --pid-file PATH       write the process ID here once listening (refused if a live daemon\n"
-		"                            owns it; removed on exit)\n"
-		"      --control ADDR|none   gRPC control plane on HOST:PORT or unix:PATH (default 127.0.0.1:5500)\n"
+		"      --pid-file PATH       lock this file for the daemon's life (refused if a live daemon\n"
+		"                            holds it) and write the process ID once listening; removed on exit\n"
+		"      --control ADDR|none   gRPC control plane on unix:PATH or HOST:PORT (default\n"
+		"                            unix:RUN_DIR/control.sock; TCP needs --control-client-ca)\n"
+		"      --control-group NAME  members of this group may call the control socket too (default: only\n"
+		"                            the daemon's user and root)\n"
+		"      --control-insecure-tcp\n"
+		"                            allow a TCP control address without mutual TLS (anyone who can\n"
+		"                            reach it can reconfigure the gateway)\n"
+		"      --run-dir DIR         runtime directory (default /run/rados-nkv as root, else\n"
+		"                            $XDG_RUNTIME_DIR/rados-nkv); owned by the daemon's user\n"
+		"      --shm-dir DIR         shm sockets created through the control plane must be in DIR\n"
+		"                            (default: the runtime directory)\n"
 		"      --control-tls-cert F, --control-tls-key F\n"
 		"                            serve the control plane over TLS with this certificate and key\n"
 		"      --control-client-ca F require client certificates signed by this CA (mutual TLS)\n"
@@ -131,7 +143,6 @@ void conf_defaults(struct daemon_conf *c)
 	snprintf(c->backend_name, sizeof(c->backend_name), "rados");
 	c->log_level = -1;
 	c->grace_ms = 10000;
-	snprintf(c->control_addr, sizeof(c->control_addr), "127.0.0.1:5500");
 	snprintf(c->group_pool, sizeof(c->group_pool), "nkv");
 	if (gethostname(c->gateway_name, sizeof(c->gateway_name) - 1) < 0 || !c->gateway_name[0])
 		snprintf(c->gateway_name, sizeof(c->gateway_name), "gateway");
@@ -240,17 +251,7 @@ static struct conf_subsys *flag_subsys(struct daemon_conf *c, const char *flag, 
 
 bool conf_addr_is_loopback(const char *addr)
 {
-	struct in_addr a4;
-	struct in6_addr a6;
-
-	if (strcmp(addr, "localhost") == 0)
-		return true;
-	if (inet_pton(AF_INET, addr, &a4) == 1)
-		return (ntohl(a4.s_addr) >> 24) == 127;
-	if (inet_pton(AF_INET6, addr, &a6) == 1)
-		return IN6_IS_ADDR_LOOPBACK(&a6) ||
-		       (IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127);
-	return false; /* "" (every address), a wildcard or a name that may resolve anywhere */
+	return nkv_addr_is_loopback(addr);
 }
 
 static int add_ns(struct conf_subsys *s, uint32_t nsid, const char *rados_ns, uint64_t max_value, bool ro)
@@ -452,6 +453,24 @@ static int hexval(char ch)
 	return ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10 : -1;
 }
 
+/* A file of at most 16 MiB, with room for a NUL after its *@n bytes. @return it (malloc'd) or NULL. */
+static uint8_t *read_small(const char *path, size_t *n)
+{
+	FILE *f = fopen(path, "rb");
+	uint8_t *b = NULL;
+	long len = -1;
+
+	if (f && fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) >= 0 && len <= (16 << 20) &&
+	    fseek(f, 0, SEEK_SET) == 0 && (b = malloc((size_t)len + 1)) && fread(b, 1, (size_t)len, f) != (size_t)len) {
+		free(b);
+		b = NULL;
+	}
+	if (f)
+		fclose(f);
+	*n = b ? (size_t)len : 0;
+	return b;
+}
+
 /* The bound input of an Exec rule: "input" (text), "input_hex" or "input_file", at most one. */
 static void load_exec_input(struct jctx *j, json_object *jr, const char *where, struct nkv_exec_rule *r)
 {
@@ -484,27 +503,45 @@ static void load_exec_input(struct jctx *j, json_object *jr, const char *where, 
 		}
 		b[i] = (uint8_t)(hi << 4 | lo);
 	}
-	if (file) {
-		FILE *f = fopen(file, "rb");
-		long len = -1;
-		if (f && fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) >= 0 && len <= (16 << 20) &&
-		    fseek(f, 0, SEEK_SET) == 0 && (b = malloc((size_t)len + 1)) && fread(b, 1, (size_t)len, f) == (size_t)len)
-			n = (size_t)len;
-		else
-			jfail(j, where, "input_file", "cannot be read (or is above 16 MiB)");
-		if (f)
-			fclose(f);
-	}
+	if (file && !(b = read_small(file, &n)))
+		jfail(j, where, "input_file", "cannot be read (or is above 16 MiB)");
 	r->input = b;
 	r->input_len = (uint32_t)n;
 }
 
+/* A Lua rule's script ("script" text or "script_file") and "handler"; the core encodes them. */
+static void load_exec_script(struct jctx *j, json_object *jr, const char *where, struct nkv_exec_rule *r)
+{
+	const char *text = jstr(j, jr, where, "script"), *file = jstr(j, jr, where, "script_file"),
+		   *handler = jstr(j, jr, where, "handler");
+	uint8_t *b = NULL;
+	size_t n = 0;
+
+	if (text && file) {
+		jfail(j, where, "script", "and script_file exclude each other");
+		return;
+	}
+	if (file && !(b = read_small(file, &n)))
+		jfail(j, where, "script_file", "cannot be read (or is above 16 MiB)");
+	if (b && memchr(b, 0, n)) { /* cls_lua reads the script up to its first NUL byte */
+		jfail(j, where, "script_file", "contains a NUL byte");
+		free(b);
+		b = NULL;
+	}
+	if (b)
+		b[n] = '\0';
+	r->script = text ? strdup(text) : (const char *)b;
+	r->handler = handler ? strdup(handler) : NULL;
+}
+
 /* "exec": [{"opcode", "class", "method", "mode", "create", "input"|"input_hex"|"input_file",
- * "max_input"}]: the namespace's vendor Exec allowlist (checked again by the core at startup). */
+ * "append_host_input", "script"|"script_file", "handler", "max_input"}]: the namespace's vendor Exec
+ * allowlist (each rule checked by the core's nkv_exec_rule_problem, again at startup). */
 static void load_exec(struct jctx *j, struct conf_subsys *s, unsigned nsi, json_object *arr, const char *nswhere)
 {
 	static const char *const known[] = {"opcode", "class", "method", "mode", "create", "input", "input_hex",
-					    "input_file", "max_input", NULL};
+					    "input_file", "max_input", "append_host_input", "script", "script_file",
+					    "handler", NULL};
 	size_t n = json_object_array_length(arr);
 	struct nkv_exec_rule *r = n ? calloc(n, sizeof(*r)) : NULL;
 
@@ -558,7 +595,15 @@ static void load_exec(struct jctx *j, struct conf_subsys *s, unsigned nsi, json_
 		r[i].create = jbool(j, jr, where, "create");
 		r[i].max_input = (uint32_t)maxin;
 		load_exec_input(j, jr, where, &r[i]);
+		r[i].append_host_input = jbool(j, jr, where, "append_host_input");
+		load_exec_script(j, jr, where, &r[i]);
 		s->nexec[nsi] = (unsigned)i + 1; /* what conf_free releases */
+		const char *why = j->err ? NULL : nkv_exec_rule_problem(&r[i]);
+		if (why) {
+			char msg[320];
+			snprintf(msg, sizeof(msg), "0x%02x %s", (unsigned)opc, why);
+			jfail(j, where, "opcode", msg);
+		}
 	}
 }
 
@@ -587,6 +632,8 @@ void conf_free(struct daemon_conf *c)
 				free((void *)r->cls);
 				free((void *)r->method);
 				free((void *)r->input);
+				free((void *)r->script);
+				free((void *)r->handler);
 			}
 			free(c->subsys[i].exec[k]);
 			c->subsys[i].exec[k] = NULL;
@@ -1016,9 +1063,10 @@ int conf_load_file(struct daemon_conf *c, const char *path)
 {
 	static const char *const top[] = {"backend", "listeners", "discovery", "subsystems", "tcp", "shm",
 					  "log_level", "log_syslog", "shutdown_grace_ms", "sched", "control", "group",
-					  "gateway_name", "state_file", "metrics", "events", NULL};
+					  "gateway_name", "state_file", "metrics", "events", "run_dir", NULL};
 	static const char *const metrics_keys[] = {"address", NULL};
-	static const char *const control_keys[] = {"address", "tls_cert", "tls_key", "client_ca", NULL};
+	static const char *const control_keys[] = {"address", "tls_cert", "tls_key", "client_ca", "group",
+						   "insecure_tcp", NULL};
 	static const char *const group_keys[] = {"name", "pool", NULL};
 	static const char *const backend_keys[] = {"type", "ceph_conf", "keyring", "client_id", "op_timeout_s",
 						   "connect_timeout_s", "list_workers", "cut_through_mb", "mem_max_object",
@@ -1153,6 +1201,10 @@ int conf_load_file(struct daemon_conf *c, const char *path)
 		if (grp && strlen(grp) >= sizeof(c->shm_group))
 			jfail(&j, "shm", "socket_group", "is too long");
 		copy(c->shm_group, sizeof(c->shm_group), grp);
+		const char *sd = jstr(&j, o, "shm", "socket_dir");
+		if (sd && (*sd != '/' || strlen(sd) >= sizeof(c->shm_dir)))
+			jfail(&j, "shm", "socket_dir", "must be an absolute path shorter than 108 bytes");
+		copy(c->shm_dir, sizeof(c->shm_dir), sd);
 	}
 	const char *lvl = jstr(&j, root, "", "log_level");
 	if (lvl && set_log_level(c, lvl) < 0)
@@ -1170,7 +1222,17 @@ int conf_load_file(struct daemon_conf *c, const char *path)
 		copy(c->control_cert, sizeof(c->control_cert), jstr(&j, o, "control", "tls_cert"));
 		copy(c->control_key, sizeof(c->control_key), jstr(&j, o, "control", "tls_key"));
 		copy(c->control_ca, sizeof(c->control_ca), jstr(&j, o, "control", "client_ca"));
+		const char *cg = jstr(&j, o, "control", "group");
+		if (cg && (!*cg || strlen(cg) >= sizeof(c->control_group)))
+			jfail(&j, "control", "group", "must be a group name of 1 to 63 bytes");
+		copy(c->control_group, sizeof(c->control_group), cg);
+		if (jbool(&j, o, "control", "insecure_tcp"))
+			c->control_insecure_tcp = true;
 	}
+	const char *rd = jstr(&j, root, "", "run_dir");
+	if (rd && (*rd != '/' || strlen(rd) >= sizeof(c->run_dir)))
+		jfail(&j, "", "run_dir", "must be an absolute path shorter than 96 bytes");
+	copy(c->run_dir, sizeof(c->run_dir), rd);
 	if ((o = jget(&j, root, "", "group", json_type_object))) {
 		jkeys(&j, o, "group", group_keys);
 		copy(c->group, sizeof(c->group), jstr(&j, o, "group", "name"));
@@ -1204,7 +1266,8 @@ enum { OPT_CEPH_CONF = 256, OPT_KEYRING, OPT_CLIENT_ID, OPT_OP_TIMEOUT, OPT_CONN
        OPT_SHM_MAX_CTRLS_HOST, OPT_LOG_SYSLOG, OPT_DHCHAP_KEY, OPT_DHCHAP_CTRL_KEY, OPT_DHCHAP_HASH,
        OPT_DHCHAP_DHGROUP, OPT_AUTH_TIMEOUT, OPT_LISTEN_TLS, OPT_TLS_KEY, OPT_TLS_MS, OPT_CONTROL,
        OPT_CONTROL_CERT, OPT_CONTROL_KEY, OPT_CONTROL_CA, OPT_GROUP, OPT_GROUP_POOL, OPT_GATEWAY_NAME,
-       OPT_STATE_FILE, OPT_METRICS, OPT_EVENTS, OPT_EVENTS_FORMAT, OPT_EVENTS_MEDIUM, OPT_SHM_NOTIFY, OPT_SCHED };
+       OPT_STATE_FILE, OPT_METRICS, OPT_EVENTS, OPT_EVENTS_FORMAT, OPT_EVENTS_MEDIUM, OPT_SHM_NOTIFY, OPT_SCHED,
+       OPT_CONTROL_GROUP, OPT_CONTROL_INSECURE_TCP, OPT_RUN_DIR, OPT_SHM_DIR };
 
 int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 {
@@ -1253,6 +1316,9 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 		{"state-file", required_argument, 0, OPT_STATE_FILE}, {"metrics", required_argument, 0, OPT_METRICS},
 		{"events", required_argument, 0, OPT_EVENTS}, {"events-format", required_argument, 0, OPT_EVENTS_FORMAT},
 		{"events-medium", required_argument, 0, OPT_EVENTS_MEDIUM},
+		{"control-group", required_argument, 0, OPT_CONTROL_GROUP},
+		{"control-insecure-tcp", no_argument, 0, OPT_CONTROL_INSECURE_TCP},
+		{"run-dir", required_argument, 0, OPT_RUN_DIR}, {"shm-dir", required_argument, 0, OPT_SHM_DIR},
 		{0, 0, 0, 0},
 	};
 	struct conf_subsys *host_ss = NULL; /* the subsystem and host of the last --allow-host */
@@ -1476,6 +1542,22 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 		case OPT_CONTROL_CERT: copy(c->control_cert, sizeof(c->control_cert), optarg); break;
 		case OPT_CONTROL_KEY: copy(c->control_key, sizeof(c->control_key), optarg); break;
 		case OPT_CONTROL_CA: copy(c->control_ca, sizeof(c->control_ca), optarg); break;
+		case OPT_CONTROL_GROUP:
+			if (!*optarg || strlen(optarg) >= sizeof(c->control_group))
+				goto bad;
+			copy(c->control_group, sizeof(c->control_group), optarg);
+			break;
+		case OPT_CONTROL_INSECURE_TCP: c->control_insecure_tcp = true; break;
+		case OPT_RUN_DIR:
+			if (*optarg != '/' || strlen(optarg) >= sizeof(c->run_dir))
+				goto bad;
+			copy(c->run_dir, sizeof(c->run_dir), optarg);
+			break;
+		case OPT_SHM_DIR:
+			if (*optarg != '/' || strlen(optarg) >= sizeof(c->shm_dir))
+				goto bad;
+			copy(c->shm_dir, sizeof(c->shm_dir), optarg);
+			break;
 		case OPT_GROUP:
 			if (!*optarg || strlen(optarg) >= sizeof(c->group) || strchr(optarg, '/'))
 				goto bad;
@@ -1628,9 +1710,9 @@ int conf_finish(struct daemon_conf *c)
 						"allowlist: its Connect will be refused\n", s->nqn, s->psks[k].host);
 			ntls++;
 		}
-		/* Only plain listeners open a subsystem to any host: over TLS only hosts with a key get in. */
+		/* The rule of src/common/exposure.h (the discovery listener serves discovery only). */
 		for (unsigned l = 0; !s->nhosts && !s->allow_any_host && l < c->nlisteners; l++)
-			if (!c->listeners[l].tls && !conf_addr_is_loopback(c->listeners[l].addr)) {
+			if (nkv_listener_exposes(c->listeners[l].addr, c->listeners[l].tls)) {
 				fprintf(stderr, "rados-nkv: subsystem %s would be open to any host on %s:%s: name the hosts "
 						"(--allow-host NQN after -s, or \"allowed_hosts\") or say --allow-any-host "
 						"(\"allow_any_host\": true)\n", s->nqn,
@@ -1647,6 +1729,20 @@ int conf_finish(struct daemon_conf *c)
 		}
 	if (!c->shm_mode)
 		c->shm_mode = 0660;
+	/* The control plane's default: a Unix socket in the runtime directory (only the daemon's user,
+	 * root and --control-group may call it; README "Who may call the control plane"). */
+	if (!*c->run_dir && nkv_run_dir_default(c->run_dir, sizeof(c->run_dir)) < 0) {
+		fprintf(stderr, "rados-nkv: the default runtime directory is too long ($XDG_RUNTIME_DIR): give --run-dir\n");
+		return -1;
+	}
+	while (strlen(c->run_dir) > 1 && c->run_dir[strlen(c->run_dir) - 1] == '/')
+		c->run_dir[strlen(c->run_dir) - 1] = '\0';
+	if (!*c->shm_dir)
+		copy(c->shm_dir, sizeof(c->shm_dir), c->run_dir);
+	while (strlen(c->shm_dir) > 1 && c->shm_dir[strlen(c->shm_dir) - 1] == '/')
+		c->shm_dir[strlen(c->shm_dir) - 1] = '\0';
+	if (!*c->control_addr)
+		snprintf(c->control_addr, sizeof(c->control_addr), "unix:%s/" NKV_CONTROL_SOCKET, c->run_dir);
 	c->backend.name = c->backend_name;
 	c->backend.ceph_conf = *c->ceph_conf ? c->ceph_conf : NULL;
 	c->backend.keyring = *c->keyring ? c->keyring : NULL;

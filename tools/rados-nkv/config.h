@@ -85,6 +85,10 @@ struct daemon_conf {
 	char group_pool[256];     /* --group-pool */
 	char gateway_name[128];   /* --gateway-name (default: the host name) */
 	char state_file[4096];    /* --state-file: state in a local file (no group) */
+	char control_group[64];   /* --control-group: this group may call the control socket too */
+	bool control_insecure_tcp; /* --control-insecure-tcp: TCP without mutual TLS, by choice */
+	char run_dir[96];         /* --run-dir: the default control socket's directory; "": the default */
+	char shm_dir[108];        /* --shm-dir: shm sockets the control plane creates; "": run_dir */
 	struct conf_listener metrics; /* --metrics: the Prometheus endpoint's address */
 	bool metrics_on;          /* off by default ("none") */
 	/* cache events (README "Cache events") */

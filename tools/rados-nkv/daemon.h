@@ -22,6 +22,14 @@ int daemon_control_start(const struct daemon_conf *c, struct nkv_target *tgt, st
 /** Stop the gRPC server and the watcher (before the transports go). */
 void daemon_control_stop(struct daemon_control *dc);
 
+/**
+ * --check: print the state stored in the group or state file, which wins over @c's subsystems,
+ * namespaces and hosts, and the stored subsystems this gateway would not serve on a listener off
+ * loopback (src/common/exposure.h). Nothing is changed. @return 0 (also: nothing stored), or -1
+ * (the state cannot be read: the daemon would not start; said on stderr).
+ */
+int daemon_control_check(const struct daemon_conf *c);
+
 struct daemon_metrics;
 
 /**

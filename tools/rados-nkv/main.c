@@ -5,12 +5,14 @@
  * SIGHUP re-reads the configuration file's log level (everything else needs a restart).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -76,7 +78,7 @@ static void print_plan(const struct daemon_conf *c)
 	if (c->no_discovery)
 		printf("discovery: on the NVMe/TCP listeners only\n");
 	else
-		printf("discovery: %s:%s\n", c->discovery.addr, c->discovery.port);
+		printf("discovery: %s:%s (discovery only)\n", c->discovery.addr, c->discovery.port);
 	if (c->metrics_on)
 		printf("metrics: GET /metrics on %s:%s\n", *c->metrics.addr ? c->metrics.addr : "*", c->metrics.port);
 	if (c->events_on)
@@ -100,10 +102,17 @@ static void print_plan(const struct daemon_conf *c)
 				       (unsigned long long)p->bytes_per_token, ctl_evict_name(p->eviction), p->low_watermark_pct,
 				       p->overshoot_pct, p->touch_interval_ms, p->reap_interval_s, p->reap_rate, p->lease_ms);
 			}
-			for (unsigned e = 0; e < s->nexec[j]; e++)
-				printf("    exec %02xh: %s.%s (%s%s, bound input %u bytes)\n", s->exec[j][e].opcode,
-				       s->exec[j][e].cls, s->exec[j][e].method, s->exec[j][e].write ? "write" : "read",
-				       s->exec[j][e].create ? ", may create" : "", s->exec[j][e].input_len);
+			for (unsigned e = 0; e < s->nexec[j]; e++) {
+				const struct nkv_exec_rule *r = &s->exec[j][e];
+				printf("    exec %02xh: %s.%s (%s%s, ", r->opcode, r->cls, r->method, r->write ? "write" : "read",
+				       r->create ? ", may create" : "");
+				if (r->script)
+					printf("script %zu bytes, handler %s; the host's input is its input)\n",
+					       strlen(r->script), r->handler);
+				else
+					printf("bound input %u bytes%s)\n", r->input_len,
+					       r->append_host_input ? ", the host's appended" : "");
+			}
 		}
 		if (*s->shm_path)
 			printf("  shared memory: %s (mode %04o%s%s)\n", s->shm_path, c->shm_mode,
@@ -210,6 +219,10 @@ static int build(struct daemon_conf *c, struct nkv_target **tgt, struct daemon_e
 			NKV_WARN("%s: its shared-memory socket %s does not authenticate hosts (no in-band authentication "
 				 "over shared memory): only its permissions (--shm-mode, --shm-group) guard it", s->nqn,
 				 s->shm_path);
+		/* No allowlist and no --allow-any-host: any host, but never through a listener the network
+		 * reaches, whatever listeners the control plane adds later (src/common/exposure.h). */
+		if (!s->nhosts && !s->allow_any_host)
+			nkv_subsys_set_loopback_only(ss, true);
 		describe_access(s, who, sizeof(who));
 		NKV_INFO("subsystem %s may be used by %s", s->nqn, who);
 		s->ss = ss;
@@ -254,50 +267,47 @@ static int listen_all(struct daemon_conf *c, struct nkv_tcp *tcp)
 		l->bound = port;
 	}
 	if (!c->no_discovery) {
-		if ((port = nkv_tcp_listen(tcp, c->discovery.addr, c->discovery.port, false)) < 0) {
+		if ((port = nkv_tcp_listen_discovery(tcp, c->discovery.addr, c->discovery.port)) < 0) {
 			NKV_ERR("cannot listen for discovery on %s:%s: %s (use --discovery ADDR:PORT "
 					"or --discovery none)", c->discovery.addr, c->discovery.port, strerror(-port));
 			return port;
 		}
-		NKV_INFO("discovery on %s:%d", c->discovery.addr, port);
+		NKV_INFO("discovery on %s:%d (discovery only)", c->discovery.addr, port);
 	}
 	return 0;
 }
 
-/* The shared-memory transport starts only when a subsystem names a socket for it. The socket is
- * created owner-only (umask) and then opened to --shm-mode / --shm-group, so it is never briefly
- * open to everyone; GPU processes usually run as a non-root user in that group. */
+/* The shared-memory transport starts only when a subsystem names a socket for it. Each socket file
+ * gets --shm-mode and --shm-group on the inode bound, before its path names it (nkv_shm_listen):
+ * never a chmod or chown by path, which would follow whatever another user put there meanwhile.
+ * GPU processes usually run as a non-root user in that group. */
 int daemon_shm_serve(const struct daemon_conf *c, struct nkv_target *tgt, struct nkv_shm **shm, const char *nqn,
 		     const char *path)
 {
-	gid_t gid = (gid_t)-1;
+	struct nkv_shm_conf sc = c->shm;
 	int rc;
 
+	sc.socket_mode = c->shm_mode;
 	if (*c->shm_group) {
 		struct group *g = getgrnam(c->shm_group);
 		if (!g) {
 			NKV_ERR("--shm-group: no group named '%s'", c->shm_group);
 			return -ENOENT;
 		}
-		gid = g->gr_gid;
+		sc.socket_group_set = true;
+		sc.socket_gid = g->gr_gid;
 	}
-	if (!*shm && (rc = nkv_shm_create(tgt, &c->shm, shm)) < 0) {
+	if (!*shm && (rc = nkv_shm_create(tgt, &sc, shm)) < 0) {
 		NKV_ERR("cannot start the shared-memory transport: %s", strerror(-rc));
 		return rc;
 	}
-	mode_t old = umask(0177);
 	rc = nkv_shm_listen(*shm, nqn, path);
-	umask(old);
 	if (rc < 0) {
 		NKV_ERR("cannot serve %s on %s: %s%s", nqn, path, strerror(-rc),
 			rc == -EADDRINUSE ? " (another live daemon answers on it)"
 			: rc == -EEXIST  ? " (the path exists and is not a socket: not removed)"
+			: rc == -EPERM   ? " (cannot set its group: the daemon needs CAP_CHOWN for --shm-group)"
 					 : "");
-		return rc;
-	}
-	if ((gid != (gid_t)-1 && chown(path, (uid_t)-1, gid) < 0) || chmod(path, c->shm_mode) < 0) {
-		rc = -errno;
-		NKV_ERR("cannot set the owner or mode of %s: %s", path, strerror(-rc));
 		return rc;
 	}
 	NKV_INFO("shared memory for %s on %s (mode %04o%s%s)", nqn, path, c->shm_mode, *c->shm_group ? ", group " : "",
@@ -340,46 +350,76 @@ static const char *config_arg(int argc, char **argv)
 	return file;
 }
 
-/* A pid file naming a live rados-nkv belongs to another daemon. @return its pid, or 0. */
-static long pid_file_owner(const char *path)
+/*
+ * The pid file is the daemon's lock: opened (never through a link) and locked with flock() before
+ * anything else starts, held for the process's life, so that of two daemons started at once with
+ * one --pid-file exactly one runs. The lock is on the inode: after locking, the path must still name
+ * it (a daemon exiting unlinks the file; a newcomer that opened the old inode would lock a file
+ * nobody can see), else try again. The file stays empty until pid_file_write().
+ * @return the locked fd, or -1 (logged).
+ */
+static int pid_file_lock(const char *path)
 {
-	char comm[32] = "", proc[64];
-	long pid = 0;
-	FILE *f = fopen(path, "r");
-
-	if (!f)
-		return 0;
-	if (fscanf(f, "%ld", &pid) != 1 || pid <= 0 || pid == (long)getpid())
-		pid = 0;
-	fclose(f);
-	if (!pid || (kill((pid_t)pid, 0) < 0 && errno != EPERM))
-		return 0;
-	snprintf(proc, sizeof(proc), "/proc/%ld/comm", pid);
-	if ((f = fopen(proc, "r"))) {
-		if (!fgets(comm, sizeof(comm), f))
-			comm[0] = '\0';
-		fclose(f);
+	for (int tries = 0; tries < 10; tries++) {
+		struct stat a, b;
+		int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+		if (fd < 0) {
+			NKV_ERR("cannot open the pid file %s: %s", path,
+				errno == ELOOP ? "it is a symbolic link (refused)" : strerror(errno));
+			return -1;
+		}
+		if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+			if (errno == EWOULDBLOCK) {
+				char buf[32] = "";
+				long pid = pread(fd, buf, sizeof(buf) - 1, 0) > 0 ? strtol(buf, NULL, 10) : 0;
+				if (pid > 0)
+					NKV_ERR("%s belongs to a running rados-nkv (pid %ld); stop it or use another "
+						"--pid-file", path, pid);
+				else
+					NKV_ERR("%s belongs to a rados-nkv that is starting; stop it or use another "
+						"--pid-file", path);
+			} else {
+				NKV_ERR("cannot lock the pid file %s: %s", path, strerror(errno));
+			}
+			close(fd);
+			return -1;
+		}
+		if (fstat(fd, &a) == 0 && !S_ISREG(a.st_mode)) {
+			NKV_ERR("the pid file %s is not a regular file", path);
+			close(fd);
+			return -1;
+		}
+		if (stat(path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+			if (ftruncate(fd, 0) < 0) /* a dead daemon's pid: not ours to show */
+				NKV_WARN("cannot empty the pid file %s: %s", path, strerror(errno));
+			return fd;
+		}
+		close(fd); /* unlinked by the daemon that held it, just now: lock the new file */
 	}
-	return strncmp(comm, "rados-nkv", 9) == 0 ? pid : 0;
+	NKV_ERR("cannot lock the pid file %s: it keeps being replaced", path);
+	return -1;
 }
 
-/* Write the pid file whole or not at all (a reader never sees a partial one). @return 0 or -errno. */
-static int pid_file_write(const char *path)
+/* Write our pid into the locked pid file in one write (a reader sees it empty or whole).
+ * @return 0 or -errno. */
+static int pid_file_write(int fd)
 {
-	char tmp[4200];
-	FILE *f;
-
-	snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid());
-	if (!(f = fopen(tmp, "w")))
-		return -errno;
-	int ok = fprintf(f, "%ld\n", (long)getpid()) > 0;
-	ok = fclose(f) == 0 && ok;
-	if (!ok || rename(tmp, path) < 0) {
-		int rc = -errno;
-		unlink(tmp);
-		return rc ? rc : -EIO;
-	}
+	char buf[32];
+	int n = snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
+	if (pwrite(fd, buf, (size_t)n, 0) != n)
+		return errno ? -errno : -EIO;
 	return 0;
+}
+
+/* Remove the pid file if @path still names the inode we locked (we hold the lock: it is ours). */
+static void pid_file_remove(int fd, const char *path)
+{
+	struct stat a, b;
+	if (fd < 0)
+		return;
+	if (fstat(fd, &a) == 0 && lstat(path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+		unlink(path);
+	close(fd); /* releases the lock, after the unlink */
 }
 
 /* SIGHUP: the log level is the one setting applied live (from the file, unless a flag set it). */
@@ -447,8 +487,7 @@ int main(int argc, char **argv)
 	struct daemon_events *events = NULL;
 	const char *cfile = config_arg(argc, argv);
 	sigset_t sigs;
-	int sig = 0, rc = 1;
-	bool pid_written = false;
+	int sig = 0, rc = 1, pid_fd = -1;
 
 	conf_defaults(&conf);
 	if ((cfile && conf_load_file(&conf, cfile) < 0) || conf_parse_args(&conf, argc, argv) < 0 ||
@@ -458,16 +497,14 @@ int main(int argc, char **argv)
 	}
 	if (conf.check) {
 		print_plan(&conf);
+		rc = daemon_control_check(&conf) < 0;
 		conf_free(&conf);
-		return 0;
+		return rc;
 	}
 	nkv_log_set_level((enum nkv_log_level)conf.log_level);
 	if (conf.log_syslog)
 		nkv_log_to_syslog("rados-nkv");
-	long owner = *conf.pid_file ? pid_file_owner(conf.pid_file) : 0;
-	if (owner) {
-		NKV_ERR("%s belongs to a running rados-nkv (pid %ld); stop it or use another --pid-file",
-			conf.pid_file, owner);
+	if (*conf.pid_file && (pid_fd = pid_file_lock(conf.pid_file)) < 0) {
 		conf_free(&conf);
 		return 1;
 	}
@@ -504,12 +541,11 @@ int main(int argc, char **argv)
 		rc = 1;
 		goto out;
 	}
-	if (*conf.pid_file && (rc = pid_file_write(conf.pid_file)) < 0) {
+	if (pid_fd >= 0 && (rc = pid_file_write(pid_fd)) < 0) {
 		NKV_ERR("cannot write %s: %s", conf.pid_file, strerror(-rc));
 		rc = 1;
 		goto out;
 	}
-	pid_written = *conf.pid_file != '\0';
 	NKV_INFO("ready: %u subsystem(s) on the %s backend", conf.nsubsys, conf.backend_name);
 	/* Wake every second so that rate-limited log lines report their counts within a second of their
 	 * window's end, even when nothing else is logged; SIGHUP re-reads the configuration. */
@@ -528,9 +564,8 @@ out:
 	nkv_tcp_destroy(tcp, (int)conf.grace_ms);
 	nkv_target_destroy(tgt);
 	events_stop(events); /* after the target: its cache thread reports until it stops */
+	pid_file_remove(pid_fd, conf.pid_file); /* every exit once locked: never a stale pid file */
 	conf_free(&conf);
-	if (pid_written) /* every exit after it was written: never a stale pid file */
-		unlink(conf.pid_file);
 	if (rc == 0)
 		NKV_INFO("stopped");
 	nkv_log_flush();
