@@ -794,6 +794,90 @@ static int r_gateway_info(struct call *c, json_object *st)
 	return 0;
 }
 
+/* ---- the group's state itself: malformed entries --------------------------------------------------- */
+
+static int apply(struct nkv_ctl *ctl);
+static int refresh(struct nkv_ctl *ctl);
+
+/* How many malformed entries the state last read holds. */
+static uint64_t nbad(struct nkv_ctl *ctl)
+{
+	uint64_t n = 0;
+	st_u64(ctl->bad, "malformed", 0, &n);
+	return n;
+}
+static int join(struct nkv_ctl *ctl, json_object **stored);
+
+/* CheckState: the stored epoch, the applied one and the malformed entries of the state just read. */
+static int r_check_state(struct call *c, json_object *st)
+{
+	struct nkv_ctl *ctl = c->ctl;
+	int64_t e = store_epoch(ctl->store);
+	json_object *o = c->resp = json_object_new_object();
+
+	(void)st;
+	if (e < 0)
+		return fail(c, -EIO, "cannot read the state (%s): %s", store_name(ctl->store), strerror((int)-e));
+	json_object_object_add(o, "state_store", json_object_new_string(store_name(ctl->store)));
+	json_object_object_add(o, "epoch", json_object_new_uint64((uint64_t)e));
+	json_object_object_add(o, "applied_epoch", json_object_new_uint64(st_epoch(ctl->applied)));
+	json_object *list = st_get(ctl->bad, "entries");
+	json_object_object_add(o, "malformed", json_object_new_uint64(nbad(ctl)));
+	json_object_object_add(o, "malformed_entries", list ? json_object_get(list) : json_object_new_array());
+	return 0;
+}
+
+/* RepairState: remove the malformed entries named in "keys" (as CheckState writes them), or all of
+ * them ("all"), under the epoch's compare-and-set; well-formed entries cannot be removed here. */
+static int m_repair_state(struct call *c, json_object *st)
+{
+	struct nkv_ctl *ctl = c->ctl;
+	json_object *jk = st_get(c->req, "keys");
+	const char *keys[256], *missing = NULL;
+	size_t n = 0;
+	int rc = 0;
+
+	if (jk && !json_object_is_type(jk, json_type_null) && !json_object_is_type(jk, json_type_array))
+		return fail(c, -EINVAL, "'keys' must be a list of the keys CheckState lists");
+	for (size_t i = 0; jk && json_object_is_type(jk, json_type_array) && i < json_object_array_length(jk); i++) {
+		json_object *k = json_object_array_get_idx(jk, i);
+		if (!json_object_is_type(k, json_type_string) || !*json_object_get_string(k))
+			return fail(c, -EINVAL, "'keys': an empty or non-string key");
+		if (n == sizeof(keys) / sizeof(keys[0]))
+			return fail(c, -EINVAL, "'keys': more than %zu (use all)", sizeof(keys) / sizeof(keys[0]));
+		keys[n++] = json_object_get_string(k);
+	}
+	if (!n && !st_bool(c->req, "all"))
+		return fail(c, -EINVAL, "name the malformed entries to remove ('keys'), or all of them ('all')");
+	if (!ctl->group[0])
+		return fail(c, -EPERM, "not in a group: a state file or memory has no malformed entries to remove");
+	for (int tries = 0; tries < COMMIT_TRIES; tries++) {
+		int64_t e = store_epoch(ctl->store);
+		if (e <= 0)
+			return fail(c, -EIO, "cannot read the state (%s): %s", store_name(ctl->store),
+				    e < 0 ? strerror((int)-e) : "nothing stored");
+		rc = store_repair(ctl->store, (uint64_t)e, keys, n, st_bool(c->req, "all"), &missing);
+		if (rc != -ECANCELED)
+			break;
+	}
+	if (rc == -ENOENT)
+		return fail(c, -ENOENT, "'%.300s' is not a malformed entry of the group's state (nkv-ctl group check lists "
+			    "them)", missing ? missing : "");
+	if (rc == -ECANCELED)
+		return fail(c, -EAGAIN, "RepairState: %d concurrent changes won the commit in a row; retry", COMMIT_TRIES);
+	if (rc < 0)
+		return fail(c, -EIO, "cannot write the state (%s): %s", store_name(ctl->store), strerror(-rc));
+	store_notify(ctl->store);
+	if (refresh(ctl) == 0) {
+		if (!ctl->joined)
+			join(ctl, &ctl->want);
+		apply(ctl);
+	}
+	json_object_put(c->resp);
+	c->resp = NULL;
+	return r_check_state(c, st);
+}
+
 /* ---- dispatch ------------------------------------------------------------------------------------ */
 
 struct method {
@@ -823,6 +907,8 @@ static const struct method g_methods[] = {
 	{"RemoveListener", m_remove_listener, true},
 	{"ListListeners", r_list_listeners, false},
 	{"GetGatewayInfo", r_gateway_info, false},
+	{"CheckState", r_check_state, false},
+	{"RepairState", m_repair_state, false}, /* its own commit (store_repair) */
 };
 
 /* Say, once each time it starts, that this gateway refuses a subsystem's Connects through one of its
@@ -863,18 +949,54 @@ static int apply(struct nkv_ctl *ctl)
 	return rc;
 }
 
-/* Read the stored state into ctl->want (ctl->mu held). @return 0 or -errno. */
+/* Log the malformed entries of the group's state at epoch @epoch, once per epoch. */
+static void log_bad(struct nkv_ctl *ctl, uint64_t epoch)
+{
+	json_object *list = st_get(ctl->bad, "entries");
+	uint64_t n = nbad(ctl);
+	if (ctl->bad_logged == epoch)
+		return;
+	ctl->bad_logged = epoch;
+	for (size_t i = 0; list && i < json_object_array_length(list) && i < 10; i++) {
+		json_object *b = json_object_array_get_idx(list, i);
+		NKV_ERR("group %s, epoch %" PRIu64 ": malformed entry '%.300s': %s", ctl->group, epoch, st_str(b, "key"),
+			st_str(b, "reason"));
+	}
+	NKV_ERR("group %s, epoch %" PRIu64 ": %" PRIu64 " malformed entr%s left out; changes are refused until they are "
+		"removed (nkv-ctl group check, nkv-ctl group repair)", ctl->group, epoch, n, n == 1 ? "y" : "ies");
+}
+
+/* Read the stored state into ctl->want (ctl->mu held). A state with malformed entries (ctl->bad)
+ * is not taken: the gateway keeps running the last well-formed one. @return 0, -EUCLEAN
+ * (malformed entries) or -errno. */
 static int refresh(struct nkv_ctl *ctl)
 {
-	json_object *st = NULL;
-	int rc = store_load(ctl->store, &st);
+	json_object *st = NULL, *bad = NULL;
+	int rc = store_load(ctl->store, &st, &bad);
 	if (rc < 0)
 		return rc;
+	json_object_put(ctl->bad);
+	ctl->bad = bad;
+	if (bad) {
+		log_bad(ctl, st_epoch(st));
+		json_object_put(st);
+		return -EUCLEAN;
+	}
 	if (st) {
 		json_object_put(ctl->want);
 		ctl->want = st;
 	}
 	return 0;
+}
+
+/* The answer to a change refused for malformed entries. */
+static int fail_bad(struct call *c)
+{
+	uint64_t n = nbad(c->ctl);
+	json_object *first = json_object_array_get_idx(st_get(c->ctl->bad, "entries"), 0);
+	return fail(c, -EPERM, "the group's state has %" PRIu64 " malformed entr%s (the first: '%.200s': %s); changes are "
+		    "refused until they are removed: nkv-ctl group check lists them, nkv-ctl group repair KEY removes one",
+		    n, n == 1 ? "y" : "ies", st_str(first, "key"), st_str(first, "reason"));
 }
 
 /* What only the running target knows, once a change is applied: the serial number of a subsystem
@@ -916,7 +1038,9 @@ static int change(struct call *c, const struct method *m)
 	int rc;
 
 	for (int tries = 0; tries < COMMIT_TRIES; tries++) {
-		if ((rc = refresh(ctl)) < 0)
+		if ((rc = refresh(ctl)) == -EUCLEAN)
+			return fail_bad(c);
+		if (rc < 0)
 			return fail(c, -EIO, "cannot read the state (%s): %s", store_name(ctl->store), strerror(-rc));
 		json_object *next = st_copy(ctl->want);
 		if (!next)
@@ -1027,18 +1151,23 @@ static void *watch_main(void *arg)
 			break;
 		pthread_mutex_lock(&ctl->mu);
 		int64_t e = store_epoch(ctl->store);
-		if (e > 0 && (uint64_t)e != st_epoch(ctl->applied) && refresh(ctl) == 0 &&
-		    st_epoch(ctl->want) != st_epoch(ctl->applied)) {
-			NKV_INFO("group %s: epoch %" PRIu64 " -> %" PRIu64 ": applying", ctl->group, st_epoch(ctl->applied),
-				 st_epoch(ctl->want));
-			apply(ctl);
+		/* An epoch known to hold malformed entries is not read again until it moves. */
+		if (e > 0 && (uint64_t)e != st_epoch(ctl->applied) && !(ctl->bad && (uint64_t)e == ctl->bad_logged) &&
+		    refresh(ctl) == 0) {
+			if (!ctl->joined)
+				join(ctl, &ctl->want); /* started on a broken state, now repaired */
+			if (st_epoch(ctl->want) != st_epoch(ctl->applied)) {
+				NKV_INFO("group %s: epoch %" PRIu64 " -> %" PRIu64 ": applying", ctl->group,
+					 st_epoch(ctl->applied), st_epoch(ctl->want));
+				apply(ctl);
+			}
 		}
 		pthread_mutex_unlock(&ctl->mu);
 	}
 	return NULL;
 }
 
-/* First time this gateway joins a stored state: its own listeners from the flags go in. */
+/* Has state @st listeners of gateway @gw? */
 static bool has_listeners_of(json_object *st, const char *gw)
 {
 	json_object_object_foreach(st_listeners(st), k, l) {
@@ -1047,6 +1176,79 @@ static bool has_listeners_of(json_object *st, const char *gw)
 			return true;
 	}
 	return false;
+}
+
+/* This gateway joins stored state *@stored (ctl->mu held, or not shared yet): the first time (the
+ * state has no listener of this gateway) its listeners from the flags go in, one commit, retried;
+ * later the state's listeners win, and a flag listener the state does not name is closed by the
+ * reconciler: said here, so that it is never dropped silently. @return 0 or -errno. */
+static int join(struct nkv_ctl *ctl, json_object **stored)
+{
+	int rc = 0;
+
+	if (!json_object_object_length(st_listeners(ctl->applied))) {
+		ctl->joined = true;
+		return 0;
+	}
+	if (has_listeners_of(*stored, ctl->gateway)) {
+		json_object_object_foreach(st_listeners(ctl->applied), k, l) {
+			uint64_t port;
+			st_u64(l, "port", 0, &port);
+			if (!st_get(st_listeners(*stored), k))
+				NKV_WARN("group %s: listener %s:%" PRIu64 " from the flags is not in the group's state, which "
+					 "has other listeners of gateway %s: it is closed (the state wins; nkv-ctl listener "
+					 "add serves it again)", ctl->group, st_str(l, "address"), port, ctl->gateway);
+		}
+		ctl->joined = true;
+		return 0;
+	}
+	for (int tries = 0; tries < COMMIT_TRIES; tries++) {
+		json_object *next = st_copy(*stored);
+		json_object_object_foreach(st_listeners(ctl->applied), k, l)
+			json_object_object_add(st_listeners(next), k, json_object_get(l));
+		json_object_object_add(next, "epoch", json_object_new_int64((int64_t)st_epoch(*stored) + 1));
+		if ((rc = store_commit(ctl->store, *stored, next)) == 0) {
+			json_object_put(*stored);
+			*stored = next;
+			store_notify(ctl->store);
+			ctl->joined = true;
+			return 0;
+		}
+		json_object_put(next);
+		json_object *fresh = NULL, *bad = NULL;
+		if (rc != -ECANCELED || (rc = store_load(ctl->store, &fresh, &bad)) < 0)
+			return rc;
+		json_object_put(bad);
+		if (!fresh || bad) { /* emptied or broken meanwhile: joined the next time it is read */
+			json_object_put(fresh);
+			return -EAGAIN;
+		}
+		json_object_put(*stored);
+		*stored = fresh;
+	}
+	return -EAGAIN;
+}
+
+/* How long a starting gateway waits for the group's gateways to say their names. */
+#define NAME_PROBE_MS 2000
+
+/* Refuse a gateway name that a live gateway of the group has: two gateways of one name would
+ * each take the other's listeners for its own (and close its own). */
+static int name_check(struct nkv_ctl *ctl)
+{
+	char who[64] = "";
+	int rc = store_name_taken(ctl->store, ctl->gateway, who, sizeof(who), NAME_PROBE_MS);
+
+	if (rc < 0) {
+		NKV_WARN("group %s: cannot ask the group's gateways for their names: %s", ctl->group, strerror(-rc));
+		return 0; /* the load that follows says whether the cluster answers */
+	}
+	if (rc > 0) {
+		NKV_ERR("group %s: gateway name '%s' is taken by a live gateway of the group (RADOS %s); give each "
+			"gateway its own --gateway-name (the default is the host name)", ctl->group, ctl->gateway, who);
+		return -ENOTUNIQ;
+	}
+	return 0;
 }
 
 int nkv_ctl_create(const struct nkv_ctl_conf *conf, const char *seed_json, struct nkv_ctl **out)
@@ -1080,28 +1282,23 @@ int nkv_ctl_create(const struct nkv_ctl_conf *conf, const char *seed_json, struc
 		rc = -EINVAL;
 		goto fail;
 	}
-	if ((rc = store_open(conf, &ctl->store)) < 0 || (rc = store_load(ctl->store, &stored)) < 0)
+	if ((rc = store_open(conf, &ctl->store)) < 0)
+		goto fail;
+	/* Watch first, so that a gateway of the same name starting now sees this one too. */
+	store_set_identity(ctl->store, ctl->gateway);
+	if ((rc = store_watch(ctl->store, kick, ctl)) < 0 || (ctl->group[0] && (rc = name_check(ctl)) < 0) ||
+	    (rc = store_load(ctl->store, &stored, &ctl->bad)) < 0)
 		goto fail;
 	ctl->want = st_copy(ctl->applied);
-	if (stored && !has_listeners_of(stored, ctl->gateway) && json_object_object_length(st_listeners(ctl->applied))) {
-		/* Joining: add this gateway's listeners to the group's state (one commit, retried). */
-		for (int tries = 0; tries < COMMIT_TRIES; tries++) {
-			json_object *next = st_copy(stored);
-			json_object_object_foreach(st_listeners(ctl->applied), k, l)
-				json_object_object_add(st_listeners(next), k, json_object_get(l));
-			json_object_object_add(next, "epoch", json_object_new_int64((int64_t)st_epoch(stored) + 1));
-			if ((rc = store_commit(ctl->store, stored, next)) == 0) {
-				json_object_put(stored);
-				stored = next;
-				store_notify(ctl->store);
-				break;
-			}
-			json_object_put(next);
-			json_object_put(stored);
-			stored = NULL;
-			if (rc != -ECANCELED || (rc = store_load(ctl->store, &stored)) < 0)
-				goto fail;
-		}
+	if (stored && ctl->bad) {
+		/* Degraded: the well-formed entries apply, this gateway's listeners from the flags are
+		 * kept (not committed: the group's state takes no change until it is repaired). */
+		log_bad(ctl, st_epoch(stored));
+		json_object_object_foreach(st_listeners(ctl->applied), k, l)
+			if (!st_get(st_listeners(stored), k))
+				json_object_object_add(st_listeners(stored), k, json_object_get(l));
+	} else if (stored && (rc = join(ctl, &stored)) < 0) {
+		goto fail;
 	}
 	if (stored) { /* the stored state wins */
 		json_object_put(ctl->want);
@@ -1113,22 +1310,23 @@ int nkv_ctl_create(const struct nkv_ctl_conf *conf, const char *seed_json, struc
 		if ((rc = store_commit(ctl->store, NULL, ctl->want)) < 0 && rc != -ECANCELED)
 			goto fail;
 		if (rc == -ECANCELED) { /* another gateway seeded the group meanwhile: take its state */
-			if ((rc = refresh(ctl)) < 0)
+			if ((rc = refresh(ctl)) < 0 || (rc = join(ctl, &ctl->want)) < 0)
 				goto fail;
 			apply(ctl);
 		} else {
+			ctl->joined = true;
 			json_object_object_add(ctl->applied, "epoch", json_object_new_int64(1));
 			NKV_INFO("control: state %s seeded from the configuration (epoch 1)", store_name(ctl->store));
 		}
 	}
-	if ((rc = store_watch(ctl->store, kick, ctl)) < 0 ||
-	    (rc = -pthread_create(&ctl->thread, NULL, watch_main, ctl)) < 0)
+	if ((rc = -pthread_create(&ctl->thread, NULL, watch_main, ctl)) < 0)
 		goto fail;
 	*out = ctl;
 	return 0;
 fail:
 	json_object_put(ctl->applied);
 	json_object_put(ctl->want);
+	json_object_put(ctl->bad);
 	json_object_put(ctl->exposed);
 	store_close(ctl->store);
 	pthread_mutex_destroy(&ctl->mu);
@@ -1146,10 +1344,12 @@ void nkv_ctl_destroy(struct nkv_ctl *ctl)
 	ctl->stop = true;
 	pthread_cond_signal(&ctl->cv);
 	pthread_mutex_unlock(&ctl->kick_mu);
+	store_cancel(ctl->store); /* a load in progress stops at its next page */
 	pthread_join(ctl->thread, NULL);
 	store_close(ctl->store); /* no more watch callbacks after this */
 	json_object_put(ctl->applied);
 	json_object_put(ctl->want);
+	json_object_put(ctl->bad);
 	json_object_put(ctl->exposed);
 	pthread_mutex_destroy(&ctl->mu);
 	pthread_mutex_destroy(&ctl->kick_mu);
@@ -1168,7 +1368,7 @@ int nkv_ctl_stored_state(const struct nkv_ctl_conf *conf, char **state_json, cha
 	if ((rc = store_open(conf, &s)) < 0)
 		return rc;
 	snprintf(where, n, "%s", store_name(s));
-	if ((rc = store_load(s, &st)) == 0 && st && st_check(st, &why) < 0)
+	if ((rc = store_load(s, &st, NULL)) == 0 && st && st_check(st, &why) < 0) /* malformed entries left out */
 		rc = -EINVAL;
 	if (rc == 0 && st && !(*state_json = strdup(json_object_to_json_string_ext(st, JSON_C_TO_STRING_PLAIN))))
 		rc = -ENOMEM;

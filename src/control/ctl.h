@@ -55,7 +55,10 @@ struct nkv_ctl_conf {
  * file, a stored state wins: the target is changed to match it; when none is stored yet, @seed_json
  * is stored (the first gateway seeds the group). A group is then watched (RADOS watch/notify, and
  * the epoch re-read every poll_ms) and every committed change applied live.
- * @return 0 or -errno (state unreadable: logged).
+ * A group's malformed entries (ones no gateway wrote) are left out and logged, and changes are
+ * refused (-EPERM) until RepairState removes them.
+ * @return 0 or -errno (state unreadable: logged; -ENOTUNIQ: a live gateway of the group has this
+ * gateway's name).
  */
 int nkv_ctl_create(const struct nkv_ctl_conf *conf, const char *seed_json, struct nkv_ctl **out);
 

@@ -57,13 +57,73 @@ int st_check(json_object *st, const char **why);
  */
 int st_reconcile(struct nkv_ctl *ctl, json_object *applied, json_object *want);
 
+/* ---- group_state.c: the state as a group object's omap entries (no RADOS) ---- */
+#define GROUP_KEY_MAX 2048         /* longest key read (a gateway writes at most 1,341 bytes) */
+#define GROUP_KEY_MAX_STR "2048"
+#define GROUP_VALUE_MAX 65536      /* largest value read (a gateway writes under 2 KiB) */
+#define GROUP_VALUE_MAX_STR "65536"
+#define GROUP_BAD_REPORT 100       /* malformed entries listed (all are counted) */
+/** One omap entry as read: bytes, not NUL-terminated. */
+struct group_entry {
+	const char *key, *val;
+	size_t klen, vlen;
+};
+/** What group_parse makes of a set of entries. */
+struct group_parsed {
+	uint64_t epoch;       /* the "epoch" entry (0: none: nothing stored) */
+	json_object *st;      /* the state of the well-formed entries */
+	json_object *raw;     /* those entries, omap key -> value, as stored (the next commit's diff) */
+	json_object *bad;     /* the others: [{"key": group_key_print, "reason": TEXT}], GROUP_BAD_REPORT at most */
+	size_t nbad;          /* how many others */
+};
+/** The omap entries of state @st: key -> value (JSON strings in an object). */
+json_object *group_flatten(json_object *st);
+/**
+ * Rebuild a state from entries @e[0..@n) (any order, "epoch" among them). An entry that breaks a
+ * rule (a key too long or not the one its value gives, a value that is not a JSON object of the
+ * model, a second entry for one object, a host or namespace without its subsystem) is left out and
+ * listed in out->bad. @return 0 (free with group_parsed_free), -EINVAL (a bug: the state of
+ * checked entries fails st_check).
+ */
+int group_parse(const struct group_entry *e, size_t n, struct group_parsed *out);
+void group_parsed_free(struct group_parsed *g);
+/** Key bytes as printable ASCII: bytes outside 0x20-0x7e and '\\' as \xHH; a key longer than
+ *  GROUP_KEY_MAX as its first 200 bytes, "...", its length in bytes. malloc'ed, or NULL. */
+char *group_key_print(const char *k, size_t n);
+
 /* ---- store.c ---- */
 struct ctl_store;
 /** Open the store the conf names (group object, file, or memory). */
 int store_open(const struct nkv_ctl_conf *conf, struct ctl_store **out);
 void store_close(struct ctl_store *s);
-/** Read the whole state. @return 0 (*out NULL: nothing stored yet) or -errno. */
-int store_load(struct ctl_store *s, json_object **out);
+/**
+ * Read the whole state. @return 0 (*out NULL: nothing stored yet) or -errno: -EFBIG (a group
+ * object with more than GROUP_MAX_ENTRIES entries or GROUP_MAX_BYTES), -ETIMEDOUT (not read within
+ * GROUP_LOAD_MS), -EINTR (store_cancel). A group's malformed entries are left out of *out and
+ * described in *bad when @bad is not NULL: {"malformed": N, "entries": group_parsed.bad}, or NULL
+ * when there are none.
+ */
+int store_load(struct ctl_store *s, json_object **out, json_object **bad);
+/** Make a load in progress, and every later one, return -EINTR (any thread): shutdown. */
+void store_cancel(struct ctl_store *s);
+/**
+ * Remove the malformed entries named by @keys (group_key_print form; @n of them; @all: every
+ * malformed entry) if the stored epoch is still @epoch, and advance it. @return 0, -ECANCELED
+ * (the epoch moved), -ENOENT (a key is not a malformed entry: its text in @missing), -ENOTSUP
+ * (not a group), or -errno.
+ */
+int store_repair(struct ctl_store *s, uint64_t epoch, const char *const *keys, size_t n, bool all,
+		 const char **missing);
+/**
+ * Ask the group's live gateways for their names (a notify every watcher answers, @timeout_ms).
+ * @return 1 when a gateway other than this process answers with name @gw (who: its RADOS client,
+ * in @who), 0 when none does, or -errno.
+ */
+int store_name_taken(struct ctl_store *s, const char *gw, char *who, size_t n, unsigned timeout_ms);
+/** What this gateway answers to store_name_taken: its name (set before store_watch). */
+void store_set_identity(struct ctl_store *s, const char *gw);
+/** Testing hook: run the watch-error callback as librados does when the watch is lost. */
+void store_test_watch_error(struct ctl_store *s);
 /** Read only the epoch. @return it (0: nothing stored) or -errno. */
 int64_t store_epoch(struct ctl_store *s);
 /**
@@ -89,6 +149,9 @@ struct nkv_ctl {
 	json_object *applied;        /* what the target runs */
 	uint64_t started_ms;
 	pthread_t thread;            /* the watcher: re-reads and applies the group's changes */
+	json_object *bad;            /* the malformed entries of the group's state last read, or NULL */
+	uint64_t bad_logged;         /* the epoch whose malformed entries were logged */
+	bool joined;                 /* this gateway's listeners are in the group's state */
 	pthread_mutex_t kick_mu;     /* stop, kick and cv only */
 	pthread_cond_t cv;
 	bool stop, kick;

@@ -2,25 +2,31 @@
  * store.c - where the control plane's state is kept.
  *
  * - A group (--group NAME): one RADOS object, "rados_nkv.group.NAME" in --group-pool, whose omap
- *   holds one entry per subsystem ("s/NQN"), namespace ("n/NQN/NSID"), host ("h/NQN/HOSTNQN") and
- *   listener ("l/GATEWAY/ADDRESS/PORT"), each a JSON object, plus "epoch" (20 decimal digits, so
- *   that byte order is number order). A commit is one write op: compare "epoch" with the epoch the
- *   change was made from, set the changed entries and the next epoch, remove the deleted ones. Two
- *   gateways committing at once: one op finds the epoch moved (-ECANCELED) and its caller starts
- *   again from the state the other wrote, so no update is ever lost. Gateways watch the object
- *   (rados_watch3); a commit is followed by a notify.
+ *   holds one entry per subsystem, namespace, host and listener (group_state.c: the keys and what
+ *   a well-formed entry is), each a JSON object, plus "epoch" (20 decimal digits, so that byte
+ *   order is number order). A commit is one write op: compare "epoch" with the epoch the change was
+ *   made from, set the changed entries and the next epoch, remove the deleted ones. Two gateways
+ *   committing at once: one op finds the epoch moved (-ECANCELED) and its caller starts again from
+ *   the state the other wrote, so no update is ever lost. Gateways watch the object (rados_watch3);
+ *   a commit is followed by a notify, which every watcher acknowledges with its gateway's name (so
+ *   a starting gateway can tell whether its name is taken by a live one).
+ *   A load reads the omap in pages and is bounded whatever the object holds: GROUP_MAX_ENTRIES
+ *   entries, GROUP_MAX_BYTES bytes, GROUP_LOAD_MS, each page past the last key read (kept whole).
  * - A state file (--state-file): the whole state as JSON, replaced atomically (write, fsync, rename).
  * - Neither: memory only (changes are live, and lost on restart).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #define NKV_LOG_COMPONENT "control"
+#include "common/clock.h"
 #include "common/log.h"
 #include "control/ctl_int.h"
 
@@ -29,6 +35,11 @@
 #endif
 
 enum store_kind { STORE_MEMORY, STORE_FILE, STORE_RADOS };
+
+#define GROUP_MAX_ENTRIES (1u << 20)     /* entries a group object may hold */
+#define GROUP_MAX_BYTES (256ull << 20)   /* bytes of keys and values it may hold */
+#define GROUP_LOAD_MS 60000              /* the longest a load may take */
+#define GROUP_PAGE 512                   /* entries per read */
 
 struct ctl_store {
 	enum store_kind kind;
@@ -40,9 +51,15 @@ struct ctl_store {
 	rados_ioctx_t io;
 	char oid[300];
 	uint64_t cookie;
-	bool watching;
+	bool watching;             /* a watch is registered (cookie): unwatch it before another */
+	atomic_bool watch_lost;    /* librados reported it lost (watch_err): re-watch */
+	atomic_bool cancel;        /* store_cancel: loads stop */
 	void (*fn)(void *);
 	void *fn_arg;
+	char ident[300];           /* "nkv-gw INSTANCE NAME": the notify ack (store_set_identity) */
+	uint64_t instance;         /* this process's store, among the group's watchers */
+	json_object *raw;          /* the well-formed entries last read, key -> value ... */
+	uint64_t raw_epoch;        /* ... at this epoch (the next commit diffs against them) */
 #endif
 };
 
@@ -51,118 +68,26 @@ const char *store_name(struct ctl_store *s)
 	return s->name;
 }
 
-/* ---- flattening: state <-> omap entries ---------------------------------------------------------- */
-
-/* A host's or namespace's entry names its subsystem inside (an NQN may hold a '/'). */
-static json_object *entry(json_object *o, const char *nqn)
-{
-	json_object *c = st_copy(o);
-	json_object_object_add(c, "nqn", json_object_new_string(nqn));
-	json_object *s = json_object_new_string(json_object_to_json_string_ext(c, JSON_C_TO_STRING_PLAIN));
-	json_object_put(c);
-	return s;
-}
-
-/* Put every entry of @st into @out as key -> JSON string (an object of strings). */
-static json_object *flatten(json_object *st)
-{
-	json_object *out = json_object_new_object();
-	char key[1024];
-
-	json_object_object_foreach(st_subsystems(st), nqn, ss) {
-		json_object *top = json_object_new_object();
-		json_object_object_foreach(ss, k, v) {
-			if (strcmp(k, "hosts") != 0 && strcmp(k, "namespaces") != 0)
-				json_object_object_add(top, k, json_object_get(v));
-		}
-		snprintf(key, sizeof(key), "s/%s", nqn);
-		json_object_object_add(out, key, json_object_new_string(json_object_to_json_string_ext(top, JSON_C_TO_STRING_PLAIN)));
-		json_object_put(top);
-		json_object_object_foreach(st_get(ss, "hosts"), h, hv) {
-			snprintf(key, sizeof(key), "h/%s/%s", nqn, h);
-			json_object_object_add(out, key, entry(hv, nqn));
-		}
-		json_object_object_foreach(st_get(ss, "namespaces"), n, nv) {
-			snprintf(key, sizeof(key), "n/%s/%s", nqn, n);
-			json_object_object_add(out, key, entry(nv, nqn));
-		}
-	}
-	json_object_object_foreach(st_listeners(st), lk, lv) {
-		snprintf(key, sizeof(key), "l/%s", lk);
-		json_object_object_add(out, key, json_object_new_string(json_object_to_json_string_ext(lv, JSON_C_TO_STRING_PLAIN)));
-	}
-	return out;
-}
-
 #ifdef NKV_HAVE_RADOS
-/* Rebuild a state from omap entries. Subsystems first (hosts and namespaces hang off them). */
-static int unflatten(json_object *kv, uint64_t epoch, json_object **out)
-{
-	json_object *st = st_new();
-	const char *why = NULL;
-
-	json_object_object_add(st, "epoch", json_object_new_int64((int64_t)epoch));
-	for (int pass = 0; pass < 2; pass++) {
-		json_object_object_foreach(kv, k, v) {
-			json_object *o = json_tokener_parse(json_object_get_string(v));
-			if (!o || !json_object_is_type(o, json_type_object)) {
-				NKV_ERR("group state: entry '%s' is not a JSON object", k);
-				json_object_put(o);
-				json_object_put(st);
-				return -EINVAL;
-			}
-			const char *nqn = st_str(o, "nqn");
-			json_object *ss = nqn ? st_get(st_subsystems(st), nqn) : NULL;
-			if (pass == 0 && k[0] == 's') {
-				json_object_object_add(o, "hosts", json_object_new_object());
-				json_object_object_add(o, "namespaces", json_object_new_object());
-				json_object_object_add(st_subsystems(st), nqn ? nqn : "", o);
-				continue;
-			}
-			if (pass == 1 && k[0] == 'h' && ss && st_str(o, "host_nqn")) {
-				json_object_object_del(o, "nqn");
-				json_object_object_add(st_get(ss, "hosts"), st_str(o, "host_nqn"), o);
-				continue;
-			}
-			uint64_t nsid;
-			if (pass == 1 && k[0] == 'n' && ss && st_u64(o, "nsid", 0, &nsid) == 0) {
-				char n[16];
-				snprintf(n, sizeof(n), "%" PRIu64, nsid);
-				json_object_object_del(o, "nqn");
-				json_object_object_add(st_get(ss, "namespaces"), n, o);
-				continue;
-			}
-			if (pass == 1 && k[0] == 'l') {
-				json_object_object_add(st_listeners(st), k + 2, o);
-				continue;
-			}
-			json_object_put(o); /* the other pass's, or an orphan (checked below) */
-		}
-	}
-	if (st_check(st, &why) < 0) {
-		NKV_ERR("group state: %s", why);
-		json_object_put(st);
-		return -EINVAL;
-	}
-	*out = st;
-	return 0;
-}
-
 static void watch_cb(void *arg, uint64_t notify_id, uint64_t handle, uint64_t notifier_id, void *data, size_t len)
 {
 	struct ctl_store *s = arg;
 	(void)notifier_id, (void)data, (void)len;
-	rados_notify_ack(s->io, s->oid, notify_id, handle, NULL, 0);
+	/* The ack carries this gateway's name (store_name_taken); every notify gets it, it is small. */
+	rados_notify_ack(s->io, s->oid, notify_id, handle, s->ident, s->ident[0] ? strlen(s->ident) : 0);
 	if (s->fn)
 		s->fn(s->fn_arg);
 }
 
+/* From a librados thread: the watch is gone. It stays registered (s->watching) until the control
+ * thread unwatches it in rewatch(): librados frees a watch's handle only in rados_unwatch2, and an
+ * unwatch from this callback would wait for the callback itself. */
 static void watch_err(void *arg, uint64_t cookie, int err)
 {
 	struct ctl_store *s = arg;
 	(void)cookie;
 	NKV_WARN("group %s: watch lost (%s): re-watching; the epoch is re-read meanwhile", s->oid, strerror(-err));
-	s->watching = false; /* the control thread re-watches (store_epoch) */
+	atomic_store(&s->watch_lost, true);
 	if (s->fn)
 		s->fn(s->fn_arg);
 }
@@ -170,10 +95,23 @@ static void watch_err(void *arg, uint64_t cookie, int err)
 static int rewatch(struct ctl_store *s)
 {
 	if (s->watching)
-		rados_unwatch2(s->io, s->cookie);
+		rados_unwatch2(s->io, s->cookie); /* lost or not: its handle is released here */
+	s->watching = false;
+	atomic_store(&s->watch_lost, false);
 	int rc = rados_watch3(s->io, s->oid, &s->cookie, watch_cb, watch_err, 30, s);
 	s->watching = rc == 0;
 	return rc;
+}
+
+void store_test_watch_error(struct ctl_store *s)
+{
+	if (s->kind == STORE_RADOS)
+		watch_err(s, s->cookie, -ENOTCONN);
+}
+#else
+void store_test_watch_error(struct ctl_store *s)
+{
+	(void)s;
 }
 #endif
 
@@ -189,6 +127,8 @@ int store_open(const struct nkv_ctl_conf *c, struct ctl_store **out)
 #ifdef NKV_HAVE_RADOS
 		int rc;
 		s->kind = STORE_RADOS;
+		if (getrandom(&s->instance, sizeof(s->instance), 0) != sizeof(s->instance))
+			s->instance = nkv_now_ms() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)s;
 		snprintf(s->oid, sizeof(s->oid), "rados_nkv.group.%s", c->group);
 		snprintf(s->name, sizeof(s->name), "rados:%s/%s", c->group_pool, s->oid);
 		char who[160];
@@ -242,6 +182,7 @@ void store_close(struct ctl_store *s)
 		rados_watch_flush(s->cluster);
 		rados_ioctx_destroy(s->io);
 		rados_shutdown(s->cluster);
+		json_object_put(s->raw);
 	}
 #endif
 	free(s);
@@ -279,59 +220,155 @@ static int file_load(struct ctl_store *s, json_object **out)
 }
 
 #ifdef NKV_HAVE_RADOS
-static int rados_load(struct ctl_store *s, json_object **out)
+/* The entries read so far (copies: an iterator's strings live until it ends). */
+struct entries {
+	struct group_entry *v;
+	size_t n, cap, bytes;
+};
+
+static void entries_free(struct entries *e)
 {
-	json_object *kv = json_object_new_object();
-	char after[1024] = "";
-	uint64_t epoch = 0;
-	bool exists = true;
+	for (size_t i = 0; i < e->n; i++) {
+		free((char *)e->v[i].key);
+		free((char *)e->v[i].val);
+	}
+	free(e->v);
+}
+
+static int entries_add(struct entries *e, const char *k, size_t kl, const char *v, size_t vl)
+{
+	if (e->n == GROUP_MAX_ENTRIES || (e->bytes += kl + vl) > GROUP_MAX_BYTES)
+		return -EFBIG;
+	if (e->n == e->cap) {
+		size_t cap = e->cap ? 2 * e->cap : 64;
+		struct group_entry *nv = realloc(e->v, cap * sizeof(*nv));
+		if (!nv)
+			return -ENOMEM;
+		e->v = nv, e->cap = cap;
+	}
+	char *kc = malloc(kl + 1), *vc = malloc(vl + 1);
+	if (!kc || !vc) {
+		free(kc), free(vc);
+		return -ENOMEM;
+	}
+	memcpy(kc, k, kl), kc[kl] = '\0';
+	memcpy(vc, v, vl), vc[vl] = '\0';
+	e->v[e->n++] = (struct group_entry){.key = kc, .val = vc, .klen = kl, .vlen = vl};
+	return 0;
+}
+
+/* Byte order of omap keys: is @a (@an bytes) after @b? */
+static bool key_after(const char *a, size_t an, const char *b, size_t bn)
+{
+	int c = memcmp(a, b, an < bn ? an : bn);
+	return c > 0 || (c == 0 && an > bn);
+}
+
+/* Every omap entry of the group's object into @e; *exists false when there is no object. */
+static int rados_read_all(struct ctl_store *s, struct entries *e, bool *exists)
+{
+	uint64_t deadline = nkv_now_ms() + GROUP_LOAD_MS;
 	int rc = 0;
 
+	*exists = true;
 	for (unsigned char more = 1; more && rc == 0;) {
-		rados_read_op_t op = rados_create_read_op();
+		/* The page starts after the last key read, whole. rados_read_op_omap_get_vals2 takes a C
+		 * string: after a key with a NUL byte the page starts at its prefix, so keys not past the
+		 * last one read are skipped, and a page that brings none is an error, not a loop. */
+		const char *after = e->n ? e->v[e->n - 1].key : "";
+		size_t got = 0;
+		rados_read_op_t op;
 		rados_omap_iter_t it = NULL;
 		int prval = 0;
-		rados_read_op_omap_get_vals2(op, after, "", 512, &it, &more, &prval);
+
+		if (atomic_load(&s->cancel))
+			return -EINTR;
+		if (nkv_now_ms() > deadline)
+			return -ETIMEDOUT;
+		op = rados_create_read_op();
+		rados_read_op_omap_get_vals2(op, after, "", GROUP_PAGE, &it, &more, &prval);
 		rc = rados_read_op_operate(op, s->io, s->oid, 0);
 		if (rc == 0 && prval < 0)
 			rc = prval;
 		if (rc == -ENOENT) {
-			exists = false;
+			*exists = false;
 			rc = 0;
 			more = 0;
 		}
 		char *k, *v;
 		size_t kl, vl;
 		while (rc == 0 && it && rados_omap_get_next2(it, &k, &v, &kl, &vl) == 0 && k) {
-			snprintf(after, sizeof(after), "%.*s", (int)kl, k);
-			if (strcmp(after, "epoch") == 0) {
-				char e[32];
-				snprintf(e, sizeof(e), "%.*s", (int)vl, v);
-				epoch = strtoull(e, NULL, 10);
-			} else {
-				json_object_object_add(kv, after, json_object_new_string_len(v, (int)vl));
-			}
+			if (e->n && !key_after(k, kl, e->v[e->n - 1].key, e->v[e->n - 1].klen))
+				continue; /* read already */
+			rc = entries_add(e, k, kl, v, vl);
+			got++;
 		}
+		if (rc == 0 && more && got == 0)
+			rc = -EIO;
 		if (it)
 			rados_omap_get_end(it);
 		rados_release_read_op(op);
 	}
-	if (rc == 0 && exists && epoch)
-		rc = unflatten(kv, epoch, out);
-	json_object_put(kv);
 	return rc;
+}
+
+static int rados_load(struct ctl_store *s, json_object **out, json_object **bad)
+{
+	struct entries e = {0};
+	struct group_parsed g;
+	bool exists;
+	int rc = rados_read_all(s, &e, &exists);
+
+	if (rc == -EFBIG)
+		NKV_ERR("group %s: more than %u entries or %llu MiB: not a state a gateway wrote; refused", s->oid,
+			GROUP_MAX_ENTRIES, GROUP_MAX_BYTES >> 20);
+	else if (rc == -ETIMEDOUT)
+		NKV_ERR("group %s: not read within %u s", s->oid, GROUP_LOAD_MS / 1000);
+	else if (rc == -EIO)
+		NKV_ERR("group %s: the omap listing does not move on", s->oid);
+	if (rc == 0 && exists && (rc = group_parse(e.v, e.n, &g)) == 0) {
+		if (g.epoch) {
+			*out = g.st;
+			g.st = NULL;
+			if (bad && g.nbad) {
+				*bad = json_object_new_object();
+				json_object_object_add(*bad, "malformed", json_object_new_uint64(g.nbad));
+				json_object_object_add(*bad, "entries", g.bad);
+				g.bad = NULL;
+			}
+			json_object_put(s->raw);
+			s->raw = g.raw;
+			s->raw_epoch = g.epoch;
+			g.raw = NULL;
+		}
+		group_parsed_free(&g);
+	}
+	entries_free(&e);
+	return rc;
+}
+
+void store_cancel(struct ctl_store *s)
+{
+	atomic_store(&s->cancel, true);
+}
+#else
+void store_cancel(struct ctl_store *s)
+{
+	(void)s;
 }
 #endif
 
-int store_load(struct ctl_store *s, json_object **out)
+int store_load(struct ctl_store *s, json_object **out, json_object **bad)
 {
 	*out = NULL;
+	if (bad)
+		*bad = NULL;
 	switch (s->kind) {
 	case STORE_FILE:
 		return file_load(s, out);
 #ifdef NKV_HAVE_RADOS
 	case STORE_RADOS:
-		return rados_load(s, out);
+		return rados_load(s, out, bad);
 #endif
 	default:
 		return 0; /* memory: the caller's copy is the state */
@@ -348,7 +385,7 @@ int64_t store_epoch(struct ctl_store *s)
 		rados_omap_iter_t it = NULL;
 		int prval = 0, rc;
 		int64_t epoch = 0;
-		if (!s->watching)
+		if (!s->watching || atomic_load(&s->watch_lost))
 			rewatch(s); /* lost, or never set: the object may not exist yet */
 		rados_read_op_omap_get_vals_by_keys2(op, keys, 1, lens, &it, &prval);
 		rc = rados_read_op_operate(op, s->io, s->oid, 0);
@@ -432,7 +469,12 @@ static int file_commit(struct ctl_store *s, json_object *next)
 #ifdef NKV_HAVE_RADOS
 static int rados_commit(struct ctl_store *s, json_object *prev, json_object *next)
 {
-	json_object *a = prev ? flatten(prev) : json_object_new_object(), *b = flatten(next);
+	/* Diff against what the object holds at @prev's epoch, as read (keys in the earlier form
+	 * included, so that this commit replaces them); only when that is not at hand, against
+	 * @prev's own entries. */
+	json_object *a = prev && s->raw && s->raw_epoch == st_epoch(prev) ? json_object_get(s->raw)
+			 : prev ? group_flatten(prev) : json_object_new_object();
+	json_object *b = group_flatten(next);
 	uint64_t old = prev ? st_epoch(prev) : 0;
 	char eold[24], enew[24];
 	const char **sk = NULL, **sv = NULL, **rk = NULL;
@@ -484,6 +526,8 @@ static int rados_commit(struct ctl_store *s, json_object *prev, json_object *nex
 	rados_release_write_op(op);
 	if (rc == -EEXIST || rc == -ECANCELED || prval == -ECANCELED)
 		rc = -ECANCELED;
+	if (rc == 0 && !s->watching && s->fn)
+		rewatch(s); /* the first commit made the object: watch it now, not at the next poll */
 out:
 	free(sk), free(sv), free(rk), free(skl), free(svl), free(rkl);
 	json_object_put(a);
@@ -546,4 +590,154 @@ int store_watch(struct ctl_store *s, void (*fn)(void *), void *arg)
 #endif
 	(void)s, (void)fn, (void)arg;
 	return 0;
+}
+
+/* ---- malformed entries, gateway names ------------------------------------------------------------- */
+
+int store_repair(struct ctl_store *s, uint64_t epoch, const char *const *keys, size_t n, bool all,
+		 const char **missing)
+{
+#ifdef NKV_HAVE_RADOS
+	struct entries e = {0};
+	struct group_parsed g = {0};
+	const char **rk = NULL;
+	size_t *rkl = NULL, nr = 0;
+	bool exists, *found = calloc(n + 1, sizeof(*found));
+	int rc = -ENOMEM, prval = 0;
+
+	*missing = NULL;
+	if (s->kind != STORE_RADOS) {
+		free(found);
+		return -ENOTSUP;
+	}
+	if (!found || (rc = rados_read_all(s, &e, &exists)) < 0 || (rc = group_parse(e.v, e.n, &g)) < 0)
+		goto out;
+	rc = -ECANCELED;
+	if (!exists || g.epoch != epoch)
+		goto out;
+	rc = -ENOMEM;
+	if (!(rk = calloc(e.n + 1, sizeof(*rk))) || !(rkl = calloc(e.n + 1, sizeof(*rkl))))
+		goto out;
+	for (size_t i = 0; i < e.n; i++) { /* malformed: neither the epoch nor a well-formed entry */
+		const struct group_entry *x = &e.v[i];
+		if ((x->klen == 5 && memcmp(x->key, "epoch", 5) == 0) ||
+		    (!memchr(x->key, 0, x->klen) && st_get(g.raw, x->key)))
+			continue;
+		char *shown = group_key_print(x->key, x->klen);
+		bool drop = all;
+		for (size_t j = 0; shown && j < n; j++)
+			if (strcmp(shown, keys[j]) == 0)
+				drop = found[j] = true;
+		free(shown);
+		if (drop) {
+			rk[nr] = x->key;
+			rkl[nr++] = x->klen;
+		}
+	}
+	for (size_t j = 0; j < n; j++)
+		if (!found[j]) {
+			*missing = keys[j];
+			rc = -ENOENT;
+			goto out;
+		}
+	char eold[24], enew[24];
+	snprintf(eold, sizeof(eold), "%020" PRIu64, epoch);
+	snprintf(enew, sizeof(enew), "%020" PRIu64, epoch + 1);
+	const char *ek = "epoch", *ev = enew;
+	size_t ekl = 5, evl = strlen(enew);
+	rados_write_op_t op = rados_create_write_op();
+	rados_write_op_omap_cmp(op, "epoch", LIBRADOS_CMPXATTR_OP_EQ, eold, strlen(eold), &prval);
+	if (nr)
+		rados_write_op_omap_rm_keys2(op, rk, rkl, nr);
+	rados_write_op_omap_set2(op, &ek, &ev, &ekl, &evl, 1);
+	rc = rados_write_op_operate2(op, s->io, s->oid, NULL, 0);
+	rados_release_write_op(op);
+	if (rc == -ECANCELED || prval == -ECANCELED)
+		rc = -ECANCELED;
+	if (rc == 0)
+		NKV_WARN("group %s: %zu malformed entr%s removed (epoch %" PRIu64 ")", s->oid, nr, nr == 1 ? "y" : "ies",
+			 epoch + 1);
+out:
+	free(rk);
+	free(rkl);
+	free(found);
+	group_parsed_free(&g);
+	entries_free(&e);
+	return rc;
+#else
+	(void)s, (void)epoch, (void)keys, (void)n, (void)all;
+	*missing = NULL;
+	return -ENOTSUP;
+#endif
+}
+
+void store_set_identity(struct ctl_store *s, const char *gw)
+{
+#ifdef NKV_HAVE_RADOS
+	snprintf(s->ident, sizeof(s->ident), "nkv-gw %016" PRIx64 " %s", s->instance, gw);
+#else
+	(void)s, (void)gw;
+#endif
+}
+
+#ifdef NKV_HAVE_RADOS
+/* Little-endian reads from a notify reply; false when it is shorter. */
+static bool take(const char **p, const char *end, void *out, size_t n)
+{
+	if ((size_t)(end - *p) < n)
+		return false;
+	if (out) {
+		memset(out, 0, 8);
+		for (size_t i = 0; i < n; i++)
+			((uint8_t *)out)[i] = (uint8_t)(*p)[i]; /* hosts are little-endian, as the encoding */
+	}
+	*p += n;
+	return true;
+}
+#endif
+
+int store_name_taken(struct ctl_store *s, const char *gw, char *who, size_t n, unsigned timeout_ms)
+{
+#ifdef NKV_HAVE_RADOS
+	char *reply = NULL;
+	size_t len = 0;
+	int taken = 0;
+
+	if (s->kind != STORE_RADOS)
+		return 0;
+	/* A gateway that died without unwatching stays a watcher until its watch times out; it does
+	 * not answer, so the notify waits @timeout_ms (-ETIMEDOUT) and the answers are still there. */
+	int rc = rados_notify2(s->io, s->oid, "who", 3, timeout_ms, &reply, &len);
+	if (rc == -ENOENT)
+		return 0; /* no object: no gateway yet */
+	if (rc < 0 && rc != -ETIMEDOUT) {
+		rados_buffer_free(reply);
+		return rc;
+	}
+	/* The reply: u32 acks, each {u64 gid, u64 cookie, u32 len, payload}; then the timeouts. */
+	const char *p = reply, *end = reply ? reply + len : NULL;
+	uint64_t nacks = 0;
+	if (reply && take(&p, end, &nacks, 4)) {
+		for (uint64_t i = 0; i < nacks; i++) {
+			uint64_t gid = 0, cookie = 0, plen = 0;
+			if (!take(&p, end, &gid, 8) || !take(&p, end, &cookie, 8) || !take(&p, end, &plen, 4) ||
+			    (uint64_t)(end - p) < plen)
+				break;
+			char ack[300], name[300];
+			unsigned long long inst;
+			snprintf(ack, sizeof(ack), "%.*s", (int)(plen < 299 ? plen : 299), p);
+			p += plen;
+			if (sscanf(ack, "nkv-gw %llx %299[^\n]", &inst, name) == 2 && inst != s->instance &&
+			    strcmp(name, gw) == 0) {
+				snprintf(who, n, "client.%" PRIu64, gid);
+				taken = 1;
+			}
+		}
+	}
+	rados_buffer_free(reply);
+	return taken;
+#else
+	(void)s, (void)gw, (void)who, (void)n, (void)timeout_ms;
+	return 0;
+#endif
 }

@@ -249,6 +249,13 @@ static void check_case(const struct cli_case *t)
 	"{'name':'gw-a','version':'0.1.0','group':'g1','epoch':'42','uptime_s':'93784','backend':'rados',"   \
 	"'listeners':[" LST1 "," LST2 "],'connections':[" CONN1 "],'state_store':'rados:kv/rados-nkv.state'}"
 
+#define REPORT1                                                                                              \
+	"{'state_store':'rados:kv/rados_nkv.group.g1','epoch':'5','applied_epoch':'4','malformed':1,"            \
+	"'malformed_entries':[{'key':'s/nqn.bad\\\\x00','reason':'the value is not a JSON object'}]}"
+#define REPORT0                                                                                              \
+	"{'state_store':'rados:kv/rados_nkv.group.g1','epoch':'6','applied_epoch':'6','malformed':0,"            \
+	"'malformed_entries':[]}"
+
 static const struct cli_case g_cases[] = {
 	/* subsystems */
 	{"subsystem add " NQN " --pool kv", 0, SUB, NULL, 0, "CreateSubsystem",
@@ -452,6 +459,17 @@ static const struct cli_case g_cases[] = {
 	 "={'name':'gw-a','version':'','group':'','epoch':'0','uptime_s':'0','backend':'','listeners':[],"
 	 "'connections':[],'state_store':''}\n",
 	 NULL},
+	/* the group's state */
+	{"group check", 0, REPORT1, NULL, 0, "CheckState", "{}",
+	 "state store     rados:kv/rados_nkv.group.g1|stored epoch    5|applied epoch   4|malformed       1 (changes are "
+	 "refused until they are removed: group repair)|  s/nqn.bad\\x00|    the value is not a JSON object", NULL},
+	{"-o json group check", 0, REPORT1, NULL, 0, "CheckState", "{}", "=" REPORT1 "\n", NULL},
+	{"group repair s/nqn.bad\\x00 l/x", 0, REPORT0, NULL, 0, "RepairState", "{'keys':['s/nqn.bad\\\\x00','l/x'],'all':false}",
+	 "stored epoch    6|malformed       0", NULL},
+	{"group repair --all", 0, REPORT0, NULL, 0, "RepairState", "{'keys':[],'all':true}", "malformed       0", NULL},
+	{"group repair", 0, "{}", NULL, 64, NULL, NULL, NULL, "name the malformed entries"},
+	{"group repair s/x --all", 0, "{}", NULL, 64, NULL, NULL, NULL, "not both"},
+	{"group check --all", 0, "{}", NULL, 64, NULL, NULL, NULL, "--all"},
 	/* every error status and its exit code */
 	{"subsystem get " NQN, -ENOENT, NULL, "no subsystem " NQN, 2, "GetSubsystem", NULL, "=",
 	 "nkv-ctl: subsystem get: no subsystem " NQN " (NOT_FOUND)"},

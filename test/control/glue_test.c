@@ -202,6 +202,11 @@ static const struct rpc_case g_rpcs[] = {
 	{"GetGatewayInfo", "{}", "{}",
 	 "{'name':'gw-a','version':'0.1.0','group':'g1','epoch':'42','uptime_s':'3600','backend':'rados',"
 	 "'listeners':[" LST1 "],'connections':[" CONN1 "],'state_store':'rados:kv/rados-nkv.state'}"},
+	{"CheckState", "{}", "{}",
+	 "{'state_store':'rados:kv/rados_nkv.group.g1','epoch':'5','applied_epoch':'4','malformed':1,"
+	 "'malformed_entries':[{'key':'s/nqn.bad\\\\x00','reason':'the value is not a JSON object'}]}"},
+	{"RepairState", "{'keys':['s/nqn.bad\\\\x00']}", "{'keys':['s/nqn.bad\\\\x00'],'all':false}",
+	 "{'state_store':'rados:kv/rados_nkv.group.g1','epoch':'6','applied_epoch':'6','malformed':0,'malformed_entries':[]}"},
 };
 
 /* The RPC names of the proto file: "  rpc Name(" lines (comments skipped). */

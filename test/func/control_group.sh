@@ -11,7 +11,13 @@
 #      runs the changed policy;
 #   5. gateway C joins with a listener on 0.0.0.0 and an allowlist for the subsystem A and B seeded
 #      without hosts on loopback: the group's state wins, and C does not serve that subsystem to any
-#      host through 0.0.0.0 (Connect refused, an error logged) until it gets an allowlist.
+#      host through 0.0.0.0 (Connect refused, an error logged) until it gets an allowlist;
+#   6. a non-JSON entry written into the group's object (rados setomapval): changes exit 5 and say
+#      how to repair, `group check` lists it, a gateway restarted now starts and serves the rest,
+#      `group repair KEY` removes it (a well-formed key: exit 2) and changes are taken again;
+#   7. two gateways without --gateway-name (both the host name) in another group: the second
+#      exits 1 saying the name is taken, and the first still serves its own listener; killed
+#      with SIGKILL, the first restarts under its name (a dead gateway does not answer).
 #   control_group.sh PATH/rados-nkv PATH/nkv-ctl PATH/nkv
 # Needs NKV_CEPH_CONF (else exit 77, or 1 with NKV_REQUIRE_RADOS=1). Prints ok/FAIL lines, then
 # "N passed, N failed".
@@ -35,7 +41,7 @@ ALLOWED=nqn.2026-12.io.test:group-allowed
 STRANGER=nqn.2026-12.io.test:group-stranger
 declare -A PID PORT
 cleanup() {
-	for g in a b c; do [ -n "${PID[$g]:-}" ] && kill -KILL "${PID[$g]}" 2>/dev/null; done
+	for g in a b c d e f; do [ -n "${PID[$g]:-}" ] && kill -KILL "${PID[$g]}" 2>/dev/null; done
 	wait 2>/dev/null
 	rados -c "$NKV_CEPH_CONF" ${NKV_CEPH_KEYRING:+--keyring "$NKV_CEPH_KEYRING"} -p "$POOL" rm "rados_nkv.group.$G" 2>/dev/null
 	rm -rf "$T"
@@ -111,6 +117,8 @@ stop a
 stop b
 check "gateway A restarts" start a
 check "gateway B restarts" start b
+# port 0 gave each restart a new port: the state's listener wins, and the log says so
+check "A says its new -l listener is not in the state and closed" grep -q "from the flags is not in the group's state" "$T/a.log"
 ctl a -o json subsystem list >"$T/ss.after"
 ctl a -o json listener list >"$T/l.after"   # the same gateway: "active" is the answering one's view
 ctl b -o json subsystem list >"$T/ss.after.b"
@@ -119,6 +127,27 @@ check "listener list -o json: the same after the restart" cmp -s "$T/l.before" "
 check "gateway B lists the same subsystems as A" cmp -s "$T/ss.after" "$T/ss.after.b"
 check "B serves the value after the restart" bash -c "'$NKV' -s ${PORT[b]} -n '$NQN' retrieve k1 '$T/r2' && cmp -s '$T/v' '$T/r2'"
 check "B runs the cache policy after the restart" bash -c "'$CTL' --server 'unix:$T/b.sock' -o json usage '$NQN' 2 | grep -q '\"policy\":{\"capacity_bytes\":\"50331648\"'"
+# 6. A malformed entry in the group's object (before 5: it needs the subsystem 1-4 made).
+OBJ=rados_nkv.group.$G
+radosc() { rados -c "$NKV_CEPH_CONF" ${NKV_CEPH_KEYRING:+--keyring "$NKV_CEPH_KEYRING"} -p "$POOL" "$@"; }
+radosc getomapval "$OBJ" epoch "$T/epoch" >/dev/null 2>&1
+e=$(cat "$T/epoch" 2>/dev/null)
+radosc setomapval "$OBJ" s/nqn.garbage '{{{not json' && radosc setomapval "$OBJ" epoch "$(printf %020d $((10#${e:-0} + 1)))"
+ctl a ns set-ro "$NQN" 1 off >"$T/out" 2>&1
+rc=$?
+check "a change while the state holds a malformed entry: exit 5 ($rc), naming group check" \
+	bash -c "[ $rc = 5 ] && grep -q 'group check' '$T/out'"
+check "group check lists the entry" bash -c "'$CTL' --server 'unix:$T/a.sock' group check | grep -q 's/nqn.garbage'"
+stop b
+check "gateway B restarts on the malformed state" start b
+check "and serves the rest of it" "$NKV" -s "${PORT[b]}" -n "$NQN" exist k1
+ctl b group repair "s/$NQN" >/dev/null 2>&1
+rc=$?
+check "group repair refuses a well-formed entry (exit $rc)" [ "$rc" = 2 ]
+check "group repair s/nqn.garbage" ctl b group repair s/nqn.garbage
+check "group check: no malformed entry left" bash -c "'$CTL' --server 'unix:$T/a.sock' -o json group check | grep -q '\"malformed\":0'"
+check "changes are taken again" ctl a ns set-ro "$NQN" 1 off
+
 check "subsystem del through B" ctl b subsystem del "$NQN"
 gone=""
 for _ in $(seq 250); do
@@ -157,8 +186,35 @@ check "a listener off loopback for another gateway is checked against the group'
 stop c
 stop a
 stop b
+
+# 7. Two gateways of one default name (the host name) in another group.
+G2=$G-name
+for g in e f; do
+	rm -f "$T/$g.pid"
+	"$D" "${ceph_args[@]}" --group "$G2" --group-pool "$POOL" -l 127.0.0.1:0 -d none --control "unix:$T/$g.sock" \
+		--pid-file "$T/$g.pid" -s "$NQN-name" -p "$POOL" --op-timeout 5 >>"$T/$g.log" 2>&1 &
+	PID[$g]=$!
+	for _ in $(seq 300); do [ -s "$T/$g.pid" ] && break; kill -0 "${PID[$g]}" 2>/dev/null || break; sleep 0.05; done
+	PORT[$g]=$(grep -o 'NVMe/TCP on 127\.0\.0\.1:[0-9]*' "$T/$g.log" | head -1 | sed 's/.*://')
+done
+check "the first gateway of the default name starts" test -s "$T/e.pid"
+for _ in $(seq 300); do kill -0 "${PID[f]}" 2>/dev/null || break; sleep 0.05; done
+if kill -0 "${PID[f]}" 2>/dev/null; then rc=running; stop f; else wait "${PID[f]}"; rc=$?; PID[f]=""; fi
+check "the second exits 1 ($rc)" [ "$rc" = 1 ]
+check "saying the name is taken" grep -q "is taken by a live gateway of the group" "$T/f.log"
+check "the first still serves its listener" "$NKV" -s "${PORT[e]}" -n "$NQN-name" list-ns
+# A gateway killed (its watch lingers in the OSD, unanswered) frees its name for its restart.
+kill -KILL "${PID[e]}"; wait "${PID[e]}" 2>/dev/null
+rm -f "$T/e.pid"
+"$D" "${ceph_args[@]}" --group "$G2" --group-pool "$POOL" -l 127.0.0.1:0 -d none --control "unix:$T/e.sock" \
+	--pid-file "$T/e.pid" -s "$NQN-name" -p "$POOL" --op-timeout 5 >>"$T/e2.log" 2>&1 &
+PID[e]=$!
+for _ in $(seq 300); do [ -s "$T/e.pid" ] && break; kill -0 "${PID[e]}" 2>/dev/null || break; sleep 0.05; done
+check "a gateway killed with SIGKILL restarts under its name" test -s "$T/e.pid"
+stop e
+rados -c "$NKV_CEPH_CONF" ${NKV_CEPH_KEYRING:+--keyring "$NKV_CEPH_KEYRING"} -p "$POOL" rm "rados_nkv.group.$G2" 2>/dev/null
 if [ "$fail" != 0 ]; then
-	for g in a b c; do echo "--- $g.log"; tail -30 "$T/$g.log"; done
+	for g in a b c d e f; do [ -f "$T/$g.log" ] && { echo "--- $g.log"; tail -30 "$T/$g.log"; }; done
 	diff "$T/ss.before" "$T/ss.after" | head -5
 fi
 echo "$pass passed, $fail failed"

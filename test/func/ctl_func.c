@@ -14,7 +14,9 @@
  * Prints "ok - ..." / "FAIL - ...", then "N passed, N failed". Exit 0/1/77 (no cluster).
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,8 +27,13 @@
 
 #include "common/clock.h"
 #include "control/ctl.h"
+#include "control/ctl_int.h"
 #include "nkv/nkv_spec.h"
 #include "nkv/nkv_target.h"
+
+#ifdef NKV_HAVE_RADOS
+#include <rados/librados.h>
+#endif
 
 static int g_pass, g_fail;
 #define CHECK(cond, ...)                                                                                 \
@@ -62,14 +69,21 @@ static int hk_unlisten(void *arg, const char *addr, unsigned port)
 
 static const char *EMPTY = "{\"epoch\":0,\"subsystems\":{},\"listeners\":{}}";
 
-static struct nkv_ctl *mk(struct nkv_target *t, const char *gw, const char *group, const char *file)
+/* nkv_ctl_create with the test's hooks and cluster. @return its result. */
+static int mk_rc(struct nkv_target *t, const char *gw, const char *group, const char *file, struct nkv_ctl **ctl)
 {
 	struct nkv_ctl_conf c = {.tgt = t, .hooks = {.tcp_listen = hk_listen, .tcp_unlisten = hk_unlisten},
 				 .gateway = gw, .group = group, .group_pool = g_pool, .ceph_conf = g_bc.ceph_conf,
 				 .keyring = g_bc.keyring, .client_id = g_bc.client_id, .state_file = file,
 				 .backend = g_bc.name, .version = "test", .drain_ms = 5000, .poll_ms = 500};
+	*ctl = NULL;
+	return nkv_ctl_create(&c, EMPTY, ctl);
+}
+
+static struct nkv_ctl *mk(struct nkv_target *t, const char *gw, const char *group, const char *file)
+{
 	struct nkv_ctl *ctl = NULL;
-	int rc = nkv_ctl_create(&c, EMPTY, &ctl);
+	int rc = mk_rc(t, gw, group, file, &ctl);
 	CHECK(rc == 0, "nkv_ctl_create(%s): %d", gw, rc);
 	return ctl;
 }
@@ -743,9 +757,343 @@ static void test_exposure(void)
 	unlink(file);
 }
 
+/* ---- hostile contents of a group's object, names, watches ------------------------------------- */
+
+#ifdef NKV_HAVE_RADOS
+static rados_t g_cl;
+static rados_ioctx_t g_io;
+
+/* The test's own RADOS handle on the group pool (to write what no gateway would). */
+static int raw_open(void)
+{
+	char who[160];
+	snprintf(who, sizeof(who), "client.%s", g_bc.client_id);
+	if (rados_create2(&g_cl, "ceph", who, 0) < 0)
+		return -1;
+	if (rados_conf_read_file(g_cl, g_bc.ceph_conf) < 0 || (g_bc.keyring && rados_conf_set(g_cl, "keyring", g_bc.keyring) < 0) ||
+	    rados_connect(g_cl) < 0 || rados_ioctx_create(g_cl, g_pool, &g_io) < 0) {
+		rados_shutdown(g_cl);
+		return -1;
+	}
+	return 0;
+}
+
+static void raw_close(void)
+{
+	rados_ioctx_destroy(g_io);
+	rados_shutdown(g_cl);
+}
+
+/* The stored epoch of @group's object (0: none). */
+static uint64_t raw_epoch(const char *oid)
+{
+	const char *keys[] = {"epoch"};
+	size_t lens[] = {5};
+	rados_read_op_t op = rados_create_read_op();
+	rados_omap_iter_t it = NULL;
+	int prval = 0;
+	uint64_t e = 0;
+	char *k, *v;
+	size_t kl, vl;
+	rados_read_op_omap_get_vals_by_keys2(op, keys, 1, lens, &it, &prval);
+	if (rados_read_op_operate(op, g_io, oid, 0) == 0 && it && rados_omap_get_next2(it, &k, &v, &kl, &vl) == 0 && k) {
+		char s[32];
+		snprintf(s, sizeof(s), "%.*s", (int)vl, v);
+		e = strtoull(s, NULL, 10);
+	}
+	if (it)
+		rados_omap_get_end(it);
+	rados_release_read_op(op);
+	return e;
+}
+
+/* Set @n entries (and the next epoch) in one op, as a hostile writer would; notify the group. */
+static int raw_set(const char *oid, const char **k, const size_t *kl, const char **v, const size_t *vl, size_t n)
+{
+	char e[24];
+	snprintf(e, sizeof(e), "%020" PRIu64, raw_epoch(oid) + 1);
+	rados_write_op_t op = rados_create_write_op();
+	const char *ek = "epoch", *ev = e;
+	size_t ekl = 5, evl = strlen(e);
+	rados_write_op_omap_set2(op, k, v, kl, vl, n);
+	rados_write_op_omap_set2(op, &ek, &ev, &ekl, &evl, 1);
+	int rc = rados_write_op_operate2(op, g_io, oid, NULL, 0);
+	rados_release_write_op(op);
+	char *reply = NULL;
+	size_t len = 0;
+	rados_notify2(g_io, oid, "changed", 7, 1000, &reply, &len);
+	rados_buffer_free(reply);
+	return rc;
+}
+
+/* Does the object hold omap key @key? */
+static bool raw_has(const char *oid, const char *key)
+{
+	const char *keys[] = {key};
+	size_t lens[] = {strlen(key)};
+	rados_read_op_t op = rados_create_read_op();
+	rados_omap_iter_t it = NULL;
+	int prval = 0;
+	bool has = false;
+	char *k, *v;
+	size_t kl, vl;
+	rados_read_op_omap_get_vals_by_keys2(op, keys, 1, lens, &it, &prval);
+	if (rados_read_op_operate(op, g_io, oid, 0) == 0 && it && rados_omap_get_next2(it, &k, &v, &kl, &vl) == 0 && k)
+		has = true;
+	if (it)
+		rados_omap_get_end(it);
+	rados_release_read_op(op);
+	return has;
+}
+
+static void on_alarm(int sig)
+{
+	static const char m[] = "FAIL - a gateway did not start or stop within the test's deadline (hung)\n";
+	(void)sig;
+	(void)!write(1, m, sizeof(m) - 1);
+	_exit(1);
+}
+
+/* 600 keys of 1,105 bytes sharing their first 1,100: loading the state terminates (bounded), a
+ * joining gateway starts, both list them as malformed, and `RepairState all` removes them. */
+static void test_group_long_keys(void)
+{
+	char group[64], oid[128], *a = NULL;
+	struct nkv_target *ta, *tb;
+	struct nkv_ctl *B = NULL;
+	snprintf(group, sizeof(group), "ctl-long-%d-%ld", (int)getpid(), (long)time(NULL));
+	snprintf(oid, sizeof(oid), "rados_nkv.group.%s", group);
+	CHECK(nkv_target_create(&g_bc, &ta) == 0 && nkv_target_create(&g_bc, &tb) == 0, "two targets");
+	struct nkv_ctl *A = mk(ta, "gw-a", group, NULL);
+	if (!A)
+		return;
+	CHECK(call(A, "CreateSubsystem", NULL, "{\"nqn\":\"%s\",\"pool\":\"%s\",\"allow_any_host\":true}", g_nqn, g_pool) == 0,
+	      "a subsystem through A");
+	enum { N = 600, L = 1105 };
+	static char keys[N][L + 1];
+	const char *k[N], *v[N];
+	size_t kl[N], vl[N];
+	for (int i = 0; i < N; i++) {
+		memset(keys[i], 'x', 1100);
+		snprintf(keys[i] + 1100, 6, "%05d", i);
+		k[i] = keys[i], kl[i] = L, v[i] = "{}", vl[i] = 2;
+	}
+	CHECK(raw_set(oid, k, kl, v, vl, N) == 0, "600 keys of 1105 bytes written to the group's object");
+	alarm(120);
+	uint64_t t0 = nkv_now_ms();
+	int rc = mk_rc(tb, "gw-b", group, NULL, &B);
+	uint64_t took = nkv_now_ms() - t0;
+	printf("a gateway joins a group holding 600 long keys in %llu ms (rc %d)\n", (unsigned long long)took, rc);
+	CHECK(rc == 0 && took < 20000, "gateway B starts within 20 s (%llu ms, rc %d)", (unsigned long long)took, rc);
+	CHECK(B && nkv_target_subsys(tb, g_nqn), "and serves the well-formed entries");
+	CHECK(B && call(B, "CheckState", &a, "{}") == 0 && a && strstr(a, "\"malformed\":600") &&
+		      strstr(a, "the key is longer than 2048 bytes") == NULL && strstr(a, "not a kind of entry"),
+	      "CheckState lists the 600 entries: %.200s", a ? a : "");
+	free(a);
+	a = NULL;
+	t0 = nkv_now_ms();
+	rc = call(A, "CreateSubsystem", &a, "{\"nqn\":\"%s-late\",\"pool\":\"%s\"}", g_nqn, g_pool);
+	CHECK(rc == -EPERM && nkv_now_ms() - t0 < 20000, "gateway A answers a change within 20 s: refused (%d)", rc);
+	free(a);
+	a = NULL;
+	CHECK(B && call(B, "RepairState", &a, "{\"all\":true}") == 0 && a && strstr(a, "\"malformed\":0"),
+	      "RepairState all removes them: %s", a ? a : "");
+	free(a);
+	CHECK(call(A, "CreateSubsystem", NULL, "{\"nqn\":\"%s-late\",\"pool\":\"%s\"}", g_nqn, g_pool) == 0,
+	      "then changes are taken again");
+	CHECK(call(A, "DeleteSubsystem", NULL, "{\"nqn\":\"%s\"}", g_nqn) == 0, "DeleteSubsystem");
+	t0 = nkv_now_ms();
+	nkv_ctl_destroy(A);
+	nkv_ctl_destroy(B);
+	CHECK(nkv_now_ms() - t0 < 15000, "both stop within 15 s (%llu ms)", (unsigned long long)(nkv_now_ms() - t0));
+	alarm(0);
+	nkv_target_destroy(ta);
+	nkv_target_destroy(tb);
+	rados_remove(g_io, oid);
+}
+
+/* NQNs with '/': subsystem X with host Y/Z and subsystem X/Y with host Z are two entries; a key
+ * in the earlier unescaped form is read, and replaced by the next commit. */
+static void test_group_slash(void)
+{
+	char group[64], oid[128], x[160], xy[160], *a = NULL;
+	struct nkv_target *ta, *tb;
+	snprintf(group, sizeof(group), "ctl-slash-%d-%ld", (int)getpid(), (long)time(NULL));
+	snprintf(oid, sizeof(oid), "rados_nkv.group.%s", group);
+	snprintf(x, sizeof(x), "%s", g_nqn);
+	snprintf(xy, sizeof(xy), "%s/nqn.y", g_nqn);
+	CHECK(nkv_target_create(&g_bc, &ta) == 0 && nkv_target_create(&g_bc, &tb) == 0, "two targets");
+	struct nkv_ctl *A = mk(ta, "gw-a", group, NULL);
+	if (!A)
+		return;
+	CHECK(call(A, "CreateSubsystem", NULL, "{\"nqn\":\"%s\",\"pool\":\"%s\"}", x, g_pool) == 0 &&
+		      call(A, "CreateSubsystem", NULL, "{\"nqn\":\"%s\",\"pool\":\"%s\"}", xy, g_pool) == 0,
+	      "subsystems X and X/nqn.y");
+	CHECK(call(A, "AllowHost", NULL, "{\"nqn\":\"%s\",\"host_nqn\":\"nqn.y/nqn.z\"}", x) == 0 &&
+		      call(A, "AllowHost", NULL, "{\"nqn\":\"%s\",\"host_nqn\":\"nqn.z\"}", xy) == 0,
+	      "host nqn.y/nqn.z on X, host nqn.z on X/nqn.y");
+	struct nkv_ctl *B = mk(tb, "gw-b", group, NULL);
+	CHECK(B && call(B, "ListHosts", &a, "{\"nqn\":\"%s\"}", x) == 0 && a && strstr(a, "\"host_nqn\":\"nqn.y\\/nqn.z\""),
+	      "a gateway reading the group's state has X's host: %s", a ? a : "");
+	free(a);
+	a = NULL;
+	CHECK(B && call(B, "ListHosts", &a, "{\"nqn\":\"%s\"}", xy) == 0 && a && strstr(a, "\"host_nqn\":\"nqn.z\""),
+	      "and X/nqn.y's host: %s", a ? a : "");
+	free(a);
+	a = NULL;
+	/* The earlier form of a key: "h/X/nqn.y/nqn.old" for host nqn.old of X/nqn.y. */
+	char lk[400], lv[600];
+	snprintf(lk, sizeof(lk), "h/%s/nqn.old", xy);
+	snprintf(lv, sizeof(lv), "{\"host_nqn\":\"nqn.old\",\"dhchap_key\":\"\",\"dhchap_ctrl_key\":\"\",\"nqn\":\"%s\"}", xy);
+	const char *k[] = {lk}, *v[] = {lv};
+	size_t kl[] = {strlen(lk)}, vl[] = {strlen(lv)};
+	CHECK(raw_set(oid, k, kl, v, vl, 1) == 0, "a host entry written in the earlier key form");
+	CHECK(B && call(B, "ListHosts", &a, "{\"nqn\":\"%s\"}", xy) == 0 && a && strstr(a, "\"nqn.old\""),
+	      "it is read: %s", a ? a : "");
+	free(a);
+	a = NULL;
+	CHECK(B && call(B, "AllowHost", NULL, "{\"nqn\":\"%s\",\"host_nqn\":\"nqn.new\"}", xy) == 0, "a change through B");
+	char nk[400];
+	snprintf(nk, sizeof(nk), "h/%s%%2Fnqn.y/nqn.old", g_nqn);
+	CHECK(!raw_has(oid, lk) && raw_has(oid, nk), "the next commit replaced the key by its escaped form");
+	CHECK(call(A, "ListHosts", &a, "{\"nqn\":\"%s\"}", xy) == 0 && a && strstr(a, "\"nqn.old\"") && strstr(a, "\"nqn.new\"") &&
+		      strstr(a, "\"nqn.z\""), "and A lists the three hosts of X/nqn.y: %s", a ? a : "");
+	free(a);
+	a = NULL;
+	CHECK(call(A, "DisallowHost", NULL, "{\"nqn\":\"%s\",\"host_nqn\":\"nqn.y/nqn.z\"}", x) == 0 &&
+		      call(B, "ListHosts", &a, "{\"nqn\":\"%s\"}", xy) == 0 && a && strstr(a, "\"nqn.z\""),
+	      "disallowing X's host nqn.y/nqn.z leaves X/nqn.y's nqn.z: %s", a ? a : "");
+	free(a);
+	nkv_ctl_destroy(A);
+	nkv_ctl_destroy(B);
+	nkv_target_destroy(ta);
+	nkv_target_destroy(tb);
+	rados_remove(g_io, oid);
+}
+
+/* A second live gateway of one name is refused; once the first stops, the name is free. */
+static void test_group_name_clash(void)
+{
+	char group[64], oid[128];
+	struct nkv_target *ta, *tb;
+	struct nkv_ctl *B = NULL;
+	snprintf(group, sizeof(group), "ctl-name-%d-%ld", (int)getpid(), (long)time(NULL));
+	snprintf(oid, sizeof(oid), "rados_nkv.group.%s", group);
+	CHECK(nkv_target_create(&g_bc, &ta) == 0 && nkv_target_create(&g_bc, &tb) == 0, "two targets");
+	struct nkv_ctl *A = mk(ta, "gw-same", group, NULL);
+	if (!A)
+		return;
+	int rc = mk_rc(tb, "gw-same", group, NULL, &B);
+	CHECK(rc == -ENOTUNIQ && !B, "a second gateway named gw-same is refused while the first runs (%d)", rc);
+	nkv_ctl_destroy(B);
+	nkv_ctl_destroy(A);
+	rc = mk_rc(tb, "gw-same", group, NULL, &B);
+	CHECK(rc == 0, "after the first stops, the name is free (%d)", rc);
+	nkv_ctl_destroy(B);
+	nkv_target_destroy(ta);
+	nkv_target_destroy(tb);
+	rados_remove(g_io, oid);
+}
+
+/* A lost watch is re-watched and the old one released (LeakSanitizer at exit says if not); the
+ * new watch delivers the group's changes. */
+static void test_group_watch_lost(void)
+{
+	char group[64], oid[128];
+	struct nkv_target *ta, *tb;
+	snprintf(group, sizeof(group), "ctl-watch-%d-%ld", (int)getpid(), (long)time(NULL));
+	snprintf(oid, sizeof(oid), "rados_nkv.group.%s", group);
+	CHECK(nkv_target_create(&g_bc, &ta) == 0 && nkv_target_create(&g_bc, &tb) == 0, "two targets");
+	struct nkv_ctl *A = mk(ta, "gw-a", group, NULL), *B = mk(tb, "gw-b", group, NULL);
+	if (!A || !B)
+		return;
+	for (int i = 0; i < 3; i++) {
+		store_test_watch_error(A->store);
+		usleep(1200 * 1000); /* the watcher re-watches within poll_ms */
+	}
+	CHECK(call(B, "CreateSubsystem", NULL, "{\"nqn\":\"%s\",\"pool\":\"%s\",\"allow_any_host\":true}", g_nqn, g_pool) == 0,
+	      "a change through B");
+	uint64_t ms = WAIT_FOR(5000, nkv_target_subsys(ta, g_nqn) != NULL);
+	CHECK(ms, "A, re-watched three times, applies it (%llu ms)", (unsigned long long)ms);
+	nkv_ctl_destroy(A);
+	nkv_ctl_destroy(B);
+	nkv_target_destroy(ta);
+	nkv_target_destroy(tb);
+	rados_remove(g_io, oid);
+}
+
+/* One entry that is not JSON: running gateways keep their state and refuse changes, saying how to
+ * repair; a starting gateway runs the rest; RepairState removes it (and only malformed entries). */
+static void test_group_malformed(void)
+{
+	char group[64], oid[128], *a = NULL;
+	struct nkv_target *ta, *tc;
+	struct nkv_ctl *C = NULL;
+	snprintf(group, sizeof(group), "ctl-bad-%d-%ld", (int)getpid(), (long)time(NULL));
+	snprintf(oid, sizeof(oid), "rados_nkv.group.%s", group);
+	CHECK(nkv_target_create(&g_bc, &ta) == 0 && nkv_target_create(&g_bc, &tc) == 0, "two targets");
+	struct nkv_ctl *A = mk(ta, "gw-a", group, NULL);
+	if (!A)
+		return;
+	CHECK(call(A, "CreateSubsystem", NULL, "{\"nqn\":\"%s\",\"pool\":\"%s\",\"allow_any_host\":true}", g_nqn, g_pool) == 0,
+	      "a subsystem through A");
+	static char huge[3000];
+	memset(huge, 'q', sizeof(huge));
+	const char *k[] = {"s/nqn.garbage", huge}, *v[] = {"{{{not json", "{}"};
+	size_t kl[] = {13, sizeof(huge)}, vl[] = {11, 2};
+	CHECK(raw_set(oid, k, kl, v, vl, 2) == 0, "a non-JSON entry and a 3000-byte key written to the group's object");
+	int rc = call(A, "CreateSubsystem", &a, "{\"nqn\":\"%s-late\",\"pool\":\"%s\"}", g_nqn, g_pool);
+	CHECK(rc == -EPERM, "a change through A is refused (FAILED_PRECONDITION): %d", rc);
+	CHECK(nkv_target_subsys(ta, g_nqn) != NULL, "A keeps serving its state");
+	rc = mk_rc(tc, "gw-c", group, NULL, &C);
+	CHECK(rc == 0 && C && nkv_target_subsys(tc, g_nqn), "a gateway starting now runs the well-formed entries (%d)", rc);
+	CHECK(C && call(C, "CheckState", &a, "{}") == 0 && a && strstr(a, "\"key\":\"s\\/nqn.garbage\"") &&
+		      strstr(a, "not a JSON object"), "CheckState lists the entry: %s", a ? a : "");
+	free(a);
+	a = NULL;
+	char sk[200];
+	snprintf(sk, sizeof(sk), "s/%s", g_nqn);
+	rc = C ? call(C, "RepairState", NULL, "{\"keys\":[\"%s\"]}", sk) : 0;
+	CHECK(rc == -ENOENT && raw_has(oid, sk), "RepairState refuses a well-formed entry (%d)", rc);
+	CHECK(C && call(C, "CheckState", &a, "{}") == 0 && a && strstr(a, "\"malformed\":2") &&
+		      strstr(a, "qqqq...[3000 bytes]\""), "CheckState shows the long key cut: %.100s", a ? a : "");
+	free(a);
+	a = NULL;
+	char cut[300];
+	snprintf(cut, sizeof(cut), "%.200s...[3000 bytes]", huge);
+	CHECK(C && call(C, "RepairState", &a, "{\"keys\":[\"s/nqn.garbage\",\"%s\"]}", cut) == 0 && a &&
+		      strstr(a, "\"malformed\":0") && !raw_has(oid, "s/nqn.garbage"),
+	      "RepairState removes the malformed ones, the long key by its shown name: %s", a ? a : "");
+	free(a);
+	CHECK(call(A, "CreateSubsystem", NULL, "{\"nqn\":\"%s-late\",\"pool\":\"%s\"}", g_nqn, g_pool) == 0,
+	      "then A takes changes again");
+	nkv_ctl_destroy(A);
+	nkv_ctl_destroy(C);
+	nkv_target_destroy(ta);
+	nkv_target_destroy(tc);
+	rados_remove(g_io, oid);
+}
+
+static void test_group_hostile(void)
+{
+	if (raw_open() < 0) {
+		CHECK(0, "a RADOS handle of the test's own");
+		return;
+	}
+	signal(SIGALRM, on_alarm);
+	test_group_malformed();
+	test_group_slash();
+	test_group_name_clash();
+	test_group_watch_lost();
+	test_group_long_keys();
+	raw_close();
+}
+#endif
+
 int main(int argc, char **argv)
 {
 	const char *be = argc > 1 ? argv[1] : "mem";
+	setvbuf(stdout, NULL, _IOLBF, 0); /* a hung test's watchdog exits with _exit: nothing left in a buffer */
 	snprintf(g_nqn, sizeof(g_nqn), "nqn.2026-12.io.rados-nkv:ctl-func-%d", (int)getpid());
 	g_bc.name = be;
 	if (strcmp(be, "rados") == 0) {
@@ -759,6 +1107,9 @@ int main(int argc, char **argv)
 		g_pool = getenv("NKV_CEPH_POOL") ? getenv("NKV_CEPH_POOL") : "nkv";
 		test_group();
 		test_group_cache();
+#ifdef NKV_HAVE_RADOS
+		test_group_hostile();
+#endif
 	} else {
 		test_file();
 		test_cache_file();

@@ -31,7 +31,7 @@ static const char *const g_methods[] = {
 	"CreateSubsystem", "DeleteSubsystem", "ListSubsystems", "GetSubsystem", "AddNamespace",
 	"RemoveNamespace", "ListNamespaces", "SetNamespaceReadOnly", "SetNamespaceMaxValue", "GetNamespaceStats",
 	"SetCachePolicy", "GetUsage", "AllowHost", "DisallowHost", "ListHosts",
-	"ListConnections", "AddListener", "RemoveListener", "ListListeners", "GetGatewayInfo",
+	"ListConnections", "AddListener", "RemoveListener", "ListListeners", "GetGatewayInfo", "CheckState", "RepairState",
 	"NoSuchMethod",
 };
 #define NMETHODS (sizeof(g_methods) / sizeof(g_methods[0]))

@@ -634,6 +634,34 @@ static void show_gateway(const struct ctl_cli *c, json_object *o)
 		conn_table(o, 2);
 }
 
+static int b_repair(struct ctl_cli *c, json_object *req)
+{
+	if (!c->nargs && !(c->given & O_ALL))
+		return ctl_usage(c, "group repair: name the malformed entries (KEY..., as group check lists them), or --all");
+	if (c->nargs && (c->given & O_ALL))
+		return ctl_usage(c, "group repair: KEY... or --all, not both");
+	json_object *keys = json_object_new_array();
+	for (int i = 0; i < c->nargs; i++)
+		json_object_array_add(keys, json_object_new_string(c->args[i]));
+	json_object_object_add(req, "keys", keys);
+	put_bool(req, "all", c->given & O_ALL);
+	return EXIT_OK;
+}
+
+static void show_state(const struct ctl_cli *c, json_object *o)
+{
+	(void)c;
+	kv("state store", "%s", dash(jstr(o, "state_store")));
+	kv("stored epoch", "%" PRIu64, ju64(o, "epoch"));
+	kv("applied epoch", "%" PRIu64, ju64(o, "applied_epoch"));
+	kv("malformed", "%" PRIu64 "%s", ju64(o, "malformed"),
+	   ju64(o, "malformed") ? " (changes are refused until they are removed: group repair)" : "");
+	for (size_t i = 0; i < jlen(o, "malformed_entries"); i++) {
+		json_object *e = jat(o, "malformed_entries", i);
+		printf("  %s\n    %s\n", jstr(e, "key"), jstr(e, "reason"));
+	}
+}
+
 /* ---- the table ----------------------------------------------------------------------------- */
 
 const struct ctl_cmd g_ctl_cmds[] = {
@@ -701,6 +729,13 @@ const struct ctl_cmd g_ctl_cmds[] = {
 	 "listener list [--gateway NAME]\n  The listeners of gateway NAME, or of every gateway of the group."},
 	{"gateway", "info", "the answering gateway: version, group, state epoch", "GetGatewayInfo", 0, 0, 0, b_none, show_gateway,
 	 "gateway info\n  The answering gateway: name, version, group, state epoch, listeners, connections."},
+	{"group", "check", "the group's state: epochs, malformed entries", "CheckState", 0, 0, 0, b_none, show_state,
+	 "group check\n  The group's stored epoch, the epoch the answering gateway runs, and the entries of the\n"
+	 "  group's state that no gateway could have written (each key, escaped as \\xHH outside printable\n"
+	 "  ASCII, with the reason). While there are any, gateways run the other entries and refuse changes."},
+	{"group", "repair", "remove malformed entries from the group's state", "RepairState", 0, 256, O_ALL, b_repair, show_state,
+	 "group repair [KEY...] [--all]\n  Remove the malformed entries KEY (as group check writes them), or all of them, in one\n"
+	 "  commit; well-formed entries cannot be removed this way. Every gateway then runs the repaired state."},
 };
 
 const unsigned g_ctl_ncmds = sizeof(g_ctl_cmds) / sizeof(g_ctl_cmds[0]);

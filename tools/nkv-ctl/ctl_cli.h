@@ -38,6 +38,7 @@ enum {
 	O_CACHE = 1u << 12,         /* ns add --cache */
 	O_REPLACE = 1u << 13,       /* ns cache-policy --replace */
 	O_POLICY_FIRST = 14,        /* bit of the first cache policy option (g_ctl_policy_opts) */
+	O_ALL = 1u << 27,           /* group repair --all */
 };
 #define O_POLICY(i) (1u << (O_POLICY_FIRST + (i)))
 #define CTL_NPOLICY 13

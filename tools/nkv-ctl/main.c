@@ -82,6 +82,7 @@ static const char g_usage_tail[] =
 	"      --reap-rate N          entries examined per second then (0: 2000)\n"
 	"      --lease MS             the eviction lease (0: 10000)\n"
 	"      --replace              ns cache-policy: the options not given go back to 0\n"
+	"      --all                  group repair: every malformed entry\n"
 	"\n"
 	"Sizes take K/M/G/T suffixes (binary). Keys given as @FILE are read from FILE.\n"
 	"\n"
@@ -118,6 +119,7 @@ enum {
 	OPT_TLS,
 	OPT_CACHE,
 	OPT_REPLACE,
+	OPT_ALL,
 	OPT_POLICY, /* + i: g_ctl_policy_opts[i] */
 };
 
@@ -148,6 +150,7 @@ static const struct option g_opts[] = {
 	{"tls", no_argument, NULL, OPT_TLS},
 	{"cache", no_argument, NULL, OPT_CACHE},
 	{"replace", no_argument, NULL, OPT_REPLACE},
+	{"all", no_argument, NULL, OPT_ALL},
 	/* the cache policy options, in g_ctl_policy_opts' order */
 	{"capacity", required_argument, NULL, OPT_POLICY + 0},
 	{"capacity-keys", required_argument, NULL, OPT_POLICY + 1},
@@ -175,7 +178,9 @@ static const char *const g_opt_names[] = {
 /* The name of command option bit @b. */
 static const char *opt_name(unsigned b)
 {
-	if (b >= O_POLICY_FIRST)
+	if ((1u << b) == O_ALL)
+		return "--all";
+	if (b >= O_POLICY_FIRST && b < O_POLICY_FIRST + CTL_NPOLICY)
 		return g_ctl_policy_opts[b - O_POLICY_FIRST].opt;
 	return b < sizeof(g_opt_names) / sizeof(g_opt_names[0]) ? g_opt_names[b] : "an option";
 }
@@ -504,6 +509,9 @@ static int run(struct ctl_cli *c, int argc, char **argv)
 			break;
 		case OPT_CACHE:
 			c->given |= O_CACHE;
+			break;
+		case OPT_ALL:
+			c->given |= O_ALL;
 			break;
 		case OPT_REPLACE:
 			c->given |= O_REPLACE;
