@@ -439,15 +439,24 @@ int nkv_connect(const char *traddr, const char *trsvcid, const char *subnqn, con
 	return 0;
 }
 
-/* NVMe/TCP: close what is left of the old association (no shutdown notification: it is gone), then
- * associate again. */
-static int tcp_reconnect(struct nkv_ctrl *ctrl, struct nkv_id_ctrlr *id)
+/* Close what is left of an association: no shutdown notification, it is gone or not ours. */
+static void assoc_drop(struct nkv_ctrl *ctrl)
 {
+	if (ctrl->shm) {
+		nkv_shm_ctrl_drop(ctrl);
+		return;
+	}
 	pthread_mutex_lock(&ctrl->admin_mu);
 	struct nkv_qpair *old = ctrl->admin;
 	ctrl->admin = NULL;
 	pthread_mutex_unlock(&ctrl->admin_mu);
 	nkv_tcp_qp_close(old);
+}
+
+/* NVMe/TCP: close what is left of the old association, then associate again. */
+static int tcp_reconnect(struct nkv_ctrl *ctrl, struct nkv_id_ctrlr *id)
+{
+	assoc_drop(ctrl);
 	int rc = tcp_associate(ctrl, id);
 	if (rc == 0 && id->cntrltype == NKV_CNTRLTYPE_DISCOVERY)
 		rc = -EPROTO; /* the address now leads to a discovery controller */
@@ -489,6 +498,8 @@ int nkv_ctrl_reconnect(struct nkv_ctrl *ctrl)
 		rc = ka_start(ctrl);
 	}
 	free(id);
+	if (rc)
+		assoc_drop(ctrl); /* a half-made association, or one to a subsystem not asked for: not kept */
 	if (rc == 0)
 		NKV_INFO("reconnected to %s at %s%s%s, cntlid %u, %u I/O queues", ctrl->subnqn,
 			 ctrl->shm ? "shm:" : ctrl->traddr, ctrl->shm ? ctrl->traddr : ":", ctrl->shm ? "" : ctrl->trsvcid,

@@ -273,6 +273,9 @@ bool nkv_ctrl_hung_up(const struct nkv_ctrl *ctrl);
 /** The shm half of nkv_ctrl_reconnect(): a new socket, HELLO, registrations and admin queue;
  *  Identify into @id (the caller checks the subsystem). */
 int nkv_shm_ctrl_reconnect(struct nkv_ctrl *ctrl, struct nkv_id_ctrlr *id);
+/** What is left of an association (admin queue, socket, register page): closed, no shutdown
+ *  notification; the buffers stay. No I/O queue pair may remain. */
+void nkv_shm_ctrl_drop(struct nkv_ctrl *ctrl);
 /** The controller's socket (polled for a hang-up: the target went away); -1 over TCP. */
 int nkv_shm_ctrl_fd(const struct nkv_ctrl *ctrl);
 /** Parse "shm:/path" (nkv_connect's convenience form). @return the path, or NULL. */

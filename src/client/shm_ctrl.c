@@ -606,7 +606,7 @@ int nkv_connect_shm_nqn(const char *path, const char *subnqn, const struct nkv_c
 	return 0;
 }
 
-int nkv_shm_ctrl_reconnect(struct nkv_ctrl *ctrl, struct nkv_id_ctrlr *id)
+void nkv_shm_ctrl_drop(struct nkv_ctrl *ctrl)
 {
 	struct nkv_shm_ctrl *s = ctrl->shm;
 	pthread_mutex_lock(&ctrl->admin_mu);
@@ -632,6 +632,11 @@ int nkv_shm_ctrl_reconnect(struct nkv_ctrl *ctrl, struct nkv_id_ctrlr *id)
 	if (s->regs)
 		munmap(s->regs, s->reg_size);
 	s->regs = NULL;
+}
+
+int nkv_shm_ctrl_reconnect(struct nkv_ctrl *ctrl, struct nkv_id_ctrlr *id)
+{
+	nkv_shm_ctrl_drop(ctrl);
 	int rc = shm_associate(ctrl, id, true);
 	if (rc == 0)
 		rc = shm_num_queues(ctrl);

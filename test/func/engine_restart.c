@@ -12,7 +12,9 @@
  *   - every Store reported successful after the restart reads back intact (mem: what was stored
  *     before the kill is gone with the process);
  *   - the process has as many file descriptors as before the kill (ASan's leak check covers memory);
- *   - with reconnect_wait_ms < 0, an op submitted while the target is away fails at once (-EAGAIN).
+ *   - with reconnect_wait_ms < 0, an op submitted while the target is away fails at once (-EAGAIN);
+ *   - a daemon of another subsystem on the same shm socket is not taken for the lost controller;
+ *     negative backoff options are refused.
  * Usage: engine_restart PATH_TO_RADOS_NKV   (77: no daemon binary)
  */
 #include <dirent.h>
@@ -55,10 +57,10 @@ static double now_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-static bool start_daemon(void)
+static bool start_daemon_nqn(const char *nqn)
 {
 	const char *argv_d[] = {g_exe, "--backend", "mem", "--listen", g_listen, "--discovery", "none",
-				"--subsys", NQN, "--shm", g_sock, "--ns", "1", "--log-level", "error", NULL};
+				"--subsys", nqn, "--shm", g_sock, "--ns", "1", "--log-level", "error", NULL};
 	g_pid = daemon_spawn(argv_d, NULL, NULL);
 	if (g_pid < 0 || !daemon_wait_port(g_pid, atoi(g_port)))
 		return false;
@@ -74,6 +76,11 @@ static bool start_daemon(void)
 		usleep(10000);
 	}
 	return false;
+}
+
+static bool start_daemon(void)
+{
+	return start_daemon_nqn(NQN);
 }
 
 static void kill9(void)
@@ -343,6 +350,64 @@ static void run_case(const char *tr, bool shm)
 	free(L.rec);
 }
 
+/*
+ * Who may take the place of a lost controller: only the same subsystem. A daemon serving another
+ * subsystem on the same shm socket (the socket names the subsystem) is refused: ops wait and fail
+ * with -EAGAIN, none runs there; the right one coming back is taken. Bad options are refused.
+ */
+static void wrong_subsystem(void)
+{
+	struct nkv_conn_opts o = {.timeout_ms = 3000};
+	struct nkv_ctrl *c = NULL;
+	struct nkv_engine *e = NULL;
+	struct nkv_engine_opts bad = {.reconnect_min_ms = -1};
+	int rc = nkv_connect_shm(g_sock, &o, &c);
+	CHECK(rc == 0, "shm connect: %d", rc);
+	if (rc)
+		return;
+	CHECK(nkv_engine_create(c, &bad, &e) == -EINVAL, "reconnect_min_ms < 0 refused");
+	bad = (struct nkv_engine_opts){.reconnect_max_ms = -5};
+	CHECK(nkv_engine_create(c, &bad, &e) == -EINVAL, "reconnect_max_ms < 0 refused");
+	struct nkv_engine_opts eo = {.queues = 1, .reconnect_max_ms = 200, .reconnect_wait_ms = 800};
+	rc = nkv_engine_create(c, &eo, &e);
+	CHECK(rc == 0, "engine: %d", rc);
+	if (rc) {
+		nkv_disconnect(c);
+		return;
+	}
+	uint8_t val[512];
+	memset(val, 0x5a, sizeof(val));
+	kill9();
+	bool up = start_daemon_nqn("nqn.2026-11.io.rados-nkv:someone-else");
+	CHECK(up, "another subsystem's daemon on the socket");
+	struct nkv_op op = {.type = NKV_OP_STORE, .klen = 5, .nsid = 1, .key = "other", .buf = val, .len = sizeof(val)};
+	nkv_engine_run(e, &op, 1);
+	CHECK(op.rc == -EAGAIN, "a Store while another subsystem answers: rc %d (want -EAGAIN)", op.rc);
+	struct nkv_ctrl *peek = NULL;
+	struct nkv_qpair *qp = NULL;
+	if (nkv_connect_shm(g_sock, &o, &peek) == 0 && nkv_qpair_create(peek, 0, &qp) == 0)
+		CHECK(nkv_exist(qp, 1, "other", 5, NULL) == -ENOENT, "nothing was stored in the other subsystem");
+	nkv_qpair_destroy(qp);
+	nkv_disconnect(peek);
+	kill9();
+	up = start_daemon();
+	double t_up = now_ms(), t_ok = 0;
+	while (up && now_ms() - t_up < 5000) {
+		op = (struct nkv_op){.type = NKV_OP_STORE, .klen = 5, .nsid = 1, .key = "other", .buf = val,
+				     .len = sizeof(val)};
+		nkv_engine_run(e, &op, 1);
+		if (op.rc == 0) {
+			t_ok = now_ms();
+			break;
+		}
+		usleep(10000);
+	}
+	CHECK(t_ok && t_ok - t_up < RECOVERY_MAX_MS, "back on its own subsystem %.0f ms after the restart",
+	      t_ok ? t_ok - t_up : -1.0);
+	nkv_engine_destroy(e);
+	nkv_disconnect(c);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2 || access(argv[1], X_OK)) {
@@ -361,6 +426,7 @@ int main(int argc, char **argv)
 	}
 	run_case("tcp", false);
 	run_case("shm", true);
+	wrong_subsystem();
 	if (g_pid > 0)
 		daemon_stop(g_pid, 10);
 	unlink(g_sock);
