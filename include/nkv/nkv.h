@@ -192,7 +192,8 @@ NKV_API int nkv_buf_register(struct nkv_ctrl *ctrl, void *addr, size_t len);
 /**
  * Undo nkv_buf_register() for the region starting at @addr (the memory stays mapped, with its
  * contents, at the same addresses). No command may still use it.
- * @return 0, -ENOENT (not registered), -EBUSY (the controller still uses it).
+ * @return 0, -ENOENT (not registered), -EBUSY (the controller still uses it). A controller that is
+ * gone (the target restarted, the engine reconnecting) uses nothing: 0.
  */
 NKV_API int nkv_buf_unregister(struct nkv_ctrl *ctrl, void *addr);
 
