@@ -192,7 +192,8 @@ NKV_API int nkv_buf_register(struct nkv_ctrl *ctrl, void *addr, size_t len);
 /**
  * Undo nkv_buf_register() for the region starting at @addr (the memory stays mapped, with its
  * contents, at the same addresses). No command may still use it.
- * @return 0, -ENOENT (not registered), -EBUSY (the controller still uses it).
+ * @return 0, -ENOENT (not registered), -EBUSY (the controller still uses it). A controller that is
+ * gone (the target restarted, the engine reconnecting) uses nothing: 0.
  */
 NKV_API int nkv_buf_unregister(struct nkv_ctrl *ctrl, void *addr);
 
@@ -453,8 +454,26 @@ NKV_API int nkv_exec(struct nkv_qpair *qp, const struct nkv_sqe *sqe, void *buf,
  * LMCache's native plugin, NIXL's poll). Every op has a deadline (opts.timeout_ms from its
  * submission): an op still unanswered then fails its queue pair (the target could otherwise still
  * write into the buffer later), completes with -ETIMEDOUT, and the engine opens a new queue pair.
- * A queue pair that fails (connection lost) is reopened the same way; its ops complete with
- * NKV_STATUS_HOST_PATH (-ENOTCONN: they may or may not have run).
+ *
+ * Lost connections and restarted targets: the engine recovers by itself, without a new engine or
+ * controller handle.
+ * - A queue pair that fails (connection lost, target gone) completes the ops that were in flight on
+ *   it with status NKV_STATUS_HOST_PATH (Host Pathing Error, SCT 3h SC 70h, DNR clear) and rc
+ *   -ENOTCONN: retryable, but they may or may not have run (a Store may or may not be stored; a
+ *   Retrieve's buffer holds nothing to trust). No op is ever reported successful without its CQE.
+ * - The engine opens a new queue pair at once; when the controller refuses or is unreachable (a
+ *   restarted target does not know the old controller ID; over shm the controller died with its
+ *   socket), it replaces the whole association of @ctrl in place: a new admin queue, Connect with the
+ *   dynamic controller ID FFFFh (shm: a new HELLO), CC.EN, Identify, Number of Queues, Keep Alive,
+ *   the shm buffers of nkv_buf_alloc()/nkv_buf_register() registered again, then new I/O queue
+ *   pairs. Tries are spaced reconnect_min_ms, doubling up to reconnect_max_ms, for as long as it
+ *   takes. While idle the engine watches its connections, so a restart is repaired before the next op.
+ * - Ops not yet sent (submitted while the controller is away, or queued behind a full queue) are
+ *   kept and sent as soon as the controller is back; one that waits longer than reconnect_wait_ms
+ *   completes with -EAGAIN and status 0: it never reached a controller, safe to retry as is.
+ * - Meanwhile admin calls on @ctrl from other threads fail (-ENOTCONN). The reconnect needs the
+ *   engine's queue pairs to be @ctrl's only ones (with others from nkv_qpair_create(), it retries
+ *   until they are destroyed); CUDA regions (nkv_shm_reg_cuda()) are not registered again.
  */
 struct nkv_engine;
 
@@ -497,11 +516,18 @@ struct nkv_engine_opts {
 	uint16_t depth;      /* entries per queue pair; 0: the connection's queue_depth */
 	int timeout_ms;      /* per-op deadline; 0: the connection's timeout_ms */
 	unsigned max_ops;    /* ops accepted and not yet completed, in all; 0: 65536 (-EAGAIN beyond) */
+	/* A lost controller (see above): */
+	int reconnect_min_ms;  /* first retry; 0: 50 (< 0: -EINVAL) */
+	int reconnect_max_ms;  /* backoff cap, the longest gap between tries; 0: 1000 (< 0: -EINVAL) */
+	int reconnect_wait_ms; /* how long an unsent op waits for it before -EAGAIN; 0: timeout_ms;
+				* < 0: not at all (fail fast while it is away) */
 };
 
 /**
- * Create an engine over @ctrl (which must outlive it). @opts may be NULL.
- * @return 0, -ENOSPC (no I/O queue could be created), or -errno as nkv_qpair_create().
+ * Create an engine over @ctrl (which must outlive it; the engine reconnects it in place when it is
+ * lost). @opts may be NULL.
+ * @return 0, -EINVAL (a negative reconnect_min_ms or reconnect_max_ms), -ENOSPC (no I/O queue
+ * could be created), or -errno as nkv_qpair_create().
  */
 NKV_API int nkv_engine_create(struct nkv_ctrl *ctrl, const struct nkv_engine_opts *opts, struct nkv_engine **out);
 /** Wait for every accepted op to complete (each within its deadline), stop the threads, close

@@ -111,6 +111,9 @@ class EngineOpts(ctypes.Structure):
         ("depth", ctypes.c_uint16),
         ("timeout_ms", ctypes.c_int),
         ("max_ops", ctypes.c_uint),
+        ("reconnect_min_ms", ctypes.c_int),
+        ("reconnect_max_ms", ctypes.c_int),
+        ("reconnect_wait_ms", ctypes.c_int),
     ]
 
 
@@ -138,7 +141,8 @@ _LAYOUT = {
     ConnOpts: (88, {"hostid": 8, "hdgst": 24, "ddgst": 25, "kato_ms": 28, "no_keepalive": 32,
                     "queue_depth": 34, "timeout_ms": 36, "shm_bounce_kib": 40, "dhchap_secret": 48,
                     "dhchap_ctrl_secret": 56, "tls": 64, "tls_key": 72, "tls_identity": 80}),
-    EngineOpts: (16, {"depth": 4, "timeout_ms": 8, "max_ops": 12}),
+    EngineOpts: (28, {"depth": 4, "timeout_ms": 8, "max_ops": 12, "reconnect_min_ms": 16,
+                      "reconnect_max_ms": 20, "reconnect_wait_ms": 24}),
     DiscEntry: (558, {"portid": 4, "cntlid": 6, "asqsz": 8, "trsvcid": 10, "traddr": 43,
                       "subnqn": 300}),
 }

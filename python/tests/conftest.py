@@ -72,6 +72,18 @@ def _accepts(port):
         return False
 
 
+def _sock_accepts(path):
+    """The shm socket answers (a killed daemon leaves its file behind)."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        s.connect(path)
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
 class Daemon:
     """A rados-nkv child process: backend, ports, shm socket, log."""
 
@@ -95,7 +107,21 @@ class Daemon:
                      "--client-id", os.environ.get("NKV_CEPH_USER", "admin"), "--op-timeout", "20"]
             if os.environ.get("NKV_CEPH_KEYRING"):
                 args += ["--keyring", os.environ["NKV_CEPH_KEYRING"]]
-        self._start(args, lambda: _accepts(self.port) and _accepts(self.disc_port) and os.path.exists(self.sock))
+        self.args = args
+        self._start(args, self._ready)
+
+    def _ready(self):
+        return _accepts(self.port) and _accepts(self.disc_port) and _sock_accepts(self.sock)
+
+    def kill_restart(self, down_s):
+        """SIGKILL, @down_s seconds away, then the same command line again (ports, socket, namespaces).
+        Returns time.monotonic() once it accepts on every port and its socket."""
+        self.proc.kill()
+        self.proc.wait()
+        self.log.close()
+        time.sleep(down_s)
+        self._start(self.args, self._ready)
+        return time.monotonic()
 
     def _start(self, args, ready):
         """Run @args with its output in self.log_path; wait up to 30 s until ready() holds."""

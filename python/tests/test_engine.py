@@ -89,4 +89,4 @@ def test_one_consumer_of_completions(daemon, transport, key):
 def test_struct_sizes():
     import ctypes
     assert ctypes.sizeof(Op) == 72 and ctypes.sizeof(_ffi.ConnOpts) == 88  # with the DH-HMAC-CHAP and TLS fields
-    assert ctypes.sizeof(_ffi.EngineOpts) == 16 and ctypes.sizeof(_ffi.DiscEntry) == 558
+    assert ctypes.sizeof(_ffi.EngineOpts) == 28 and ctypes.sizeof(_ffi.DiscEntry) == 558

@@ -4,6 +4,7 @@
  * (docs/nvme-kv-wire.md C.1, C.2, C.11, D.3/D.4).
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,7 +113,9 @@ int nkv_admin_flags(struct nkv_ctrl *ctrl, const struct nkv_sqe *sqe, void *buf,
 	if (!ctrl || !sqe)
 		return -EINVAL;
 	pthread_mutex_lock(&ctrl->admin_mu);
-	int rc = ctrl->admin->err ? ctrl->admin->err : nkv_exec_flags(ctrl->admin, sqe, buf, len, cpl, flags);
+	/* no admin queue: between the loss of an association and its replacement (nkv_ctrl_reconnect) */
+	int rc = !ctrl->admin ? -ENOTCONN
+		 : ctrl->admin->err ? ctrl->admin->err : nkv_exec_flags(ctrl->admin, sqe, buf, len, cpl, flags);
 	pthread_mutex_unlock(&ctrl->admin_mu);
 	return rc;
 }
@@ -323,7 +326,7 @@ static void *ka_main(void *arg)
 		sqe.opc = NKV_ADM_KEEP_ALIVE;
 		int rc = nkv_admin(ctrl, &sqe, NULL, 0, NULL);
 		pthread_mutex_lock(&ctrl->ka_mu);
-		if (rc && ctrl->admin->err) {
+		if (rc && (!ctrl->admin || ctrl->admin->err)) {
 			NKV_WARN("keep alive to %s failed: %s; admin queue is down", ctrl->subnqn,
 				 strerror(-rc));
 			break;
@@ -359,6 +362,49 @@ void nkv_ctrl_free_mem(struct nkv_ctrl *ctrl)
 	free(ctrl);
 }
 
+/** Keep Alive on its thread when the association asked for it. @return 0 or -EAGAIN. */
+static int ka_start(struct nkv_ctrl *ctrl)
+{
+	if (!ctrl->kato_ms)
+		return 0;
+	ctrl->ka_stop = false;
+	if (pthread_create(&ctrl->ka_thread, NULL, ka_main, ctrl) != 0)
+		return -EAGAIN;
+	ctrl->ka_running = true;
+	return 0;
+}
+
+/**
+ * A new NVMe/TCP association for @ctrl: admin queue connection, Fabrics Connect with the dynamic
+ * controller ID (the target allocates a new controller), CC.EN, Identify into @id, Number of Queues.
+ * The admin queue is published in ctrl->admin (under admin_mu) once it is connected; on failure it
+ * stays there, failed or closed by the caller. @return 0 or -errno.
+ */
+static int tcp_associate(struct nkv_ctrl *ctrl, struct nkv_id_ctrlr *id)
+{
+	struct nkv_qpair *admin = NULL;
+	uint16_t cntlid = 0;
+	int rc = nkv_tcp_qp_open(ctrl, 0, NKV_ADMIN_SLOTS, &admin);
+	if (rc)
+		return rc;
+	admin->icd_max = NKV_TCP_ADMIN_ICD;
+	pthread_mutex_lock(&ctrl->admin_mu);
+	ctrl->admin = admin;
+	pthread_mutex_unlock(&ctrl->admin_mu);
+	rc = nkv_ctrl_fabrics_connect(ctrl, admin, NKV_ADMIN_SQSIZE, NKV_CNTLID_DYNAMIC, &cntlid);
+	if (rc == 0) {
+		ctrl->cntlid = cntlid;
+		rc = enable(ctrl);
+	}
+	if (rc == 0)
+		rc = nkv_ctrl_identify_cmd(ctrl, NKV_CNS_CTRLR, 0, 0, id);
+	if (rc == 0 && nkv_get16(&id->cntlid) != ctrl->cntlid) {
+		NKV_WARN("Identify CNTLID %u differs from the Connect CNTLID %u", nkv_get16(&id->cntlid), ctrl->cntlid);
+		rc = -EPROTO;
+	}
+	return rc;
+}
+
 int nkv_connect(const char *traddr, const char *trsvcid, const char *subnqn, const struct nkv_conn_opts *opts,
 		struct nkv_ctrl **out)
 {
@@ -373,32 +419,13 @@ int nkv_connect(const char *traddr, const char *trsvcid, const char *subnqn, con
 	struct nkv_ctrl *ctrl = nkv_ctrl_alloc(traddr, trsvcid ? trsvcid : "4420", subnqn, opts, false, &rc);
 	if (!ctrl)
 		return rc;
-	rc = nkv_tcp_qp_open(ctrl, 0, NKV_ADMIN_SLOTS, &ctrl->admin);
-	if (rc) {
-		nkv_ctrl_free_mem(ctrl);
-		return rc;
-	}
-	ctrl->admin->icd_max = NKV_TCP_ADMIN_ICD;
-	rc = nkv_ctrl_fabrics_connect(ctrl, ctrl->admin, NKV_ADMIN_SQSIZE, NKV_CNTLID_DYNAMIC, &ctrl->cntlid);
-	if (rc == 0)
-		rc = enable(ctrl);
-	if (rc == 0)
-		rc = nkv_ctrl_identify_cmd(ctrl, NKV_CNS_CTRLR, 0, 0, &ctrl->id);
-	if (rc == 0 && nkv_get16(&ctrl->id.cntlid) != ctrl->cntlid) {
-		NKV_WARN("Identify CNTLID %u differs from the Connect CNTLID %u", nkv_get16(&ctrl->id.cntlid),
-			 ctrl->cntlid);
-		rc = -EPROTO;
-	}
+	rc = tcp_associate(ctrl, &ctrl->id);
 	if (rc == 0 && ctrl->id.cntrltype == NKV_CNTRLTYPE_DISCOVERY)
 		ctrl->discovery = true;
 	if (rc == 0 && !ctrl->discovery)
 		rc = nkv_ctrl_set_num_queues(ctrl, NKV_WANT_IO_QUEUES);
-	if (rc == 0 && ctrl->kato_ms) {
-		if (pthread_create(&ctrl->ka_thread, NULL, ka_main, ctrl) == 0)
-			ctrl->ka_running = true;
-		else
-			rc = -EAGAIN;
-	}
+	if (rc == 0)
+		rc = ka_start(ctrl);
 	if (rc) {
 		NKV_DEBUG("connect %s at %s:%s failed: %s", subnqn, traddr, ctrl->trsvcid, strerror(-rc));
 		ka_stop(ctrl);
@@ -410,6 +437,76 @@ int nkv_connect(const char *traddr, const char *trsvcid, const char *subnqn, con
 		 ctrl->cntlid, ctrl->nio);
 	*out = ctrl;
 	return 0;
+}
+
+/* Close what is left of an association: no shutdown notification, it is gone or not ours. */
+static void assoc_drop(struct nkv_ctrl *ctrl)
+{
+	if (ctrl->shm) {
+		nkv_shm_ctrl_drop(ctrl);
+		return;
+	}
+	pthread_mutex_lock(&ctrl->admin_mu);
+	struct nkv_qpair *old = ctrl->admin;
+	ctrl->admin = NULL;
+	pthread_mutex_unlock(&ctrl->admin_mu);
+	nkv_tcp_qp_close(old);
+}
+
+/* NVMe/TCP: close what is left of the old association, then associate again. */
+static int tcp_reconnect(struct nkv_ctrl *ctrl, struct nkv_id_ctrlr *id)
+{
+	assoc_drop(ctrl);
+	int rc = tcp_associate(ctrl, id);
+	if (rc == 0 && id->cntrltype == NKV_CNTRLTYPE_DISCOVERY)
+		rc = -EPROTO; /* the address now leads to a discovery controller */
+	if (rc == 0)
+		rc = nkv_ctrl_set_num_queues(ctrl, NKV_WANT_IO_QUEUES);
+	return rc;
+}
+
+bool nkv_ctrl_hung_up(const struct nkv_ctrl *ctrl)
+{
+	int fd = ctrl->shm ? nkv_shm_ctrl_fd(ctrl) : ctrl->admin ? ctrl->admin->fd : -1;
+	if (fd < 0)
+		return true;
+	struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+	return poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR | POLLRDHUP | POLLNVAL));
+}
+
+int nkv_ctrl_reconnect(struct nkv_ctrl *ctrl)
+{
+	if (!ctrl || ctrl->discovery)
+		return -EINVAL;
+	pthread_mutex_lock(&ctrl->qp_mu);
+	bool busy = ctrl->qps != NULL;
+	pthread_mutex_unlock(&ctrl->qp_mu);
+	if (busy) /* their doorbells and sockets belong to the old association */
+		return -EBUSY;
+	ka_stop(ctrl);
+	struct nkv_id_ctrlr *id = malloc(sizeof(*id));
+	if (!id)
+		return -ENOMEM;
+	int rc = ctrl->shm ? nkv_shm_ctrl_reconnect(ctrl, id) : tcp_reconnect(ctrl, id);
+	if (rc == 0 && strncmp(id->subnqn, ctrl->subnqn, sizeof(id->subnqn)) != 0) {
+		NKV_WARN("reconnect to %s: the target now serves %.*s", ctrl->subnqn, (int)strnlen(id->subnqn, 256),
+			 id->subnqn);
+		rc = -ESTALE; /* another subsystem behind the same address: not the one the caller chose */
+	}
+	if (rc == 0) {
+		memcpy(&ctrl->id, id, sizeof(*id));
+		rc = ka_start(ctrl);
+	}
+	free(id);
+	if (rc)
+		assoc_drop(ctrl); /* a half-made association, or one to a subsystem not asked for: not kept */
+	if (rc == 0)
+		NKV_INFO("reconnected to %s at %s%s%s, cntlid %u, %u I/O queues", ctrl->subnqn,
+			 ctrl->shm ? "shm:" : ctrl->traddr, ctrl->shm ? ctrl->traddr : ":", ctrl->shm ? "" : ctrl->trsvcid,
+			 ctrl->cntlid, ctrl->nio);
+	else
+		NKV_DEBUG("reconnect to %s at %s: %s", ctrl->subnqn, ctrl->traddr, strerror(-rc));
+	return rc;
 }
 
 void nkv_disconnect(struct nkv_ctrl *ctrl)

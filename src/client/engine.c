@@ -11,8 +11,19 @@
  * Deadlines: an op's clock starts when it is sent. A worker whose oldest op outlives the deadline
  * fails its queue pair (every op on it completes; the late ones with -ETIMEDOUT, the others with
  * Host Pathing Error: they may have run) and opens a new one: nothing can then write into a buffer
- * the caller already got back. Ops waiting while a worker has no queue pair (the connection was lost
- * and reopening fails) complete with the reopen error once they waited a whole deadline.
+ * the caller already got back.
+ *
+ * A lost controller (its target restarted, the connection dropped): a worker whose queue pair failed
+ * opens a new one at once; when that fails too, the controller itself is gone (a restarted target
+ * refuses the old controller ID; over shm the admin queue died with the socket), so the worker marks
+ * the engine down. Every worker then drops its queue pair (ops still on it complete with Host Pathing
+ * Error, -ENOTCONN) and keeps its unsent ops; once none holds a queue pair, the engine's supervisor
+ * thread replaces the whole association (nkv_ctrl_reconnect: admin queue, Connect with a new
+ * controller ID or a new shm HELLO, I/O queues), retrying with exponential backoff (reconnect_min_ms
+ * doubling up to reconnect_max_ms), and wakes the workers, which open new queue pairs and send what
+ * waited. An op that waits for a queue longer than reconnect_wait_ms completes with -EAGAIN: it was
+ * never sent. Workers also watch their connection (TCP socket, shm control socket) for a hang-up
+ * while idle, so a restart is noticed, and repaired, before the next op arrives.
  *
  * Waiting: an idle worker sleeps in poll() on its eventfd. A busy NVMe/TCP worker sleeps in poll()
  * on the socket and the eventfd together; a busy shm worker polls the CQ, spinning first, then sleeps
@@ -38,8 +49,8 @@
 #define ENG_SHM_SPINS 2000u          /* empty CQ polls before napping (as shm.c's own poll) */
 #define ENG_SHM_NAP_NS 10000L        /* then 10 us naps, cut short by new work */
 #define ENG_SHM_IRQ_SPINS 200u       /* with CQ interrupts: empty polls before arming and sleeping */
-#define ENG_REOPEN_MIN_MS 50
-#define ENG_REOPEN_MAX_MS 1000
+#define ENG_RECONNECT_MIN_MS 50      /* first retry of a lost controller */
+#define ENG_RECONNECT_MAX_MS 1000    /* backoff cap: a target back after a restart is found within ~1 s */
 #define ENG_IDLE_TICK_MS 1000        /* an idle worker still wakes up now and then to check stop */
 
 struct eng_batch;
@@ -85,10 +96,10 @@ struct eng_worker {
 	/* the worker thread's own */
 	struct eng_list pend;      /* taken from the inbox, not yet sent */
 	struct eng_list inflight;  /* sent, in send order (oldest first) */
-	int64_t reopen_at;
+	int64_t reopen_at;         /* no queue pair for want of a free queue (-ENOSPC): next try */
 	int reopen_ms;
-	int last_err;
 	unsigned spins;
+	bool hup;                  /* the connection hung up while the worker slept */
 };
 
 struct nkv_engine {
@@ -96,7 +107,16 @@ struct nkv_engine {
 	unsigned nw;
 	uint16_t depth;
 	int timeout_ms;
+	int wait_ms;               /* how long an unsent op waits for a queue pair (< 0: not at all) */
+	int rc_min_ms, rc_max_ms;  /* reconnect backoff */
 	unsigned max_ops;
+	/* the controller's state, guarded by sup_mu */
+	pthread_mutex_t sup_mu;
+	pthread_cond_t sup_cv;
+	pthread_t sup_th;
+	bool sup_started, sup_stop;
+	atomic_bool down;          /* the controller is lost: no worker may hold or open a queue pair */
+	unsigned open_qps;         /* worker queue pairs open or being opened */
 	atomic_uint ops;           /* accepted and not completed */
 	atomic_uint rr;            /* where the next batch starts */
 	atomic_bool closing;
@@ -259,38 +279,94 @@ static int op_sqe(const struct nkv_op *op, struct nkv_sqe *sqe)
 	return 0;
 }
 
-/** Drop the queue pair: fail what is on it (the callbacks complete those ops), close it. */
+static void worker_wake(struct eng_worker *w)
+{
+	uint64_t one = 1;
+	if (write(w->wake_fd, &one, sizeof(one)) < 0)
+		NKV_WARN("engine: eventfd write: %s", strerror(errno));
+}
+
+static void engine_wake_all(struct nkv_engine *e)
+{
+	for (unsigned i = 0; i < e->nw; i++)
+		if (e->w[i].wake_fd >= 0) /* set before the threads start, closed after they all stopped */
+			worker_wake(&e->w[i]);
+}
+
+/** One worker queue pair fewer; the supervisor waits for none before it reconnects. */
+static void engine_qp_gone(struct nkv_engine *e)
+{
+	pthread_mutex_lock(&e->sup_mu);
+	if (--e->open_qps == 0 && atomic_load(&e->down))
+		pthread_cond_signal(&e->sup_cv);
+	pthread_mutex_unlock(&e->sup_mu);
+}
+
+/** The controller is gone (a queue pair cannot be opened on it): every worker drops its queue pair
+ *  and the supervisor replaces the association. */
+static void engine_lost(struct nkv_engine *e, int err)
+{
+	pthread_mutex_lock(&e->sup_mu);
+	bool was = atomic_exchange(&e->down, true);
+	pthread_cond_signal(&e->sup_cv);
+	pthread_mutex_unlock(&e->sup_mu);
+	if (!was) {
+		NKV_WARN("engine: controller %s lost (%s); reconnecting", e->ctrl->subnqn, strerror(-err));
+		engine_wake_all(e);
+	}
+}
+
+/** Drop the queue pair: take the completions already there, fail the rest (the callbacks complete
+ *  those ops), close it. */
 static void worker_drop_qp(struct eng_worker *w, int err)
 {
 	if (!w->qp)
 		return;
+	if (!w->qp->err && w->inflight.head)
+		(void)nkv_qpair_poll(w->qp, 0);
 	if (!w->qp->err)
 		w->qp->ops->fail(w->qp, err);
 	nkv_qpair_destroy(w->qp);
 	w->qp = NULL;
-	w->last_err = err;
 	int64_t now = nkv_client_now_ms();
 	for (struct eng_item *it = w->pend.head; it; it = it->next)
 		it->t_ms = now; /* from now on they wait for a queue, not for room in one */
 	w->reopen_at = 0; /* at once the first time */
+	w->reopen_ms = 0;
+	engine_qp_gone(w->e);
 }
 
 static void worker_reopen(struct eng_worker *w, int64_t now)
 {
+	struct nkv_engine *e = w->e;
 	if (w->qp || now < w->reopen_at)
 		return;
-	int rc = nkv_qpair_create(w->e->ctrl, w->e->depth, &w->qp);
+	pthread_mutex_lock(&e->sup_mu); /* counted before it exists: the supervisor must not reconnect under it */
+	bool down = atomic_load(&e->down);
+	if (!down)
+		e->open_qps++;
+	pthread_mutex_unlock(&e->sup_mu);
+	if (down)
+		return;
+	/* a restarted target may already listen again and even hand the old controller ID to
+	 * another association: a queue pair is only opened while the old one is still there */
+	int rc = nkv_ctrl_hung_up(e->ctrl) ? -ECONNRESET : nkv_qpair_create(e->ctrl, e->depth, &w->qp);
 	if (rc == 0) {
 		w->reopen_ms = 0;
+		w->reopen_at = 0;
 		return;
 	}
 	w->qp = NULL;
-	w->last_err = rc;
-	w->reopen_ms = w->reopen_ms ? w->reopen_ms * 2 : ENG_REOPEN_MIN_MS;
-	if (w->reopen_ms > ENG_REOPEN_MAX_MS)
-		w->reopen_ms = ENG_REOPEN_MAX_MS;
-	w->reopen_at = now + w->reopen_ms;
-	NKV_WARN("engine: reopening a queue pair: %s (next try in %d ms)", strerror(-rc), w->reopen_ms);
+	engine_qp_gone(e);
+	if (rc == -ENOSPC || rc == -ENOMEM) { /* the controller is there, a queue is not: retry this one */
+		w->reopen_ms = w->reopen_ms ? w->reopen_ms * 2 : e->rc_min_ms;
+		if (w->reopen_ms > e->rc_max_ms)
+			w->reopen_ms = e->rc_max_ms;
+		w->reopen_at = now + w->reopen_ms;
+		NKV_WARN("engine: opening a queue pair: %s (next try in %d ms)", strerror(-rc), w->reopen_ms);
+		return;
+	}
+	engine_lost(e, rc);
 }
 
 /** Send pending ops while the queue takes them. @return ops sent. */
@@ -322,8 +398,9 @@ static unsigned worker_send(struct eng_worker *w, int64_t now)
 	return sent;
 }
 
-/** Deadlines: fail the queue under an op sent too long ago; give up on ops waiting for a queue. */
-static void worker_expire(struct eng_worker *w, int64_t now)
+/** Deadlines: fail the queue under an op sent too long ago; give up on ops waiting for a queue
+ *  (at once when the engine stops or fails fast). */
+static void worker_expire(struct eng_worker *w, int64_t now, bool stop)
 {
 	int64_t tmo = w->e->timeout_ms;
 	struct eng_item *it = w->inflight.head;
@@ -336,28 +413,38 @@ static void worker_expire(struct eng_worker *w, int64_t now)
 		worker_drop_qp(w, -ETIMEDOUT);
 	}
 	if (!w->qp) {
-		while ((it = w->pend.head) && now - it->t_ms >= tmo) {
+		int wait = w->e->wait_ms;
+		while ((it = w->pend.head) && (stop || wait < 0 || now - it->t_ms >= wait)) {
 			list_del(&w->pend, it);
-			item_complete(w, it, w->last_err ? w->last_err : -ETIMEDOUT, NULL);
+			item_complete(w, it, -EAGAIN, NULL); /* never sent: safe to retry */
 		}
 	}
 }
 
-/** Sleep until new work, I/O on the queue, or the next deadline. */
+/** Sleep until new work, I/O on the queue, a hang-up of the connection, or the next deadline. */
 static void worker_wait(struct eng_worker *w, int64_t now)
 {
+	struct nkv_engine *e = w->e;
 	int64_t until = now + ENG_IDLE_TICK_MS;
-	if (w->inflight.head && w->inflight.head->t_ms + w->e->timeout_ms < until)
-		until = w->inflight.head->t_ms + w->e->timeout_ms;
-	if (!w->qp && w->pend.head) {
-		if (w->pend.head->t_ms + w->e->timeout_ms < until)
-			until = w->pend.head->t_ms + w->e->timeout_ms;
-		if (w->reopen_at < until)
-			until = w->reopen_at;
-	}
+	if (w->inflight.head && w->inflight.head->t_ms + e->timeout_ms < until)
+		until = w->inflight.head->t_ms + e->timeout_ms;
+	if (!w->qp && w->pend.head && e->wait_ms >= 0 && w->pend.head->t_ms + e->wait_ms < until)
+		until = w->pend.head->t_ms + e->wait_ms;
+	if (!w->qp && w->reopen_at && w->reopen_at < until)
+		until = w->reopen_at;
 	int tmo = until > now ? (int)(until - now) : 0;
-	struct pollfd p[2] = {{.fd = w->wake_fd, .events = POLLIN}};
+	struct pollfd p[3] = {{.fd = w->wake_fd, .events = POLLIN}};
 	nfds_t n = 1;
+	int hup = -1;
+	/* A target that goes away closes the connection: see it while idle too (over shm, the control
+	 * socket; a busy TCP queue sees it on its own socket below). */
+	if (w->qp && (w->qp->shm || !w->inflight.head)) {
+		int fd = w->qp->shm ? nkv_shm_ctrl_fd(e->ctrl) : w->qp->fd;
+		if (fd >= 0) {
+			p[n] = (struct pollfd){.fd = fd, .events = POLLRDHUP};
+			hup = (int)n++;
+		}
+	}
 	if (w->qp && w->inflight.head) {
 		if (w->qp->shm) {
 			if (w->spins < ENG_SHM_IRQ_SPINS) {
@@ -367,9 +454,9 @@ static void worker_wait(struct eng_worker *w, int64_t now)
 			int irq = nkv_shm_qp_arm(w->qp); /* -1: no interrupts; -2: a CQE is there */
 			if (irq == -2)
 				return;
-			if (irq >= 0) { /* sleep until the CQ interrupts, new work, or the next deadline */
-				p[1] = (struct pollfd){.fd = irq, .events = POLLIN};
-				poll(p, 2, tmo);
+			if (irq >= 0) { /* sleep until the CQ interrupts, new work, a hang-up, or the next deadline */
+				p[n] = (struct pollfd){.fd = irq, .events = POLLIN};
+				poll(p, n + 1, tmo);
 				nkv_shm_qp_disarm(w->qp);
 				goto drain;
 			}
@@ -378,17 +465,18 @@ static void worker_wait(struct eng_worker *w, int64_t now)
 				return;
 			}
 			struct timespec ts = {.tv_sec = 0, .tv_nsec = ENG_SHM_NAP_NS};
-			ppoll(p, 1, &ts, NULL);
+			ppoll(p, n, &ts, NULL);
 			goto drain;
 		}
 		short ev = nkv_tcp_qp_events(w->qp);
 		if (!ev)
 			return; /* TLS holds decrypted bytes the socket will not signal: poll the queue again */
-		p[1] = (struct pollfd){.fd = w->qp->fd, .events = ev};
-		n = 2;
+		p[n++] = (struct pollfd){.fd = w->qp->fd, .events = ev};
 	}
 	poll(p, n, tmo);
 drain:
+	if (hup >= 0 && (p[hup].revents & (POLLHUP | POLLERR | POLLRDHUP | POLLNVAL)))
+		w->hup = true;
 	if (p[0].revents & POLLIN) {
 		uint64_t v;
 		if (read(w->wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
@@ -399,6 +487,7 @@ drain:
 static void *worker_main(void *arg)
 {
 	struct eng_worker *w = arg;
+	struct nkv_engine *e = w->e;
 	for (;;) {
 		int64_t now = nkv_client_now_ms();
 		pthread_mutex_lock(&w->mu);
@@ -409,8 +498,15 @@ static void *worker_main(void *arg)
 		pthread_mutex_unlock(&w->mu);
 		if (stop && !w->pend.head && !w->inflight.head)
 			break;
-		if (!w->qp && w->pend.head)
-			worker_reopen(w, now);
+		bool down = atomic_load(&e->down);
+		if (w->qp && (w->hup || down)) {
+			if (w->hup)
+				NKV_WARN("engine: qid %u: the target closed the connection", w->qp->qid);
+			worker_drop_qp(w, -ECONNRESET);
+		}
+		w->hup = false;
+		if (!w->qp && !down && (w->pend.head || !stop))
+			worker_reopen(w, now); /* eagerly: a hang-up is then seen while idle */
 		unsigned sent = worker_send(w, now);
 		int got = 0;
 		if (w->qp && w->inflight.head) {
@@ -421,13 +517,65 @@ static void *worker_main(void *arg)
 				got = 0;
 			}
 		}
-		worker_expire(w, nkv_client_now_ms());
+		worker_expire(w, nkv_client_now_ms(), stop);
 		if (sent || got > 0) {
 			w->spins = 0;
 			continue;
 		}
+		if (!w->qp && !atomic_load(&e->down) && !w->reopen_at && (w->pend.head || !stop))
+			continue; /* the queue pair just failed: open another now */
 		worker_wait(w, nkv_client_now_ms());
 	}
+	return NULL;
+}
+
+/* ---- the supervisor: replaces a lost controller ------------------------------------------------ */
+
+static void *sup_main(void *arg)
+{
+	struct nkv_engine *e = arg;
+	int delay = 0;
+	int64_t next = 0, since = 0;
+	unsigned tries = 0;
+	pthread_mutex_lock(&e->sup_mu);
+	while (!e->sup_stop) {
+		if (!atomic_load(&e->down) || e->open_qps) {
+			pthread_cond_wait(&e->sup_cv, &e->sup_mu);
+			continue;
+		}
+		int64_t now = nkv_client_now_ms();
+		if (!since)
+			since = now;
+		if (now < next) {
+			struct timespec ts = nkv_abstime_in_ms((uint64_t)(next - now));
+			pthread_cond_timedwait(&e->sup_cv, &e->sup_mu, &ts);
+			continue;
+		}
+		pthread_mutex_unlock(&e->sup_mu);
+		int rc = nkv_ctrl_reconnect(e->ctrl);
+		tries++;
+		pthread_mutex_lock(&e->sup_mu);
+		if (rc == 0) {
+			NKV_INFO("engine: %s back after %u attempt(s), %lld ms", e->ctrl->subnqn, tries,
+				 (long long)(nkv_client_now_ms() - since));
+			atomic_store(&e->down, false);
+			delay = 0;
+			next = since = 0;
+			tries = 0;
+			pthread_mutex_unlock(&e->sup_mu);
+			engine_wake_all(e);
+			pthread_mutex_lock(&e->sup_mu);
+			continue;
+		}
+		delay = delay ? delay * 2 : e->rc_min_ms;
+		if (delay > e->rc_max_ms)
+			delay = e->rc_max_ms;
+		next = nkv_client_now_ms() + delay;
+		if (tries == 1 || tries % 30 == 0) /* a few lines a minute at the cap, not one per try */
+			NKV_WARN("engine: reconnecting to %s: %s (attempt %u; next in %d ms)", e->ctrl->subnqn,
+				 strerror(-rc), tries, delay);
+	}
+	pthread_mutex_unlock(&e->sup_mu);
 	return NULL;
 }
 
@@ -447,6 +595,14 @@ static void engine_stop(struct nkv_engine *e)
 			NKV_WARN("engine: eventfd write: %s", strerror(errno));
 		pthread_join(w->th, NULL);
 		w->started = false;
+	}
+	if (e->sup_started) { /* after the workers: ops waiting for the controller completed first */
+		pthread_mutex_lock(&e->sup_mu);
+		e->sup_stop = true;
+		pthread_cond_signal(&e->sup_cv);
+		pthread_mutex_unlock(&e->sup_mu);
+		pthread_join(e->sup_th, NULL);
+		e->sup_started = false;
 	}
 }
 
@@ -474,13 +630,15 @@ void nkv_engine_destroy(struct nkv_engine *e)
 		close(e->done_fd);
 	pthread_mutex_destroy(&e->done_mu);
 	pthread_cond_destroy(&e->done_cv);
+	pthread_mutex_destroy(&e->sup_mu);
+	pthread_cond_destroy(&e->sup_cv);
 	free(e);
 }
 
 int nkv_engine_create(struct nkv_ctrl *ctrl, const struct nkv_engine_opts *opts, struct nkv_engine **out)
 {
 	struct nkv_engine_opts o = opts ? *opts : (struct nkv_engine_opts){0};
-	if (!ctrl || !out || ctrl->discovery)
+	if (!ctrl || !out || ctrl->discovery || o.reconnect_min_ms < 0 || o.reconnect_max_ms < 0)
 		return -EINVAL;
 	unsigned nw = o.queues ? o.queues : ENG_DEFAULT_QUEUES;
 	if (nw > ctrl->nio)
@@ -494,8 +652,19 @@ int nkv_engine_create(struct nkv_ctrl *ctrl, const struct nkv_engine_opts *opts,
 	e->depth = o.depth;
 	e->timeout_ms = o.timeout_ms > 0 ? o.timeout_ms : ctrl->opts.timeout_ms;
 	e->max_ops = o.max_ops ? o.max_ops : ENG_DEFAULT_MAX_OPS;
+	e->wait_ms = o.reconnect_wait_ms ? o.reconnect_wait_ms : e->timeout_ms;
+	e->rc_min_ms = o.reconnect_min_ms ? o.reconnect_min_ms : ENG_RECONNECT_MIN_MS;
+	e->rc_max_ms = o.reconnect_max_ms ? o.reconnect_max_ms : ENG_RECONNECT_MAX_MS;
+	if (e->rc_max_ms < e->rc_min_ms)
+		e->rc_max_ms = e->rc_min_ms;
 	pthread_mutex_init(&e->done_mu, NULL);
 	pthread_cond_init(&e->done_cv, NULL);
+	pthread_mutex_init(&e->sup_mu, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* nkv_abstime_in_ms() */
+	pthread_cond_init(&e->sup_cv, &ca);
+	pthread_condattr_destroy(&ca);
 	e->done_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	int rc = e->done_fd < 0 ? -errno : 0;
 	for (unsigned i = 0; i < nw; i++) {
@@ -521,10 +690,15 @@ int nkv_engine_create(struct nkv_ctrl *ctrl, const struct nkv_engine_opts *opts,
 		}
 		if (rc)
 			break;
+		e->open_qps++;
 		rc = -pthread_create(&w->th, NULL, worker_main, w);
 		if (rc)
 			break;
 		w->started = true;
+	}
+	if (rc == 0) {
+		rc = -pthread_create(&e->sup_th, NULL, sup_main, e);
+		e->sup_started = rc == 0;
 	}
 	if (rc) {
 		nkv_engine_destroy(e);

@@ -252,7 +252,32 @@ void nkv_ctrl_fabrics_shutdown(struct nkv_ctrl *ctrl);
 int nkv_exec_flags(struct nkv_qpair *qp, const struct nkv_sqe *sqe, void *buf, uint32_t len, struct nkv_cpl *cpl,
 		   unsigned flags);
 
+/**
+ * Replace @ctrl's association, lost with its target (a restart, a lost connection), by a new one to
+ * the same address: the old admin queue is closed without a shutdown notification, then, as at
+ * connect time, a new admin queue, a Connect with the dynamic controller ID (shm: HELLO, a new
+ * controller), CC.EN, Identify, Number of Queues and Keep Alive; over shm the buffers of
+ * nkv_buf_alloc() and nkv_buf_register() are registered again at their IOVAs. The caller's handle
+ * stays valid. Every I/O queue pair of @ctrl must be destroyed first (their doorbells and sockets
+ * belong to the old association). Admin commands of other threads meanwhile fail (-ENOTCONN, or the
+ * new controller's status while it is brought up).
+ * @return 0; -EBUSY (I/O queue pairs remain); -ESTALE (the address now serves another subsystem);
+ * -EINVAL (a discovery controller); or -errno as nkv_connect().
+ */
+int nkv_ctrl_reconnect(struct nkv_ctrl *ctrl);
+/** Has @ctrl's target closed the association (its admin connection, or the shm socket, hung up)?
+ *  A cheap check before opening an I/O queue pair on it. Not during nkv_ctrl_reconnect(). */
+bool nkv_ctrl_hung_up(const struct nkv_ctrl *ctrl);
+
 /* shm_ctrl.c */
+/** The shm half of nkv_ctrl_reconnect(): a new socket, HELLO, registrations and admin queue;
+ *  Identify into @id (the caller checks the subsystem). */
+int nkv_shm_ctrl_reconnect(struct nkv_ctrl *ctrl, struct nkv_id_ctrlr *id);
+/** What is left of an association (admin queue, socket, register page): closed, no shutdown
+ *  notification; the buffers stay. No I/O queue pair may remain. */
+void nkv_shm_ctrl_drop(struct nkv_ctrl *ctrl);
+/** The controller's socket (polled for a hang-up: the target went away); -1 over TCP. */
+int nkv_shm_ctrl_fd(const struct nkv_ctrl *ctrl);
 /** Parse "shm:/path" (nkv_connect's convenience form). @return the path, or NULL. */
 const char *nkv_shm_traddr_path(const char *traddr);
 /** nkv_connect_shm, then check the controller's SUBNQN against @subnqn (NULL or "": any). */

@@ -151,6 +151,13 @@ int nkv_shm_buf_unregister(struct nkv_ctrl *ctrl, void *addr)
 		if (b->user != addr)
 			continue;
 		rc = b->len ? nkv_shm_dereg(ctrl, b->iova) : 0;
+		/* Only a controller that still uses the region keeps it (-EBUSY). One that is gone (a lost
+		 * socket), or does not know it, holds nothing: the entry goes, else a later mapping at
+		 * these addresses would be taken for this memfd, and a reconnect would register it again. */
+		if (rc && rc != -EBUSY) {
+			NKV_DEBUG("nkv_buf_unregister(%p): DEREG: %s; forgotten here", addr, strerror(-rc));
+			rc = 0;
+		}
 		if (rc == 0) {
 			*pp = b->next;
 			if (b->fd >= 0)

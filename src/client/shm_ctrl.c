@@ -487,6 +487,77 @@ static void admin_free(struct nkv_ctrl *ctrl)
 	ctrl->admin = NULL;
 }
 
+/* Register every buffer of nkv_buf_alloc() and nkv_buf_register() again, at its IOVA, with a new
+ * controller: the memory and its memfd are the host's and outlive the target. */
+static int buffers_reregister(struct nkv_ctrl *ctrl)
+{
+	struct nkv_shm_ctrl *s = ctrl->shm;
+	int rc = 0;
+	pthread_rwlock_rdlock(&s->buf_lock);
+	for (struct nkv_shm_buf *b = s->bufs; b && rc == 0; b = b->next)
+		if (b->fd >= 0 && b->len)
+			rc = nkv_shm_reg(ctrl, b->fd, 0, b->len, b->iova, 0);
+	pthread_rwlock_unlock(&s->buf_lock);
+	return rc;
+}
+
+/**
+ * A new association on a new socket to ctrl->traddr: HELLO (a new controller), notifications, the
+ * buffers again when @rereg, the admin queue (published in ctrl->admin under admin_mu), CC.EN,
+ * Identify into @id, MDTS. @return 0 or -errno (what was set up stays for the caller to free).
+ */
+static int shm_associate(struct nkv_ctrl *ctrl, struct nkv_id_ctrlr *id, bool rereg)
+{
+	struct nkv_shm_ctrl *s = ctrl->shm;
+	s->max_xfer = NKV_SHM_ADMIN_BOUNCE;
+	int rc = sock_open(ctrl->traddr, ctrl->opts.timeout_ms);
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&s->sock_mu);
+	s->sock = rc;
+	pthread_mutex_unlock(&s->sock_mu);
+	rc = hello(ctrl);
+	if (rc == 0) {
+		s->xfer_dw1 = (rd32(s, NKV_SHM_REG_FEAT) & NKV_SHM_FEAT_XFER) != 0;
+		notify_setup(ctrl);
+	}
+	if (rc == 0 && rereg)
+		rc = buffers_reregister(ctrl);
+	struct nkv_qpair *admin = NULL;
+	if (rc == 0)
+		rc = nkv_shm_qp_alloc(ctrl, 0, NKV_SHM_ADMIN_ENTRIES, NKV_ADMIN_SLOTS, NKV_SHM_ADMIN_BOUNCE,
+				      NKV_SHM_ADMIN_BOUNCE, &admin);
+	if (rc == 0) {
+		admin->shm->created = true;
+		(void)nkv_shm_irq_bind(ctrl, admin->shm, 0); /* the admin CQ's vector; else it is polled */
+		pthread_mutex_lock(&ctrl->admin_mu);
+		ctrl->admin = admin;
+		pthread_mutex_unlock(&ctrl->admin_mu);
+		rc = enable(ctrl);
+	}
+	if (rc == 0)
+		rc = nkv_ctrl_identify_cmd(ctrl, NKV_CNS_CTRLR, 0, 0, id);
+	if (rc == 0 && nkv_get16(&id->cntlid) != ctrl->cntlid) {
+		NKV_WARN("shm: Identify CNTLID %u differs from the HELLO CNTLID %u", nkv_get16(&id->cntlid),
+			 ctrl->cntlid);
+		rc = -EPROTO;
+	}
+	if (rc == 0) {
+		uint64_t mdts = id->mdts ? (uint64_t)NKV_IDENTIFY_SIZE << id->mdts : NKV_SHM_MAX_XFER_UNLIMITED;
+		s->max_xfer = (uint32_t)(mdts > NKV_SHM_MAX_XFER_UNLIMITED ? NKV_SHM_MAX_XFER_UNLIMITED : mdts);
+	}
+	return rc;
+}
+
+/** Number of Queues: as many I/O queue pairs as HELLO allows, up to what the host wants. */
+static int shm_num_queues(struct nkv_ctrl *ctrl)
+{
+	struct nkv_shm_ctrl *s = ctrl->shm;
+	unsigned want = s->max_queues < NKV_WANT_IO_QUEUES ? s->max_queues : NKV_WANT_IO_QUEUES;
+	ctrl->nio = 0;
+	return want ? nkv_ctrl_set_num_queues(ctrl, want) : 0;
+}
+
 int nkv_connect_shm_nqn(const char *path, const char *subnqn, const struct nkv_conn_opts *opts,
 			struct nkv_ctrl **out)
 {
@@ -506,36 +577,11 @@ int nkv_connect_shm_nqn(const char *path, const char *subnqn, const struct nkv_c
 	s->sock = -1;
 	s->kick_fd = -1;
 	s->iova_next = NKV_SHM_IOVA_BASE;
-	s->max_xfer = NKV_SHM_ADMIN_BOUNCE;
 	pthread_mutex_init(&s->sock_mu, NULL);
 	pthread_mutex_init(&s->iova_mu, NULL);
 	pthread_rwlock_init(&s->buf_lock, NULL);
 
-	rc = sock_open(path, ctrl->opts.timeout_ms);
-	if (rc >= 0) {
-		s->sock = rc;
-		rc = hello(ctrl);
-	}
-	if (rc == 0) {
-		s->xfer_dw1 = (rd32(s, NKV_SHM_REG_FEAT) & NKV_SHM_FEAT_XFER) != 0;
-		notify_setup(ctrl);
-	}
-	if (rc == 0)
-		rc = nkv_shm_qp_alloc(ctrl, 0, NKV_SHM_ADMIN_ENTRIES, NKV_ADMIN_SLOTS, NKV_SHM_ADMIN_BOUNCE,
-				      NKV_SHM_ADMIN_BOUNCE, &ctrl->admin);
-	if (rc == 0) {
-		ctrl->admin->shm->created = true;
-		(void)nkv_shm_irq_bind(ctrl, ctrl->admin->shm, 0); /* the admin CQ's vector; else it is polled */
-	}
-	if (rc == 0)
-		rc = enable(ctrl);
-	if (rc == 0)
-		rc = nkv_ctrl_identify_cmd(ctrl, NKV_CNS_CTRLR, 0, 0, &ctrl->id);
-	if (rc == 0 && nkv_get16(&ctrl->id.cntlid) != ctrl->cntlid) {
-		NKV_WARN("shm: Identify CNTLID %u differs from the HELLO CNTLID %u",
-			 nkv_get16(&ctrl->id.cntlid), ctrl->cntlid);
-		rc = -EPROTO;
-	}
+	rc = shm_associate(ctrl, &ctrl->id, false);
 	if (rc == 0) {
 		char nqn[257];
 		snprintf(nqn, sizeof(nqn), "%.*s", (int)strnlen(ctrl->id.subnqn, 256), ctrl->id.subnqn);
@@ -544,13 +590,9 @@ int nkv_connect_shm_nqn(const char *path, const char *subnqn, const struct nkv_c
 			rc = -ENOENT;
 		}
 		memcpy(ctrl->subnqn, nqn, sizeof(nqn));
-		uint64_t mdts = ctrl->id.mdts ? (uint64_t)NKV_IDENTIFY_SIZE << ctrl->id.mdts : NKV_SHM_MAX_XFER_UNLIMITED;
-		s->max_xfer = (uint32_t)(mdts > NKV_SHM_MAX_XFER_UNLIMITED ? NKV_SHM_MAX_XFER_UNLIMITED : mdts);
 	}
-	if (rc == 0) {
-		unsigned want = s->max_queues < NKV_WANT_IO_QUEUES ? s->max_queues : NKV_WANT_IO_QUEUES;
-		rc = want ? nkv_ctrl_set_num_queues(ctrl, want) : 0;
-	}
+	if (rc == 0)
+		rc = shm_num_queues(ctrl);
 	if (rc) {
 		NKV_DEBUG("shm connect %s failed: %s", path, strerror(-rc));
 		admin_free(ctrl);
@@ -562,6 +604,48 @@ int nkv_connect_shm_nqn(const char *path, const char *subnqn, const struct nkv_c
 		 ctrl->cntlid, ctrl->nio, NKV_CAP_MQES(s->cap));
 	*out = ctrl;
 	return 0;
+}
+
+void nkv_shm_ctrl_drop(struct nkv_ctrl *ctrl)
+{
+	struct nkv_shm_ctrl *s = ctrl->shm;
+	pthread_mutex_lock(&ctrl->admin_mu);
+	struct nkv_qpair *old = ctrl->admin;
+	ctrl->admin = NULL;
+	pthread_mutex_unlock(&ctrl->admin_mu);
+	if (old) { /* its memory was the old controller's to use: that one is gone with its socket */
+		nkv_shm_ops.fail(old, -ECONNABORTED);
+		old->shm->ro_reg = old->shm->rw_reg = false;
+		nkv_shm_qp_free(old);
+	}
+	/* The old association: no queue pair is left to ring its doorbells or read its registers. */
+	pthread_mutex_lock(&s->sock_mu);
+	if (s->sock >= 0)
+		close(s->sock);
+	s->sock = -1;
+	pthread_mutex_unlock(&s->sock_mu);
+	if (s->kick_fd >= 0)
+		close(s->kick_fd);
+	s->kick_fd = -1;
+	s->wakeup = s->arm = NULL;
+	s->notify = false;
+	if (s->regs)
+		munmap(s->regs, s->reg_size);
+	s->regs = NULL;
+}
+
+int nkv_shm_ctrl_reconnect(struct nkv_ctrl *ctrl, struct nkv_id_ctrlr *id)
+{
+	nkv_shm_ctrl_drop(ctrl);
+	int rc = shm_associate(ctrl, id, true);
+	if (rc == 0)
+		rc = shm_num_queues(ctrl);
+	return rc;
+}
+
+int nkv_shm_ctrl_fd(const struct nkv_ctrl *ctrl)
+{
+	return ctrl->shm ? ctrl->shm->sock : -1;
 }
 
 int nkv_connect_shm(const char *path, const struct nkv_conn_opts *opts, struct nkv_ctrl **out)

@@ -41,6 +41,8 @@ static const struct pkey g_keys[] = {
 	NUM("timeout_ms", "NKV_NIXL_TIMEOUT_MS", timeout_ms, 1, 3600000),
 	NUM("max_ops", "NKV_NIXL_MAX_OPS", max_ops, 1, 1ul << 24),
 	NUM("staging_mb", "NKV_NIXL_STAGING_MB", staging_mb, 0, 65536),
+	NUM("reconnect_max_ms", "NKV_NIXL_RECONNECT_MAX_MS", reconnect_max_ms, 10, 60000),
+	NUM("reconnect_wait_ms", "NKV_NIXL_RECONNECT_WAIT_MS", reconnect_wait_ms, 0, 3600000),
 };
 
 static void say(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -112,6 +114,8 @@ int nkv_nixl_parse_params(const struct nkv_nixl_param *params, size_t n, struct 
 	o->timeout_ms = 30000;
 	o->max_ops = 65536;
 	o->staging_mb = 256;
+	o->reconnect_max_ms = 1000;
+	o->reconnect_wait_ms = UINT32_MAX; /* not given: timeout_ms, below */
 	for (size_t i = 0; i < sizeof(g_keys) / sizeof(g_keys[0]); i++) {
 		const char *from, *v = lookup(&g_keys[i], params, n, &from);
 		if (!v)
@@ -120,6 +124,8 @@ int nkv_nixl_parse_params(const struct nkv_nixl_param *params, size_t n, struct 
 		if (st)
 			return st;
 	}
+	if (o->reconnect_wait_ms == UINT32_MAX)
+		o->reconnect_wait_ms = o->timeout_ms;
 	if (o->depth == 1) {
 		say(err, err_len, "queue_depth: 1 is too small (0 for the default, or 2..65535)");
 		return NKV_NIXL_ERR_INVALID_PARAM;

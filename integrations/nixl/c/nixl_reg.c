@@ -198,6 +198,8 @@ int nkv_nixl_create(const struct nkv_nixl_param *params, size_t n, struct nkv_ni
 		.depth = (uint16_t)b->o.depth,
 		.timeout_ms = (int)b->o.timeout_ms,
 		.max_ops = b->o.max_ops,
+		.reconnect_max_ms = (int)b->o.reconnect_max_ms,
+		.reconnect_wait_ms = b->o.reconnect_wait_ms ? (int)b->o.reconnect_wait_ms : -1, /* 0: fail fast */
 	};
 	rc = nkv_engine_create(b->ctrl, &eo, &b->eng);
 	if (rc) {

@@ -86,13 +86,18 @@ struct nkv_nixl_opts {
 	unsigned timeout_ms; /* "timeout_ms": connect timeout and per-op deadline, 1..3600000; default 30000 */
 	unsigned max_ops;    /* "max_ops": ops in flight in the engine, 1..16777216; default 65536 */
 	unsigned staging_mb; /* "staging_mb": write staging buffers kept for reuse, MiB, 0..65536; default 256 */
+	unsigned reconnect_max_ms;  /* "reconnect_max_ms": longest gap between tries to reach a lost daemon
+				     * again, 10..60000; default 1000 */
+	unsigned reconnect_wait_ms; /* "reconnect_wait_ms": how long a transfer posted while the daemon is
+				     * away waits for it, 0 (not at all: NIXL_ERR_BACKEND at once)..3600000;
+				     * default timeout_ms */
 };
 
 /**
  * Fill @o from @params (@n entries; keys above), then from the environment for keys the
  * parameters do not give (NKV_NIXL_TRADDR, NKV_NIXL_PORT, NKV_NIXL_SUBNQN, NKV_NIXL_SHM,
  * NKV_NIXL_HOSTNQN, NKV_NIXL_NSID, NKV_NIXL_QUEUES, NKV_NIXL_QUEUE_DEPTH, NKV_NIXL_TIMEOUT_MS,
- * NKV_NIXL_MAX_OPS, NKV_NIXL_STAGING_MB: how a plugin installed under another backend's name, e.g. OBJ, is configured
+ * NKV_NIXL_MAX_OPS, NKV_NIXL_STAGING_MB, NKV_NIXL_RECONNECT_MAX_MS, NKV_NIXL_RECONNECT_WAIT_MS: how a plugin installed under another backend's name, e.g. OBJ, is configured
  * when the framework passes that backend's parameters), then the defaults. An empty value counts
  * as not given. Unknown keys (S3's bucket, endpoint_override, access_key, ...) are ignored. @err
  * (may be NULL) gets a message.

@@ -21,7 +21,10 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -68,11 +71,13 @@ static void die_with_parent(void *arg)
 }
 
 /* Start the daemon: NSID 1 read-write, NSID 2 read-only, TCP and shm. 77 when rados has no cluster. */
+static const char *g_argv[40]; /* the daemon's command line, for a restart */
+
 static int start_daemon(const char *exe)
 {
-	const char *argv[40];
+	const char **argv = g_argv;
 	int a = 0;
-	char listen[64], ns1[160], ns2[160];
+	static char listen[64], ns1[160], ns2[160];
 	snprintf(g_port, sizeof(g_port), "%u", daemon_free_port());
 	snprintf(listen, sizeof(listen), "127.0.0.1:%s", g_port);
 	const char *tmp = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
@@ -765,6 +770,99 @@ static void t_threads(struct nkv_nixl *b)
 	CHECK(ok == NT * IT, "threads: %d of %d write + offset read round trips", ok, NT * IT);
 }
 
+/* Does the daemon answer on the shm socket (a killed one leaves its file behind)? */
+static bool sock_answers(void)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	memcpy(sa.sun_path, g_sock, strlen(g_sock) + 1);
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	bool ok = fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+/*
+ * The daemon killed (SIGKILL) under transfers in flight, then started again with the same command
+ * line (port, socket, namespaces): the same backend, never recreated, recovers. Each request in flight
+ * ends, SUCCESS or NIXL_ERR_BACKEND, within the op deadline; none stays IN_PROG. A transfer posted
+ * after the restart succeeds within 2 s of it (the time is printed), data intact, through the pool
+ * registered before the kill (over shm registered again with the new controller: still zero copy),
+ * and the pool deregisters cleanly afterwards.
+ */
+static void t_restart(struct nkv_nixl *b)
+{
+	enum { NR = 16, LEN = 256 << 10 };
+	struct nkv_nixl_md *mds[NR];
+	struct nkv_nixl_req *req[NR];
+	char nm[128];
+	uint8_t *src = g_mem, *dst = g_mem + (8u << 20);
+	fill(src, (size_t)NR * LEN, 91);
+	for (int i = 0; i < NR; i++) {
+		snprintf(nm, sizeof(nm), "%s/restart/%d", g_prefix, i);
+		mds[i] = reg_obj(b, 3000 + (uint64_t)i, nm);
+	}
+	int posted = 0;
+	for (int i = 0; i < NR; i++) {
+		struct nkv_nixl_desc l = {(uint64_t)(uintptr_t)(src + (size_t)i * LEN), LEN, 0};
+		struct nkv_nixl_desc r = {0, LEN, 3000 + (uint64_t)i};
+		req[i] = NULL;
+		if (nkv_nixl_prep(b, NKV_NIXL_WRITE, NKV_NIXL_DRAM_SEG, &l, NKV_NIXL_OBJ_SEG, &r, 1, &req[i]) == 0)
+			posted += nkv_nixl_post(b, req[i]) == NKV_NIXL_IN_PROG;
+	}
+	kill(g_pid, SIGKILL);
+	waitpid(g_pid, NULL, 0);
+	double t_kill = now_s();
+	usleep(300000); /* the backend notices and retries meanwhile */
+	g_pid = daemon_spawn(g_argv, die_with_parent, NULL);
+	bool up = g_pid > 0 && daemon_wait_port(g_pid, atoi(g_port));
+	for (int i = 0; up && i < 500 && !sock_answers(); i++)
+		usleep(10000);
+	double t_up = now_s();
+	CHECK(up, "the daemon starts again");
+
+	/* a new transfer: it waits for the controller if it must, then succeeds */
+	double t_ok = 0;
+	int st = NKV_NIXL_ERR_BACKEND;
+	while (up && now_s() - t_up < 10) {
+		st = xfer1(b, NKV_NIXL_WRITE, src, LEN, 3000, 0);
+		if (st == NKV_NIXL_SUCCESS) {
+			t_ok = now_s();
+			break;
+		}
+		usleep(5000);
+	}
+	/* the requests of before the kill: each ended (those never sent went after the restart) */
+	int ok = 0, backend = 0, other = 0;
+	for (int i = 0; i < NR; i++) {
+		int rst = req[i] ? wait_done(b, req[i]) : NKV_NIXL_ERR_NOT_POSTED;
+		ok += rst == NKV_NIXL_SUCCESS;
+		backend += rst == NKV_NIXL_ERR_BACKEND;
+		other += rst != NKV_NIXL_SUCCESS && rst != NKV_NIXL_ERR_BACKEND;
+		nkv_nixl_release(b, req[i]);
+	}
+	double ended = now_s() - t_kill;
+	CHECK(posted == NR && other == 0, "writes across the kill: %d posted, %d ok, %d NIXL_ERR_BACKEND, %d other",
+	      posted, ok, backend, other);
+	CHECK(ended < 10, "the writes across the kill ended %.1f s after it", ended);
+	printf("nixl_func %s %s: restart: writes across the kill ended %.0f ms after it (%d ok, %d "
+	       "NIXL_ERR_BACKEND); first success %.0f ms after the restart\n",
+	       g_backend, g_transport, ended * 1e3, ok, backend, t_ok ? (t_ok - t_up) * 1e3 : -1.0);
+	CHECK(t_ok && t_ok - t_up < 2.0, "a write succeeds within 2 s of the restart: %s after %.0f ms", S(st),
+	      t_ok ? (t_ok - t_up) * 1e3 : -1.0);
+	int good = 0;
+	for (int i = 0; t_ok && i < NR; i++) {
+		memset(dst + (size_t)i * LEN, 0, LEN);
+		if (xfer1(b, NKV_NIXL_WRITE, src + (size_t)i * LEN, LEN, 3000 + (uint64_t)i, 0) == NKV_NIXL_SUCCESS &&
+		    xfer1(b, NKV_NIXL_READ, dst + (size_t)i * LEN, LEN, 3000 + (uint64_t)i, 0) == NKV_NIXL_SUCCESS &&
+		    memcmp(dst + (size_t)i * LEN, src + (size_t)i * LEN, LEN) == 0)
+			good++;
+	}
+	CHECK(good == NR, "after the restart: %d of %d objects written and read back", good, NR);
+	for (int i = 0; i < NR; i++)
+		nkv_nixl_deregister(b, mds[i]);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 4 || (strcmp(argv[2], "mem") && strcmp(argv[2], "rados")) ||
@@ -809,6 +907,7 @@ int main(int argc, char **argv)
 		t_errors(b);
 		t_threads(b);
 		t_no_stage_cache();
+		t_restart(b); /* last: the plain libnkv queue pair above does not survive it */
 		CHECK(nkv_nixl_deregister(b, pool) == NKV_NIXL_SUCCESS, "deregister the pool");
 		nkv_nixl_destroy(b);
 	}

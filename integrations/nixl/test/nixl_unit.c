@@ -32,6 +32,8 @@ static void t_defaults(void)
 	CHECK(o.nsid == 1 && o.queues == 4 && o.depth == 0 && o.timeout_ms == 30000 && o.max_ops == 65536 &&
 		      o.staging_mb == 256,
 	      "numbers %u %u %u %u %u %u", o.nsid, o.queues, o.depth, o.timeout_ms, o.max_ops, o.staging_mb);
+	CHECK(o.reconnect_max_ms == 1000 && o.reconnect_wait_ms == 30000, "reconnect %u %u", o.reconnect_max_ms,
+	      o.reconnect_wait_ms);
 	CHECK(nkv_nixl_parse_params(NULL, 0, &o, NULL, 0) == NKV_NIXL_SUCCESS, "no parameters at all");
 }
 
@@ -51,13 +53,19 @@ static void t_values(void)
 	CHECK(o.queues == 16 && o.depth == 512 && o.timeout_ms == 256 && o.max_ops == 1000 && o.staging_mb == 0,
 	      "numbers");
 	CHECK(strcmp(o.hostnqn, "nqn.2014-08.org.nvmexpress:uuid:1") == 0, "hostnqn");
+	CHECK(o.reconnect_wait_ms == 256, "reconnect_wait_ms follows timeout_ms (%u)", o.reconnect_wait_ms);
+	struct nkv_nixl_param rc[] = {{"reconnect_max_ms", "250"}, {"reconnect_wait_ms", "0"}};
+	CHECK(nkv_nixl_parse_params(rc, N(rc), &o, err, sizeof(err)) == 0 && o.reconnect_max_ms == 250 &&
+		      o.reconnect_wait_ms == 0,
+	      "reconnect keys: %s %u %u", err, o.reconnect_max_ms, o.reconnect_wait_ms);
 
 	struct {
 		const char *k, *v;
 	} bad[] = {{"nsid", "0"},         {"nsid", "-1"},       {"nsid", "4294967295"}, {"nsid", "1x"},
 		   {"nsid", " 1"},        {"queues", "0"},      {"queues", "65"},       {"queue_depth", "1"},
 		   {"queue_depth", "65536"}, {"timeout_ms", "0"}, {"max_ops", "16777217"}, {"port", "123456789"},
-		   {"nsid", "99999999999999999999999"}, {"staging_mb", "65537"}};
+		   {"nsid", "99999999999999999999999"}, {"staging_mb", "65537"}, {"reconnect_max_ms", "9"},
+		   {"reconnect_max_ms", "60001"}, {"reconnect_wait_ms", "-1"}, {"reconnect_wait_ms", "3600001"}};
 	for (size_t i = 0; i < N(bad); i++) {
 		struct nkv_nixl_param one = {bad[i].k, bad[i].v};
 		err[0] = 0;
