@@ -207,6 +207,63 @@ def test_two_kv_layer_groups(lmc_endpoint):
             conn.close_sync()
 
 
+_PREVIOUS = r"""
+import asyncio, sys, uuid
+import torch
+import rados_nkv.lmcache.connector as rc
+from rados_nkv import longname
+from lmcache.config import LMCacheEngineMetadata
+from lmcache.utils import CacheEngineKey
+from lmcache.v1.config import LMCacheEngineConfig
+from lmcache.v1.memory_management import MemoryFormat, MixedMemoryAllocator
+from lmcache.v1.storage_backend.connector import ConnectorManager
+from lmcache.v1.storage_backend.local_cpu_backend import LocalCPUBackend
+
+assert not rc.BASE_TAKES_METADATA and rc.CONTAINS_RETURNS_LIST
+target, subnqn = sys.argv[1], sys.argv[2] or None
+meta = LMCacheEngineMetadata("test/model", 1, 0, "vllm", torch.bfloat16, (4, 2, 16, 2, 32))
+be = LocalCPUBackend(LMCacheEngineConfig(), None, memory_allocator=MixedMemoryAllocator(16 << 20))
+model = "test/prev-" + uuid.uuid4().hex[:10]
+for headerless in (False, True):
+    ec = {"remote_connector.rados_nkv.module_path": "rados_nkv.lmcache",
+          "remote_connector.rados_nkv.class_name": "RadosNkvAdapter",
+          "remote_connector.rados_nkv.subnqn": subnqn}
+    if headerless:
+        ec["save_chunk_meta"] = False
+    cfg = LMCacheEngineConfig(remote_url="rados_nkv://" + target, remote_connector_plugins=["rados_nkv"],
+                              extra_config=ec)
+    c = ConnectorManager(cfg.remote_url, None, be, cfg, meta).create_connector()
+    assert c.save_chunk_meta is not headerless
+    keys = [CacheEngineKey(model, 1, 0, 3 * i + headerless + 1, torch.bfloat16) for i in range(3)]
+    o = be.allocate(torch.Size([2, 4, 16, 64]), torch.bfloat16, MemoryFormat.KV_2LTD)
+    o.tensor.copy_(torch.randn(2, 4, 16, 64).to(torch.bfloat16))
+    asyncio.run(c.batched_put([keys[0], keys[2]], [o, o]))
+    assert c.batched_contains(keys) == [True, False, False]
+    assert c.batched_contains(keys, stop_after_first_not_exits=False) == [True, False, True]
+    got = asyncio.run(c.get(keys[0]))
+    assert got.get_shape() == o.get_shape() and torch.equal(got.tensor, o.tensor)
+    name = keys[0].to_string()
+    raw = c.client.retrieve(longname.key_for(name))
+    assert len(raw) == longname.header_size(name) + (0 if headerless else 28) + o.get_size()
+    c.close_sync()
+print("ok")
+"""
+
+
+def test_previous_lmcache_interface(lmc_endpoint):
+    """LMCache before PR #2314 (the stand-ins of standins_prev/ laid over standins/): the adapter
+    from remote_connector_plugins for remote_url rados_nkv://TARGET, a base with no __init__ and
+    init_chunk_meta() from the ConnectorManager, batched_contains(keys, stop_after_first_not_exits)
+    -> List[bool], 28-byte RemoteMetadata; both modes round-trip."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    path = [os.path.join(here, "standins_prev"), os.path.join(here, "standins"),
+            os.path.join(here, "..", "..")]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(path))
+    r = subprocess.run([sys.executable, "-c", _PREVIOUS, lmc_endpoint["target"], lmc_endpoint["subnqn"] or ""],
+                       env=env, cwd="/", capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-3000:]
+
+
 # ---- round trips --------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
