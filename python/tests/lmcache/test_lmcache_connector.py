@@ -153,6 +153,32 @@ def test_remote_backend_builds_the_connector(lmc_endpoint, class_name, caplog):
         c.close_sync()
 
 
+def test_without_engine_metadata(lmc_endpoint, caplog):
+    """A CPU backend without engine metadata: the current base (which asserts metadata) is not
+    called with None; chunks with metadata are read as one group, the header-less mode reads
+    nothing (logged) instead of failing."""
+    from lmcache.v1.config import LMCacheEngineConfig
+    from lmcache.v1.memory_management import MixedMemoryAllocator
+    from lmcache.v1.storage_backend.local_cpu_backend import LocalCPUBackend
+    be = LocalCPUBackend(LMCacheEngineConfig(), None, memory_allocator=MixedMemoryAllocator(8 << 20))
+    c = RadosNkvConnector(loop=None, local_cpu_backend=be, config=H.config(lmc_endpoint))
+    ch = RadosNkvConnector(loop=None, local_cpu_backend=be,
+                           config=H.config(lmc_endpoint, extra={"save_chunk_meta": False}))
+    try:
+        assert c.save_chunk_meta is True and ch.save_chunk_meta is False
+        k = H.key(H.model(), 0)
+        o = H.chunk(be, torch.bfloat16, 8)
+        H.run(c.put(k, o))
+        got = H.run(c.get(k))
+        assert torch.equal(got.tensor, o.tensor) and c.batched_contains([k]) == 1
+        with caplog.at_level(logging.WARNING, logger="rados_nkv.lmcache"):
+            assert H.run(ch.get(k)) is None
+        assert "no engine metadata" in caplog.text
+    finally:
+        c.close_sync()
+        ch.close_sync()
+
+
 GROUPS = [(H.LAYERS, 576, torch.bfloat16), (H.LAYERS, 132, torch.uint8)]   # MLA latent, DSA indexer
 
 
