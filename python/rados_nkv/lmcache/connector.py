@@ -256,7 +256,7 @@ class RadosNkvConnector(_ConnectorBase):
         except ValueError as e:
             log.warning("rados_nkv: %s: bad chunk metadata (%s): a miss", name, e)
             return None
-        if length != plen - meta:
+        if length != plen - meta or length == 0:
             log.warning("rados_nkv: %s: metadata says %d bytes, the value holds %d after %d bytes of "
                         "metadata (%d KV layer groups): a miss", name, length, plen - meta, meta,
                         self._groups)

@@ -208,8 +208,8 @@ def test_two_kv_layer_groups(lmc_endpoint):
                                                       3, 1, H.LAYERS, H.TOKENS, 576,
                                                       6, 1, H.LAYERS, H.TOKENS, 132)
         assert raw[h + 48:] == bytes(obj.byte_array)
-        for conn in (c, c):                              # the second read: the layout guessed right
-            got = H.run(conn.get(k))
+        for _ in range(2):                               # the second read: the layout guessed right
+            got = H.run(c.get(k))
             assert got.get_shapes() == obj.get_shapes() and got.get_dtypes() == obj.get_dtypes()
             assert got.get_memory_format() == MemoryFormat.KV_MLA_FMT
             assert bytes(got.byte_array) == bytes(obj.byte_array)
@@ -220,6 +220,15 @@ def test_two_kv_layer_groups(lmc_endpoint):
         o1 = H.chunk(c1.local_cpu_backend, torch.bfloat16, 6)
         H.run(c1.put(k1, o1))
         assert H.run(c.get(k1)) is None                  # 28 bytes: not a two-group chunk
+        # metadata of the right size that describes no chunk: a miss each time
+        bad = bytearray(48)
+        for fields in ((0, 6, 3, 1, 4, 0, 576, 6, 1, 4, 0, 132),             # an empty chunk
+                       (n, 6, 3, 1, 4, 16, 576, 6, 1, 4, 16, 133),           # shapes != length
+                       (n, 6, 3, 1, 4, 16, 576, 99, 1, 4, 16, 132),          # unknown dtype code
+                       (n, 6, 3, -1, 4, 16, 576, 6, 1, 4, 16, 132)):         # negative dimension
+            struct.pack_into("<12i", bad, 0, *fields)
+            c.client.put_named(H.key(m, 9).to_string(), bytes(bad) + bytes(fields[0]))
+            assert H.run(c.get(H.key(m, 9))) is None, fields
         H.run(ch.put(k2, obj))                           # header-less: the payload alone
         raw2 = c.client.retrieve(longname.key_for(k2.to_string()))
         assert len(raw2) == longname.header_size(k2.to_string()) + n
