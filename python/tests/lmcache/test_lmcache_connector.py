@@ -27,7 +27,8 @@ from rados_nkv.lmcache import RadosNkvConnector, RadosNkvAdapter, framing
 from rados_nkv.lmcache.settings import KEYS
 
 UPSTREAM_METHODS = [
-    "exists", "exists_sync", "get", "put", "list", "close", "post_init", "reshape_partial_chunk", "support_ping", "ping", "support_batched_get", "batched_get",
+    "exists", "exists_sync", "get", "put", "list", "close", "post_init", "reshape_partial_chunk",
+    "support_ping", "ping", "support_batched_get", "batched_get",
     "support_batched_put", "batched_put", "support_batched_async_contains", "batched_async_contains",
     "support_batched_get_non_blocking", "batched_get_non_blocking", "remove_sync", "batched_contains",
     "support_batched_contains",
