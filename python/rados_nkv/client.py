@@ -166,7 +166,7 @@ def _parse_target(target):
 
 
 def _conn_opts(timeout, hostnqn, hdgst=False, ddgst=False, depth=0, dhchap_secret=None,
-               dhchap_ctrl_secret=None):
+               dhchap_ctrl_secret=None, tls_key=None, tls_identity=0):
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
         raise ValueError("timeout must be a positive number of seconds, got %r" % (timeout,))
     o = _ffi.ConnOpts()
@@ -190,6 +190,21 @@ def _conn_opts(timeout, hostnqn, hdgst=False, ddgst=False, depth=0, dhchap_secre
         setattr(o, name, b)
     if dhchap_ctrl_secret is not None and dhchap_secret is None:
         raise ValueError("dhchap_ctrl_secret needs dhchap_secret")
+    if tls_key is not None:
+        if (not isinstance(tls_key, str) or "\0" in tls_key or
+                not (tls_key.startswith("NVMeTLSkey-1:") or (tls_key.startswith("@") and len(tls_key) > 1))):
+            raise ValueError("tls_key must be a str \"NVMeTLSkey-1:hh:<base64>:\" (nvme gen-tls-key) or "
+                             "\"@FILE\" of a file holding it")
+        b = tls_key.encode("utf-8")
+        keep.append(b)
+        o.tls = True
+        o.tls_key = b
+    if isinstance(tls_identity, bool) or tls_identity not in (0, 1):
+        raise ValueError("tls_identity must be 0 (NVMe0R, TP 8011) or 1 (NVMe1R, TP 8018), got %r"
+                         % (tls_identity,))
+    if tls_identity and tls_key is None:
+        raise ValueError("tls_identity needs tls_key")
+    o.tls_identity = tls_identity
     o.hdgst = bool(hdgst)
     o.ddgst = bool(ddgst)
     o.queue_depth = depth
@@ -259,7 +274,8 @@ def _find_subsys(host, dport, opts):
 
 
 def connect(target, *, subnqn=None, nsid=1, queues=4, depth=128, timeout=30.0, hostnqn=None,
-            hdgst=False, ddgst=False, discovery_port=None, dhchap_secret=None, dhchap_ctrl_secret=None):
+            hdgst=False, ddgst=False, discovery_port=None, dhchap_secret=None, dhchap_ctrl_secret=None,
+            tls_key=None, tls_identity=0):
     """Connect to a rados-nkv subsystem (or any NVMe KV controller) and start an engine of
     @queues queue pairs of @depth entries.
 
@@ -270,10 +286,16 @@ def connect(target, *, subnqn=None, nsid=1, queues=4, depth=128, timeout=30.0, h
     lists (several: NkvError ENOTUNIQ naming them; pass @subnqn), as the nkv CLI does. @nsid: the default namespace of every call. @timeout: seconds for the connect
     and for every command (its deadline). @dhchap_secret / @dhchap_ctrl_secret: DH-HMAC-CHAP secrets
     ("DHHC-1:..." as nvme gen-dhchap-key prints them) for a subsystem that requires authentication,
-    and to make the controller authenticate itself. Raises NkvError (errno ECONNREFUSED, ETIMEDOUT,
-    ENOENT for an unknown subsystem or namespace, EACCES for a host not allowed or a refused secret,
-    ENOKEY when authentication is required and no secret given, EKEYREJECTED when the controller fails
-    to prove the controller secret, ...)."""
+    and to make the controller authenticate itself. @tls_key: the TLS PSK of this host and subsystem
+    ("NVMeTLSkey-1:..." as nvme gen-tls-key prints it, or "@FILE" of a file holding it) for a port
+    that requires TLS (rados-nkv --listen-tls): the admin and every I/O queue run over TLS 1.3, and
+    without @subnqn the discovery at that port too; NVMe/TCP only. @tls_identity: the PSK identity
+    version, 0 (TP 8011, the Linux default) or 1 (TP 8018). Raises NkvError (errno ECONNREFUSED,
+    ETIMEDOUT, ENOENT for an unknown subsystem or namespace, EACCES for a host not allowed or a
+    refused secret, ENOKEY when authentication is required and no secret given, EKEYREJECTED when the
+    controller fails to prove the controller secret or the TLS handshake fails on the key,
+    ECONNRESET when the port closes the connection (TLS to a plain port, or none to a TLS one),
+    EINVAL/EMSGSIZE/EBADMSG for a key that is no valid PSK, ...)."""
     kind, where, port = _parse_target(target)
     if subnqn is not None and not isinstance(subnqn, str):
         raise TypeError("subnqn must be a str, not %s" % type(subnqn).__name__)
@@ -283,7 +305,10 @@ def connect(target, *, subnqn=None, nsid=1, queues=4, depth=128, timeout=30.0, h
             raise TypeError("%s must be an int, not %s" % (name, type(v).__name__))
         if not 1 <= v <= hi:
             raise ValueError("%s must be 1..%d, got %d" % (name, hi, v))
-    opts, keep = _conn_opts(timeout, hostnqn, hdgst, ddgst, depth, dhchap_secret, dhchap_ctrl_secret)
+    opts, keep = _conn_opts(timeout, hostnqn, hdgst, ddgst, depth, dhchap_secret, dhchap_ctrl_secret,
+                            tls_key, tls_identity)
+    if kind == "shm" and tls_key is not None:
+        raise ValueError("tls_key is for NVMe/TCP targets, not the shared-memory transport (local only)")
     if kind == "shm":
         traddr, trsvcid, desc = ("shm:" + where).encode(), None, "shm:" + where
     else:

@@ -1,10 +1,10 @@
 """RadosNkvConnector: an LMCache remote connector (RemoteConnector) over a rados-nkv target.
 
 Each chunk is one long-name value (rados_nkv.longname): the key is SHA-256(key.to_string())[0:16]
-and the value is the long-name header (which carries the whole name), then LMCache's 28-byte
-RemoteMetadata (unless extra_config.save_chunk_meta is false), then the chunk's bytes. A value whose
-header carries another name (a hash collision) or is no long-name header at all (a foreign object
-under the same key) is a miss, never someone else's data.
+and the value is the long-name header (which carries the whole name), then LMCache's
+RemoteMetadata (8 + 20 bytes per KV layer group; unless extra_config.save_chunk_meta is false),
+then the chunk's bytes. A value whose header carries another name (a hash collision) or is no
+long-name header at all (a foreign object under the same key) is a miss, never someone else's data.
 
 Reads are zero copy: a get allocates the MemoryObj from LMCache's CPU backend first and reads the
 chunk straight into its memory with a Retrieve Range at the payload's offset, beside a small read
@@ -15,11 +15,15 @@ the target writes into the MemoryObj in place. A store copies the chunk once int
 staging buffer: a value is one contiguous Store and the header must precede the chunk.
 
 LMCache is imported only to subclass its RemoteConnector and ConnectorAdapter; without LMCache the
-classes still import (their base is object) so tooling and tests can load this module.
+classes still import (their base is object) so tooling and tests can load this module. Both the
+current base (RemoteConnector.__init__(config, metadata), LMCache PR #2314 on; batched_contains ->
+int) and the previous one (no __init__, init_chunk_meta(); batched_contains -> List[bool]) are
+served: which one is read from the base class itself.
 """
 
 import asyncio
 import ctypes
+import inspect
 import logging
 
 from .. import longname as _ln
@@ -41,6 +45,22 @@ except ImportError:
     _AdapterBase = object
 
 HAVE_LMCACHE = _ConnectorBase is not object
+
+
+def _params(func):
+    try:
+        return list(inspect.signature(func).parameters)
+    except (TypeError, ValueError):
+        return []
+
+
+# The base's generation: the current one takes (config, metadata) and sets the header-less
+# attributes itself (meta_shapes, meta_dtypes, full_chunk_size_bytes, remote_metadata_bytes); the
+# previous one has no __init__ and gets init_chunk_meta(config, metadata) from LMCache's
+# ConnectorManager. Likewise batched_contains returns the prefix hit count now, a List[bool] before.
+BASE_TAKES_METADATA = "metadata" in _params(_ConnectorBase.__init__)
+CONTAINS_RETURNS_LIST = "stop_after_first_not_exits" in _params(
+    getattr(_ConnectorBase, "batched_contains", None) or (lambda self, keys: 0))
 ATTEMPTS = 4        # reads of one chunk whose value or layout changed under us before giving up
 LIST_HEAD = 512     # bytes read per value by list() to find its name (more when the name is longer)
 PING_KEY = b"rados_nkv.ping"
@@ -78,29 +98,37 @@ def _chunk_view(obj):
 
 class RadosNkvConnector(_ConnectorBase):
     """LMCache RemoteConnector over rados-nkv. Built by LMCache as
-    cls(loop=, local_cpu_backend=, config=) (remote_storage_plugins, or remote_url external://);
-    the settings come from config.extra_config (see rados_nkv.lmcache.settings and the docs).
+    cls(loop=, local_cpu_backend=, config=) (remote_storage_plugins with this class:
+    DynamicConnectorAdapter), or by RadosNkvAdapter with the engine metadata and the plugin
+    instance; the settings come from config.extra_config (see rados_nkv.lmcache.settings and the
+    docs).
 
-    @metadata (optional): LMCache's engine metadata, for the header-less mode (init_chunk_meta()).
+    @metadata: LMCache's engine metadata (default: local_cpu_backend.metadata, where LMCache's own
+    connectors take it from): the chunk layout of the header-less mode and the KV layer group count
+    of the metadata on each value. Without it (a backend with no engine metadata) only the
+    metadata-on mode reads chunks, assuming one group.
     @plugin_name: the plugin instance ("rados_nkv" or "rados_nkv.<instance>") whose settings to read.
     @url: "rados_nkv://TARGET" supplies the target when the settings do not.
     @client: an open rados_nkv.Client to use instead of connecting (the caller keeps owning it).
     """
 
-    # the base's header-less attributes, for when LMCache (and so the base) is absent
+    # the header-less attributes, for when LMCache's base does not set them (no LMCache, the
+    # previous base before init_chunk_meta(), or no engine metadata)
     save_chunk_meta = True
-    meta_shape = None
-    meta_dtype = None
     meta_fmt = None
-    full_chunk_size = None
     single_token_size = None
 
     def __init__(self, loop=None, local_cpu_backend=None, config=None, metadata=None, plugin_name=None,
                  url=None, client=None):
-        super().__init__()
+        if config is None:
+            config = getattr(local_cpu_backend, "config", None)
+        if metadata is None:
+            metadata = getattr(local_cpu_backend, "metadata", None)
+        self._init_base(config, metadata)
         self.loop = loop
         self.local_cpu_backend = local_cpu_backend
         self.config = config
+        self.metadata = metadata
         self.plugin_name = plugin_name or _settings.PLUGIN_TYPE
         extra = getattr(config, "extra_config", None) or {}
         _warn_unknown_keys(extra, self.plugin_name)
@@ -112,17 +140,46 @@ class RadosNkvConnector(_ConnectorBase):
             self._client = client
             self._owns_client = False
         self._staging = StagingPool(self._client, self.settings["staging_mb"] << 20)
-        self._last_layout = None       # (shape, dtype, fmt value) of the last chunk read
+        self._last_layout = None       # (shapes, dtypes, fmt value) of the last chunk read
         self._arena = None             # LMCache's CPU arena, once registered
         self.arena_registered = False
         self._closed = False
-        if metadata is not None and hasattr(self, "init_chunk_meta") and HAVE_LMCACHE:
-            self.init_chunk_meta(config, metadata)
         self._register_arena()
-        log.info("rados_nkv connector %s: %s %s nsid %d, %d queues, chunk metadata %s, arena %s",
-                 self.plugin_name, self._client.transport, self._client.target, self._client.nsid,
-                 self._client.queues, "on" if self.save_chunk_meta else "off",
-                 "registered" if self.arena_registered else "not registered")
+        log.info("rados_nkv connector %s: %s %s nsid %d, %d queues, chunk metadata %s (%d groups), "
+                 "arena %s", self.plugin_name, self._client.transport, self._client.target,
+                 self._client.nsid, self._client.queues, "on" if self.save_chunk_meta else "off",
+                 self._groups, "registered" if self.arena_registered else "not registered")
+
+    def _init_base(self, config, metadata):
+        """Initialise LMCache's RemoteConnector as the base of this LMCache release wants it."""
+        if BASE_TAKES_METADATA:
+            if metadata is not None and config is not None:
+                super().__init__(config, metadata)    # asserts metadata; sets the layout attributes
+            else:
+                extra = getattr(config, "extra_config", None) or {}
+                self.save_chunk_meta = bool(extra.get("save_chunk_meta", True))
+        else:
+            super().__init__()
+            if metadata is not None and HAVE_LMCACHE and hasattr(self, "init_chunk_meta"):
+                self.init_chunk_meta(config, metadata)
+        groups = _framing_groups(self, metadata)
+        self._groups = groups
+        self._meta_size = framing.meta_size(groups)
+
+    def _headerless_layout(self):
+        """(shapes, dtypes, fmt, full chunk bytes) of the header-less mode, from the base's
+        attributes under their current names (meta_shapes, meta_dtypes, full_chunk_size_bytes) or
+        their previous ones (meta_shape, meta_dtype, full_chunk_size); None when unknown."""
+        shapes = getattr(self, "meta_shapes", None)
+        dtypes = getattr(self, "meta_dtypes", None)
+        full = getattr(self, "full_chunk_size_bytes", None)
+        if shapes is None and getattr(self, "meta_shape", None) is not None:
+            shapes, dtypes = [self.meta_shape], [self.meta_dtype]
+            full = getattr(self, "full_chunk_size", None)
+        if not shapes or not dtypes or full is None or self.meta_fmt is None:
+            return None
+        fmt = getattr(self.meta_fmt, "value", self.meta_fmt)
+        return tuple(tuple(int(d) for d in s) for s in shapes), tuple(dtypes), fmt, full
 
     # ---- setup ---------------------------------------------------------------------------------
 
@@ -175,35 +232,49 @@ class RadosNkvConnector(_ConnectorBase):
     # ---- reads ---------------------------------------------------------------------------------
 
     def _allocate(self, layout):
-        shape, dtype, fmt = layout
+        """A MemoryObj of @layout from LMCache's CPU backend, or None when it is full. One group is
+        asked for as (shape, dtype), which every LMCache release takes; several as lists."""
+        shapes, dtypes, fmt = layout
         import torch
         try:
-            return self.local_cpu_backend.allocate(torch.Size(shape), dtype, _memory_format(fmt))
+            if len(shapes) == 1:
+                return self.local_cpu_backend.allocate(torch.Size(shapes[0]), dtypes[0], _memory_format(fmt))
+            return self.local_cpu_backend.allocate([torch.Size(s) for s in shapes], list(dtypes),
+                                                   _memory_format(fmt))
         except ValueError:
             return None
 
     def _layout_of(self, hdr, h, plen, name):
-        """(shape, dtype, fmt value, nbytes) from the metadata after the header, or None when it
-        does not describe a chunk of plen - 28 bytes."""
-        if plen < framing.META_SIZE:
+        """(shapes, dtypes, fmt value) from the metadata after the header, or None when it does not
+        describe a chunk of plen - metadata bytes of this model's group count."""
+        meta = self._meta_size
+        if plen < meta:
             return None
         try:
-            length, fmt, dtype, shape = framing.unpack(hdr, h)
+            length, fmt, dtypes, shapes = framing.unpack(hdr, h, self._groups)
             _memory_format(fmt)
         except ValueError as e:
             log.warning("rados_nkv: %s: bad chunk metadata (%s): a miss", name, e)
             return None
-        if dtype is None:
-            log.warning("rados_nkv: %s: a chunk without a dtype: a miss", name)
+        if length != plen - meta or length == 0:
+            log.warning("rados_nkv: %s: metadata says %d bytes, the value holds %d after %d bytes of "
+                        "metadata (%d KV layer groups): a miss", name, length, plen - meta, meta,
+                        self._groups)
             return None
-        n = _element_size(dtype)
-        for d in shape:
-            n *= d
-        if length != plen - framing.META_SIZE or n != length:
-            log.warning("rados_nkv: %s: metadata says %d bytes of shape %s, the value holds %d: a miss",
-                        name, length, list(shape), plen - framing.META_SIZE)
+        n = 0
+        for dtype, shape in zip(dtypes, shapes):
+            if dtype is None or not shape:
+                log.warning("rados_nkv: %s: a chunk group without a dtype or shape: a miss", name)
+                return None
+            k = _element_size(dtype)
+            for d in shape:
+                k *= d
+            n += k
+        if n != length:
+            log.warning("rados_nkv: %s: metadata says %d bytes of shapes %s, which hold %d: a miss",
+                        name, length, [list(s) for s in shapes], n)
             return None
-        return shape, dtype, fmt
+        return tuple(shapes), tuple(dtypes), fmt
 
     async def _read_chunks(self, keys):
         """MemoryObj or None for each key; all reads of a round in one batch."""
@@ -211,14 +282,19 @@ class RadosNkvConnector(_ConnectorBase):
         names = [_name(k) for k in keys]
         kk = [_ln.key_for(b) for b in names]
         hs = [_ln.header_size(b) for b in names]
-        meta = framing.META_SIZE if self.save_chunk_meta else 0
+        meta = self._meta_size if self.save_chunk_meta else 0
         # layouts[i]: what to allocate for key i; known[i]: it comes from key i's own metadata (or
         # the header-less mode's fixed chunk), not from a guess
         if self.save_chunk_meta:
             layouts = [self._last_layout] * n
             known = [False] * n
         else:
-            layouts = [(tuple(self.meta_shape), self.meta_dtype, self.meta_fmt)] * n
+            hl = self._headerless_layout()
+            if hl is None:
+                log.warning("rados_nkv: save_chunk_meta is false but LMCache gave no chunk layout "
+                            "(no engine metadata): %d chunks not read", n)
+                return [None] * n
+            layouts = [hl[:3]] * n
             known = [True] * n
         out = [None] * n
         todo = list(range(n))
@@ -307,9 +383,9 @@ class RadosNkvConnector(_ConnectorBase):
             return "retry"
         if data_size != size:
             return "retry"
-        if plen > self.full_chunk_size:
-            log.warning("rados_nkv: %s: %d bytes, larger than a chunk (%d): a miss", pname, plen,
-                        self.full_chunk_size)
+        full = self._headerless_layout()[3]
+        if plen > full or plen == 0:
+            log.warning("rados_nkv: %s: %d bytes, not 1..%d (a chunk): a miss", pname, plen, full)
             return None
         try:
             return self.reshape_partial_chunk(obj, plen)
@@ -351,19 +427,24 @@ class RadosNkvConnector(_ConnectorBase):
     # ---- writes --------------------------------------------------------------------------------
 
     def _stage(self, key, obj, stagings):
-        """(16-byte key, a view of header + [metadata] + chunk in a staging buffer)."""
+        """(16-byte key, a view of header + [metadata] + chunk in a staging buffer). The metadata
+        has one group per group of @obj (get_shapes()/get_dtypes(), or its one shape and dtype)."""
         name = _name(key)
         src = _chunk_view(obj)
         saddr, n, skeep = buffer_info(src, False, "memory_obj")
         h = _ln.header_size(name)
-        meta = framing.META_SIZE if self.save_chunk_meta else 0
+        shapes = dtypes = None
+        meta = 0
+        if self.save_chunk_meta:
+            shapes, dtypes = _groups_of_obj(obj)
+            meta = framing.meta_size(len(shapes))
         total = h + meta + n
         st = self._staging.get(total)
         stagings.append(st)
         st[:h] = _ln.pack_header(name, meta + n)
         if meta:
             fmt = obj.get_memory_format()
-            framing.pack_into(st, h, n, getattr(fmt, "value", fmt), obj.get_dtype(), obj.get_shape())
+            framing.pack_into(st, h, n, getattr(fmt, "value", fmt), dtypes, shapes)
         daddr = buffer_info(st, True, "staging")[0]
         ctypes.memmove(daddr + h + meta, saddr, n)
         del skeep
@@ -444,21 +525,36 @@ class RadosNkvConnector(_ConnectorBase):
     def support_batched_contains(self):
         return True
 
-    def batched_contains(self, keys, stop_after_first_not_exits=True):
-        """exists_sync() for each key in one batch; with @stop_after_first_not_exits everything
-        after the first miss is False."""
-        keys = list(keys)
-        if not keys:
-            return []
+    def _exist_many(self, keys):
         try:
-            hits = self._client.exists_named_many([_name(k) for k in keys])
+            return self._client.exists_named_many([_name(k) for k in keys])
         except NkvError as e:
             log.warning("rados_nkv: lookup of %d keys failed: %s", len(keys), e)
             return [False] * len(keys)
+
+    def _batched_contains_prefix(self, keys):
+        """How many keys, from the first, exist in a row (one batch of header reads, from any
+        thread): LMCache's StorageManager takes keys[:n] of them from this tier."""
+        keys = list(keys)
+        if not keys:
+            return 0
+        hits = self._exist_many(keys)
+        return hits.index(False) if False in hits else len(hits)
+
+    def _batched_contains_list(self, keys, stop_after_first_not_exits=True):
+        """exists_sync() for each key in one batch; with @stop_after_first_not_exits everything
+        after the first miss is False (LMCache before batched_contains returned the hit count)."""
+        keys = list(keys)
+        if not keys:
+            return []
+        hits = self._exist_many(keys)
         if stop_after_first_not_exits and False in hits:
             j = hits.index(False)
             hits = hits[:j] + [False] * (len(hits) - j)
         return hits
+
+    # the form of the base this module was imported under (its signature and return type)
+    batched_contains = _batched_contains_list if CONTAINS_RETURNS_LIST else _batched_contains_prefix
 
     async def list(self):
         """The names (key.to_string()) of every chunk in the namespace; values that are not
@@ -540,6 +636,28 @@ class RadosNkvConnector(_ConnectorBase):
         return "<RadosNkvConnector %s %s>" % (self.plugin_name, self._client)
 
 
+def _framing_groups(connector, metadata):
+    """The KV layer group count of the metadata on each value: the base's remote_metadata_bytes
+    (current LMCache), else the engine metadata's get_num_groups(), else one group."""
+    groups = framing.groups_of(getattr(connector, "remote_metadata_bytes", None))
+    if groups is None:
+        get = getattr(metadata, "get_num_groups", None)
+        groups = int(get()) if callable(get) else 1
+    return groups
+
+
+def _groups_of_obj(obj):
+    """([shape per group], [dtype per group]) of a MemoryObj: get_shapes()/get_dtypes() where the
+    MemoryObj has them (LMCache with KV layer groups), else its one shape and dtype."""
+    get_shapes = getattr(obj, "get_shapes", None)
+    get_dtypes = getattr(obj, "get_dtypes", None)
+    if callable(get_shapes) and callable(get_dtypes):
+        shapes, dtypes = list(get_shapes()), list(get_dtypes())
+        if shapes and len(shapes) == len(dtypes):
+            return shapes, dtypes
+    return [obj.get_shape()], [obj.get_dtype()]
+
+
 async def _io(coro, release):
     """Await the I/O @coro. When the caller is cancelled, the I/O runs on (the target may still be
     writing into a MemoryObj or reading a staging buffer) and @release runs when it is over, so
@@ -588,6 +706,8 @@ class RadosNkvAdapter(_AdapterBase):
         return False
 
     def create_connector(self, context):
+        """The connector for @context (LMCache's ConnectorContext: url, loop, local_cpu_backend,
+        config, metadata, plugin_name)."""
         url = getattr(context, "url", "") or ""
         plugin = getattr(context, "plugin_name", None)
         if plugin is None and url.startswith(_settings.PLUGIN_SCHEME):

@@ -8,11 +8,12 @@ import uuid
 
 import torch
 
-from lmcache.config import LMCacheEngineMetadata
 from lmcache.utils import CacheEngineKey
 from lmcache.v1.config import LMCacheEngineConfig
-from lmcache.v1.memory_management import MemoryFormat
-from lmcache.v1.storage_backend.connector import create_plugin_connector
+from lmcache.v1.kv_layer_groups import KVLayerGroupInfo, KVLayerGroupsManager
+from lmcache.v1.memory_management import MemoryFormat, MixedMemoryAllocator
+from lmcache.v1.metadata import LMCacheMetadata
+from lmcache.v1.storage_backend.connector import CreateConnector
 from lmcache.v1.storage_backend.local_cpu_backend import LocalCPUBackend
 
 LAYERS, TOKENS, HEADS, HEAD_SIZE = 4, 16, 2, 32      # a chunk: [2, 4, 16, 64] = 8192 elements
@@ -38,9 +39,24 @@ def chunk(backend, dtype, seed, tokens=TOKENS):
     return obj
 
 
-def metadata(dtype):
-    return LMCacheEngineMetadata("test/model", 1, 0, "vllm", dtype,
-                                 (LAYERS, 2, TOKENS, HEADS, HEAD_SIZE))
+def metadata(dtype=torch.bfloat16, groups=None, use_mla=False):
+    """LMCache's engine metadata of a model of chunks of TOKENS tokens: one group [2, LAYERS,
+    TOKENS, HEADS x HEAD_SIZE] of @dtype, or @groups: [(num_layers, hidden_dim_size, dtype), ...]
+    (KV layer groups of their own shapes and dtypes, as MLA/DSA and hybrid models have)."""
+    mgr = KVLayerGroupsManager([KVLayerGroupInfo(*g) for g in groups or []])
+    return LMCacheMetadata("test/model", 1, 1, 0, 0, dtype, (LAYERS, 2, TOKENS, HEADS, HEAD_SIZE),
+                           use_mla=use_mla, chunk_size=TOKENS, kv_layer_groups_manager=mgr)
+
+
+def group_chunk(backend, meta, seed):
+    """A MemoryObj of every KV layer group of @meta, of random values, from @backend."""
+    fmt = MemoryFormat.KV_MLA_FMT if meta.use_mla else MemoryFormat.KV_2LTD
+    obj = backend.allocate(meta.get_shapes(), meta.get_dtypes(), fmt)
+    assert obj is not None, "the test arena is full"
+    g = torch.Generator().manual_seed(seed)
+    for i, (shape, dtype) in enumerate(zip(meta.get_shapes(), meta.get_dtypes())):
+        obj.get_tensor(i).copy_(torch.randn(shape, generator=g).to(dtype))
+    return obj
 
 
 def config(endpoint, plugin="rados_nkv", class_name="RadosNkvConnector", extra=None, instance_keys=False):
@@ -59,14 +75,21 @@ def config(endpoint, plugin="rados_nkv", class_name="RadosNkvConnector", extra=N
 
 
 def connector(endpoint, backend, plugin="rados_nkv", class_name="RadosNkvConnector", extra=None,
-              meta=None, instance_keys=False):
-    """A connector built the way LMCache builds a remote storage plugin's."""
+              instance_keys=False, wrapped=False):
+    """A connector built the way LMCache's RemoteBackend builds a remote storage plugin's:
+    CreateConnector("plugin://<plugin>", loop, local_cpu_backend, config, metadata, plugin_name),
+    with the engine metadata of @backend. The RadosNkvConnector inside LMCache's
+    InstrumentedRemoteConnector (that wrapper itself with @wrapped)."""
     cfg = config(endpoint, plugin, class_name, extra, instance_keys)
-    return create_plugin_connector(plugin, None, backend, cfg, meta)
+    c = CreateConnector("plugin://" + plugin, None, backend, cfg, backend.metadata, plugin_name=plugin)
+    return c if wrapped else c.getWrappedConnector()
 
 
-def arena(size=64 << 20):
-    return LocalCPUBackend(size)
+def arena(size=64 << 20, meta=None):
+    """LMCache's CPU backend: an arena of @size bytes, with engine metadata @meta (default: one
+    bfloat16 group, as metadata())."""
+    return LocalCPUBackend(LMCacheEngineConfig(), meta if meta is not None else metadata(),
+                           memory_allocator=MixedMemoryAllocator(size))
 
 
 def run(coro):

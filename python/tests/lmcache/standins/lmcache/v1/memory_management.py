@@ -1,7 +1,10 @@
-"""Mirrors lmcache/v1/memory_management.py at 004446a0: MemoryFormat (same values), MemoryObj's
-interface, TensorMemoryObj (a flat uint8 slice of an arena viewed as dtype + shape; byte_array is
-a writable memoryview over that memory, tensor.data_ptr() its address), and an arena allocator
-whose .buffer is the whole arena (MixedMemoryAllocator.pin_allocator.buffer upstream).
+"""Mirrors lmcache/v1/memory_management.py (MemoryFormat values of 004446a0; the KV layer groups of
+LMCache PR #2220 as read 2026-12-03): MemoryFormat, MemoryObjMetadata with shapes/dtypes lists,
+MemoryObj's interface with get_shapes()/get_dtypes(), TensorMemoryObj (a flat uint8 slice of an
+arena holding every group's bytes one after the other; byte_array is a writable memoryview over all
+of it, get_tensor(i) group i viewed as its dtype + shape, tensor the one group's), and an arena
+allocator whose allocate() takes a shape and dtype or lists of them, and whose .buffer is the
+whole arena (MixedMemoryAllocator.pin_allocator.buffer upstream).
 
 The allocator here is a plain first-fit free list written for the tests, not LMCache's: it keeps
 the properties the connector depends on (objects carved out of one arena, 512-byte alignment,
@@ -10,7 +13,7 @@ allocate() returning None when full, ref_count_down() to 0 freeing) and logs wha
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import Optional
+from typing import List, Optional
 import abc
 import ctypes
 import threading
@@ -42,8 +45,13 @@ class MemoryObjMetadata:
     ref_count: int
     is_pin: bool = False
     fmt: MemoryFormat = MemoryFormat.UNDEFINED
+    cached_positions: Optional[torch.Tensor] = None
+    shapes: Optional[List[torch.Size]] = None
+    dtypes: Optional[List[torch.dtype]] = None
 
     def get_size(self):
+        if self.shapes is not None and self.dtypes is not None:
+            return sum(s.numel() * element_size(d) for s, d in zip(self.shapes, self.dtypes))
         if self.dtype is None:
             return 0
         return self.shape.numel() * element_size(self.dtype)
@@ -61,6 +69,12 @@ class MemoryObj(metaclass=abc.ABCMeta):
 
     def get_dtype(self) -> Optional[torch.dtype]:
         return None
+
+    @abc.abstractmethod
+    def get_shapes(self) -> List[torch.Size]: ...
+
+    @abc.abstractmethod
+    def get_dtypes(self) -> List[torch.dtype]: ...
 
     @abc.abstractmethod
     def get_memory_format(self) -> MemoryFormat: ...
@@ -100,6 +114,12 @@ class TensorMemoryObj(MemoryObj):
     def get_dtype(self) -> Optional[torch.dtype]:
         return self.meta.dtype
 
+    def get_shapes(self) -> List[torch.Size]:
+        return self.meta.shapes if self.meta.shapes is not None else [self.meta.shape]
+
+    def get_dtypes(self) -> List[torch.dtype]:
+        return self.meta.dtypes if self.meta.dtypes is not None else [self.meta.dtype]
+
     def get_memory_format(self) -> MemoryFormat:
         return self.meta.fmt
 
@@ -125,6 +145,12 @@ class TensorMemoryObj(MemoryObj):
     def metadata(self):
         return self.meta
 
+    def get_tensor(self, index: int) -> torch.Tensor:
+        shapes, dtypes = self.get_shapes(), self.get_dtypes()
+        start = sum(s.numel() * element_size(d) for s, d in zip(shapes[:index], dtypes[:index]))
+        n = shapes[index].numel() * element_size(dtypes[index])
+        return self.raw_data[start:start + n].view(dtypes[index]).view(shapes[index])
+
     @property
     def tensor(self) -> Optional[torch.Tensor]:
         if not self.valid:
@@ -133,9 +159,8 @@ class TensorMemoryObj(MemoryObj):
 
     @property
     def byte_array(self):
-        t = self.tensor
-        n = t.numel() * t.element_size()
-        return memoryview((ctypes.c_ubyte * n).from_address(t.data_ptr()))
+        n = self.raw_data.numel()
+        return memoryview((ctypes.c_ubyte * n).from_address(self.raw_data.data_ptr()))
 
 
 class TensorMemoryAllocator:
@@ -155,9 +180,13 @@ class TensorMemoryAllocator:
         self.allocated = []           # (start, nbytes) of every allocation, for the tests
         self.live = 0
 
-    def allocate(self, shape, dtype, fmt: MemoryFormat = MemoryFormat.UNDEFINED) -> Optional[TensorMemoryObj]:
-        shape = torch.Size(shape)
-        nbytes = shape.numel() * element_size(dtype)
+    def allocate(self, shapes, dtypes, fmt: MemoryFormat = MemoryFormat.UNDEFINED) -> Optional[TensorMemoryObj]:
+        if isinstance(shapes, list):
+            shapes, dtypes = [torch.Size(s) for s in shapes], list(dtypes)
+        else:
+            shapes, dtypes = [torch.Size(shapes)], [dtypes]
+        assert len(shapes) == len(dtypes)
+        nbytes = sum(s.numel() * element_size(d) for s, d in zip(shapes, dtypes))
         need = max(self.align_bytes, -(-nbytes // self.align_bytes) * self.align_bytes)
         with self._lock:
             for i, (start, size) in enumerate(self._free):
@@ -171,7 +200,7 @@ class TensorMemoryAllocator:
                 return None
             self.allocated.append((start, nbytes))
             self.live += 1
-        meta = MemoryObjMetadata(shape, dtype, start, need, 1, False, fmt)
+        meta = MemoryObjMetadata(shapes[0], dtypes[0], start, need, 1, False, fmt, None, shapes, dtypes)
         return TensorMemoryObj(self.buffer[start:start + nbytes], meta, self)
 
     def free(self, obj: TensorMemoryObj):
@@ -195,5 +224,5 @@ class MixedMemoryAllocator:
     def __init__(self, size: int):
         self.pin_allocator = TensorMemoryAllocator(size)
 
-    def allocate(self, shape, dtype, fmt: MemoryFormat = MemoryFormat.UNDEFINED):
-        return self.pin_allocator.allocate(shape, dtype, fmt)
+    def allocate(self, shapes, dtypes, fmt: MemoryFormat = MemoryFormat.UNDEFINED):
+        return self.pin_allocator.allocate(shapes, dtypes, fmt)

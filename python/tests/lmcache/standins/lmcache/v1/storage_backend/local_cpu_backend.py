@@ -1,6 +1,10 @@
-"""Mirrors LocalCPUBackend's allocation entry point (lmcache/v1/storage_backend/
-local_cpu_backend.py): allocate(shape, dtype, fmt) -> MemoryObj or None when the arena is full;
-.memory_allocator is the arena's allocator (MixedMemoryAllocator)."""
+"""Mirrors LocalCPUBackend's surface that remote connectors use (lmcache/v1/storage_backend/
+local_cpu_backend.py, read 2026-12-03): LocalCPUBackend(config, metadata=None, dst_device=,
+lmcache_worker=, memory_allocator=) keeping .config and .metadata (where LMCache's own connectors
+take the engine metadata from: super().__init__(local_cpu_backend.config,
+local_cpu_backend.metadata)), allocate(shapes, dtypes, fmt=None, eviction=, busy_loop=) taking a
+shape and dtype or lists of them -> MemoryObj or None when the arena is full, and .memory_allocator
+(MixedMemoryAllocator). The allocator is passed in, as upstream's own tests do."""
 
 from typing import Optional
 
@@ -8,9 +12,16 @@ from lmcache.v1.memory_management import MemoryFormat, MemoryObj, MixedMemoryAll
 
 
 class LocalCPUBackend:
-    def __init__(self, size: int = 64 << 20):
-        self.memory_allocator = MixedMemoryAllocator(size)
+    def __init__(self, config, metadata=None, dst_device: str = "cpu", lmcache_worker=None,
+                 memory_allocator: Optional[MixedMemoryAllocator] = None):
+        assert metadata is not None or memory_allocator is not None
+        self.memory_allocator = memory_allocator
+        self.layerwise = config.use_layerwise
+        self.config = config
+        self.metadata = metadata
 
-    def allocate(self, shape, dtype, fmt: MemoryFormat = MemoryFormat.KV_2LTD, eviction: bool = True,
+    def allocate(self, shapes, dtypes, fmt: Optional[MemoryFormat] = None, eviction: bool = True,
                  busy_loop: bool = True) -> Optional[MemoryObj]:
-        return self.memory_allocator.allocate(shape, dtype, fmt)
+        if fmt is None:
+            fmt = MemoryFormat.KV_T2D if self.layerwise else MemoryFormat.KV_2LTD
+        return self.memory_allocator.allocate(shapes, dtypes, fmt)
