@@ -486,6 +486,9 @@ enum nkv_op_type {
 };
 
 #define NKV_OP_PIN 0x1u /* nkv_op.flags: a pinned (explicit) Store TTL */
+/* nkv_op.flags: STORE: @offset is the serving engine's block hash of the value (a Store TTL with
+ * NKV_TTL_HASH, so a cache namespace only): the gateway names the entry by it in its KV events. */
+#define NKV_OP_HASH 0x2u
 
 /** One command of a batch. The caller owns it (and @buf) until its batch completes. */
 struct nkv_op {
@@ -493,13 +496,13 @@ struct nkv_op {
 	uint8_t type;        /* enum nkv_op_type */
 	uint8_t klen;        /* 1..16 (LIST: 0..16) */
 	uint8_t opts;        /* STORE: NKV_STORE_* options */
-	uint8_t flags;       /* STORE: NKV_OP_PIN */
+	uint8_t flags;       /* STORE: NKV_OP_PIN, NKV_OP_HASH */
 	uint32_t nsid;
 	uint8_t key[16];
 	void *buf;
 	uint32_t len;
 	uint32_t ttl_s;      /* STORE: time to live (NKV_TTL_*); with NKV_OP_PIN or nonzero, a Store TTL */
-	uint64_t offset;     /* RETRIEVE: byte offset into the value */
+	uint64_t offset;     /* RETRIEVE: byte offset into the value; STORE with NKV_OP_HASH: the block hash */
 	uint64_t user;       /* the caller's; untouched */
 	/* out, valid once the batch completed */
 	int32_t rc;          /* 0 or -errno as nkv_cpl_errno(): -ENOENT for a missing key, ... */
@@ -537,7 +540,7 @@ NKV_API void nkv_engine_destroy(struct nkv_engine *e);
  * Submit @n ops as one batch named @tag (any value; the caller's). When every op completed, @tag
  * is queued for nkv_engine_reap() and the eventfd becomes readable. Any thread.
  * @return 0 (each op's outcome is in its rc), -EINVAL (n == 0, or an op with a bad type, key length
- * or buffer, flag bits other than NKV_OP_PIN, or flags/ttl_s on an op other than STORE: nothing is
+ * or buffer, flag bits other than NKV_OP_PIN/NKV_OP_HASH, or flags/ttl_s on an op other than STORE: nothing is
  * submitted and that op's rc says -EINVAL), -EAGAIN (max_ops reached),
  * -ESHUTDOWN (the engine is being destroyed).
  */

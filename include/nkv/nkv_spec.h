@@ -78,7 +78,7 @@ struct nkv_sqe {
 	uint32_t nsid;     /* namespace */
 	uint32_t cdw2;     /* KV: key bytes 0..3 */
 	uint32_t cdw3;     /* KV: key bytes 4..7 */
-	uint64_t mptr;     /* metadata pointer (unused by KV) */
+	uint64_t mptr;     /* metadata pointer; unused by KV, but Store TTL's block hash (NKV_TTL_HASH) */
 	uint8_t dptr[16];  /* PRP1/PRP2 or SGL1 */
 	uint32_t cdw10;    /* KV: value size (Store) / host buffer size (Retrieve, List) */
 	uint32_t cdw11;    /* KV: KL 7:0, options 15:8 */
@@ -346,14 +346,22 @@ static inline NKV_HD void nkv_sqe_exec(struct nkv_sqe *sqe, uint8_t opc, uint32_
  * an explicit entry, pinned (never evicted) until it expires, counted against the namespace's pin
  * quota (81h Capacity Exceeded past it, and the value is not stored) and charged in byte-hours; a
  * pin needs a finite TTL (its own or the namespace's default: Invalid Field otherwise). CDW13 bits
- * 31:1 are reserved (Invalid Field when set). Statuses as Store. A standard Store (01h) on a cache
+ * 31:2 are reserved (Invalid Field when set). Statuses as Store. A standard Store (01h) on a cache
  * namespace is Store TTL with CDW12 = 0 and CDW13 = 0. A namespace's maximum TTL cuts longer TTLs
  * (and "never" for an entry not pinned); CQE DW0 of a successful Store TTL is the TTL the entry got
  * (seconds, FFFFFFFFh never; 0 only from older targets).
+ *
+ * CDW13 bit 1 (NKV_TTL_HASH): SQE bytes 23:16 (the MPTR field, which no KV command uses) hold the
+ * entry's block hash, a 64-bit little-endian number: the hash the serving engine gives the KV block
+ * the value holds. The target keeps it in the entry's record and names the block by it in its cache
+ * events (the daemon's --events), so a KV-cache index that knows the engine's blocks by that hash
+ * learns where each one is stored and when it is gone. Without bit 1, bytes 23:16 are ignored. On a
+ * namespace without a cache, a Store TTL with CDW12 = 0 and CDW13 = NKV_TTL_HASH is a plain Store.
  */
 #define NKV_TTL_DEFAULT 0u           /* CDW12: the namespace's default TTL */
 #define NKV_TTL_NONE 0xffffffffu     /* CDW12: never expires */
 #define NKV_TTL_PIN 0x1u             /* CDW13 bit 0: explicit (pinned) entry */
+#define NKV_TTL_HASH 0x2u            /* CDW13 bit 1: SQE bytes 23:16 hold the block hash */
 
 /** Build a Store TTL command (@size bytes, Store options @opts, @ttl_s, @flags NKV_TTL_*). The
  *  caller fills CID and DPTR. */
@@ -363,6 +371,13 @@ static inline NKV_HD void nkv_sqe_store_ttl(struct nkv_sqe *sqe, uint32_t nsid, 
 	nkv_sqe_kv(sqe, NKV_VS_STORE_TTL, nsid, key, klen, size, opts);
 	nkv_put32(&sqe->cdw12, ttl_s);
 	nkv_put32(&sqe->cdw13, flags);
+}
+
+/** Give a Store TTL command built by nkv_sqe_store_ttl() the entry's block @hash (NKV_TTL_HASH). */
+static inline NKV_HD void nkv_sqe_set_block_hash(struct nkv_sqe *sqe, uint64_t hash)
+{
+	nkv_put32(&sqe->cdw13, nkv_get32(&sqe->cdw13) | NKV_TTL_HASH);
+	nkv_put64(&sqe->mptr, hash);
 }
 
 /** Build a Retrieve Range command (HBS @size, byte @offset). The caller fills CID and DPTR. */

@@ -143,10 +143,16 @@ int nkv_ns_set_cache_policy(struct nkv_subsys *ss, uint32_t nsid, const struct n
 /** Figures of cache namespace @nsid. @return 0, -ENOENT, -EINVAL (not a cache namespace). */
 int nkv_ns_cache_usage(struct nkv_subsys *ss, uint32_t nsid, struct nkv_cache_usage *out);
 
-/** Why a cache removed an entry. */
-enum nkv_cache_reason { NKV_CACHE_EVICTED = 1, NKV_CACHE_EXPIRED = 2 };
+/** What happened to a cache entry. */
+enum nkv_cache_reason {
+	NKV_CACHE_EVICTED = 1, /* the cache evicted it (capacity) */
+	NKV_CACHE_EXPIRED = 2, /* its TTL ran out and the cache removed it */
+	NKV_CACHE_STORED = 3,  /* a host stored it (Store or Store TTL; a replaced entry also gets DELETED
+				* first when its block hash differs) */
+	NKV_CACHE_DELETED = 4, /* a host deleted it, or a Store replaced it under another block hash */
+};
 
-/** An entry a cache removed by its own decision (eviction or expiry; never a host's Delete). */
+/** An entry of a cache namespace stored, deleted, evicted or expired. */
 struct nkv_cache_event {
 	const char *subnqn;
 	uint32_t nsid;
@@ -155,11 +161,15 @@ struct nkv_cache_event {
 	uint8_t klen;
 	uint8_t reason;        /* enum nkv_cache_reason */
 	uint64_t size;         /* the value's size */
+	uint64_t block_hash;   /* the block hash the Store gave (NKV_TTL_HASH); without one, the key's
+				* last 8 bytes as a big-endian number (zero-padded on the left) */
+	bool has_hash;         /* the Store gave block_hash */
 };
 typedef void (*nkv_cache_event_cb)(void *arg, const struct nkv_cache_event *ev);
 
-/** Report every eviction and expiry to @cb (NULL: stop). Set before namespaces are added. @cb runs on
- *  the target's cache thread, once per removed entry, and must not block. */
+/** Report every Store, Delete, eviction and expiry on cache namespaces to @cb (NULL: stop). Set
+ *  before namespaces are added. @cb runs on the target's cache thread (evictions, expiries) and on
+ *  the threads that complete commands (Stores, Deletes), once per entry, and must not block. */
 void nkv_target_set_cache_events(struct nkv_target *tgt, nkv_cache_event_cb cb, void *arg);
 
 #define NKV_MAX_NSID 1024u

@@ -18,7 +18,8 @@ from pathlib import Path
 __all__ = [
     "Op", "ConnOpts", "EngineOpts", "DiscEntry", "lib", "library_path", "make_op", "op_array",
     "OP_STORE", "OP_RETRIEVE", "OP_DELETE", "OP_EXIST", "OP_LIST",
-    "STORE_MUST_EXIST", "STORE_MUST_NOT_EXIST", "STORE_NO_COMPRESS", "OP_PIN", "TTL_DEFAULT", "TTL_NONE",
+    "STORE_MUST_EXIST", "STORE_MUST_NOT_EXIST", "STORE_NO_COMPRESS", "OP_PIN", "OP_HASH", "TTL_DEFAULT",
+    "TTL_NONE",
     "STATUS_HOST_PATH", "LNAME_MAX", "KEY_MAX",
 ]
 
@@ -36,6 +37,7 @@ STORE_NO_COMPRESS = 0x04
 
 # Store TTL (F1h; nkv_spec.h, nkv.h): struct nkv_op .flags and .ttl_s
 OP_PIN = 0x1               # NKV_OP_PIN: a pinned (explicit) entry
+OP_HASH = 0x2              # NKV_OP_HASH: .offset is the engine's block hash (cache events)
 TTL_DEFAULT = 0            # NKV_TTL_DEFAULT: the namespace's default TTL
 TTL_NONE = 0xFFFFFFFF      # NKV_TTL_NONE: never expires
 
@@ -56,13 +58,13 @@ class Op(ctypes.Structure):
         ("type", ctypes.c_uint8),
         ("klen", ctypes.c_uint8),
         ("opts", ctypes.c_uint8),
-        ("flags", ctypes.c_uint8),      # STORE: OP_PIN
+        ("flags", ctypes.c_uint8),      # STORE: OP_PIN, OP_HASH
         ("nsid", ctypes.c_uint32),
         ("key", ctypes.c_uint8 * 16),
         ("buf", ctypes.c_void_p),
         ("len", ctypes.c_uint32),
         ("ttl_s", ctypes.c_uint32),     # STORE: TTL seconds (TTL_*); nonzero or OP_PIN: Store TTL
-        ("offset", ctypes.c_uint64),
+        ("offset", ctypes.c_uint64),    # RETRIEVE: byte offset; STORE with OP_HASH: the block hash
         ("user", ctypes.c_uint64),
         ("rc", ctypes.c_int32),
         ("status", ctypes.c_uint16),

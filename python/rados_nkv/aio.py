@@ -168,9 +168,11 @@ class AsyncClient:
 
     # ---- the calls (documented on Client) ------------------------------------------------------
 
-    async def store(self, key, value, *, nsid=None, must_exist=False, must_not_exist=False, ttl=None, pin=False):
+    async def store(self, key, value, *, nsid=None, must_exist=False, must_not_exist=False, ttl=None, pin=False,
+                    block_hash=None):
         """Client.store() as a coroutine."""
-        return await self._drive(self._client._plan_store(key, value, nsid, must_exist, must_not_exist, ttl, pin))
+        return await self._drive(self._client._plan_store(key, value, nsid, must_exist, must_not_exist, ttl, pin,
+                                                          block_hash))
 
     async def retrieve(self, key, *, nsid=None):
         """Client.retrieve() as a coroutine."""
@@ -192,9 +194,9 @@ class AsyncClient:
         """Client.list() as a coroutine."""
         return await self._drive(self._client._plan_list(start, nsid, limit))
 
-    async def store_many(self, keys, values, *, nsid=None, ttl=None, pin=False):
+    async def store_many(self, keys, values, *, nsid=None, ttl=None, pin=False, block_hashes=None):
         """Client.store_many() as a coroutine."""
-        return await self._drive(self._client._plan_store_many(keys, values, nsid, ttl, pin))
+        return await self._drive(self._client._plan_store_many(keys, values, nsid, ttl, pin, block_hashes))
 
     async def retrieve_many(self, keys, outs, *, offsets=None, nsid=None):
         """Client.retrieve_many() as a coroutine."""

@@ -85,6 +85,29 @@ def _ttl_error(op, nsid, ttl, pin, tf):
                     key=op.key_bytes)
 
 
+def _block_hash(h, name="block_hash"):
+    """A block hash as the 64-bit number a Store carries: an int 0..2**64-1, or bytes (vLLM's hashes
+    are bytes: their last 8 bytes as a big-endian number, zero-padded on the left, as llm-d reads
+    them)."""
+    if isinstance(h, (bytes, bytearray, memoryview)):
+        b = bytes(h)
+        if not b:
+            raise ValueError("%s is empty" % name)
+        return int.from_bytes(b[-8:], "big")
+    if isinstance(h, bool) or not isinstance(h, int):
+        raise TypeError("%s must be an int or bytes, not %s" % (name, type(h).__name__))
+    if not 0 <= h < 1 << 64:
+        raise ValueError("%s %d out of range: 0..2**64-1" % (name, h))
+    return h
+
+
+def _set_hash(op, h):
+    """Give a Store op the engine's block hash @h (None: none): a Store TTL naming it (OP_HASH)."""
+    if h is not None:
+        op.flags |= _ffi.OP_HASH
+        op.offset = h
+
+
 def _check_nsid(nsid, default):
     if nsid is None:
         return default
@@ -596,10 +619,12 @@ class Client:
 
     # ---- plans: argument checks, batches, results (shared with AsyncClient) -------------------
 
-    def _plan_store(self, key, value, nsid=None, must_exist=False, must_not_exist=False, ttl=None, pin=False):
+    def _plan_store(self, key, value, nsid=None, must_exist=False, must_not_exist=False, ttl=None, pin=False,
+                    block_hash=None):
         k = _key_bytes(key)
         nsid = _check_nsid(nsid, self.nsid)
         tf = _ffi.ttl_fields(ttl, pin)
+        bh = None if block_hash is None else _block_hash(block_hash)
         if must_exist and must_not_exist:
             raise ValueError("must_exist and must_not_exist exclude each other")
         addr, n, keep = buffer_info(value, False, "value")
@@ -608,6 +633,7 @@ class Client:
         opts = (_ffi.STORE_MUST_EXIST if must_exist else 0) | (_ffi.STORE_MUST_NOT_EXIST if must_not_exist else 0)
         ops = (Op * 1)()
         _set_op(ops[0], OP_STORE, k, nsid, addr, n, opts=opts, ttl=tf)
+        _set_hash(ops[0], bh)
         yield ops, 1, keep
         if ops[0].rc:
             raise _ttl_error(ops[0], nsid, ttl, pin, tf) or op_error(ops[0])
@@ -709,11 +735,17 @@ class Client:
 
     # batched
 
-    def _plan_store_many(self, keys, values, nsid=None, ttl=None, pin=False):
+    def _plan_store_many(self, keys, values, nsid=None, ttl=None, pin=False, block_hashes=None):
         keys = _seq("keys", keys)
         values = _seq("values", values)
         if len(keys) != len(values):
             raise ValueError("%d keys but %d values" % (len(keys), len(values)))
+        if block_hashes is not None:
+            block_hashes = _seq("block_hashes", block_hashes)
+            if len(block_hashes) != len(keys):
+                raise ValueError("%d keys but %d block_hashes" % (len(keys), len(block_hashes)))
+            block_hashes = [None if h is None else _block_hash(h, "block_hashes[%d]" % i)
+                            for i, h in enumerate(block_hashes)]
         nsid = _check_nsid(nsid, self.nsid)
         tf = _ffi.ttl_fields(ttl, pin)
         n = len(keys)
@@ -728,6 +760,7 @@ class Client:
                 raise ValueError("values[%d] of %d bytes: at most 2**32-1" % (i, ln))
             keep.append(kp)
             _set_op(ops[i], OP_STORE, k, nsid, addr, ln, ttl=tf)
+            _set_hash(ops[i], block_hashes[i] if block_hashes else None)
         yield ops, n, keep
         errs = [(i, op_error(ops[i])) for i in range(n) if ops[i].rc]
         if errs:
@@ -1004,7 +1037,8 @@ class Client:
 
     # ---- the synchronous API -------------------------------------------------------------------
 
-    def store(self, key, value, *, nsid=None, must_exist=False, must_not_exist=False, ttl=None, pin=False):
+    def store(self, key, value, *, nsid=None, must_exist=False, must_not_exist=False, ttl=None, pin=False,
+              block_hash=None):
         """Store @value (bytes, bytearray, memoryview, numpy array, CPU torch tensor: its bytes, no
         copy) under @key (bytes or str, 1..16 bytes). @must_exist: fail with ENOENT when absent;
         @must_not_exist: fail with EEXIST when present.
@@ -1019,8 +1053,11 @@ class Client:
         that does not report it).
         Errors: NkvError EINVAL (status 02h: the namespace has no cache, or a pin without a finite
         TTL, also where the namespace has a max_ttl), ENOSPC (81h: past the pin quota; nothing
-        stored), EOPNOTSUPP (a target without Store TTL)."""
-        return self._drive(self._plan_store(key, value, nsid, must_exist, must_not_exist, ttl, pin))
+        stored), EOPNOTSUPP (a target without Store TTL).
+        @block_hash: the serving engine's hash of the KV block in @value, an int 0..2**64-1 or bytes
+        (their last 8 bytes, big-endian); on a cache namespace the gateway names the entry by it in
+        its llm-d KV events (BlockStored, BlockRemoved), elsewhere it is ignored."""
+        return self._drive(self._plan_store(key, value, nsid, must_exist, must_not_exist, ttl, pin, block_hash))
 
     def retrieve(self, key, *, nsid=None):
         """The value of @key as bytes, or None when there is no such key."""
@@ -1045,11 +1082,12 @@ class Client:
         @limit of them."""
         return self._drive(self._plan_list(start, nsid, limit))
 
-    def store_many(self, keys, values, *, nsid=None, ttl=None, pin=False):
+    def store_many(self, keys, values, *, nsid=None, ttl=None, pin=False, block_hashes=None):
         """Store values[i] under keys[i], all in flight at once; @ttl and @pin as store(), for every
-        item. Raises BatchError listing the items that failed (the others were stored). With @ttl
-        or @pin, returns the TTL each entry got (as store()); else None."""
-        return self._drive(self._plan_store_many(keys, values, nsid, ttl, pin))
+        item; block_hashes[i] (None: none) as store()'s @block_hash. Raises BatchError listing the
+        items that failed (the others were stored). With @ttl or @pin, returns the TTL each entry got
+        (as store()); else None."""
+        return self._drive(self._plan_store_many(keys, values, nsid, ttl, pin, block_hashes))
 
     def retrieve_many(self, keys, outs, *, offsets=None, nsid=None):
         """Read each keys[i] into outs[i] (from offsets[i]), all in flight at once. Returns the full

@@ -185,6 +185,35 @@ def test_no_cache_namespace(cc, key):
     assert cc.delete(k, nsid=NS_PLAIN) is True
 
 
+@pytest.mark.parametrize("h,exc,msg", [
+    (-1, ValueError, "out of range"),
+    (1 << 64, ValueError, "out of range"),
+    (b"", ValueError, "empty"),
+    ("abc", TypeError, "block_hash must be an int or bytes"),
+    (True, TypeError, "block_hash must be an int or bytes"),
+])
+def test_bad_block_hash(cc, key, h, exc, msg):
+    with pytest.raises(exc, match=msg):
+        cc.store(key("bh"), b"x", block_hash=h)
+    with pytest.raises(ValueError, match="2 keys but 1 block_hashes"):
+        cc.store_many([key("b1"), key("b2")], [b"x", b"y"], block_hashes=[1])
+
+
+def test_block_hash_on_every_namespace(cc, key):
+    """A block hash rides on a Store TTL (CDW13 bit 1): a cache namespace keeps it (with a TTL and a
+    pin too), a plain namespace takes the Store as a plain one; the value is unchanged."""
+    k, kp, kt = key("bh1"), key("bh2"), key("bh3")
+    assert cc.store(k, b"cached", block_hash=(1 << 64) - 1) is None
+    assert cc.store(kt, b"ttl", block_hash=bytes(32), ttl=60, pin=True) == 60
+    assert cc.store(kp, b"plain", nsid=NS_PLAIN, block_hash=5) is None
+    assert cc.store_many([k, kt], [b"m1", b"m2"], block_hashes=[None, 3]) is None
+    assert (cc.retrieve(k), cc.retrieve(kt), cc.retrieve(kp, nsid=NS_PLAIN)) == (b"m1", b"m2", b"plain")
+    assert cc.delete(kp, nsid=NS_PLAIN) is True
+    with pytest.raises(NkvError) as ei:                             # a TTL still needs a cache
+        cc.store(kp, b"x", nsid=NS_PLAIN, ttl=5, block_hash=5)
+    assert ei.value.status == 0x002
+
+
 def test_pin_quota(cc, key):
     q1, q2, q3 = key("q1"), key("q2"), key("q3")
     cc.store(q1, bytes(600), nsid=NS_QUOTA, ttl=60, pin=True)

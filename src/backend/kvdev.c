@@ -70,26 +70,41 @@ void nkv_kvio_complete_direct(struct nkv_kvio *io, int rc)
 	nkv_msgq_send_or_run(io->msgq, &io->msg, run_done);
 }
 
-/* Layout: "NKM1", flags (u32), expiry, stored, tag, size (u64), all little-endian. */
-void nkv_meta_encode(const struct nkv_meta *m, uint8_t out[NKV_META_LEN])
+/* Layout: "NKM1", flags (u32), expiry, stored, tag, size (u64), all little-endian; "NKM2" adds the
+ * block hash (u64) at 40. A record without a hash stays "NKM1", as gateways before the hash wrote it,
+ * so records of both kinds are read and compared alike. */
+size_t nkv_meta_encode(const struct nkv_meta *m, uint8_t out[NKV_META_MAX])
 {
-	memcpy(out, "NKM1", 4);
+	bool hash = m->flags & NKV_META_HASH;
+
+	memcpy(out, hash ? "NKM2" : "NKM1", 4);
 	nkv_put32(out + 4, m->flags);
 	nkv_put64(out + 8, m->expiry_ms);
 	nkv_put64(out + 16, m->stored_ms);
 	nkv_put64(out + 24, m->tag);
 	nkv_put64(out + 32, m->size);
+	if (!hash)
+		return NKV_META_LEN;
+	nkv_put64(out + 40, m->block_hash);
+	return NKV_META_MAX;
 }
 
 int nkv_meta_decode(const void *in, size_t len, struct nkv_meta *m)
 {
 	const uint8_t *p = in;
-	if (len != NKV_META_LEN || memcmp(p, "NKM1", 4) != 0)
+	bool v1 = len == NKV_META_LEN && memcmp(p, "NKM1", 4) == 0;
+	bool v2 = len == NKV_META_MAX && memcmp(p, "NKM2", 4) == 0;
+
+	if (!v1 && !v2)
 		return -EINVAL;
 	m->flags = nkv_get32(p + 4);
+	/* The hash flag says which layout: one that contradicts it is not a record of ours. */
+	if (v2 != !!(m->flags & NKV_META_HASH))
+		return -EINVAL;
 	m->expiry_ms = nkv_get64(p + 8);
 	m->stored_ms = nkv_get64(p + 16);
 	m->tag = nkv_get64(p + 24);
 	m->size = nkv_get64(p + 32);
+	m->block_hash = v2 ? nkv_get64(p + 40) : 0;
 	return 0;
 }

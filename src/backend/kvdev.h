@@ -40,16 +40,20 @@ enum nkv_kvio_op {
  * "nkv.a" (8 bytes, little-endian unix ms), so that reading it is part of the read's own op.
  */
 #define NKV_META_PIN 0x1u
-#define NKV_META_LEN 40u
+#define NKV_META_HASH 0x2u  /* block_hash is the one the Store gave (NKV_TTL_HASH) */
+#define NKV_META_LEN 40u    /* a record without a block hash ("NKM1") */
+#define NKV_META_MAX 48u    /* one with it ("NKM2") */
 struct nkv_meta {
 	uint64_t size;      /* the value's size: a cache Retrieve reads it here instead of a stat */
 	uint64_t expiry_ms; /* unix ms; 0: never */
 	uint64_t stored_ms; /* unix ms when the Store was received */
 	uint64_t tag;       /* random: tells two Stores of the same key apart (guards of the cache thread) */
+	uint64_t block_hash; /* with NKV_META_HASH: the serving engine's hash of the block (cache events) */
 	uint32_t flags;     /* NKV_META_* */
 };
-/** Encode @m into @out (NKV_META_LEN bytes). */
-void nkv_meta_encode(const struct nkv_meta *m, uint8_t out[NKV_META_LEN]);
+/** Encode @m into @out; @return its length: NKV_META_LEN, or NKV_META_MAX with a block hash. A
+ *  record decoded and encoded again gives the same bytes (the cache thread's guards compare them). */
+size_t nkv_meta_encode(const struct nkv_meta *m, uint8_t out[NKV_META_MAX]);
 /** Decode; @return 0, or -EINVAL for a record of another length or version (treated as none). */
 int nkv_meta_decode(const void *in, size_t len, struct nkv_meta *m);
 /** Is @m expired at @now_ms (unix)? */
@@ -142,8 +146,8 @@ struct nkv_kvio {
 	int be_stage;         /* rados: step of a cache Store/Delete (read the old record, then guard) */
 	unsigned be_tries;
 	void *be_xattrs;      /* rados: the getxattrs iterator */
-	uint8_t be_m[NKV_META_LEN], be_mold[NKV_META_LEN]; /* rados: encoded new / replaced record */
-	size_t be_mold_len;
+	uint8_t be_m[NKV_META_MAX], be_mold[NKV_META_MAX]; /* rados: encoded new / replaced record */
+	size_t be_m_len, be_mold_len;
 	void *be_split;       /* rados: a Retrieve read in ranges (rados_range.c), or NULL */
 };
 

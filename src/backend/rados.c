@@ -379,8 +379,8 @@ void rados_read_meta(rados_xattrs_iter_t it, bool *has_meta, struct nkv_meta *me
 		if (strcmp(name, XATTR_META) == 0 && nkv_meta_decode(val, len, meta) == 0) {
 			*has_meta = true;
 			if (raw) {
-				memcpy(raw, val, NKV_META_LEN);
-				*raw_len = NKV_META_LEN;
+				memcpy(raw, val, len); /* decode accepted it: NKV_META_LEN or NKV_META_MAX bytes */
+				*raw_len = len;
 			}
 		} else if (strcmp(name, XATTR_ATIME) == 0 && len == 8) {
 			*touched_ms = nkv_get64(val);
@@ -412,7 +412,7 @@ static void touch_done(rados_completion_t c, void *arg)
 static void touch(struct nkv_kvns *h, const struct nkv_kvio *io, const char *oid)
 {
 	struct nkv_kvdev *d = h->dev;
-	uint8_t m[NKV_META_LEN], a[8];
+	uint8_t m[NKV_META_MAX], a[8];
 	uint64_t now = nkv_unix_ms();
 	rados_completion_t c;
 	struct touch *t;
@@ -422,7 +422,7 @@ static void touch(struct nkv_kvns *h, const struct nkv_kvio *io, const char *oid
 		return;
 	}
 	t->d = d;
-	nkv_meta_encode(&io->meta, m);
+	size_t mlen = nkv_meta_encode(&io->meta, m);
 	nkv_put64(a, now);
 	if (!(t->op = rados_create_write_op()) || rados_aio_create_completion2(t, touch_done, &c) < 0) {
 		if (t->op)
@@ -431,7 +431,7 @@ static void touch(struct nkv_kvns *h, const struct nkv_kvio *io, const char *oid
 		atomic_fetch_sub(&d->touches, 1);
 		return;
 	}
-	rados_write_op_cmpxattr(t->op, XATTR_META, LIBRADOS_CMPXATTR_OP_EQ, (const char *)m, sizeof(m));
+	rados_write_op_cmpxattr(t->op, XATTR_META, LIBRADOS_CMPXATTR_OP_EQ, (const char *)m, mlen);
 	rados_write_op_setxattr(t->op, XATTR_ATIME, (const char *)a, sizeof(a));
 	if (rados_aio_write_op_operate(t->op, h->list_ioctx, c, oid, NULL, LIBRADOS_OPERATION_FULL_TRY) < 0)
 		touch_done(c, t);
@@ -748,7 +748,7 @@ static int build_op(struct nkv_kvio *io)
 				rados_write_op_assert_exists(op);
 			rados_write_op_write_full(op, io->len ? io->buf : "", io->len); /* 0 B: an empty object */
 			if (io->cache) /* the record goes with the value, in the same op */
-				rados_write_op_setxattr(op, XATTR_META, (const char *)io->be_m, NKV_META_LEN);
+				rados_write_op_setxattr(op, XATTR_META, (const char *)io->be_m, io->be_m_len);
 		}
 		io->be_op = op;
 		return 0;
@@ -937,7 +937,7 @@ static void rados_submit(struct nkv_kvns *h, struct nkv_kvio *io)
 	io->be_tries = 0;
 	io->be_stage = ST_PLAIN;
 	if (io->cache && io->op == NKV_IO_STORE) {
-		nkv_meta_encode(&io->meta, io->be_m);
+		io->be_m_len = nkv_meta_encode(&io->meta, io->be_m);
 		io->be_stage = io->flags & NKV_IO_MUST_EXIST ? ST_READ : ST_NEW;
 	} else if (io->cache && io->op == NKV_IO_DELETE) {
 		io->be_stage = ST_READ;

@@ -273,17 +273,17 @@ void rados_cache_remove_if(struct nkv_kvns *h, struct nkv_entry *e, unsigned n)
 
 	for (unsigned i = 0; i < n; i++) {
 		char oid[NKV_OID_MAX];
-		uint8_t m[NKV_META_LEN], a[8];
+		uint8_t m[NKV_META_MAX], a[8];
 		e[i].rc = -ENOMEM;
 		if (!ops || !cs || !(ops[i] = rados_create_write_op()))
 			continue;
 		nkv_key_to_oid(&e[i].key, oid);
-		nkv_meta_encode(&e[i].meta, m);
+		size_t mlen = nkv_meta_encode(&e[i].meta, m);
 		nkv_put64(a, e[i].touched_ms);
 		/* Unchanged since read: the same Store (record) and no use since (last touch). An absent
 		 * xattr compares equal to an empty value. */
 		rados_write_op_cmpxattr(ops[i], XATTR_META, LIBRADOS_CMPXATTR_OP_EQ, (const char *)m,
-					e[i].has_meta ? NKV_META_LEN : 0);
+					e[i].has_meta ? mlen : 0);
 		rados_write_op_cmpxattr(ops[i], XATTR_ATIME, LIBRADOS_CMPXATTR_OP_EQ, (const char *)a,
 					e[i].touched_ms ? 8 : 0);
 		rados_write_op_remove(ops[i]);

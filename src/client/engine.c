@@ -265,15 +265,18 @@ static int op_sqe(const struct nkv_op *op, struct nkv_sqe *sqe)
 	/* flags and ttl_s belong to Store; an unknown flag bit is refused rather than dropped, so a
 	 * caller built against a later libnkv does not lose what it asked for without hearing of it. */
 	if (op->klen > NKV_KEY_MAX || (op->klen == 0 && op->type != NKV_OP_LIST) || (op->len && !op->buf) ||
-	    (!has_data && op->len) || (op->offset && op->type != NKV_OP_RETRIEVE) || (op->opts && !store) ||
-	    (op->flags & ~NKV_OP_PIN) || ((op->flags || op->ttl_s) && !store) ||
+	    (!has_data && op->len) || (op->offset && op->type != NKV_OP_RETRIEVE && !(op->flags & NKV_OP_HASH)) ||
+	    (op->opts && !store) || (op->flags & ~(NKV_OP_PIN | NKV_OP_HASH)) || ((op->flags || op->ttl_s) && !store) ||
 	    (op->type == NKV_OP_LIST && op->len < NKV_LIST_HDR))
 		return -EINVAL;
 	if (op->type == NKV_OP_RETRIEVE && op->offset)
 		nkv_sqe_retrieve_range(sqe, op->nsid, op->key, op->klen, op->len, op->offset);
-	else if (store && (op->ttl_s || (op->flags & NKV_OP_PIN))) /* Store TTL (F1h) */
+	else if (store && (op->ttl_s || op->flags)) { /* Store TTL (F1h) */
 		nkv_sqe_store_ttl(sqe, op->nsid, op->key, op->klen, op->len, op->opts, op->ttl_s,
 				  (op->flags & NKV_OP_PIN) ? NKV_TTL_PIN : 0);
+		if (op->flags & NKV_OP_HASH)
+			nkv_sqe_set_block_hash(sqe, op->offset);
+	}
 	else
 		nkv_sqe_kv(sqe, (uint8_t)opc, op->nsid, op->key, op->klen, op->len, op->opts);
 	return 0;

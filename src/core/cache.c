@@ -314,7 +314,7 @@ nkv_status nkv_cache_parse_store(struct nkv_req *req, uint32_t ttl_s, uint32_t f
 
 	if (!c)
 		return ST_FIELD; /* Store TTL without a cache: nothing would ever expire it */
-	if (flags & ~NKV_TTL_PIN)
+	if (flags & ~(NKV_TTL_PIN | NKV_TTL_HASH))
 		return ST_FIELD;
 	if (ttl_s == NKV_TTL_DEFAULT)
 		ttl_s = atomic_load_explicit(&c->default_ttl, memory_order_relaxed);
@@ -356,6 +356,10 @@ nkv_status nkv_cache_parse_store(struct nkv_req *req, uint32_t ttl_s, uint32_t f
 			return ST_CAPACITY; /* refused before anything is written */
 		}
 		io->meta.flags = NKV_META_PIN;
+	}
+	if (flags & NKV_TTL_HASH) { /* the engine's block hash: kept in the record, named in the events */
+		io->meta.flags |= NKV_META_HASH;
+		io->meta.block_hash = nkv_get64(&req->cmd.mptr);
 	}
 	io->cache = true;
 	io->meta.size = len;
@@ -414,6 +418,32 @@ static void account_gone(struct nkv_cache *c, uint64_t size, bool has_meta, cons
 	}
 }
 
+/* The hash an event names an entry by: the one its Store gave, else the key's last 8 bytes as a
+ * big-endian number (zero-padded on the left), as an index that reads the key bytes as a hash would. */
+static uint64_t event_hash(const struct nkv_key *k, bool has_meta, const struct nkv_meta *m, bool *given)
+{
+	uint64_t h = 0;
+
+	*given = has_meta && (m->flags & NKV_META_HASH);
+	if (*given)
+		return m->block_hash;
+	for (unsigned i = k->len > 8 ? k->len - 8 : 0; i < k->len; i++)
+		h = h << 8 | k->b[i];
+	return h;
+}
+
+static void emit(struct nkv_target *t, struct nkv_subsys *ss, struct nkv_ns *ns, const struct nkv_key *k,
+		 bool has_meta, const struct nkv_meta *m, uint64_t size, unsigned reason)
+{
+	if (!t->cache_cb)
+		return;
+	struct nkv_cache_event ev = {.subnqn = ss->nqn, .nsid = ns->nsid, .rados_ns = ns->cache->rados_ns,
+				     .klen = k->len, .reason = (uint8_t)reason, .size = size};
+	ev.block_hash = event_hash(k, has_meta, m, &ev.has_hash);
+	memcpy(ev.key, k->b, k->len);
+	t->cache_cb(t->cache_cb_arg, &ev);
+}
+
 void nkv_cache_account(struct nkv_req *req)
 {
 	struct nkv_cache *c = req->ns->cache;
@@ -422,11 +452,21 @@ void nkv_cache_account(struct nkv_req *req)
 
 	if (!c || !io->cache)
 		return;
+	struct nkv_subsys *ss = req->qp->ctrlr->ss;
 	if (io->op == NKV_IO_STORE && io->rc == 0) {
-		if (io->old_exists)
+		if (io->old_exists) {
 			account_gone(c, io->old_size, io->old_has_meta, &io->old_meta, now);
-		else
+			/* Replaced under another hash: the old block is gone from here. Under the same one,
+			 * the Stored event below says all there is to say. */
+			bool g1, g2;
+			if (event_hash(&io->key, io->old_has_meta, &io->old_meta, &g1) !=
+			    event_hash(&io->key, true, &io->meta, &g2))
+				emit(ss->tgt, ss, req->ns, &io->key, io->old_has_meta, &io->old_meta, io->old_size,
+				     NKV_CACHE_DELETED);
+		} else {
 			atomic_fetch_add(&c->keys, 1);
+		}
+		emit(ss->tgt, ss, req->ns, &io->key, true, &io->meta, io->len, NKV_CACHE_STORED);
 		atomic_fetch_add(&c->bytes, (int64_t)io->len);
 		if (io->meta.flags & NKV_META_PIN) {
 			atomic_fetch_add(&c->pinned_bytes, (int64_t)io->len);
@@ -444,6 +484,7 @@ void nkv_cache_account(struct nkv_req *req)
 	} else if (io->op == NKV_IO_DELETE && io->old_exists) {
 		account_gone(c, io->old_size, io->old_has_meta, &io->old_meta, now);
 		atomic_fetch_sub(&c->keys, 1);
+		emit(ss->tgt, ss, req->ns, &io->key, io->old_has_meta, &io->old_meta, io->old_size, NKV_CACHE_DELETED);
 	}
 }
 
@@ -455,17 +496,6 @@ void nkv_cache_account(struct nkv_req *req)
 static bool quitting(struct nkv_target *t)
 {
 	return atomic_load_explicit(&t->cache_quit, memory_order_relaxed);
-}
-
-static void emit(struct nkv_target *t, struct nkv_subsys *ss, struct nkv_ns *ns, const struct nkv_entry *e,
-		 unsigned reason)
-{
-	if (!t->cache_cb)
-		return;
-	struct nkv_cache_event ev = {.subnqn = ss->nqn, .nsid = ns->nsid, .rados_ns = ns->cache->rados_ns,
-				     .klen = e->key.len, .reason = (uint8_t)reason, .size = e->size};
-	memcpy(ev.key, e->key.b, e->key.len);
-	t->cache_cb(t->cache_cb_arg, &ev);
 }
 
 /* Remove @n chosen entries (guarded) and account for the ones removed. */
@@ -493,7 +523,8 @@ static void remove_entries(struct nkv_target *t, struct nkv_subsys *ss, struct n
 			uint64_t age = now > e[i].atime_ms ? now - e[i].atime_ms : 0;
 			c->evict_age = c->evict_age ? (c->evict_age * 7 + age) / 8 : age;
 		}
-		emit(t, ss, ns, &e[i], expired ? NKV_CACHE_EXPIRED : NKV_CACHE_EVICTED);
+		emit(t, ss, ns, &e[i].key, e[i].has_meta, &e[i].meta, e[i].size,
+		     expired ? NKV_CACHE_EXPIRED : NKV_CACHE_EVICTED);
 	}
 }
 

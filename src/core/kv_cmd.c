@@ -180,7 +180,12 @@ nkv_status nkv_kv_parse(struct nkv_req *req)
 		io->flags = (opts & NKV_STORE_MUST_EXIST ? NKV_IO_MUST_EXIST : 0) |
 			    (opts & NKV_STORE_MUST_NOT_EXIST ? NKV_IO_MUST_NOT_EXIST : 0);
 		req->length = size;
-		if (cmd->opc == NKV_VS_STORE_TTL || req->ns->cache) {
+		/* A Store TTL that only names its block (default TTL, no pin, NKV_TTL_HASH) asks nothing a
+		 * namespace without a cache cannot do: a plain Store there (the hash serves cache events
+		 * only), so a host may send the engine's hashes whatever the namespace. */
+		bool hash_only = cmd->opc == NKV_VS_STORE_TTL && nkv_get32(&cmd->cdw12) == NKV_TTL_DEFAULT &&
+				 nkv_get32(&cmd->cdw13) == NKV_TTL_HASH;
+		if ((cmd->opc == NKV_VS_STORE_TTL && !(hash_only && !req->ns->cache)) || req->ns->cache) {
 			nkv_status st = cmd->opc == NKV_VS_STORE_TTL
 						? nkv_cache_parse_store(req, nkv_get32(&cmd->cdw12), nkv_get32(&cmd->cdw13))
 						: nkv_cache_parse_store(req, NKV_TTL_DEFAULT, 0);

@@ -134,8 +134,8 @@ static void raw_before(void)
 	s = st(NS_PLAIN, "x", g_v, 10, 0, 5, NKV_TTL_PIN);
 	CHECK(s == SC(0, 0x02), "pinned F1h on a namespace without a cache: Invalid Field, got %#x", s);
 	CHECK(exist(NS_PLAIN, "x") == SC(0, 0x87), "... and nothing stored");
-	s = st(NS_CACHE, "r", g_v, 10, 0, 5, 0x2);
-	CHECK(s == SC(0, 0x02), "CDW13 bit 1 (reserved): Invalid Field, got %#x", s);
+	s = st(NS_CACHE, "r", g_v, 10, 0, 5, 0x4);
+	CHECK(s == SC(0, 0x02), "CDW13 bit 2 (reserved): Invalid Field, got %#x", s);
 	s = st(NS_CACHE, "r", g_v, 10, 0, 5, 0x80000000u);
 	CHECK(s == SC(0, 0x02), "CDW13 bit 31 (reserved): Invalid Field, got %#x", s);
 

@@ -3,13 +3,15 @@
  * hosts see it (and through a second gateway), the reaper's bound, pins and the pin quota, tenant
  * isolation under churn, eviction quality (sampled LRU against FIFO on a Zipf(0.99) workload),
  * byte-/token-hours against their closed form (and across a restart), the eviction lease (one
- * gateway evicts; a killed holder hands it over after its lease).
+ * gateway evicts; a killed holder hands it over after its lease), the engine's block hash on Store
+ * TTL (CDW13 bit 1) kept in the record and named in the cache events, and its bad forms.
  *
  * Usage: cache_func mem|rados [loop]. The two-gateway, restart and lease parts need RADOS (a second
  * mem target shares nothing). `cache_func lease-child NS` is the holder the lease part kills.
  */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,6 +159,57 @@ static long gone_after(struct gw *g, uint32_t nsid, const char *key, uint32_t le
 		putchar('\n');                                                                     \
 	} while (0)
 
+/* ---- the cache events the target reports (nkv_target_set_cache_events) ---- */
+
+#define EV_MAX 512
+static struct ev {
+	uint32_t nsid;
+	char key[17];
+	uint8_t reason;
+	bool has_hash;
+	uint64_t hash;
+} g_ev[EV_MAX];
+static unsigned g_nev;
+static pthread_mutex_t g_ev_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void on_event(void *arg, const struct nkv_cache_event *e)
+{
+	(void)arg;
+	pthread_mutex_lock(&g_ev_lock);
+	if (g_nev < EV_MAX) {
+		struct ev *v = &g_ev[g_nev++];
+		v->nsid = e->nsid;
+		memcpy(v->key, e->key, e->klen);
+		v->key[e->klen] = '\0';
+		v->reason = e->reason;
+		v->has_hash = e->has_hash;
+		v->hash = e->block_hash;
+	}
+	pthread_mutex_unlock(&g_ev_lock);
+}
+
+/* The events for key @key, in order, into @out (at most @max). @return how many. */
+static unsigned events_of(const char *key, struct ev *out, unsigned max)
+{
+	unsigned n = 0;
+	pthread_mutex_lock(&g_ev_lock);
+	for (unsigned i = 0; i < g_nev && n < max; i++)
+		if (strcmp(g_ev[i].key, key) == 0)
+			out[n++] = g_ev[i];
+	pthread_mutex_unlock(&g_ev_lock);
+	return n;
+}
+
+/* Store TTL with the block hash @hash and CDW13 @flags (NKV_TTL_HASH and what else the test sets). */
+static unsigned put_hash(uint32_t nsid, const char *key, uint32_t ttl, uint32_t flags, uint64_t hash)
+{
+	struct nkv_sqe s;
+	nkv_sqe_store_ttl(&s, nsid, (const uint8_t *)key, (unsigned)strlen(key), 256, 0, ttl, 0);
+	nkv_sqe_set_block_hash(&s, hash);
+	nkv_put32(&s.cdw13, flags);
+	return store(NULL, &s, 256, hash);
+}
+
 static void test_ttl(void)
 {
 	/* Expiry at TTL as the host sees it: within [2000, 2000 + a poll and a round trip] ms */
@@ -194,6 +247,56 @@ static void test_ttl(void)
 	/* Delete of an expired key: absent to the host (87h with EDNEK, the default), and removed */
 	CHECK(op(NULL, NKV_KV_DELETE, NS_DEF, "d3") == GONE, "Delete of an expired key: 87h");
 	CHECK(op(NULL, NKV_KV_DELETE, NS_DEF, "d3") == GONE, "and again");
+}
+
+/* The engine's block hash (CDW13 bit 1, SQE bytes 23:16): kept in the entry's record, so the events of
+ * the Store, a replacement, a Delete and the reaper all name it; the key's last 8 bytes without it. */
+static void test_block_hash(void)
+{
+	const uint64_t h1 = 0xfedcba9876543210ull, h2 = 5, h3 = 0x0102030405060708ull;
+	struct ev e[8];
+	unsigned n;
+
+	CHECK(put_hash(NS_TTL, "bh1", 1, NKV_TTL_HASH, h1) == 0 && get(NULL, NS_TTL, "bh1", 256, h1) == 0,
+	      "Store TTL with a block hash: stored, reads back");
+	CHECK(put_hash(NS_TTL, "bh2", 60, NKV_TTL_HASH, h2) == 0, "a second entry, TTL 60 s");
+	CHECK(put_hash(NS_TTL, "bh2", 1, NKV_TTL_HASH, h3) == 0, "replaced under another hash, TTL 1 s");
+	CHECK(put_hash(NS_TTL, "bh3", 60, NKV_TTL_HASH, h1) == 0 && op(NULL, NKV_KV_DELETE, NS_TTL, "bh3") == 0,
+	      "a third stored and deleted by the host");
+	CHECK(put_ttl(NULL, NS_TTL, "bh4", 256, 4, 1, false) == 0, "one without a hash, TTL 1 s");
+	/* bad forms: reserved CDW13 bits, with and without bit 1; TTL or pin on a plain namespace */
+	CHECK(put_hash(NS_TTL, "bhx", 60, NKV_TTL_HASH | 0x4, h1) == SC(0, NKV_SC_INVALID_FIELD) &&
+		      put_hash(NS_TTL, "bhx", 60, 0x80000000u, h1) == SC(0, NKV_SC_INVALID_FIELD),
+	      "CDW13 bits 31:2: Invalid Field, with or without bit 1");
+	CHECK(op(NULL, NKV_KV_EXIST, NS_TTL, "bhx") == GONE, "and nothing stored");
+	CHECK(put_hash(NS_OLD, "bhp", 0, NKV_TTL_HASH, h1) == 0 && get(NULL, NS_OLD, "bhp", 256, h1) == 0,
+	      "a plain namespace takes a Store TTL that only names its block as a plain Store");
+	CHECK(put_hash(NS_OLD, "bhq", 5, NKV_TTL_HASH, h1) == SC(0, NKV_SC_INVALID_FIELD) &&
+		      put_hash(NS_OLD, "bhq", 0, NKV_TTL_HASH | NKV_TTL_PIN, h1) == SC(0, NKV_SC_INVALID_FIELD),
+	      "but not a TTL or a pin with it: Invalid Field");
+	CHECK(op(NULL, NKV_KV_DELETE, NS_OLD, "bhp") == 0, "the plain entry deleted");
+	/* the reaper removes bh1, bh2 and bh4 within a few seconds */
+	uint64_t until = nkv_now_ms() + 8000;
+	while (nkv_now_ms() < until && (events_of("bh1", e, 8) < 2 || events_of("bh2", e, 8) < 4 ||
+					events_of("bh4", e, 8) < 2))
+		sleep_ms(100);
+	n = events_of("bh1", e, 8);
+	CHECK(n == 2 && e[0].reason == NKV_CACHE_STORED && e[1].reason == NKV_CACHE_EXPIRED && e[0].has_hash &&
+		      e[1].has_hash && e[0].hash == h1 && e[1].hash == h1,
+	      "Store then expiry, both naming the hash the Store gave (%u events)", n);
+	n = events_of("bh2", e, 8);
+	CHECK(n == 4 && e[0].reason == NKV_CACHE_STORED && e[0].hash == h2 && e[1].reason == NKV_CACHE_DELETED &&
+		      e[1].hash == h2 && e[2].reason == NKV_CACHE_STORED && e[2].hash == h3 &&
+		      e[3].reason == NKV_CACHE_EXPIRED && e[3].hash == h3,
+	      "replaced under another hash: Stored h2, Deleted h2, Stored h3, then the expiry of h3 (%u events)", n);
+	n = events_of("bh3", e, 8);
+	CHECK(n == 2 && e[1].reason == NKV_CACHE_DELETED && e[1].hash == h1 && e[1].has_hash,
+	      "a host's Delete names the hash read back from the record (%u events)", n);
+	n = events_of("bh4", e, 8);
+	CHECK(n == 2 && !e[0].has_hash && !e[1].has_hash && e[0].hash == 0x626834 && e[1].hash == 0x626834,
+	      "without a hash: the key's last 8 bytes, big-endian (%u events)", n);
+	CHECK(events_of("bhp", e, 8) == 0 && events_of("bhx", e, 8) == 0 && events_of("bhq", e, 8) == 0,
+	      "no event for a plain namespace or a refused Store");
 }
 
 /* Entries stored before the namespace had a cache (no record): served as they were, never expire. */
@@ -586,6 +689,7 @@ int main(int argc, char **argv)
 		return lease_child(argv[2]);
 	h_init(argc, argv, "cache_func");
 	g_rados = strcmp(H.backend, "rados") == 0;
+	nkv_target_set_cache_events(H.tgt, on_event, NULL); /* before the namespaces, as it must be */
 	struct nkv_cache_policy ttl = {.reap_interval_s = 1};
 	struct nkv_cache_policy def = {.default_ttl_s = 1, .max_ttl_s = 2};
 	struct nkv_cache_policy pin = {.pin_quota_bytes = 65536};
@@ -612,6 +716,7 @@ int main(int argc, char **argv)
 	if (!Q)
 		return 1;
 	test_ttl();
+	test_block_hash();
 	test_legacy();
 	test_reaper();
 	test_pins();

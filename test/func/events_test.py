@@ -3,18 +3,22 @@
 
 Starts rados-nkv with two cache namespaces (one small-capacity LRU namespace that must evict, one
 whose entries expire after 2 s) and a plain one, --events on a free TCP port and --metrics; a
-python3-zmq subscriber and python3-msgpack decode every message. Checks: three frames per message,
-the topic kv@<gateway>@<RADOS namespace>, sequence numbers from 0 without gaps, one BlockRemoved per
-evicted or expired entry whose hash is the key's bytes, and that the keys reported evicted are exactly
-the keys Retrieve no longer finds; the scrape (python3-prometheus-client's parser) has the cache
-families with the policy, the eviction and expiry counts equal to the events received, and the
-publisher's counters; then the map layout and a nil medium, and --events usage errors.
+python3-zmq subscriber reads every message and llmd_events.py (llm-d's own reading, written from its
+Go code) decodes it. Checks: three frames per message, the topic kv@OBJECT_STORE@<RADOS namespace>,
+sequence numbers from 0 without gaps, one BlockStored per Store and one BlockRemoved per evicted or
+expired entry, named by the key's last 8 bytes (no block hash given), the keys reported evicted
+exactly the keys Retrieve no longer finds; the scrape (python3-prometheus-client's parser) has the
+cache families with the policy, the eviction and expiry counts equal to the events received, and
+the publisher's counters; the map layout with a nil medium; the block hash round trip: Stores
+through the Python package with the engine's block hashes, whose BlockStored, and the BlockRemoved
+of their Delete, replacement and expiry, name those hashes, published to a subscriber that binds
+(--events-mode connect, llm-d's global socket); and --events usage errors.
 
     events_test.py PATH/rados-nkv PATH/nkv mem|rados
 
-rados needs NKV_CEPH_CONF (NKV_CEPH_USER, NKV_CEPH_KEYRING, NKV_CEPH_POOL as the other tests);
-without it: exit 77, or 1 with NKV_REQUIRE_RADOS=1. Prints "ok - ..." / "FAIL - ..." lines and
-"N passed, N failed".
+The hash round trip needs libnkv (NKV_LIBRARY, as the Python suites). rados needs NKV_CEPH_CONF
+(NKV_CEPH_USER, NKV_CEPH_KEYRING, NKV_CEPH_POOL as the other tests); without it: exit 77, or 1 with
+NKV_REQUIRE_RADOS=1. Prints "ok - ..." / "FAIL - ..." lines and "N passed, N failed".
 """
 import json
 import os
@@ -28,7 +32,9 @@ import tempfile
 import time
 import urllib.request
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 import daemon_check  # noqa: E402
 from daemon_check import check, finish  # noqa: E402
 
@@ -39,6 +45,7 @@ try:
 except ImportError as e:
     print("skip: %s (python3-zmq, python3-msgpack, python3-prometheus-client: scripts/deps.sh)" % e)
     sys.exit(77)
+import llmd_events  # noqa: E402
 
 DAEMON, NKV, BACKEND = sys.argv[1], sys.argv[2], (sys.argv[3] if len(sys.argv) > 3 else "mem")
 pool = os.environ.get("NKV_CEPH_POOL", "nkv")
@@ -51,7 +58,16 @@ GW = "gw-" + tag
 NS_EVICT, NS_EXPIRE, NS_PLAIN = "evict-" + tag, "expire-" + tag, "plain-" + tag
 CAPACITY = 64 << 10
 VSIZE = 4096
+MEDIUM = "OBJECT_STORE"
 daemons = []
+# the daemons run without the interpreter's sanitizer settings (the Python suites' ASAN_OPTIONS and
+# LD_PRELOAD are for libnkv inside this interpreter)
+DAEMON_ENV = {k: v for k, v in os.environ.items() if k not in ("ASAN_OPTIONS", "LD_PRELOAD")}
+
+
+def key_hash(k):
+    """The hash an entry stored without one is published under: the key's last 8 bytes, big-endian."""
+    return int.from_bytes(k[-8:], "big")
 
 
 def free_port():
@@ -76,7 +92,7 @@ class Daemon:
         self.proc = subprocess.Popen([DAEMON, "-c", conf] + backend_args +
                                      ["-l", "127.0.0.1:0", "-d", "none", "--control", "none", "--metrics", "127.0.0.1:0",
                                       "--gateway-name", GW, "--pid-file", self.pid, "--log-level", "info"] + extra,
-                                     stdout=open(self.log_path, "w"), stderr=subprocess.STDOUT)
+                                     stdout=open(self.log_path, "w"), stderr=subprocess.STDOUT, env=DAEMON_ENV)
         daemons.append(self)
         deadline = time.time() + 60
         while time.time() < deadline and self.proc.poll() is None and not (os.path.exists(self.pid) and os.path.getsize(self.pid) > 0):
@@ -133,13 +149,17 @@ def val(samples, name, **labels):
 
 
 class Subscriber:
-    def __init__(self, endpoint):
+    """A SUB socket that connects (or, with @bind, binds: llm-d's global socket) and reads every
+    message through llmd_events.parse_message()."""
+
+    def __init__(self, endpoint, bind=False, map_events=True):
         self.ctx = zmq.Context()
         self.sock = self.ctx.socket(zmq.SUB)
         self.sock.setsockopt(zmq.SUBSCRIBE, b"kv@")
-        self.sock.connect(endpoint)
-        self.msgs = []     # (topic, seq, decoded payload)
-        self.bad = []      # what was not three frames with an 8-byte sequence
+        (self.sock.bind if bind else self.sock.connect)(endpoint)
+        self.map_events = map_events
+        self.msgs = []     # (topic, seq, ts, [event]) as llm-d reads them
+        self.bad = []      # (frames, why) llm-d would drop
 
     def drain(self, seconds):
         """Receive for up to @seconds, returning early 1 s after the last message."""
@@ -149,11 +169,11 @@ class Subscriber:
             if not self.sock.poll(100):
                 continue
             frames = self.sock.recv_multipart()
-            if len(frames) != 3 or len(frames[1]) != 8:
-                self.bad.append(frames)
-                continue
-            self.msgs.append((frames[0].decode(), int.from_bytes(frames[1], "big"),
-                              msgpack.unpackb(frames[2], raw=False)))
+            try:
+                pod, model, seq, ts, events = llmd_events.parse_message(frames, self.map_events)
+                self.msgs.append(("kv@%s@%s" % (pod, model), seq, ts, events))
+            except llmd_events.Refused as e:
+                self.bad.append((frames, str(e)))
             quiet = time.time() + 1.0
 
     def close(self):
@@ -161,33 +181,25 @@ class Subscriber:
         self.ctx.term()
 
 
-def removed_keys(msgs, topic, layout="array"):
-    """Keys of the BlockRemoved events of @topic; None if an event is not a well-formed BlockRemoved."""
-    keys = []
-    for t, _, p in msgs:
+def hashes(msgs, topic, typ):
+    """The block hashes of the @typ events of @topic, in order; None if a message is not one event
+    of the storage tier (medium OBJECT_STORE or none) as rados-nkv sends them."""
+    out = []
+    for t, _, _, evs in msgs:
         if t != topic:
             continue
-        if layout == "array":
-            if not (isinstance(p, list) and len(p) == 3 and isinstance(p[0], float) and p[2] is None and len(p[1]) == 1):
-                return None
-            ev = p[1][0]
-            if not (len(ev) == 3 and ev[0] == "BlockRemoved" and len(ev[1]) == 1 and isinstance(ev[1][0], bytes)):
-                return None
-            keys.append(ev[1][0])
-        else:
-            if not (isinstance(p, dict) and set(p) == {"ts", "events", "data_parallel_rank"} and len(p["events"]) == 1):
-                return None
-            ev = p["events"][0]
-            if not (ev.get("type") == "BlockRemoved" and len(ev.get("block_hashes", [])) == 1):
-                return None
-            keys.append(ev["block_hashes"][0])
-    return keys
+        if len(evs) != 1 or len(evs[0].get("block_hashes", [])) != 1:
+            return None
+        if evs[0]["type"] == typ:
+            out.append(evs[0]["block_hashes"][0])
+    return out
 
 
 try:
     # ---- usage errors first: nothing to clean up ----
     for args, code, what in ((["--events", "bogus"], 64, "--events without TRANSPORT://"),
                              (["--events-format", "xml"], 64, "--events-format xml"),
+                             (["--events-mode", "listen"], 64, "--events-mode listen"),
                              (["--events-medium", "m" * 64], 64, "--events-medium of 64 bytes")):
         p = subprocess.run([DAEMON, "--backend", "mem", "--check"] + args, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, timeout=30)
@@ -195,7 +207,8 @@ try:
               (what, code, p.returncode, p.stderr.decode().strip()))
     bad = os.path.join(tmp, "bad.json")
     for doc, key in (({"events": 5}, '"events"'), ({"events": {"endpoint": "tcp://127.0.0.1:1", "format": "xml"}},
-                                                    '"format"'), ({"events": {"port": 1}}, '"port"')):
+                                                    '"format"'), ({"events": {"port": 1}}, '"port"'),
+                     ({"events": {"endpoint": "tcp://127.0.0.1:1", "mode": "listen"}}, '"mode"')):
         with open(bad, "w") as f:
             json.dump(doc, f)
         p = subprocess.run([DAEMON, "-c", bad, "--backend", "mem", "--check"], stdout=subprocess.PIPE,
@@ -205,8 +218,15 @@ try:
     ep = "tcp://127.0.0.1:%d" % free_port()
     p = subprocess.run([DAEMON, "--backend", "mem", "--check", "--events", ep, "--events-format", "map",
                         "--gateway-name", GW], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
-    check(p.returncode == 0 and ("cache events: ZMQ PUB on %s, topic kv@%s@<RADOS namespace>, map layout" %
-                                 (ep, GW)).encode() in p.stdout, "--check prints the events plan")
+    check(p.returncode == 0 and ("cache events: ZMQ PUB bound to %s, topic kv@OBJECT_STORE@<RADOS namespace>, "
+                                 "map layout, medium OBJECT_STORE" % ep).encode() in p.stdout,
+          "--check prints the events plan")
+    p = subprocess.run([DAEMON, "--backend", "mem", "--check", "--events", ep, "--events-mode", "connect",
+                        "--events-medium", "none", "--gateway-name", GW], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=30)
+    check(p.returncode == 0 and ("cache events: ZMQ PUB connected to %s, topic kv@%s@<RADOS namespace>, "
+                                 "array layout, medium nil" % (ep, GW)).encode() in p.stdout,
+          "--check prints the connect mode, and the gateway's name in the topic without a medium")
     # an address another socket holds: exit 1 with the reason
     holder = socket.socket()
     holder.bind(("127.0.0.1", 0))
@@ -226,8 +246,8 @@ try:
         {"nsid": 3, "rados_namespace": NS_PLAIN}])
     ep = "tcp://127.0.0.1:%d" % free_port()
     d = Daemon("a", conf, ["--events", ep])
-    check(("cache events: ZMQ PUB on %s, topic kv@%s@<RADOS namespace>, array layout, medium storage" %
-           (ep, GW)) in d.log(), "the log names the events endpoint and topic")
+    check(("cache events: ZMQ PUB bound to %s, topic kv@OBJECT_STORE@<RADOS namespace>, array layout, "
+           "medium OBJECT_STORE" % ep) in d.log(), "the log names the events endpoint and topic")
     sub = Subscriber(ep)
     time.sleep(1.0)  # a PUB socket sends nothing to a subscription it has not seen yet
 
@@ -257,40 +277,49 @@ try:
     evicted = expired = []
     while time.time() < deadline:
         sub.drain(1.5)
-        evicted = removed_keys(sub.msgs, "kv@%s@%s" % (GW, NS_EVICT)) or []
-        expired = removed_keys(sub.msgs, "kv@%s@%s" % (GW, NS_EXPIRE)) or []
+        evicted = hashes(sub.msgs, "kv@%s@%s" % (MEDIUM, NS_EVICT), "BlockRemoved") or []
+        expired = hashes(sub.msgs, "kv@%s@%s" % (MEDIUM, NS_EXPIRE), "BlockRemoved") or []
         samples, fams, body = d.scrape()
         used = val(samples, "rados_nkv_cache_used_bytes", subsystem=NQN, nsid=1)
         if used is not None and used <= CAPACITY and len(expired) >= len(expiring):
             break
     sub.drain(2.0)  # anything still on its way
-    topics = {t for t, _, _ in sub.msgs}
-    check(not sub.bad, "every message is three frames with an 8-byte sequence (%d bad)" % len(sub.bad))
-    check(topics <= {"kv@%s@%s" % (GW, NS_EVICT), "kv@%s@%s" % (GW, NS_EXPIRE)},
-          "topics kv@<gateway>@<RADOS namespace>, none for the plain namespace: %s" % sorted(topics))
-    seqs = [s for _, s, _ in sub.msgs]
+    topics = {t for t, _, _, _ in sub.msgs}
+    check(not sub.bad, "llm-d reads every message (%d refused: %s)" % (len(sub.bad), sub.bad[:1]))
+    check(topics <= {"kv@%s@%s" % (MEDIUM, NS_EVICT), "kv@%s@%s" % (MEDIUM, NS_EXPIRE)},
+          "topics kv@OBJECT_STORE@<RADOS namespace>, none for the plain namespace: %s" % sorted(topics))
+    seqs = [s for _, s, _, _ in sub.msgs]
     check(seqs == list(range(len(seqs))), "sequence numbers 0..%d without a gap" % (len(seqs) - 1))
-    evicted = removed_keys(sub.msgs, "kv@%s@%s" % (GW, NS_EVICT))
-    expired = removed_keys(sub.msgs, "kv@%s@%s" % (GW, NS_EXPIRE))
-    check(evicted is not None and expired is not None, "every payload is [ts, [[\"BlockRemoved\", [key], medium]], nil]")
+    t_evict, t_expire = "kv@%s@%s" % (MEDIUM, NS_EVICT), "kv@%s@%s" % (MEDIUM, NS_EXPIRE)
+    evicted = hashes(sub.msgs, t_evict, "BlockRemoved")
+    expired = hashes(sub.msgs, t_expire, "BlockRemoved")
+    check(evicted is not None and expired is not None, "every message is one event naming one block")
     evicted, expired = evicted or [], expired or []
-    check(all(p[1][0][2] == "storage" for _, _, p in sub.msgs), "medium \"storage\"")
+    check(all(ev["device_tier"] == MEDIUM for _, _, _, evs in sub.msgs for ev in evs), "medium \"OBJECT_STORE\"")
     now = time.time()
-    check(all(now - 120 < p[0] <= now + 1 for _, _, p in sub.msgs), "timestamps are the time of the removal")
+    check(all(now - 120 < ts <= now + 1 for _, _, ts, _ in sub.msgs), "timestamps are the time of the event")
+    check(sorted(hashes(sub.msgs, t_evict, "BlockStored") or []) == sorted(key_hash(k.encode()) for k in stored),
+          "one BlockStored per Store the namespace took (%d), none for the %d refused, named by the key's last "
+          "8 bytes" % (len(stored), len(refused)))
+    check(sorted(hashes(sub.msgs, t_expire, "BlockStored") or []) == sorted(key_hash(k.encode()) for k in expiring),
+          "one BlockStored per Store on the expiring namespace")
+    check(all(ev["tokens"] == [] and ev["parent_hash"] == 0 and ev["block_size"] == 0 and ev["lora_id"] is None
+              for _, _, _, evs in sub.msgs for ev in evs if ev["type"] == "BlockStored"),
+          "BlockStored: no parent, tokens or block size (a storage tier knows none)")
     check(len(evicted) > 0, "entries were evicted (%d events)" % len(evicted))
     check(len(set(evicted)) == len(evicted), "one event per evicted entry (no duplicates)")
     missing = set()
     for k in stored:
         rc, out = d.nkv("retrieve", k, "-", nsid=1)
         if rc == 2:
-            missing.add(k.encode())
+            missing.add(key_hash(k.encode()))
         elif rc != 0 or out != stored[k]:
             check(False, "retrieve %s: exit %d" % (k, rc))
-    check(not set(evicted) & {k.encode() for k in refused}, "no event for a Store that was refused")
+    check(not set(evicted) & {key_hash(k.encode()) for k in refused}, "no event for a Store that was refused")
     check(set(evicted) == missing, "the keys reported evicted are exactly the keys gone (%d events, %d gone)" %
           (len(evicted), len(missing)))
-    check(sorted(expired) == sorted(k.encode() for k in expiring),
-          "one BlockRemoved per expired entry, with its key: %s" % sorted(expired))
+    check(sorted(expired) == sorted(key_hash(k.encode()) for k in expiring),
+          "one BlockRemoved per expired entry, named by its key: %s" % sorted(expired))
     check(all(d.nkv("retrieve", k, "-", nsid=2)[0] == 2 for k in expiring), "the expired keys are gone (87h)")
     if BACKEND == "rados":
         # the objects themselves, as Ceph's own CLI lists them (object name = the key in lowercase hex)
@@ -303,7 +332,7 @@ try:
             return {n for n in p.stdout.decode().split() if re.fullmatch(r"[0-9a-f]{2,32}", n)} if p.returncode == 0 \
                 else None
         left = objects(NS_EVICT)
-        check(left == {k.encode().hex() for k in stored if k.encode() not in set(evicted)},
+        check(left == {k.encode().hex() for k in stored if key_hash(k.encode()) not in set(evicted)},
               "rados ls: the evicted objects are removed, the others are there (%s objects)" %
               (len(left) if left is not None else "no listing"))
         check(objects(NS_EXPIRE) == set(), "rados ls: the expired objects are removed")
@@ -359,14 +388,83 @@ try:
         rc, _ = d.nkv("store", k, "-", stdin=b"m" * 100)
         check(rc == 0, "store %s (map layout run)" % k)
     deadline = time.time() + 30
-    while time.time() < deadline and len(sub.msgs) < 2:
+    while time.time() < deadline and len(sub.msgs) < 4:
         sub.drain(1.0)
-    keys = removed_keys(sub.msgs, "kv@%s@%s-m" % (GW, NS_EXPIRE), "map")
-    check(keys is not None and sorted(keys) == [b"m0", b"m1"], "map layout: two BlockRemoved with the keys (%s)" % keys)
-    check(all(p["events"][0]["medium"] is None for _, _, p in sub.msgs), "medium nil")
-    check([s for _, s, _ in sub.msgs] == [0, 1], "the sequence starts at 0 again")
+    t_m = "kv@%s@%s-m" % (GW, NS_EXPIRE)
+    check(not sub.bad, "map layout: llm-d (with map events) reads every message (%s)" % sub.bad[:1])
+    check(sorted(hashes(sub.msgs, t_m, "BlockStored") or []) == [key_hash(b"m0"), key_hash(b"m1")] and
+          sorted(hashes(sub.msgs, t_m, "BlockRemoved") or []) == [key_hash(b"m0"), key_hash(b"m1")],
+          "map layout: BlockStored and BlockRemoved for m0 and m1, topic kv@<gateway>@... without a medium")
+    check(all(ev["device_tier"] == "" for _, _, _, evs in sub.msgs for ev in evs), "medium nil")
+    check([s for _, s, _, _ in sub.msgs] == [0, 1, 2, 3], "the sequence starts at 0 again")
     sub.close()
     check(d.stop() == 0, "SIGTERM: exit 0")
+
+    # ---- the engine's block hashes, round trip; a subscriber that binds (llm-d's global socket) ----
+    try:
+        import rados_nkv
+    except Exception as e:  # noqa: BLE001 (ctypes raises OSError, ImportError...)
+        rados_nkv = None
+        check(False, "import rados_nkv (NKV_LIBRARY=%s): %s" % (os.environ.get("NKV_LIBRARY"), e))
+    if rados_nkv:
+        conf = write_conf("c.json", [
+            {"nsid": 1, "rados_namespace": "llm-" + tag, "cache": {"default_ttl": 2, "reap_interval_s": 1}},
+            {"nsid": 2, "rados_namespace": NS_PLAIN + "-c"}])
+        ep = "tcp://127.0.0.1:%d" % free_port()
+        sub = Subscriber(ep, bind=True, map_events=False)  # the array layout: llm-d before map events too
+        d = Daemon("c", conf, ["--events", ep, "--events-mode", "connect"])
+        check(("ZMQ PUB connected to %s" % ep) in d.log(), "the log says the publisher connects")
+        c = rados_nkv.connect("127.0.0.1:%d" % d.tport, subnqn=NQN, nsid=1, queues=1, timeout=20)
+        # a PUB socket that connects sends nothing until the connection is up: probe with a key
+        # stored and deleted until its BlockStored arrives, then start from a clean slate
+        deadline = time.time() + 20
+        while time.time() < deadline and not sub.msgs:
+            c.store(b"probe", b"p", block_hash=1)
+            c.delete(b"probe")
+            sub.drain(0.3)
+        check(bool(sub.msgs), "events reach a subscriber that binds (--events-mode connect)")
+        sub.drain(1.0)
+        sub.msgs = []
+        t_c = "kv@%s@llm-%s" % (MEDIUM, tag)
+        H1, H4, H5, H6 = 0xFEDCBA9876543210, 7, (1 << 64) - 1, 0x1122334455667788
+        B2 = bytes(range(32))  # a vLLM block hash as bytes: llm-d reads its last 8 bytes
+        h2 = int.from_bytes(B2[-8:], "big")
+        v = b"v" * 512
+        c.store(b"k1", v, block_hash=H1)
+        c.store(b"k2", v, block_hash=B2)
+        c.store(b"k3", v)                       # no hash: the key's last 8 bytes
+        c.store(b"k4", v, block_hash=H4)        # a small hash: still a uint64 on the wire
+        c.store(b"k4", v, block_hash=H5)        # replaced under another hash
+        c.store_many([b"k6", b"k7"], [v, v], block_hashes=[H6, None])
+        check(c.delete(b"k1") is True, "delete k1")
+        c.store(b"p1", v, nsid=2, block_hash=H1)  # a plain namespace takes the hash, publishes nothing
+        check(c.retrieve(b"p1", nsid=2) == v, "a Store with a block hash on a plain namespace is a plain Store")
+        left = {h2, key_hash(b"k3"), H5, H6, key_hash(b"k7")}
+        deadline = time.time() + 30
+        while time.time() < deadline and not left <= set(hashes(sub.msgs, t_c, "BlockRemoved") or []):
+            sub.drain(1.0)
+        sub.drain(1.5)
+        c.close()
+        check(not sub.bad, "llm-d reads every message (%s)" % sub.bad[:1])
+        check({t for t, _, _, _ in sub.msgs} == {t_c}, "one topic, none for the plain namespace")
+        seq = [(evs[0]["type"], evs[0]["block_hashes"][0]) for _, _, _, evs in sub.msgs]
+        stored_h = [h for t, h in seq if t == "BlockStored"]
+        removed_h = [h for t, h in seq if t == "BlockRemoved"]
+        check(stored_h[:5] == [H1, h2, key_hash(b"k3"), H4, H5] and
+              sorted(stored_h[5:]) == sorted([H6, key_hash(b"k7")]),
+              "BlockStored names the hash each Store gave (int, bytes, none, small, replaced): %s" %
+              ["%x" % h for h in stored_h])
+        check(seq[3:6] == [("BlockStored", H4), ("BlockRemoved", H4), ("BlockStored", H5)],
+              "a Store that replaces an entry under another hash: BlockRemoved of the old one first")
+        check(("BlockRemoved", H1) in seq and seq.index(("BlockRemoved", H1)) > seq.index(("BlockStored", H1)),
+              "a host's Delete: BlockRemoved with the hash given at the Store")
+        check(sorted(removed_h) == sorted([H4, H1] + list(left)),
+              "expiries: BlockRemoved with the hashes kept in the entries' records: %s" %
+              ["%x" % h for h in removed_h])
+        check(all(ev["device_tier"] == MEDIUM for _, _, _, evs in sub.msgs for ev in evs),
+              "medium OBJECT_STORE (llm-d's tier: object_store)")
+        sub.close()
+        check(d.stop() == 0, "SIGTERM: exit 0")
 finally:
     cleanup()
 finish()

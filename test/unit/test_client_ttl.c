@@ -1,6 +1,6 @@
 /*
  * test_client_ttl.c - libnkv's Store TTL without a target: nkv_store_ttl(), nkv_store_ttl_async() and
- * the engine's STORE ops (ttl_s, NKV_OP_PIN) over a fake transport that records every SQE and
+ * the engine's STORE ops (ttl_s, NKV_OP_PIN, NKV_OP_HASH) over a fake transport that records every SQE and
  * answers with a status the test chooses. Checks the opcode (F1h only when a TTL or a pin is asked
  * for, else Store 01h), CDW12/CDW13, the data buffer handed to the transport, the errno each status
  * maps to (02h -EINVAL, 81h -ENOSPC, 01h -EOPNOTSUPP), and what the engine refuses before sending.
@@ -335,7 +335,7 @@ static void engine_store_ttl(void **state)
 	fake_reset(0);
 	set_op(&ops[0], NKV_OP_STORE, "ok", v, 8);
 	set_op(&ops[1], NKV_OP_STORE, "bad", v, 8);
-	ops[1].flags = 0x2;
+	ops[1].flags = 0x4;
 	assert_int_equal(nkv_engine_run(e, ops, 2), -EINVAL);
 	assert_int_equal(ops[0].rc, 0);
 	assert_int_equal(ops[1].rc, -EINVAL);
@@ -350,7 +350,35 @@ static void engine_store_ttl(void **state)
 	set_op(&ops[1], NKV_OP_LIST, "", v, 64);
 	ops[1].ttl_s = 1;
 	assert_int_equal(nkv_engine_run(e, ops, 2), -EINVAL);
+	set_op(&ops[1], NKV_OP_RETRIEVE, "r", v, 8); /* NKV_OP_HASH belongs to Store */
+	ops[1].flags = NKV_OP_HASH;
+	ops[1].offset = 9;
+	assert_int_equal(nkv_engine_run(e, ops, 2), -EINVAL);
+	set_op(&ops[1], NKV_OP_STORE, "s", v, 8); /* an offset on a Store without NKV_OP_HASH */
+	ops[1].offset = 9;
+	assert_int_equal(nkv_engine_run(e, ops, 2), -EINVAL);
 	assert_int_equal(F.nsent, 0);
+
+	/* NKV_OP_HASH: a Store TTL with CDW13 bit 1 and the hash in SQE bytes 23:16 (little-endian) */
+	fake_reset(0);
+	set_op(&ops[0], NKV_OP_STORE, "h", v, 8);
+	ops[0].flags = NKV_OP_HASH;
+	ops[0].offset = 0xfedcba9876543210ull;
+	set_op(&ops[1], NKV_OP_STORE, "hp", v, 8);
+	ops[1].flags = NKV_OP_HASH | NKV_OP_PIN;
+	ops[1].ttl_s = 60;
+	ops[1].offset = 7;
+	assert_int_equal(nkv_engine_run(e, ops, 2), 0);
+	s = sent_for("h");
+	assert_int_equal(s->opc, NKV_VS_STORE_TTL);
+	assert_int_equal(nkv_get32(&s->cdw12), NKV_TTL_DEFAULT);
+	assert_int_equal(nkv_get32(&s->cdw13), NKV_TTL_HASH);
+	static const uint8_t le[8] = {0x10, 0x32, 0x54, 0x76, 0x98, 0xba, 0xdc, 0xfe};
+	assert_memory_equal((const uint8_t *)s + 16, le, 8);
+	s = sent_for("hp");
+	assert_int_equal(nkv_get32(&s->cdw12), 60);
+	assert_int_equal(nkv_get32(&s->cdw13), NKV_TTL_HASH | NKV_TTL_PIN);
+	assert_int_equal(nkv_get64(&s->mptr), 7);
 
 	nkv_engine_destroy(e);
 	fake_ctrl_free(ctrl);

@@ -217,6 +217,15 @@ static void store_ttl_sqe(void **state)
 	assert_int_equal(nkv_sqe_klen(&s), 16);
 	assert_int_equal(nkv_sqe_kv_opts(&s), NKV_STORE_MUST_EXIST | NKV_STORE_NO_COMPRESS);
 
+	/* The block hash: SQE bytes 23:16 little-endian, CDW13 bit 1 added to the pin bit */
+	struct nkv_sqe h = s;
+	nkv_sqe_set_block_hash(&h, 0x0102030405060708ull);
+	static const uint8_t hle[8] = {8, 7, 6, 5, 4, 3, 2, 1};
+	assert_int_equal(NKV_TTL_HASH, 2);
+	assert_memory_equal((const uint8_t *)&h + 16, hle, 8);
+	assert_int_equal(nkv_get32((const uint8_t *)&h + 52), NKV_TTL_PIN | NKV_TTL_HASH);
+	assert_memory_equal((const uint8_t *)&h + 24, b + 24, 28); /* DPTR .. CDW12 unchanged */
+
 	/* Everything but the opcode, CDW12 and CDW13 is a Store's */
 	nkv_sqe_kv(&ref, NKV_KV_STORE, 9, key, 16, 0x12345678, NKV_STORE_MUST_EXIST | NKV_STORE_NO_COMPRESS);
 	assert_memory_equal(b + 1, (const uint8_t *)&ref + 1, 47);

@@ -125,13 +125,17 @@ static void usage(FILE *f)
 		"                            serve Prometheus metrics at http://ADDR:PORT/metrics (port 0: any\n"
 		"                            free one, logged); default none\n"
 		"      --events ENDPOINT|none\n"
-		"                            publish every cache eviction and expiry as an llm-d KV event\n"
-		"                            (BlockRemoved) on a ZMQ PUB socket bound here, e.g.\n"
-		"                            tcp://127.0.0.1:5557; default none\n"
+		"                            publish every cache Store, Delete, eviction and expiry as an\n"
+		"                            llm-d KV event (BlockStored, BlockRemoved) on a ZMQ PUB socket\n"
+		"                            at this endpoint, e.g. tcp://127.0.0.1:5557; default none\n"
+		"      --events-mode bind|connect\n"
+		"                            bind the endpoint (default), or connect to a subscriber that\n"
+		"                            binds it (llm-d's global socket)\n"
 		"      --events-format array|map\n"
-		"                            payload layout: vLLM's arrays (default) or tagged maps\n"
+		"                            event layout: arrays (default) or maps, as vLLM encodes them\n"
 		"      --events-medium NAME|none\n"
-		"                            the events' medium field (default storage; none: nil)\n"
+		"                            the events' medium and topic pod (default OBJECT_STORE; none:\n"
+		"                            medium nil, the gateway's name in the topic)\n"
 		"      --check               validate the configuration, print what would be served, and exit\n"
 		"  -V, --version             print the version and exit\n"
 		"  -h, --help                this text\n");
@@ -146,7 +150,7 @@ void conf_defaults(struct daemon_conf *c)
 	snprintf(c->group_pool, sizeof(c->group_pool), "nkv");
 	if (gethostname(c->gateway_name, sizeof(c->gateway_name) - 1) < 0 || !c->gateway_name[0])
 		snprintf(c->gateway_name, sizeof(c->gateway_name), "gateway");
-	snprintf(c->events_medium, sizeof(c->events_medium), "storage");
+	snprintf(c->events_medium, sizeof(c->events_medium), "OBJECT_STORE");
 }
 
 static int parse_size(const char *s, uint64_t *out)
@@ -1024,6 +1028,14 @@ static int set_events_format(struct daemon_conf *c, const char *s)
 	return 0;
 }
 
+static int set_events_mode(struct daemon_conf *c, const char *s)
+{
+	if (strcmp(s, "bind") && strcmp(s, "connect"))
+		return -1;
+	c->events_connect = strcmp(s, "connect") == 0;
+	return 0;
+}
+
 static int set_events_medium(struct daemon_conf *c, const char *s)
 {
 	if (!*s || strlen(s) >= sizeof(c->events_medium))
@@ -1032,10 +1044,10 @@ static int set_events_medium(struct daemon_conf *c, const char *s)
 	return 0;
 }
 
-/* "events": "ENDPOINT" or {"endpoint", "format", "medium"}. */
+/* "events": "ENDPOINT" or {"endpoint", "mode", "format", "medium"}. */
 static void jevents(struct jctx *j, struct daemon_conf *c, json_object *root)
 {
-	static const char *const keys[] = {"endpoint", "format", "medium", NULL};
+	static const char *const keys[] = {"endpoint", "mode", "format", "medium", NULL};
 	json_object *o;
 	const char *v;
 
@@ -1047,12 +1059,14 @@ static void jevents(struct jctx *j, struct daemon_conf *c, json_object *root)
 		return;
 	}
 	if (!json_object_is_type(o, json_type_object)) {
-		jfail(j, "", "events", "must be an endpoint string or {\"endpoint\", \"format\", \"medium\"}");
+		jfail(j, "", "events", "must be an endpoint string or {\"endpoint\", \"mode\", \"format\", \"medium\"}");
 		return;
 	}
 	jkeys(j, o, "events", keys);
 	if ((v = jstr(j, o, "events", "endpoint")) && set_events(c, v) < 0)
 		jfail(j, "events", "endpoint", "must be a ZMQ endpoint such as \"tcp://127.0.0.1:5557\", or \"none\"");
+	if ((v = jstr(j, o, "events", "mode")) && set_events_mode(c, v) < 0)
+		jfail(j, "events", "mode", "must be \"bind\" or \"connect\"");
 	if ((v = jstr(j, o, "events", "format")) && set_events_format(c, v) < 0)
 		jfail(j, "events", "format", "must be \"array\" or \"map\"");
 	if ((v = jstr(j, o, "events", "medium")) && set_events_medium(c, v) < 0)
@@ -1266,7 +1280,8 @@ enum { OPT_CEPH_CONF = 256, OPT_KEYRING, OPT_CLIENT_ID, OPT_OP_TIMEOUT, OPT_CONN
        OPT_SHM_MAX_CTRLS_HOST, OPT_LOG_SYSLOG, OPT_DHCHAP_KEY, OPT_DHCHAP_CTRL_KEY, OPT_DHCHAP_HASH,
        OPT_DHCHAP_DHGROUP, OPT_AUTH_TIMEOUT, OPT_LISTEN_TLS, OPT_TLS_KEY, OPT_TLS_MS, OPT_CONTROL,
        OPT_CONTROL_CERT, OPT_CONTROL_KEY, OPT_CONTROL_CA, OPT_GROUP, OPT_GROUP_POOL, OPT_GATEWAY_NAME,
-       OPT_STATE_FILE, OPT_METRICS, OPT_EVENTS, OPT_EVENTS_FORMAT, OPT_EVENTS_MEDIUM, OPT_SHM_NOTIFY, OPT_SCHED,
+       OPT_STATE_FILE, OPT_METRICS, OPT_EVENTS, OPT_EVENTS_FORMAT, OPT_EVENTS_MEDIUM, OPT_EVENTS_MODE,
+       OPT_SHM_NOTIFY, OPT_SCHED,
        OPT_CONTROL_GROUP, OPT_CONTROL_INSECURE_TCP, OPT_RUN_DIR, OPT_SHM_DIR };
 
 int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
@@ -1315,7 +1330,7 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 		{"gateway-name", required_argument, 0, OPT_GATEWAY_NAME},
 		{"state-file", required_argument, 0, OPT_STATE_FILE}, {"metrics", required_argument, 0, OPT_METRICS},
 		{"events", required_argument, 0, OPT_EVENTS}, {"events-format", required_argument, 0, OPT_EVENTS_FORMAT},
-		{"events-medium", required_argument, 0, OPT_EVENTS_MEDIUM},
+		{"events-medium", required_argument, 0, OPT_EVENTS_MEDIUM}, {"events-mode", required_argument, 0, OPT_EVENTS_MODE},
 		{"control-group", required_argument, 0, OPT_CONTROL_GROUP},
 		{"control-insecure-tcp", no_argument, 0, OPT_CONTROL_INSECURE_TCP},
 		{"run-dir", required_argument, 0, OPT_RUN_DIR}, {"shm-dir", required_argument, 0, OPT_SHM_DIR},
@@ -1584,6 +1599,10 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 			break;
 		case OPT_EVENTS_MEDIUM:
 			if (set_events_medium(c, optarg) < 0)
+				goto bad;
+			break;
+		case OPT_EVENTS_MODE:
+			if (set_events_mode(c, optarg) < 0)
 				goto bad;
 			break;
 		case 'S':

@@ -94,6 +94,7 @@ struct daemon_conf {
 	/* cache events (README "Cache events") */
 	char events[256];         /* --events: ZMQ endpoint of the PUB socket */
 	bool events_on;           /* off by default ("none") */
+	bool events_connect;      /* --events-mode connect: connect to the endpoint instead of binding it */
 	int events_format;        /* enum events_format (daemon.h): 0 array, 1 map */
 	char events_medium[64];   /* --events-medium: the events' medium; "": nil */
 };

@@ -51,8 +51,9 @@ int metrics_render(struct nkv_target *tgt, size_t max_bytes, char **out, size_t 
 /* ---- cache events (events.c; README "Cache events") ---- */
 
 enum events_format {
-	EVENTS_ARRAY = 0, /* vLLM's array layout, as llm-d decodes it: [ts, [event...], dp_rank] */
-	EVENTS_MAP = 1,   /* tagged maps: {"ts", "events": [{"type", ...}], "data_parallel_rank"} */
+	EVENTS_ARRAY = 0, /* vLLM's array layout, as llm-d decodes it: [ts, [[tag, field...]], dp_rank] */
+	EVENTS_MAP = 1,   /* vLLM's layout since it dropped array_like from its events: the same array
+			   * batch, each event a map {"type": tag, field: value...} */
 };
 
 #define EVENTS_RING 16384  /* events queued for the events thread at most; more are dropped (counted) */
@@ -70,21 +71,22 @@ struct events_counts {
 };
 
 /**
- * The payload of one BlockRemoved event for key @key (@klen 1-16 bytes) in @format, at @ts (seconds
- * since the epoch), medium @medium (NULL or "": nil), into @out of @cap bytes.
- * @return its length, -EINVAL (bad key length or format) or -ENOSPC (@cap too small).
+ * The payload of one event in @format at @ts (seconds since the epoch): a BlockStored (@stored) or a
+ * BlockRemoved naming block @hash (a msgpack uint64, always 9 bytes), medium @medium (NULL or "": nil),
+ * into @out of @cap bytes. @return its length, -EINVAL (bad format) or -ENOSPC (@cap too small).
  */
-int events_encode(int format, double ts, const uint8_t *key, unsigned klen, const char *medium, void *out,
-		  size_t cap);
+int events_encode(int format, double ts, bool stored, uint64_t hash, const char *medium, void *out, size_t cap);
 
 /**
  * The publisher (events.c, built with NKV_HAVE_EVENTS; main.c wires it to the target and the
- * metrics; tests use it alone): events_open() binds @endpoint with a queue of @ring events,
- * events_post() is the target's callback (any thread; never blocks on I/O), events_run() starts the
- * thread that sends, events_close() sends what is queued and frees. @return 0 or -errno.
+ * metrics; tests use it alone): events_open() binds @endpoint (or connects to it with @connect: a
+ * subscriber that binds, as llm-d's global socket) with a queue of @ring events, events_post() is
+ * the target's callback (any thread; never blocks on I/O), events_run() starts the thread that
+ * sends, events_close() sends what is queued and frees. The topic is kv@@medium@<RADOS namespace>,
+ * or kv@@gateway@<RADOS namespace> without a medium. @return 0 or -errno.
  */
-int events_open(const char *endpoint, const char *gateway, int format, const char *medium, unsigned ring,
-		struct daemon_events **out);
+int events_open(const char *endpoint, bool connect, const char *gateway, int format, const char *medium,
+		unsigned ring, struct daemon_events **out);
 int events_run(struct daemon_events *d);
 void events_post(void *arg, const struct nkv_cache_event *ev);
 void events_close(struct daemon_events *d);

@@ -1,19 +1,22 @@
 /*
- * events.c - the daemon's cache events (--events ENDPOINT): every entry a cache namespace evicts or
- * expires is published as a KV event in the layout llm-d's indexer reads from vLLM, so a router
- * learns that the block is gone from this storage tier.
+ * events.c - the daemon's cache events (--events ENDPOINT): every entry a cache namespace stores,
+ * deletes, evicts or expires is published as a KV event in the layout llm-d's indexer reads from
+ * vLLM (BlockStored, BlockRemoved), named by the block hash the serving engine gave it on its Store,
+ * so the indexer learns which engine blocks this storage tier holds and when one is gone.
  *
- * One ZMQ PUB socket bound to ENDPOINT; each event is one message of three frames:
+ * One ZMQ PUB socket, bound to ENDPOINT or connected to it (--events-mode connect, for a subscriber
+ * that binds); each event is one message of three frames:
  *
- *     topic     "kv@<gateway>@<RADOS namespace>"
+ *     topic     "kv@<medium>@<RADOS namespace>" (llm-d's pod and model fields)
  *     sequence  8 bytes, big-endian, per publisher, starting at 0
- *     payload   msgpack of an event batch holding one BlockRemoved whose block hash is the key's bytes
+ *     payload   msgpack of an event batch holding one BlockStored or BlockRemoved
  *
- * The target reports removals on its cache thread, which must not block: the callback only copies
- * the event into a bounded ring under a mutex held for that copy, and this file's own thread encodes
- * and sends. A full ring drops the event and counts it; its sequence number is used up all the same,
- * so a subscriber sees the gap. ZMQ's PUB socket never blocks either: past its high-water mark a slow
- * subscriber loses messages (ZMQ's own rule), which it also sees as a gap.
+ * The target reports entries on its cache thread and on the threads that complete commands, which
+ * must not block: the callback only copies the event into a bounded ring under a mutex held for
+ * that copy, and this file's own thread encodes and sends. A full ring drops the event and counts
+ * it; its sequence number is used up all the same, so a subscriber sees the gap. ZMQ's PUB socket
+ * never blocks either: past its high-water mark a slow subscriber loses messages (ZMQ's own rule),
+ * which it also sees as a gap.
  *
  * Built only where libzmq and msgpack-c were found (NKV_HAVE_EVENTS); elsewhere --events is refused
  * at startup with a message.
@@ -42,13 +45,14 @@
 struct ev_entry {
 	uint64_t seq;
 	double ts;                 /* when the target reported it, seconds since the epoch */
-	uint8_t key[16], klen;
+	uint64_t hash;             /* the block hash (nkv_cache_event.block_hash) */
+	bool stored;               /* BlockStored; else BlockRemoved */
 	char ns[EVENTS_NS_MAX];
 };
 
 struct daemon_events {
 	void *zctx, *pub;
-	char gateway[128], medium[64];
+	char pod[128], medium[64]; /* the topic's pod field: the medium, or the gateway without one */
 	int format;               /* enum events_format */
 	pthread_mutex_t lock;     /* the ring, next_seq, stop */
 	pthread_cond_t cond;      /* ring not empty, or stop */
@@ -86,34 +90,50 @@ static int pack_cstr(msgpack_packer *pk, const char *s)
 	return msgpack_pack_str(pk, n) || msgpack_pack_str_body(pk, s, n);
 }
 
-int events_encode(int format, double ts, const uint8_t *key, unsigned klen, const char *medium, void *out,
-		  size_t cap)
+static int pack_hashes(msgpack_packer *pk, uint64_t hash)
+{
+	/* Always the 9-byte uint64 form: llm-d's decoder (Go, vmihailenco/msgpack) turns the compact
+	 * forms of small numbers into int8..uint32, which its hash reader refuses. */
+	return msgpack_pack_array(pk, 1) || msgpack_pack_fix_uint64(pk, hash);
+}
+
+static int pack_opt_str(msgpack_packer *pk, const char *s)
+{
+	return s && *s ? pack_cstr(pk, s) : msgpack_pack_nil(pk);
+}
+
+int events_encode(int format, double ts, bool stored, uint64_t hash, const char *medium, void *out, size_t cap)
 {
 	struct fixbuf b = {.p = out, .cap = cap};
 	msgpack_packer pk;
+	bool map = format == EVENTS_MAP;
 	int e = 0;
 
-	if (klen < 1 || klen > 16 || (format != EVENTS_ARRAY && format != EVENTS_MAP))
+	if (format != EVENTS_ARRAY && format != EVENTS_MAP)
 		return -EINVAL;
 	msgpack_packer_init(&pk, &b, fix_write);
-	if (format == EVENTS_ARRAY) {
-		/* [ts, [["BlockRemoved", [hash], medium]], dp_rank] */
-		e |= msgpack_pack_array(&pk, 3) || msgpack_pack_double(&pk, ts) || msgpack_pack_array(&pk, 1);
-		e |= msgpack_pack_array(&pk, 3) || pack_cstr(&pk, "BlockRemoved");
+	/* The batch is vLLM's EventBatch, array_like: [ts, [event], data_parallel_rank (nil)]. */
+	e |= msgpack_pack_array(&pk, 3) || msgpack_pack_double(&pk, ts) || msgpack_pack_array(&pk, 1);
+	/* The event: vLLM's BlockStored / BlockRemoved, field for field in declaration order, as a
+	 * tagged array [tag, field...] or, in the map layout, {"type": tag, "field": value...} with the
+	 * fields that have no default (the ones msgspec's omit_defaults always writes). A storage tier
+	 * knows no parent, tokens or block size: nil, [] and 0, as llm-d's own storage publisher sends. */
+	if (stored) {
+		e |= map ? msgpack_pack_map(&pk, 8) || pack_cstr(&pk, "type") : msgpack_pack_array(&pk, 8);
+		e |= pack_cstr(&pk, "BlockStored");
+		e |= (map && pack_cstr(&pk, "block_hashes")) || pack_hashes(&pk, hash);
+		e |= (map && pack_cstr(&pk, "parent_block_hash")) || msgpack_pack_nil(&pk);
+		e |= (map && pack_cstr(&pk, "token_ids")) || msgpack_pack_array(&pk, 0);
+		e |= (map && pack_cstr(&pk, "block_size")) || msgpack_pack_int(&pk, 0);
+		e |= (map && pack_cstr(&pk, "lora_id")) || msgpack_pack_nil(&pk);
+		e |= (map && pack_cstr(&pk, "medium")) || pack_opt_str(&pk, medium);
+		e |= (map && pack_cstr(&pk, "lora_name")) || msgpack_pack_nil(&pk);
 	} else {
-		/* {"ts": ts, "events": [{"type": "BlockRemoved", "block_hashes": [hash], "medium": medium}],
-		 *  "data_parallel_rank": nil} */
-		e |= msgpack_pack_map(&pk, 3) || pack_cstr(&pk, "ts") || msgpack_pack_double(&pk, ts);
-		e |= pack_cstr(&pk, "events") || msgpack_pack_array(&pk, 1);
-		e |= msgpack_pack_map(&pk, 3) || pack_cstr(&pk, "type") || pack_cstr(&pk, "BlockRemoved");
-		e |= pack_cstr(&pk, "block_hashes");
+		e |= map ? msgpack_pack_map(&pk, 3) || pack_cstr(&pk, "type") : msgpack_pack_array(&pk, 3);
+		e |= pack_cstr(&pk, "BlockRemoved");
+		e |= (map && pack_cstr(&pk, "block_hashes")) || pack_hashes(&pk, hash);
+		e |= (map && pack_cstr(&pk, "medium")) || pack_opt_str(&pk, medium);
 	}
-	e |= msgpack_pack_array(&pk, 1) || msgpack_pack_bin(&pk, klen) || msgpack_pack_bin_body(&pk, key, klen);
-	if (format == EVENTS_MAP)
-		e |= pack_cstr(&pk, "medium");
-	e |= medium && *medium ? pack_cstr(&pk, medium) : msgpack_pack_nil(&pk);
-	if (format == EVENTS_MAP)
-		e |= pack_cstr(&pk, "data_parallel_rank");
 	e |= msgpack_pack_nil(&pk);
 	return e ? -ENOSPC : (int)b.len;
 }
@@ -131,13 +151,13 @@ void events_post(void *arg, const struct nkv_cache_event *ev)
 	clock_gettime(CLOCK_REALTIME, &now);
 	pthread_mutex_lock(&d->lock);
 	uint64_t seq = d->next_seq++;
-	bool full = d->count == d->cap, bad = nslen >= EVENTS_NS_MAX || ev->klen < 1 || ev->klen > 16;
+	bool full = d->count == d->cap, bad = nslen >= EVENTS_NS_MAX;
 	if (!full && !bad) {
 		struct ev_entry *e = &d->ring[(d->head + d->count) % d->cap];
 		e->seq = seq;
 		e->ts = (double)now.tv_sec + (double)now.tv_nsec / 1e9;
-		memcpy(e->key, ev->key, ev->klen);
-		e->klen = ev->klen;
+		e->hash = ev->block_hash;
+		e->stored = ev->reason == NKV_CACHE_STORED;
 		memcpy(e->ns, ev->rados_ns ? ev->rados_ns : "", nslen + 1);
 		if (d->count++ == 0)
 			pthread_cond_signal(&d->cond);
@@ -154,10 +174,10 @@ void events_post(void *arg, const struct nkv_cache_event *ev)
 
 static void publish(struct daemon_events *d, const struct ev_entry *e)
 {
-	char topic[sizeof(d->gateway) + EVENTS_NS_MAX + 8], payload[EVENTS_MSG_MAX];
+	char topic[sizeof(d->pod) + EVENTS_NS_MAX + 8], payload[EVENTS_MSG_MAX];
 	uint8_t seq[8];
-	int n = events_encode(d->format, e->ts, e->key, e->klen, d->medium, payload, sizeof(payload));
-	int tl = snprintf(topic, sizeof(topic), "kv@%s@%s", d->gateway, e->ns);
+	int n = events_encode(d->format, e->ts, e->stored, e->hash, d->medium, payload, sizeof(payload));
+	int tl = snprintf(topic, sizeof(topic), "kv@%s@%s", d->pod, e->ns);
 
 	for (int i = 0; i < 8; i++)
 		seq[i] = (uint8_t)(e->seq >> (56 - 8 * i));
@@ -179,7 +199,7 @@ static void report_drops(struct daemon_events *d)
 	uint64_t bad = atomic_load_explicit(&d->dropped_bad, memory_order_relaxed);
 
 	if (full != d->logged_full)
-		NKV_WARN("event queue full (%u events): %llu eviction/expiry event(s) dropped (%llu in all); "
+		NKV_WARN("event queue full (%u events): %llu cache event(s) dropped (%llu in all); "
 			 "subscribers see the gap in the sequence numbers", d->cap,
 			 (unsigned long long)(full - d->logged_full), (unsigned long long)full);
 	if (bad != d->logged_bad)
@@ -221,28 +241,31 @@ static void *events_thread(void *arg)
 	return NULL;
 }
 
-int events_open(const char *endpoint, const char *gateway, int format, const char *medium, unsigned ring,
-		struct daemon_events **out)
+int events_open(const char *endpoint, bool connect, const char *gateway, int format, const char *medium,
+		unsigned ring, struct daemon_events **out)
 {
 	struct daemon_events *d;
 	int linger = EVENTS_LINGER_MS;
 
 	*out = NULL;
-	if (!endpoint || !gateway || ring < 1 || strlen(gateway) >= sizeof(d->gateway) ||
+	if (!endpoint || !gateway || ring < 1 || strlen(gateway) >= sizeof(d->pod) ||
 	    (medium && strlen(medium) >= sizeof(d->medium)) || (format != EVENTS_ARRAY && format != EVENTS_MAP))
 		return -EINVAL;
 	if (!(d = calloc(1, sizeof(*d))) || !(d->ring = calloc(ring, sizeof(*d->ring)))) {
 		free(d);
 		return -ENOMEM;
 	}
-	snprintf(d->gateway, sizeof(d->gateway), "%s", gateway);
+	/* llm-d's storage-tier publishers name the tier in the pod field (kv@OBJECT_STORE@model): a block
+	 * stored here is held by the shared tier, whichever gateway stored it. */
+	snprintf(d->pod, sizeof(d->pod), "%s", medium && *medium ? medium : gateway);
 	snprintf(d->medium, sizeof(d->medium), "%s", medium ? medium : "");
 	d->format = format;
 	d->cap = ring;
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_cond_init(&d->cond, NULL);
 	if (!(d->zctx = zmq_ctx_new()) || !(d->pub = zmq_socket(d->zctx, ZMQ_PUB)) ||
-	    zmq_setsockopt(d->pub, ZMQ_LINGER, &linger, sizeof(linger)) < 0 || zmq_bind(d->pub, endpoint) < 0) {
+	    zmq_setsockopt(d->pub, ZMQ_LINGER, &linger, sizeof(linger)) < 0 ||
+	    (connect ? zmq_connect(d->pub, endpoint) : zmq_bind(d->pub, endpoint)) < 0) {
 		int rc = zmq_errno();
 		events_close(d);
 		return rc ? -rc : -ENOMEM;

@@ -82,8 +82,9 @@ static void print_plan(const struct daemon_conf *c)
 	if (c->metrics_on)
 		printf("metrics: GET /metrics on %s:%s\n", *c->metrics.addr ? c->metrics.addr : "*", c->metrics.port);
 	if (c->events_on)
-		printf("cache events: ZMQ PUB on %s, topic kv@%s@<RADOS namespace>, %s layout, medium %s\n",
-		       c->events, c->gateway_name, c->events_format ? "map" : "array",
+		printf("cache events: ZMQ PUB %s %s, topic kv@%s@<RADOS namespace>, %s layout, medium %s\n",
+		       c->events_connect ? "connected to" : "bound to", c->events,
+		       *c->events_medium ? c->events_medium : c->gateway_name, c->events_format ? "map" : "array",
 		       *c->events_medium ? c->events_medium : "nil");
 	for (unsigned i = 0; i < c->nsubsys; i++) {
 		const struct conf_subsys *s = &c->subsys[i];
@@ -129,7 +130,7 @@ static void print_plan(const struct daemon_conf *c)
 	}
 }
 
-/* --events: the publisher (events.c) bound, its thread started, and the target's cache event callback
+/* --events: the publisher (events.c) bound or connected, its thread started, and the target's cache event callback
  * set, before any namespace exists as the target requires. @return 0 (*out NULL when off) or -1. */
 static int events_start(const struct daemon_conf *c, struct nkv_target *tgt, struct daemon_events **out)
 {
@@ -137,9 +138,11 @@ static int events_start(const struct daemon_conf *c, struct nkv_target *tgt, str
 	if (!c->events_on)
 		return 0;
 #ifdef NKV_HAVE_EVENTS
-	int rc = events_open(c->events, c->gateway_name, c->events_format, c->events_medium, EVENTS_RING, out);
+	int rc = events_open(c->events, c->events_connect, c->gateway_name, c->events_format, c->events_medium,
+			     EVENTS_RING, out);
 	if (rc < 0) {
-		NKV_ERR("--events: cannot bind a ZMQ PUB socket to %s: %s", c->events, events_strerror(rc));
+		NKV_ERR("--events: cannot %s a ZMQ PUB socket to %s: %s", c->events_connect ? "connect" : "bind",
+			c->events, events_strerror(rc));
 		return -1;
 	}
 	if ((rc = events_run(*out)) < 0) {
@@ -150,9 +153,10 @@ static int events_start(const struct daemon_conf *c, struct nkv_target *tgt, str
 	}
 	nkv_target_set_cache_events(tgt, events_post, *out);
 	metrics_set_events(events_read_counts, *out);
-	NKV_INFO("cache events: ZMQ PUB on %s, topic kv@%s@<RADOS namespace>, %s layout, medium %s", c->events,
-		 c->gateway_name, c->events_format == EVENTS_MAP ? "map" : "array",
-		 *c->events_medium ? c->events_medium : "nil");
+	NKV_INFO("cache events: ZMQ PUB %s %s, topic kv@%s@<RADOS namespace>, %s layout, medium %s",
+		 c->events_connect ? "connected to" : "bound to", c->events,
+		 *c->events_medium ? c->events_medium : c->gateway_name,
+		 c->events_format == EVENTS_MAP ? "map" : "array", *c->events_medium ? c->events_medium : "nil");
 	return 0;
 #else
 	(void)tgt;

@@ -66,6 +66,16 @@ LIST_HEAD = 512     # bytes read per value by list() to find its name (more when
 PING_KEY = b"rados_nkv.ping"
 
 
+def _block_hash(key):
+    """The hash the gateway's KV events name @key's chunk by: LMCache's chunk hash, the number LMCache's
+    own KV events give the chunk (an int, masked to 64 bits as llm-d does, or bytes); None for a key
+    without one."""
+    h = getattr(key, "chunk_hash", None)
+    if isinstance(h, int) and not isinstance(h, bool):
+        return h & 0xFFFFFFFFFFFFFFFF
+    return bytes(h) if isinstance(h, (bytes, bytearray)) and h else None
+
+
 def _name(key):
     """The long name of an LMCache key: key.to_string() (bytes, UTF-8)."""
     s = key.to_string() if hasattr(key, "to_string") else key
@@ -451,7 +461,7 @@ class RadosNkvConnector(_ConnectorBase):
         return _ln.key_for(name), st[:total]
 
     async def _write_chunks(self, keys, objs):
-        stagings, kk, vals = [], [], []
+        stagings, kk, vals, hashes = [], [], [], []
 
         def release():
             for v in vals:
@@ -463,7 +473,8 @@ class RadosNkvConnector(_ConnectorBase):
                 k, v = self._stage(key, obj, stagings)
                 kk.append(k)
                 vals.append(v)
-            await _io(self._client.aio.store_many(kk, vals), release)
+                hashes.append(_block_hash(key))
+            await _io(self._client.aio.store_many(kk, vals, block_hashes=hashes), release)
         except asyncio.CancelledError:
             raise                         # release() runs once the stores are over
         except BaseException:
