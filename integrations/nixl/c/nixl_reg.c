@@ -207,6 +207,13 @@ int nkv_nixl_create(const struct nkv_nixl_param *params, size_t n, struct nkv_ni
 		st = NKV_NIXL_ERR_BACKEND;
 		goto fail;
 	}
+	rc = nixl_stager_start(b);
+	if (rc) {
+		say(err, err_len, "staging thread: %s", strerror(-rc));
+		nkv_engine_destroy(b->eng);
+		st = NKV_NIXL_ERR_BACKEND;
+		goto fail;
+	}
 	NKV_INFO("RADOS_NKV backend on %s%s%s, nsid %" PRIu32 ", %u queue pair(s)", b->shm ? "shm:" : b->o.traddr,
 		 b->shm ? b->o.shm : ":", b->shm ? "" : b->o.port, b->o.nsid, nkv_engine_queues(b->eng));
 	*out = b;
@@ -226,7 +233,9 @@ void nkv_nixl_destroy(struct nkv_nixl *b)
 	if (!b)
 		return;
 	/* Every op accepted completes (within its deadline) before this returns: only then may the
-	 * requests' buffers and the DRAM registrations go. */
+	 * requests' buffers and the DRAM registrations go. The stager submits the writes it holds
+	 * first, so they too complete (or fail) in the engine. */
+	nixl_stager_stop(b);
 	nkv_engine_destroy(b->eng);
 	b->eng = NULL;
 	nixl_reqs_free_all(b);
