@@ -91,6 +91,8 @@ struct nkv_nixl {
 	struct nkv_ctrl *ctrl;
 	struct nkv_engine *eng;
 	bool shm;
+	/* the namespace's largest value (KVVML), header + payload; 0: unknown (the target judges) */
+	_Atomic uint64_t max_value;
 	/* devId -> current OBJ registration: chained hash, power-of-two buckets (under reg_lock) */
 	pthread_mutex_t reg_lock;
 	struct nkv_nixl_md **tab;
@@ -117,6 +119,8 @@ struct nkv_nixl {
 	unsigned long sq_staged;                 /* writes staged so far (tests) */
 };
 
+/** Ask the target for the namespace's largest value again. @return it, or 0 when the target did not answer. */
+uint64_t nixl_max_value_refresh(struct nkv_nixl *b);
 /** Take a reference on an OBJ registration. */
 void nixl_md_get(struct nkv_nixl_md *md);
 /** Drop one; the last frees it. */

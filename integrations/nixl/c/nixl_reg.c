@@ -193,6 +193,7 @@ int nkv_nixl_create(const struct nkv_nixl_param *params, size_t n, struct nkv_ni
 		st = rc == -ENOENT ? NKV_NIXL_ERR_NOT_FOUND : NKV_NIXL_ERR_BACKEND;
 		goto fail;
 	}
+	b->max_value = id.kvf[id.kvfc & 0xf].kvvml;
 	struct nkv_engine_opts eo = {
 		.queues = b->o.queues,
 		.depth = (uint16_t)b->o.depth,
@@ -226,6 +227,16 @@ fail:
 	free(b->tab);
 	free(b);
 	return st;
+}
+
+uint64_t nixl_max_value_refresh(struct nkv_nixl *b)
+{
+	struct nkv_id_ns_kv id;
+	if (nkv_ns_identify(b->ctrl, b->o.nsid, &id) != 0)
+		return 0;
+	uint64_t v = id.kvf[id.kvfc & 0xf].kvvml;
+	b->max_value = v;
+	return v;
 }
 
 void nkv_nixl_destroy(struct nkv_nixl *b)

@@ -225,6 +225,16 @@ static int prep_pair(struct nkv_nixl *b, int op, const struct nkv_nixl_desc *l, 
 			return NKV_NIXL_ERR_NOT_SUPPORTED; /* objects are written whole */
 		if ((uint64_t)m->hdr_size + rm->len > UINT32_MAX)
 			return NKV_NIXL_ERR_INVALID_PARAM;
+		/* The value is header + payload, and the namespace's limit (KVVML) bounds the value: a
+		 * 64 MiB payload does not fit a 64 MiB namespace. Refused here, before any byte moves;
+		 * the limit may have been raised since it was read, so ask once more before refusing. */
+		uint64_t mv = b->max_value;
+		if (mv && m->hdr_size + rm->len > mv && (mv = nixl_max_value_refresh(b)) && m->hdr_size + rm->len > mv) {
+			NKV_WARN("object '%.*s': %" PRIu64 " bytes do not fit namespace %" PRIu32 ", whose values hold at "
+				 "most %" PRIu64 " bytes: %" PRIu64 " of payload after this name's %" PRIu32 "-byte header",
+				 (int)(m->name_len > 256 ? 256 : m->name_len), m->name, rm->len, b->o.nsid, mv, mv > m->hdr_size ? mv - m->hdr_size : 0, m->hdr_size);
+			return NKV_NIXL_ERR_INVALID_PARAM;
+		}
 	} else if ((uint64_t)m->hdr_size + rm->addr + rm->len < rm->addr) {
 		return NKV_NIXL_ERR_INVALID_PARAM;
 	}

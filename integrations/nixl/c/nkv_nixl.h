@@ -179,10 +179,12 @@ struct nkv_nixl_desc {
 /**
  * Prepare a request (once per NIXL request): @n pairs of @local (DRAM) and @remote (OBJ)
  * descriptors, pair i moving remote[i] <-> local[i]. Registrations are resolved now (the devId's
- * current one). Nothing is sent.
+ * current one). Nothing is sent, but an Identify when a write looks over the namespace's limit
+ * (the limit may have been raised).
  * @return SUCCESS with *@out; INVALID_PARAM (n == 0, @op not READ/WRITE, a NULL local address with
  * a nonzero length, a length of 4 GiB or more, an unregistered devId, a remote range outside its
- * registration, two writes to one object, more ops than max_ops); NOT_SUPPORTED (@local_mem not
+ * registration, two writes to one object, more ops than max_ops, a write whose header + payload
+ * exceeds the namespace's largest value); NOT_SUPPORTED (@local_mem not
  * DRAM, @remote_mem not OBJ, a write at a nonzero offset); MISMATCH (local and remote lengths
  * differ); BACKEND (out of memory).
  */

@@ -645,6 +645,54 @@ static void t_release_inflight(struct nkv_nixl *b)
 		nkv_nixl_deregister(b, mds[i]);
 }
 
+/* The namespace's limit (KVVML) bounds header + payload: a payload of KVVML - H bytes (H: the name's
+ * header) is stored and read back whole; one byte more, and a payload of KVVML itself (a 64 MiB
+ * object in a 64 MiB namespace), are refused at prepare with INVALID_PARAM, before any byte moves. */
+static void t_limit(struct nkv_nixl *b)
+{
+	struct nkv_id_ns_kv id;
+	CHECK(nkv_ns_identify(g_raw, 1, &id) == 0, "identify namespace 1");
+	uint64_t kvvml = id.kvf[id.kvfc & 0xf].kvvml;
+	char nm[128];
+	name_of(nm, sizeof(nm), "limit");
+	uint64_t H = nkv_lname_hdr_size(strlen(nm));
+	CHECK(kvvml > H, "KVVML %" PRIu64 " above the header %" PRIu64, kvvml, H);
+	if (kvvml <= H)
+		return;
+	struct nkv_nixl_md *m = reg_obj(b, 6000, nm);
+	size_t big = (size_t)kvvml + 4096;
+	uint8_t *src = mmap(NULL, 2 * big, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(src != MAP_FAILED, "mmap");
+	if (src == MAP_FAILED)
+		return;
+	uint8_t *dst = src + big;
+	struct nkv_nixl_req *r = NULL;
+	uint64_t sizes[2] = {kvvml - H + 1, kvvml};
+	for (int i = 0; i < 2; i++) {
+		struct nkv_nixl_desc l = {(uint64_t)(uintptr_t)src, sizes[i], 0}, rd = {0, sizes[i], 6000};
+		int st = nkv_nixl_prep(b, NKV_NIXL_WRITE, NKV_NIXL_DRAM_SEG, &l, NKV_NIXL_OBJ_SEG, &rd, 1, &r);
+		CHECK(st == NKV_NIXL_ERR_INVALID_PARAM && !r, "prep a write of %" PRIu64 " bytes into values of %" PRIu64
+		      " (header %" PRIu64 "): %s", sizes[i], kvvml, H, S(st));
+		if (r) {
+			nkv_nixl_release(b, r);
+			r = NULL;
+		}
+	}
+	/* the largest payload that fits: on the mem backend only (a 64 MiB object on the micro cluster
+	 * costs seconds and proves nothing more) */
+	if (strcmp(g_backend, "mem") == 0) {
+		uint64_t n = kvvml - H;
+		fill(src, n, 21);
+		int st = xfer1(b, NKV_NIXL_WRITE, src, n, 6000, 0);
+		CHECK(st == NKV_NIXL_SUCCESS, "write of %" PRIu64 " bytes (KVVML %" PRIu64 " - header %" PRIu64 "): %s", n,
+		      kvvml, H, S(st));
+		st = xfer1(b, NKV_NIXL_READ, dst, n, 6000, 0);
+		CHECK(st == NKV_NIXL_SUCCESS && memcmp(dst, src, n) == 0, "read back %" PRIu64 " bytes: %s", n, S(st));
+	}
+	nkv_nixl_deregister(b, m);
+	munmap(src, 2 * big);
+}
+
 /* Posting a write only queues it: the copy into staging, and freeing staging, run on the backend's
  * stager thread. Proof: with the stager held, post returns IN_PROG having staged nothing, and bytes
  * changed after the post returned are the ones stored (NIXL's rule: the local bytes stay as they are
@@ -1016,6 +1064,7 @@ int main(int argc, char **argv)
 		t_inflight(b);
 		t_release_inflight(b);
 		t_post_no_copy(b);
+		t_limit(b);
 		t_errors(b);
 		t_threads(b);
 		t_no_stage_cache();
