@@ -44,6 +44,7 @@ struct nkv_nixl_md {
 /** State of a request (under req_lock). */
 enum nixl_req_state {
 	REQ_IDLE,   /* prepared, never posted */
+	REQ_STAGING, /* a posted write, waiting for the stager to copy it into staging */
 	REQ_QUEUED, /* posted, waiting in the backlog for engine room */
 	REQ_POSTED, /* its batch is in the engine */
 	REQ_DONE,   /* its batch completed; result holds the status */
@@ -62,7 +63,7 @@ struct nixl_xd {
 struct nkv_nixl_req {
 	struct nkv_nixl *b;
 	struct nkv_nixl_req *prev, *next;       /* b->reqs (all live requests) */
-	struct nkv_nixl_req *q_next;             /* b->backlog */
+	struct nkv_nixl_req *q_next;             /* b->backlog, or b->sq while REQ_STAGING */
 	int op;                                  /* NKV_NIXL_READ / WRITE */
 	enum nixl_req_state state;
 	bool detached;                           /* released while in flight: free on completion */
@@ -90,6 +91,8 @@ struct nkv_nixl {
 	struct nkv_ctrl *ctrl;
 	struct nkv_engine *eng;
 	bool shm;
+	/* the namespace's largest value (KVVML), header + payload; 0: unknown (the target judges) */
+	_Atomic uint64_t max_value;
 	/* devId -> current OBJ registration: chained hash, power-of-two buckets (under reg_lock) */
 	pthread_mutex_t reg_lock;
 	struct nkv_nixl_md **tab;
@@ -105,8 +108,19 @@ struct nkv_nixl {
 	struct nixl_stage stage[NKV_NIXL_STAGE_KEEP];
 	size_t nstage, stage_bytes;
 	struct stage_dead *stage_dead;           /* given back, not kept: freed by nixl_stage_reclaim() */
+	/* the stager thread (nixl_stager.c): copies posted writes into staging and frees staging, so
+	 * that posting never waits on a copy or a free */
+	pthread_mutex_t sq_lock;                 /* never held with another lock */
+	pthread_cond_t sq_cv;
+	pthread_t stager;
+	bool stager_up;
+	struct nkv_nixl_req *sq, *sq_tail;       /* writes waiting to be staged, in post order */
+	bool sq_kick, sq_stop, sq_hold;          /* kick: staging to free; hold: a test's pause */
+	unsigned long sq_staged;                 /* writes staged so far (tests) */
 };
 
+/** Ask the target for the namespace's largest value again. @return it, or 0 when the target did not answer. */
+uint64_t nixl_max_value_refresh(struct nkv_nixl *b);
 /** Take a reference on an OBJ registration. */
 void nixl_md_get(struct nkv_nixl_md *md);
 /** Drop one; the last frees it. */
@@ -122,6 +136,18 @@ void nixl_stage_put(struct nkv_nixl *b, void *p, size_t cap, bool lib);
 void nixl_stage_reclaim(struct nkv_nixl *b);
 /** Free every kept staging buffer (destroy, before disconnecting). */
 void nixl_stage_drain(struct nkv_nixl *b);
+/** Start the stager thread. @return 0 or -errno. */
+int nixl_stager_start(struct nkv_nixl *b);
+/** Stage and submit every write queued, then stop the stager (destroy, before the engine goes). */
+void nixl_stager_stop(struct nkv_nixl *b);
+/** Queue a posted write (REQ_STAGING) for the stager. */
+void nixl_stager_push(struct nkv_nixl *b, struct nkv_nixl_req *r);
+/** Wake the stager to free staging buffers given back (call without req_lock). */
+void nixl_stager_kick(struct nkv_nixl *b);
+/** Tests: while @hold, the stager stages nothing (frees nothing); @return writes staged so far. */
+unsigned long nixl_stager_hold(struct nkv_nixl *b, bool hold);
+/** The stager's work on one write: copy into staging, then submit it (or finish it with an error). */
+void nixl_stage_and_submit(struct nkv_nixl *b, struct nkv_nixl_req *r);
 /** Free every request left (destroy, after the engine is gone). */
 void nixl_reqs_free_all(struct nkv_nixl *b);
 

@@ -193,6 +193,7 @@ int nkv_nixl_create(const struct nkv_nixl_param *params, size_t n, struct nkv_ni
 		st = rc == -ENOENT ? NKV_NIXL_ERR_NOT_FOUND : NKV_NIXL_ERR_BACKEND;
 		goto fail;
 	}
+	b->max_value = id.kvf[id.kvfc & 0xf].kvvml;
 	struct nkv_engine_opts eo = {
 		.queues = b->o.queues,
 		.depth = (uint16_t)b->o.depth,
@@ -204,6 +205,13 @@ int nkv_nixl_create(const struct nkv_nixl_param *params, size_t n, struct nkv_ni
 	rc = nkv_engine_create(b->ctrl, &eo, &b->eng);
 	if (rc) {
 		say(err, err_len, "engine of %u queue pair(s): %s", b->o.queues, strerror(-rc));
+		st = NKV_NIXL_ERR_BACKEND;
+		goto fail;
+	}
+	rc = nixl_stager_start(b);
+	if (rc) {
+		say(err, err_len, "staging thread: %s", strerror(-rc));
+		nkv_engine_destroy(b->eng);
 		st = NKV_NIXL_ERR_BACKEND;
 		goto fail;
 	}
@@ -221,12 +229,24 @@ fail:
 	return st;
 }
 
+uint64_t nixl_max_value_refresh(struct nkv_nixl *b)
+{
+	struct nkv_id_ns_kv id;
+	if (nkv_ns_identify(b->ctrl, b->o.nsid, &id) != 0)
+		return 0;
+	uint64_t v = id.kvf[id.kvfc & 0xf].kvvml;
+	b->max_value = v;
+	return v;
+}
+
 void nkv_nixl_destroy(struct nkv_nixl *b)
 {
 	if (!b)
 		return;
 	/* Every op accepted completes (within its deadline) before this returns: only then may the
-	 * requests' buffers and the DRAM registrations go. */
+	 * requests' buffers and the DRAM registrations go. The stager submits the writes it holds
+	 * first, so they too complete (or fail) in the engine. */
+	nixl_stager_stop(b);
 	nkv_engine_destroy(b->eng);
 	b->eng = NULL;
 	nixl_reqs_free_all(b);

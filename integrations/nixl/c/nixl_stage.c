@@ -1,7 +1,8 @@
 /*
  * nixl_stage.c - staging buffers of the RADOS_NKV backend's writes (header + payload in one value).
  *
- * A write copies its payload once, into a staging buffer, when it is posted. The buffers come from
+ * A write copies its payload once, into a staging buffer, on the stager thread after it is posted
+ * (nixl_stager.c). The buffers come from
  * nkv_buf_alloc(): over shared memory they are registered with the controller, so the Store leaves
  * from them with no second copy through the bounce area; over TCP they are plain memory. Allocating
  * and registering one per write would cost a memfd, a registration round trip and the page faults
@@ -10,8 +11,8 @@
  *
  * Buffers are given back under req_lock (a completing write, a released request), where freeing
  * one over shm would be a deregistration round trip to the target: nixl_stage_put() never frees.
- * One that is not kept goes on a list, linked through its own first bytes, and is freed by the next
- * nixl_stage_reclaim() (every post, outside the lock) or at destroy.
+ * One that is not kept goes on a list, linked through its own first bytes, and is freed by the
+ * stager's next nixl_stage_reclaim() (never on a caller's thread) or at destroy.
  */
 #include <stdlib.h>
 

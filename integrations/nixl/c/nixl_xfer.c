@@ -9,7 +9,7 @@
  * straight into the local DRAM, and a Retrieve of the object's header (one per distinct object of
  * the request), so a read costs one round trip. The header decides afterwards whether the bytes
  * belong to the name asked for. A write is one Store of header + payload, built in a staging
- * buffer when the request is posted.
+ * buffer by the stager thread after the request is posted (nixl_stager.c): posting only queues it.
  *
  * A request is used by one thread at a time (NIXL's contract for a transfer handle); different
  * requests may be prepared, posted, checked and released on any threads at once.
@@ -225,6 +225,16 @@ static int prep_pair(struct nkv_nixl *b, int op, const struct nkv_nixl_desc *l, 
 			return NKV_NIXL_ERR_NOT_SUPPORTED; /* objects are written whole */
 		if ((uint64_t)m->hdr_size + rm->len > UINT32_MAX)
 			return NKV_NIXL_ERR_INVALID_PARAM;
+		/* The value is header + payload, and the namespace's limit (KVVML) bounds the value: a
+		 * 64 MiB payload does not fit a 64 MiB namespace. Refused here, before any byte moves;
+		 * the limit may have been raised since it was read, so ask once more before refusing. */
+		uint64_t mv = b->max_value;
+		if (mv && m->hdr_size + rm->len > mv && (mv = nixl_max_value_refresh(b)) && m->hdr_size + rm->len > mv) {
+			NKV_WARN("object '%.*s': %" PRIu64 " bytes do not fit namespace %" PRIu32 ", whose values hold at "
+				 "most %" PRIu64 " bytes: %" PRIu64 " of payload after this name's %" PRIu32 "-byte header",
+				 (int)(m->name_len > 256 ? 256 : m->name_len), m->name, rm->len, b->o.nsid, mv, mv > m->hdr_size ? mv - m->hdr_size : 0, m->hdr_size);
+			return NKV_NIXL_ERR_INVALID_PARAM;
+		}
 	} else if ((uint64_t)m->hdr_size + rm->addr + rm->len < rm->addr) {
 		return NKV_NIXL_ERR_INVALID_PARAM;
 	}
@@ -358,7 +368,7 @@ int nkv_nixl_prep(struct nkv_nixl *b, int op, int local_mem, const struct nkv_ni
 
 /* ---- post, check, release -------------------------------------------------------------------- */
 
-/* Header + payload of every write into one staging buffer (the local bytes as they are now). */
+/* Header + payload of every write into one staging buffer (the stager, after the post). */
 static int stage_writes(struct nkv_nixl_req *r)
 {
 	size_t total = 0;
@@ -383,33 +393,10 @@ static int stage_writes(struct nkv_nixl_req *r)
 	return NKV_NIXL_SUCCESS;
 }
 
-int nkv_nixl_post(struct nkv_nixl *b, struct nkv_nixl_req *r)
+/* Submit @r (not in flight), FIFO behind the backlog. @return 0, -EAGAIN (queued) or the engine's -errno
+ * (then @r is idle again, its staging given back). */
+static int submit_or_queue_locked(struct nkv_nixl *b, struct nkv_nixl_req *r)
 {
-	if (!b || !r || r->b != b)
-		return NKV_NIXL_ERR_INVALID_PARAM;
-	pthread_mutex_lock(&b->req_lock);
-	reap_locked(b);
-	enum nixl_req_state s = r->state;
-	pthread_mutex_unlock(&b->req_lock);
-	if (s == REQ_POSTED || s == REQ_QUEUED)
-		return NKV_NIXL_ERR_REPOST_ACTIVE;
-
-	/* Not in flight, and only this thread uses the request: build it without the lock, so a
-	 * large staging copy does not hold up other threads' checks. */
-	for (unsigned i = 0; i < r->nops; i++) {
-		struct nkv_op *op = &r->ops[i];
-		op->rc = 0;
-		op->status = 0;
-		op->value_size = op->xfer = 0;
-	}
-	if (r->op == NKV_NIXL_WRITE) {
-		int st = stage_writes(r);
-		if (st) {
-			drop_staging(r);
-			return st;
-		}
-	}
-	pthread_mutex_lock(&b->req_lock);
 	int rc = b->backlog ? -EAGAIN : submit_locked(b, r); /* FIFO: no overtaking the backlog */
 	if (rc == 0) {
 		r->state = REQ_POSTED;
@@ -426,12 +413,76 @@ int nkv_nixl_post(struct nkv_nixl *b, struct nkv_nixl_req *r)
 		r->state = REQ_IDLE;
 		drop_staging(r);
 	}
+	return rc;
+}
+
+static int post_status(const struct nkv_nixl_req *r, int rc)
+{
+	NKV_WARN("posting a request of %u op(s): %s", r->nops, strerror(-rc));
+	return rc == -EINVAL ? NKV_NIXL_ERR_INVALID_PARAM : NKV_NIXL_ERR_BACKEND;
+}
+
+void nixl_stage_and_submit(struct nkv_nixl *b, struct nkv_nixl_req *r)
+{
+	/* REQ_STAGING: check and release leave the request's ops and buffers to this thread. One
+	 * released before its turn is not copied: its local memory may be gone already. */
+	pthread_mutex_lock(&b->req_lock);
+	bool gone = r->detached;
+	if (gone)
+		req_free_locked(b, r);
 	pthread_mutex_unlock(&b->req_lock);
-	nixl_stage_reclaim(b);
-	if (rc && rc != -EAGAIN) {
-		NKV_WARN("posting a request of %u op(s): %s", r->nops, strerror(-rc));
-		return rc == -EINVAL ? NKV_NIXL_ERR_INVALID_PARAM : NKV_NIXL_ERR_BACKEND;
+	if (gone)
+		return;
+	int st = stage_writes(r);
+	pthread_mutex_lock(&b->req_lock);
+	if (r->detached) {
+		req_free_locked(b, r); /* released while waiting here: nothing to submit */
+	} else if (st) {
+		drop_staging(r);
+		r->result = st;
+		r->state = REQ_DONE;
+	} else {
+		int rc = submit_or_queue_locked(b, r);
+		if (rc && rc != -EAGAIN) {
+			r->result = post_status(r, rc);
+			r->state = REQ_DONE;
+		}
 	}
+	pthread_mutex_unlock(&b->req_lock);
+}
+
+int nkv_nixl_post(struct nkv_nixl *b, struct nkv_nixl_req *r)
+{
+	if (!b || !r || r->b != b)
+		return NKV_NIXL_ERR_INVALID_PARAM;
+	pthread_mutex_lock(&b->req_lock);
+	reap_locked(b);
+	enum nixl_req_state s = r->state;
+	pthread_mutex_unlock(&b->req_lock);
+	if (s == REQ_POSTED || s == REQ_QUEUED || s == REQ_STAGING)
+		return NKV_NIXL_ERR_REPOST_ACTIVE;
+
+	/* Not in flight, and only this thread uses the request: reset it without the lock. */
+	for (unsigned i = 0; i < r->nops; i++) {
+		struct nkv_op *op = &r->ops[i];
+		op->rc = 0;
+		op->status = 0;
+		op->value_size = op->xfer = 0;
+	}
+	if (r->op == NKV_NIXL_WRITE) {
+		/* the copy into staging is the stager's: this thread only queues the write */
+		pthread_mutex_lock(&b->req_lock);
+		r->state = REQ_STAGING;
+		pthread_mutex_unlock(&b->req_lock);
+		nixl_stager_push(b, r);
+		return NKV_NIXL_IN_PROG;
+	}
+	pthread_mutex_lock(&b->req_lock);
+	int rc = submit_or_queue_locked(b, r);
+	pthread_mutex_unlock(&b->req_lock);
+	nixl_stager_kick(b); /* staging given back by the completions reaped above: freed there */
+	if (rc && rc != -EAGAIN)
+		return post_status(r, rc);
 	return NKV_NIXL_IN_PROG;
 }
 
@@ -444,6 +495,7 @@ int nkv_nixl_check(struct nkv_nixl *b, struct nkv_nixl_req *r)
 		reap_locked(b);
 	int st = r->state == REQ_DONE ? r->result : r->state == REQ_IDLE ? NKV_NIXL_ERR_NOT_POSTED : NKV_NIXL_IN_PROG;
 	pthread_mutex_unlock(&b->req_lock);
+	nixl_stager_kick(b);
 	return st;
 }
 
@@ -453,8 +505,8 @@ int nkv_nixl_release(struct nkv_nixl *b, struct nkv_nixl_req *r)
 		return NKV_NIXL_ERR_INVALID_PARAM;
 	pthread_mutex_lock(&b->req_lock);
 	reap_locked(b); /* a batch that already completed frees its request right here */
-	if (r->state == REQ_POSTED) {
-		r->detached = true; /* the engine still owns its ops and buffers */
+	if (r->state == REQ_POSTED || r->state == REQ_STAGING) {
+		r->detached = true; /* the engine (or the stager) still owns its ops and buffers */
 	} else {
 		if (r->state == REQ_QUEUED) {
 			struct nkv_nixl_req **pp = &b->backlog, *prev = NULL;
@@ -469,6 +521,7 @@ int nkv_nixl_release(struct nkv_nixl *b, struct nkv_nixl_req *r)
 		req_free_locked(b, r);
 	}
 	pthread_mutex_unlock(&b->req_lock);
+	nixl_stager_kick(b);
 	return NKV_NIXL_SUCCESS;
 }
 

@@ -16,8 +16,10 @@
  *   object does not exist (NKV_NIXL_ERR_NOT_FOUND).
  * - Writes are whole-object: a write descriptor replaces the object with its local bytes, and must
  *   say offset 0 (another offset: NKV_NIXL_ERR_NOT_SUPPORTED). The header must precede the payload
- *   in one value, so each write copies header + payload into a staging buffer when it is posted
- *   (nkv_buf_alloc() memory, registered with the controller over shm; kept for reuse).
+ *   in one value, so each write copies header + payload into a staging buffer (nkv_buf_alloc()
+ *   memory, registered with the controller over shm; kept for reuse). The copy, and freeing
+ *   staging, run on the backend's stager thread after the post: posting never waits on them, and
+ *   the local bytes must stay unchanged until the transfer completes (NIXL's rule for every backend).
  * - A DRAM registration over the shared-memory transport is registered with the controller
  *   (nkv_buf_register()), so reads land in it and writes leave from it with no copy in between;
  *   over NVMe/TCP it is only recorded.
@@ -177,10 +179,12 @@ struct nkv_nixl_desc {
 /**
  * Prepare a request (once per NIXL request): @n pairs of @local (DRAM) and @remote (OBJ)
  * descriptors, pair i moving remote[i] <-> local[i]. Registrations are resolved now (the devId's
- * current one). Nothing is sent.
+ * current one). Nothing is sent, but an Identify when a write looks over the namespace's limit
+ * (the limit may have been raised).
  * @return SUCCESS with *@out; INVALID_PARAM (n == 0, @op not READ/WRITE, a NULL local address with
  * a nonzero length, a length of 4 GiB or more, an unregistered devId, a remote range outside its
- * registration, two writes to one object, more ops than max_ops); NOT_SUPPORTED (@local_mem not
+ * registration, two writes to one object, more ops than max_ops, a write whose header + payload
+ * exceeds the namespace's largest value); NOT_SUPPORTED (@local_mem not
  * DRAM, @remote_mem not OBJ, a write at a nonzero offset); MISMATCH (local and remote lengths
  * differ); BACKEND (out of memory).
  */
@@ -188,11 +192,11 @@ int nkv_nixl_prep(struct nkv_nixl *b, int op, int local_mem, const struct nkv_ni
 		  const struct nkv_nixl_desc *remote, size_t n, struct nkv_nixl_req **out);
 
 /**
- * Post @req: its ops go to the engine as one batch (a write copies its payloads into staging at
- * this point). A finished request may be posted again (same descriptors; its result is reset).
+ * Post @req: its ops go to the engine as one batch (a write is queued for the stager thread, which
+ * copies its payloads into staging and then submits it: this call never copies or frees staging). A finished request may be posted again (same descriptors; its result is reset).
  * When the engine is full the request waits in a FIFO and is submitted by later calls.
  * @return IN_PROG; REPOST_ACTIVE (still in flight); INVALID_PARAM (NULL); BACKEND (the engine
- * refused it).
+ * refused a read; a write the engine refuses reports it through nkv_nixl_check()).
  */
 int nkv_nixl_post(struct nkv_nixl *b, struct nkv_nixl_req *req);
 
@@ -206,7 +210,7 @@ int nkv_nixl_check(struct nkv_nixl *b, struct nkv_nixl_req *req);
 /**
  * Release @req, never blocking. One still in flight is detached: it is freed when its batch
  * completes (each op within its deadline), and until then its reads may still write into the
- * local DRAM, which must stay mapped (NIXL frameworks keep one registered pool for their lifetime).
+ * local DRAM and its writes still read from it, which must stay mapped (NIXL frameworks keep one registered pool for their lifetime).
  * @return SUCCESS; INVALID_PARAM for NULL.
  */
 int nkv_nixl_release(struct nkv_nixl *b, struct nkv_nixl_req *req);

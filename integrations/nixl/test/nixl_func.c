@@ -31,6 +31,7 @@
 #include "check.h"
 #include "daemon_spawn.h"
 #include "nkv/nkv.h"
+#include "nixl_int.h" /* nixl_stager_hold(): holds the stager, to see what posting alone does */
 #include "nkv_nixl.h"
 
 unsigned h_pass, h_fail;
@@ -644,6 +645,164 @@ static void t_release_inflight(struct nkv_nixl *b)
 		nkv_nixl_deregister(b, mds[i]);
 }
 
+/* The namespace's limit (KVVML) bounds header + payload: a payload of KVVML - H bytes (H: the name's
+ * header) is stored and read back whole; one byte more, and a payload of KVVML itself (a 64 MiB
+ * object in a 64 MiB namespace), are refused at prepare with INVALID_PARAM, before any byte moves. */
+static void t_limit(struct nkv_nixl *b)
+{
+	struct nkv_id_ns_kv id;
+	CHECK(nkv_ns_identify(g_raw, 1, &id) == 0, "identify namespace 1");
+	uint64_t kvvml = id.kvf[id.kvfc & 0xf].kvvml;
+	char nm[128];
+	name_of(nm, sizeof(nm), "limit");
+	uint64_t H = nkv_lname_hdr_size(strlen(nm));
+	CHECK(kvvml > H, "KVVML %" PRIu64 " above the header %" PRIu64, kvvml, H);
+	if (kvvml <= H)
+		return;
+	struct nkv_nixl_md *m = reg_obj(b, 6000, nm);
+	size_t big = (size_t)kvvml + 4096;
+	uint8_t *src = mmap(NULL, 2 * big, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(src != MAP_FAILED, "mmap");
+	if (src == MAP_FAILED)
+		return;
+	uint8_t *dst = src + big;
+	struct nkv_nixl_req *r = NULL;
+	uint64_t sizes[2] = {kvvml - H + 1, kvvml};
+	for (int i = 0; i < 2; i++) {
+		struct nkv_nixl_desc l = {(uint64_t)(uintptr_t)src, sizes[i], 0}, rd = {0, sizes[i], 6000};
+		int st = nkv_nixl_prep(b, NKV_NIXL_WRITE, NKV_NIXL_DRAM_SEG, &l, NKV_NIXL_OBJ_SEG, &rd, 1, &r);
+		CHECK(st == NKV_NIXL_ERR_INVALID_PARAM && !r, "prep a write of %" PRIu64 " bytes into values of %" PRIu64
+		      " (header %" PRIu64 "): %s", sizes[i], kvvml, H, S(st));
+		if (r) {
+			nkv_nixl_release(b, r);
+			r = NULL;
+		}
+	}
+	/* the largest payload that fits: on the mem backend only (a 64 MiB object on the micro cluster
+	 * costs seconds and proves nothing more) */
+	if (strcmp(g_backend, "mem") == 0) {
+		uint64_t n = kvvml - H;
+		fill(src, n, 21);
+		int st = xfer1(b, NKV_NIXL_WRITE, src, n, 6000, 0);
+		CHECK(st == NKV_NIXL_SUCCESS, "write of %" PRIu64 " bytes (KVVML %" PRIu64 " - header %" PRIu64 "): %s", n,
+		      kvvml, H, S(st));
+		st = xfer1(b, NKV_NIXL_READ, dst, n, 6000, 0);
+		CHECK(st == NKV_NIXL_SUCCESS && memcmp(dst, src, n) == 0, "read back %" PRIu64 " bytes: %s", n, S(st));
+	}
+	nkv_nixl_deregister(b, m);
+	munmap(src, 2 * big);
+}
+
+/* Posting a write only queues it: the copy into staging, and freeing staging, run on the backend's
+ * stager thread. Proof: with the stager held, post returns IN_PROG having staged nothing, and bytes
+ * changed after the post returned are the ones stored (NIXL's rule: the local bytes stay as they are
+ * until completion). Also: the worst post time of N x 4 MiB writes and of the read post after them
+ * (NIXL_FUNC_NOCOPY_N sets N: 256 for the figures of a serving engine), a write released while
+ * held, and a backend destroyed with a held write (it is stored, nothing leaks). */
+static void t_post_no_copy(struct nkv_nixl *b)
+{
+	const size_t LEN = 4u << 20;
+	unsigned n = strcmp(g_backend, "mem") == 0 ? 32 : 8;
+	if (getenv("NIXL_FUNC_NOCOPY_N") && atoi(getenv("NIXL_FUNC_NOCOPY_N")) > 0)
+		n = (unsigned)atoi(getenv("NIXL_FUNC_NOCOPY_N"));
+	size_t total = (size_t)n * LEN;
+	uint8_t *src = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(src != MAP_FAILED, "mmap %zu MiB", total >> 20);
+	if (src == MAP_FAILED)
+		return;
+	struct nkv_nixl_md **mds = calloc(n, sizeof(*mds));
+	struct nkv_nixl_desc *l = calloc(n, sizeof(*l)), *r = calloc(n, sizeof(*r));
+	char nm[128];
+	for (unsigned i = 0; i < n; i++) {
+		snprintf(nm, sizeof(nm), "%s/nocopy/%u", g_prefix, i);
+		mds[i] = reg_obj(b, 5000 + (uint64_t)i, nm);
+		l[i] = (struct nkv_nixl_desc){(uint64_t)(uintptr_t)(src + (size_t)i * LEN), LEN, 0};
+		r[i] = (struct nkv_nixl_desc){0, LEN, 5000 + (uint64_t)i};
+	}
+	fill(src, total, 11);
+	struct nkv_nixl_req *w = NULL, *rd = NULL;
+	CHECK(nkv_nixl_prep(b, NKV_NIXL_WRITE, NKV_NIXL_DRAM_SEG, l, NKV_NIXL_OBJ_SEG, r, n, &w) == 0, "prep writes");
+	/* the read request: the first object, into the pool */
+	struct nkv_nixl_desc lr = {(uint64_t)(uintptr_t)(g_mem + (8u << 20)), LEN, 0};
+	CHECK(nkv_nixl_prep(b, NKV_NIXL_READ, NKV_NIXL_DRAM_SEG, &lr, NKV_NIXL_OBJ_SEG, &r[0], 1, &rd) == 0, "prep read");
+	if (!w || !rd)
+		goto out;
+	double wpost = 0, rpost = 0;
+	for (int k = 0; k < 3; k++) {
+		double t0 = now_s();
+		int st = nkv_nixl_post(b, w);
+		double dt = (now_s() - t0) * 1e3;
+		wpost = dt > wpost ? dt : wpost;
+		CHECK(st == NKV_NIXL_IN_PROG, "post %u x 4 MiB writes: %s", n, S(st));
+		CHECK((st = wait_done(b, w)) == NKV_NIXL_SUCCESS, "%u x 4 MiB writes: %s", n, S(st));
+		t0 = now_s();
+		st = nkv_nixl_post(b, rd); /* the staging just given back is freed meanwhile, not here */
+		dt = (now_s() - t0) * 1e3;
+		rpost = dt > rpost ? dt : rpost;
+		CHECK(st == NKV_NIXL_IN_PROG && wait_done(b, rd) == NKV_NIXL_SUCCESS, "read after the writes");
+	}
+	printf("post of %u x 4 MiB writes: worst %.3f ms; the read post after them: worst %.3f ms\n", n, wpost, rpost);
+
+	unsigned long staged = nixl_stager_hold(b, true);
+	int st = nkv_nixl_post(b, w);
+	CHECK(st == NKV_NIXL_IN_PROG, "held: post: %s", S(st));
+	usleep(20000);
+	CHECK(nkv_nixl_check(b, w) == NKV_NIXL_IN_PROG, "held: the write is still in progress");
+	CHECK(nkv_nixl_post(b, w) == NKV_NIXL_ERR_REPOST_ACTIVE, "held: post again: REPOST_ACTIVE");
+	CHECK(nixl_stager_hold(b, true) == staged, "the post staged the write itself");
+	fill(src, total, 12); /* after the post returned: the bytes the stager copies */
+	nixl_stager_hold(b, false);
+	CHECK((st = wait_done(b, w)) == NKV_NIXL_SUCCESS, "released stager: %s", S(st));
+	int bad = 0;
+	for (unsigned i = 0; i < n; i++) {
+		memset(g_mem + (8u << 20), 0, LEN);
+		st = xfer1(b, NKV_NIXL_READ, g_mem + (8u << 20), LEN, 5000 + (uint64_t)i, 0);
+		bad += st != NKV_NIXL_SUCCESS || memcmp(g_mem + (8u << 20), src + (size_t)i * LEN, LEN) != 0;
+	}
+	CHECK(bad == 0, "%d of %u objects differ from the bytes as they were after the post", bad, n);
+
+	/* released while waiting for the stager: the stager frees it */
+	nixl_stager_hold(b, true);
+	CHECK(nkv_nixl_post(b, w) == NKV_NIXL_IN_PROG, "held: post to release");
+	CHECK(nkv_nixl_release(b, w) == NKV_NIXL_SUCCESS, "release a held write");
+	w = NULL;
+	nixl_stager_hold(b, false);
+
+	/* a backend destroyed with a held write: the write is submitted and completes first */
+	struct nkv_nixl *b2 = mk(1, NULL);
+	if (b2) {
+		snprintf(nm, sizeof(nm), "%s/nocopy/destroy", g_prefix);
+		struct nkv_nixl_md *m2 = reg_obj(b2, 1, nm);
+		struct nkv_nixl_desc l2 = {(uint64_t)(uintptr_t)src, 1000, 0}, r2 = {0, 1000, 1};
+		struct nkv_nixl_req *w2 = NULL;
+		nixl_stager_hold(b2, true);
+		CHECK(nkv_nixl_prep(b2, NKV_NIXL_WRITE, NKV_NIXL_DRAM_SEG, &l2, NKV_NIXL_OBJ_SEG, &r2, 1, &w2) == 0 &&
+			      nkv_nixl_post(b2, w2) == NKV_NIXL_IN_PROG,
+		      "held write on a second backend");
+		(void)m2;
+		nkv_nixl_destroy(b2);
+		struct nkv_nixl_qresp q;
+		CHECK(query1(b, nm, &q) == 0 && q.present && q.size == 1000, "the held write stored at destroy (%d, %" PRIu64 ")",
+		      q.present, q.size);
+	}
+out:;
+	double end = now_s() + 60;
+	while (nkv_nixl_live_reqs(b) > 1 && now_s() < end)
+		usleep(1000);
+	CHECK(nkv_nixl_live_reqs(b) == 1, "the released write was freed (%u live)", nkv_nixl_live_reqs(b));
+	if (w)
+		nkv_nixl_release(b, w);
+	if (rd)
+		nkv_nixl_release(b, rd);
+	for (unsigned i = 0; i < n; i++)
+		if (mds[i])
+			nkv_nixl_deregister(b, mds[i]);
+	free(mds);
+	free(l);
+	free(r);
+	munmap(src, total);
+}
+
 /* Namespaces that refuse: read-only (write NOT_ALLOWED, read fine), unknown (create NOT_FOUND);
  * an unknown subsystem and a closed port. */
 static void t_errors(struct nkv_nixl *b_rw)
@@ -904,6 +1063,8 @@ int main(int argc, char **argv)
 		t_query(b);
 		t_inflight(b);
 		t_release_inflight(b);
+		t_post_no_copy(b);
+		t_limit(b);
 		t_errors(b);
 		t_threads(b);
 		t_no_stage_cache();
