@@ -16,7 +16,6 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -380,28 +379,14 @@ int precheck(const std::string &addr)
 }
 
 /**
- * grpc could not bind @addr and does not say why: bind it ourselves. @return -EADDRINUSE, -EACCES
- * or -EINVAL (a non-local address, a missing directory, or a failure that was not the bind), and in
+ * grpc could not bind the TCP address @addr and does not say why: bind it ourselves (a Unix socket
+ * is ours, bound by nkv_unix_listen()). @return -EADDRINUSE, -EACCES or -EINVAL (a non-local
+ * address, or a failure that was not the bind), and in
  * *@why what bind(2) said (0: it worked here).
  */
 int bind_errno(const std::string &addr, int *why)
 {
 	*why = 0;
-	if (addr.compare(0, 5, "unix:") == 0) {
-		std::string path = addr.substr(5);
-		struct sockaddr_un sa = {};
-		sa.sun_family = AF_UNIX;
-		memcpy(sa.sun_path, path.c_str(), path.size());
-		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd < 0)
-			return -EINVAL;
-		if (bind(fd, reinterpret_cast<struct sockaddr *>(&sa), sizeof(sa)) == 0)
-			unlink(path.c_str()); /* ours: it worked here */
-		else
-			*why = errno;
-		close(fd);
-		return *why == EACCES ? -EACCES : -EINVAL;
-	}
 	std::string host, port;
 	split_hostport(addr, &host, &port);
 	struct addrinfo hints = {}, *ai = nullptr;
@@ -505,7 +490,7 @@ int start(struct nkv_ctl *ctl, const nkv_ctl_server_conf *conf, nkv_ctl_server *
 		 * warn that a server (the one BuildAndStart() gave up on) still names it. */
 		return rc;
 	}
-	if (addr.compare(0, 5, "unix:") == 0)
+	if (is_unix)
 		s->port = 0;
 	for (int i = 0; i < kNumThreads; i++)
 		call::request(s.get());
