@@ -189,6 +189,14 @@ static inline NKV_HD unsigned nkv_status_code(nkv_status s) { return s & 0x7ffu;
 /* Fabrics command specific (SCT 1) */
 #define NKV_SC_CONNECT_INVALID_PARAM 0x82
 #define NKV_SC_CONNECT_INVALID_HOST 0x84
+/* Path related status (SCT 3); ANA statuses are retryable on another path (DNR clear). */
+#define NKV_SC_PATH_INTERNAL 0x00
+#define NKV_SC_ANA_PERSISTENT_LOSS 0x01
+#define NKV_SC_ANA_INACCESSIBLE 0x02
+#define NKV_SC_ANA_TRANSITION 0x03
+#define NKV_SC_CTRL_PATH_ERROR 0x60
+#define NKV_SC_HOST_PATH_ERROR 0x70
+#define NKV_SC_HOST_ABORTED 0x71
 
 /* ---- Admin opcodes ------------------------------------------------------------------------------ */
 #define NKV_ADM_DELETE_SQ 0x00
@@ -543,7 +551,10 @@ NKV_OFF(struct nkv_id_ctrlr, aerl, 259);
 NKV_OFF(struct nkv_id_ctrlr, lpa, 261);
 NKV_OFF(struct nkv_id_ctrlr, tnvmcap, 280);
 NKV_OFF(struct nkv_id_ctrlr, kas, 320);
+NKV_OFF(struct nkv_id_ctrlr, anatt, 342);
+NKV_OFF(struct nkv_id_ctrlr, anacap, 343);
 NKV_OFF(struct nkv_id_ctrlr, anagrpmax, 344);
+NKV_OFF(struct nkv_id_ctrlr, nanagrpid, 348);
 NKV_OFF(struct nkv_id_ctrlr, megcap, 368);
 NKV_OFF(struct nkv_id_ctrlr, sqes, 512);
 NKV_OFF(struct nkv_id_ctrlr, maxcmd, 514);
@@ -611,6 +622,7 @@ NKV_OFF(struct nkv_id_ns_kv, nkvf, 25);
 NKV_OFF(struct nkv_id_ns_kv, nmic, 26);
 NKV_OFF(struct nkv_id_ns_kv, kvfc, 29);
 NKV_OFF(struct nkv_id_ns_kv, novg, 32);
+NKV_OFF(struct nkv_id_ns_kv, anagrpid, 36);
 NKV_OFF(struct nkv_id_ns_kv, nsattr, 43);
 NKV_OFF(struct nkv_id_ns_kv, nguid, 48);
 NKV_OFF(struct nkv_id_ns_kv, eui64, 64);
@@ -638,6 +650,7 @@ NKV_SIZE(struct nkv_id_ns_nvm_head, 32);
 NKV_OFF(struct nkv_id_ns_nvm_head, nuse, 16);
 NKV_OFF(struct nkv_id_ns_nvm_head, nmic, 30);
 #define NKV_ID_NS_NVM_NGUID 104u  /* offset of NGUID in CNS 00h */
+#define NKV_ID_NS_NVM_ANAGRPID 92u /* offset of ANAGRPID in CNS 00h */
 #define NKV_ID_NS_NVM_EUI64 120u  /* offset of EUI64 in CNS 00h */
 
 /** I/O command set independent Identify Namespace (CNS 08h), 4096 bytes; leading fields only. */
@@ -655,6 +668,7 @@ struct nkv_id_ns_indep_head {
 	uint8_t rsvd15;
 };
 NKV_SIZE(struct nkv_id_ns_indep_head, 16);
+NKV_OFF(struct nkv_id_ns_indep_head, anagrpid, 4);
 NKV_OFF(struct nkv_id_ns_indep_head, nsattr, 8);
 NKV_OFF(struct nkv_id_ns_indep_head, endgid, 12);
 NKV_OFF(struct nkv_id_ns_indep_head, nstat, 14);
@@ -731,7 +745,58 @@ NKV_SIZE(struct nkv_ns_desc, 4);
  * (00h), log page 04h. */
 #define NKV_AEN_NS_ATTR_CHANGED (0x02u | 0x00u << 8 | (uint32_t)NKV_LID_CHANGED_NS << 16)
 #define NKV_LID_CMD_EFFECTS 0x05
+#define NKV_LID_ANA 0x0c
 #define NKV_LID_DISCOVERY 0x70
+
+/* Identify Controller CMIC: bit 0 more than one port, bit 1 more than one controller may attach to
+ * the subsystem (what makes Linux build a multipath head), bit 3 ANA reporting. */
+#define NKV_CMIC_MULTI_PORT (1u << 0)
+#define NKV_CMIC_MULTI_CTRL (1u << 1)
+#define NKV_CMIC_ANA (1u << 3)
+/* Identify Namespace NMIC bit 0: the namespace may be attached to more than one controller. */
+#define NKV_NMIC_SHARED (1u << 0)
+/* Identify Controller ANACAP: states reported (bits 0-4), bit 6: ANAGRPID does not change while
+ * the namespace is attached, bit 7: a non-zero ANAGRPID is supported. */
+#define NKV_ANACAP_OPTIMIZED (1u << 0)
+#define NKV_ANACAP_NON_OPTIMIZED (1u << 1)
+#define NKV_ANACAP_INACCESSIBLE (1u << 2)
+#define NKV_ANACAP_PERSISTENT_LOSS (1u << 3)
+#define NKV_ANACAP_CHANGE (1u << 4)
+#define NKV_ANACAP_GRPID_FIXED (1u << 6)
+#define NKV_ANACAP_GRPID_NONZERO (1u << 7)
+/* OAES / AEC bit 11: Asymmetric Namespace Access Change notices. */
+#define NKV_OAES_ANA_CHANGE (1u << 11)
+/* AER completion DW0: Notice (2h), info ANA Change (03h), log page 0Ch. */
+#define NKV_AEN_ANA_CHANGE (0x02u | 0x03u << 8 | (uint32_t)NKV_LID_ANA << 16)
+/* Get Log Page 0Ch, LSP bit 0 (RGO): return groups only, no NSID lists. */
+#define NKV_ANA_LSP_RGO 0x01u
+
+/** ANA states (the low 4 bits of a group descriptor's state byte). */
+enum nkv_ana_state {
+	NKV_ANA_OPTIMIZED = 0x1,
+	NKV_ANA_NON_OPTIMIZED = 0x2,
+	NKV_ANA_INACCESSIBLE = 0x3,
+	NKV_ANA_PERSISTENT_LOSS = 0x4,
+	NKV_ANA_CHANGE = 0xf,
+};
+
+/** ANA log page (0Ch) header, 16 bytes; the group descriptors follow. */
+struct nkv_ana_log_hdr {
+	uint64_t chgcnt;   /* change count */
+	uint16_t ngrps;    /* number of ANA group descriptors */
+	uint8_t rsvd10[6];
+};
+NKV_SIZE(struct nkv_ana_log_hdr, 16);
+
+/** ANA group descriptor, 32 bytes; NNSIDS 32-bit NSIDs follow (none with RGO). */
+struct nkv_ana_group_desc {
+	uint32_t anagrpid;
+	uint32_t nnsids;
+	uint64_t chgcnt;
+	uint8_t state;     /* bits 3:0: enum nkv_ana_state */
+	uint8_t rsvd17[15];
+};
+NKV_SIZE(struct nkv_ana_group_desc, 32);
 
 /** Error information log entry (64 bytes). */
 struct nkv_log_error {
