@@ -756,7 +756,7 @@ NKV_SIZE(struct nkv_ns_desc, 4);
 /* Identify Namespace NMIC bit 0: the namespace may be attached to more than one controller. */
 #define NKV_NMIC_SHARED (1u << 0)
 /* Identify Controller ANACAP: states reported (bits 0-4), bit 6: ANAGRPID does not change while
- * the namespace is attached, bit 7: a non-zero ANAGRPID is supported. */
+ * the namespace is attached, bit 7: Namespace Management accepts a non-zero ANAGRPID. */
 #define NKV_ANACAP_OPTIMIZED (1u << 0)
 #define NKV_ANACAP_NON_OPTIMIZED (1u << 1)
 #define NKV_ANACAP_INACCESSIBLE (1u << 2)
