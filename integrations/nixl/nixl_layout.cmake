@@ -61,8 +61,8 @@ function(nixl_layout out)
     get_filename_component(libdir "${lib}" DIRECTORY)
   else()
     message(FATAL_ERROR "no libnixl.so: give NIXL_LIB_DIR, the directory of the libnixl.so the plugin "
-            "will be loaded by (a wheel's: python3 -c \"import nixl._api; print([l.split()[-1] for l in "
-            "open('/proc/self/maps') if '/libnixl.so' in l][0])\")")
+            "will be loaded by (a wheel's: python3 -c \"import os, nixl._api; print(next(os.path.dirname("
+            "l.split()[-1]) for l in open('/proc/self/maps') if l.rstrip().endswith('/libnixl.so')))\")")
   endif()
 
   # A wheel: .<dist>.mesonpy.libs beside <dist>-<version>.dist-info. NIXL checks no ABI when it
@@ -115,7 +115,8 @@ function(nixl_install_plugin file dir as_obj)
               "RADOS_NKV), or remove that file first if this NIXL is to load rados-nkv as OBJ")
     endif()
   endif()
-  file(INSTALL DESTINATION "${dir}" TYPE MODULE FILES "${file}")
+  file(INSTALL DESTINATION "${dir}" TYPE MODULE FILES "${file}" PERMISSIONS OWNER_READ OWNER_WRITE
+       OWNER_EXECUTE GROUP_READ GROUP_EXECUTE WORLD_READ WORLD_EXECUTE)
   if(as_obj)
     message(STATUS "Installing: ${obj} -> libplugin_RADOS_NKV.so")
     file(CREATE_LINK libplugin_RADOS_NKV.so "${obj}" SYMBOLIC)
