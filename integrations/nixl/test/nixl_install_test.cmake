@@ -42,6 +42,9 @@ set(PLUGIN "${WORK}/build/libplugin_RADOS_NKV.so")
 if(STEP STREQUAL "wheel_obj_alias")      # the wheel holds NIXL's OBJ plugin: refused
   nixl_install_plugin("${PLUGIN}" "${WL}/plugins" ON)
   return()
+elseif(STEP STREQUAL "meson_obj_other_symlink") # libplugin_OBJ.so links elsewhere: refused too
+  nixl_install_plugin("${PLUGIN}" "${MP}" ON)
+  return()
 elseif(STEP STREQUAL "wheel_no_source")   # a wheel ships no headers
   set(NIXL_PREFIX "${SP}")
   set(NIXL_LIB_DIR "${WL}")
@@ -127,6 +130,13 @@ nixl_install_plugin("${PLUGIN}" "${m_PLUGIN_DIR}" ON)
 file(READ_SYMLINK "${MP}/libplugin_OBJ.so" t)
 expect("meson: OBJ alias" "${t}" "libplugin_RADOS_NKV.so")
 message(STATUS "ok meson: OBJ alias -> libplugin_RADOS_NKV.so, reinstall keeps it")
+
+# A libplugin_OBJ.so that is a symlink to anything else (or dangling) is not ours either.
+file(REMOVE "${MP}/libplugin_OBJ.so")
+file(CREATE_LINK libplugin_POSIX.so "${MP}/libplugin_OBJ.so" SYMBOLIC)
+run_fail(meson_obj_other_symlink "libplugin_OBJ.so is another OBJ plugin")
+file(READ_SYMLINK "${MP}/libplugin_OBJ.so" t)
+expect("meson: a foreign OBJ symlink kept" "${t}" "libplugin_POSIX.so")
 
 # DESTDIR (packagers): everything under it, nothing in the real directory.
 file(REMOVE "${MP}/libplugin_RADOS_NKV.so" "${MP}/libplugin_OBJ.so")
