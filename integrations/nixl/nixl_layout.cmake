@@ -97,18 +97,19 @@ endfunction()
 # under CMAKE_INSTALL_PREFIX; DESTDIR is honoured), and with <as_obj>
 # also libplugin_OBJ.so, a symlink to it. Only these two names are written: NIXL's own plugins in
 # <dir> stay as they are. A libplugin_OBJ.so there that is not that symlink (NIXL's S3 plugin) is
-# never replaced: the install stops before writing anything.
+# never replaced: the install stops before writing anything. Without <as_obj>, that symlink, left
+# by an earlier install, is removed.
 function(nixl_install_plugin file dir as_obj)
   if(NOT IS_ABSOLUTE "${dir}")
     set(dir "${CMAKE_INSTALL_PREFIX}/${dir}")
   endif()
   set(real "$ENV{DESTDIR}${dir}") # file(INSTALL) adds DESTDIR itself; the checks below do not
   set(obj "${real}/libplugin_OBJ.so")
+  set(target "")
+  if(IS_SYMLINK "${obj}")
+    file(READ_SYMLINK "${obj}" target)
+  endif()
   if(as_obj AND (EXISTS "${obj}" OR IS_SYMLINK "${obj}"))
-    set(target "")
-    if(IS_SYMLINK "${obj}")
-      file(READ_SYMLINK "${obj}" target)
-    endif()
     if(NOT target STREQUAL "libplugin_RADOS_NKV.so")
       message(FATAL_ERROR "${obj} is another OBJ plugin (NIXL's S3 backend): not replaced. Install "
               "without the OBJ alias (-DNIXL_PLUGIN_AS_OBJ=OFF: frameworks then create the backend "
@@ -120,5 +121,9 @@ function(nixl_install_plugin file dir as_obj)
   if(as_obj)
     message(STATUS "Installing: ${obj} -> libplugin_RADOS_NKV.so")
     file(CREATE_LINK libplugin_RADOS_NKV.so "${obj}" SYMBOLIC)
+  elseif(target STREQUAL "libplugin_RADOS_NKV.so")
+    # An alias an earlier install made: without it asked for now, OBJ is no longer rados-nkv.
+    message(STATUS "Removing: ${obj} (the OBJ alias, not asked for)")
+    file(REMOVE "${obj}")
   endif()
 endfunction()

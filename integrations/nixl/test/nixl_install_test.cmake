@@ -6,7 +6,7 @@
 #   plugins of a meson install, .nixl_cu12.mesonpy.libs/plugins of a wheel), so NIXL keeps seeing
 #   its own plugins, which stay byte for byte and time for time as they were;
 # - the OBJ alias is installed only on request and never over another OBJ plugin (NIXL's S3 one):
-#   the install then stops before writing anything;
+#   the install then stops before writing anything; an install without it removes ours;
 # - a wheel (no headers) needs NIXL's source of the same version, and says so;
 # - DESTDIR is honoured.
 #
@@ -130,9 +130,13 @@ nixl_install_plugin("${PLUGIN}" "${m_PLUGIN_DIR}" ON)
 file(READ_SYMLINK "${MP}/libplugin_OBJ.so" t)
 expect("meson: OBJ alias" "${t}" "libplugin_RADOS_NKV.so")
 message(STATUS "ok meson: OBJ alias -> libplugin_RADOS_NKV.so, reinstall keeps it")
+nixl_install_plugin("${PLUGIN}" "${m_PLUGIN_DIR}" OFF)
+if(EXISTS "${MP}/libplugin_OBJ.so" OR IS_SYMLINK "${MP}/libplugin_OBJ.so")
+  fail("meson: the OBJ alias stays after an install without it")
+endif()
+message(STATUS "ok meson: an install without the alias removes ours")
 
 # A libplugin_OBJ.so that is a symlink to anything else (or dangling) is not ours either.
-file(REMOVE "${MP}/libplugin_OBJ.so")
 file(CREATE_LINK libplugin_POSIX.so "${MP}/libplugin_OBJ.so" SYMBOLIC)
 run_fail(meson_obj_other_symlink "libplugin_OBJ.so is another OBJ plugin")
 file(READ_SYMLINK "${MP}/libplugin_OBJ.so" t)
