@@ -252,8 +252,14 @@ int cmd_store(struct cli *c)
 		return ex;
 	}
 	struct nkv_cpl cpl = {0};
-	bool ttl = c->ttl_set || c->pin; /* Store TTL (F1h) */
-	if (ttl)
+	bool ttl = c->ttl_set || c->pin || c->hash_set; /* Store TTL (F1h) */
+	if (c->hash_set) { /* no call of nkv.h takes a hash: build the command as the engine does */
+		struct nkv_sqe sqe;
+		nkv_sqe_store_ttl(&sqe, c->nsid, key, klen, (uint32_t)len, c->store_opts, c->ttl_s,
+				  c->pin ? NKV_TTL_PIN : 0);
+		nkv_sqe_set_block_hash(&sqe, c->block_hash);
+		rc = nkv_exec(c->qp, &sqe, val, (uint32_t)len, &cpl);
+	} else if (ttl)
 		rc = nkv_store_ttl(c->qp, c->nsid, key, klen, val, (uint32_t)len, c->store_opts, c->ttl_s, c->pin, &cpl);
 	else
 		rc = nkv_store(c->qp, c->nsid, key, klen, val, (uint32_t)len, c->store_opts, &cpl);
