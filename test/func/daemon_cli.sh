@@ -289,7 +289,9 @@ check "--ns with a bad size exits 64 naming the flag" 64 "invalid value for --ns
 run 10 "$DAEMON" -b mem --listen 127.0.0.1:99999 -d none
 check "--listen port 99999 exits 64 naming the flag" 64 "invalid value for --listen: '127.0.0.1:99999'"
 run 10 "$DAEMON" -b mem --no-such-flag
-check "an unknown flag exits 64 with the usage" 64 "unrecognized option|usage"
+check "an unknown flag exits 64 naming it" 64 "unrecognized option '--no-such-flag'"
+check "and points at --help in two lines, not the whole help ($(wc -l <"$T/err") lines)" 64 "Try 'rados-nkv --help'"
+[ "$(wc -l <"$T/err")" -le 2 ] && ok "the error is at most 2 lines" || fail "the error is $(wc -l <"$T/err") lines"
 run 10 "$DAEMON" -b mem -l "127.0.0.1:$PSPARE" -d none extra-arg
 check "a stray argument exits 64" 64 "unexpected argument 'extra-arg'"
 
