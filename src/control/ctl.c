@@ -1298,7 +1298,7 @@ int nkv_ctl_create(const struct nkv_ctl_conf *conf, const char *seed_json, struc
 	/* What the daemon set up from its flags and file is what runs now. */
 	ctl->applied = json_tokener_parse(seed_json ? seed_json : "");
 	if (!ctl->applied || st_check(ctl->applied, &why) < 0) {
-		NKV_ERR("control: the seed state is malformed: %s", why ? why : "not JSON");
+		NKV_ERR("the seed state is malformed: %s", why ? why : "not JSON");
 		rc = -EINVAL;
 		goto fail;
 	}
@@ -1323,7 +1323,7 @@ int nkv_ctl_create(const struct nkv_ctl_conf *conf, const char *seed_json, struc
 	if (stored) { /* the stored state wins */
 		json_object_put(ctl->want);
 		ctl->want = stored;
-		NKV_INFO("control: state %s, epoch %" PRIu64 ": applying it", store_name(ctl->store), st_epoch(stored));
+		NKV_INFO("state %s, epoch %" PRIu64 ": applying it", store_name(ctl->store), st_epoch(stored));
 		apply(ctl);
 	} else { /* nothing stored yet: the flags and file seed it */
 		json_object_object_add(ctl->want, "epoch", json_object_new_int64(1));
@@ -1336,7 +1336,7 @@ int nkv_ctl_create(const struct nkv_ctl_conf *conf, const char *seed_json, struc
 		} else {
 			ctl->joined = true;
 			json_object_object_add(ctl->applied, "epoch", json_object_new_int64(1));
-			NKV_INFO("control: state %s seeded from the configuration (epoch 1)", store_name(ctl->store));
+			NKV_INFO("state %s seeded from the configuration (epoch 1)", store_name(ctl->store));
 		}
 	}
 	if ((rc = -pthread_create(&ctl->thread, NULL, watch_main, ctl)) < 0)
