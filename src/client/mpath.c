@@ -159,9 +159,11 @@ static void mp_ana_read(struct mp_path *p, struct nkv_ctrl *c)
 		pthread_mutex_unlock(&p->ana_mu);
 		return;
 	}
-	/* as Linux sizes it: the header, ANAGRPMAX descriptors and an NSID per namespace */
-	uint64_t want = sizeof(struct nkv_ana_log_hdr) + (uint64_t)(id->anagrpmax ? id->anagrpmax : 1) *
-			sizeof(struct nkv_ana_group_desc) + (uint64_t)(id->nn ? id->nn : 1) * 4;
+	/* as Linux sizes it (drivers/nvme/host/multipath.c, nvme_mpath_init_identify): the header,
+	 * NANAGRPID descriptors and an NSID per attachable namespace (MNAN; NN when MNAN is 0) */
+	uint32_t nns = id->mnan ? id->mnan : id->nn;
+	uint64_t want = sizeof(struct nkv_ana_log_hdr) + (uint64_t)(id->nanagrpid ? id->nanagrpid : 1) *
+			sizeof(struct nkv_ana_group_desc) + (uint64_t)(nns ? nns : 1) * 4;
 	uint32_t len = want > MP_ANA_LOG_MAX ? MP_ANA_LOG_MAX : (uint32_t)((want + 3) & ~3ull);
 	uint8_t *buf = calloc(1, len);
 	struct nkv_ana_ns *ns = calloc(MP_ANA_NS_MAX, sizeof(*ns));
@@ -171,6 +173,7 @@ static void mp_ana_read(struct mp_path *p, struct nkv_ctrl *c)
 	uint32_t numd = len / 4 - 1;
 	memset(&sqe, 0, sizeof(sqe));
 	sqe.opc = NKV_ADM_GET_LOG_PAGE;
+	nkv_put32(&sqe.nsid, 0xffffffffu); /* as Linux: NSID FFFFFFFFh, LSP 0 (with NSID lists) */
 	nkv_put32(&sqe.cdw10, NKV_LID_ANA | (numd & 0xffff) << 16);
 	nkv_put32(&sqe.cdw11, numd >> 16);
 	int rc = nkv_admin(c, &sqe, buf, len, NULL);
