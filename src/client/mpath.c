@@ -421,7 +421,9 @@ static void sub_done(struct nkv_mp *mp, struct mp_sub *sub, int64_t now, struct 
 			*ph = it;
 		*pt = it;
 	}
-	if (failed) {
+	if (failed && now < atomic_load(&p->hold_until)) {
+		/* already held: the ops of one failure come back in many batches, one backoff step */
+	} else if (failed) {
 		p->hold_ms = p->hold_ms ? p->hold_ms * 2 : mp->rc_min_ms;
 		if (p->hold_ms > mp->rc_max_ms)
 			p->hold_ms = mp->rc_max_ms;
