@@ -842,7 +842,7 @@ static bool wildcard(const char *traddr)
  */
 static int discover_paths(struct nkv_mp *mp, const struct nkv_conn_opts *copts)
 {
-	int rc = -ENOENT;
+	int rc = 0; /* shm paths only: the first socket that answers names the subsystem */
 	for (unsigned i = 0; i < mp->np; i++) {
 		struct mp_path *p = &mp->p[i];
 		if (is_shm(p))
