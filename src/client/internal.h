@@ -316,6 +316,11 @@ struct nkv_ctrl *nkv_mp_ctrl(const struct nkv_mp *mp, unsigned i);
 int nkv_mp_active(struct nkv_mp *mp, uint32_t nsid);
 /** Wait for every accepted op, stop the threads, destroy the paths' engines and controllers. */
 void nkv_mp_destroy(struct nkv_mp *mp);
+/** Did the op that completed as @s fail for its path (Host Pathing Error, -ETIMEDOUT on the path,
+ *  never sent, an ANA status) rather than for what it asked? */
+bool nkv_mp_path_error(const struct nkv_op *s);
+/** May @op, which failed for its path as @s, be sent again on another (docs/multipath.md)? */
+bool nkv_mp_may_resend(const struct nkv_op *op, const struct nkv_op *s);
 
 /** One namespace's ANA state as a controller's ANA log page reports it. */
 struct nkv_ana_ns {

@@ -235,19 +235,16 @@ static bool status_ana(uint16_t status)
 	return sct == NKV_SCT_PATH && sc >= NKV_SC_ANA_PERSISTENT_LOSS && sc <= NKV_SC_ANA_TRANSITION;
 }
 
-/** Did @s fail for its path rather than for what it asked? */
-static bool path_error(const struct nkv_op *s)
+bool nkv_mp_path_error(const struct nkv_op *s)
 {
 	return s->rc == -ENOTCONN || (s->rc == -ETIMEDOUT && s->status == NKV_STATUS_HOST_PATH) ||
 	       (s->rc == -EAGAIN && s->status == 0) || status_ana(s->status);
 }
 
-/**
- * May the op that failed as @s be sent again? Always when it surely did not run: never sent, or an
- * ANA status (the controller refuses it unrun). Else (it may have run) only when a second run does
- * what one does: every KV command; an Exec only when the caller marked it NKV_OP_IDEMPOTENT.
- */
-static bool may_resend(const struct nkv_op *op, const struct nkv_op *s)
+/* Always when it surely did not run: never sent, or an ANA status (the controller refuses it
+ * unrun). Else (it may have run) only when a second run does what one does: every KV command; an
+ * Exec only when the caller marked it NKV_OP_IDEMPOTENT. */
+bool nkv_mp_may_resend(const struct nkv_op *op, const struct nkv_op *s)
 {
 	if ((s->rc == -EAGAIN && s->status == 0) || status_ana(s->status))
 		return true;
@@ -399,7 +396,7 @@ static void sub_done(struct nkv_mp *mp, struct mp_sub *sub, int64_t now, struct 
 	for (unsigned i = 0; i < sub->n; i++) {
 		struct nkv_op *s = &sub->ops[i];
 		struct mp_item *it = sub->its[i];
-		if (!path_error(s)) {
+		if (!nkv_mp_path_error(s)) {
 			ok = true;
 			item_done(mp, it, s);
 			continue;
@@ -407,7 +404,7 @@ static void sub_done(struct nkv_mp *mp, struct mp_sub *sub, int64_t now, struct 
 		failed = true;
 		if (status_ana(s->status))
 			atomic_store(&p->ana_stale, true);
-		if (!may_resend(it->op, s) || now >= it->deadline || atomic_load(&mp->stop)) {
+		if (!nkv_mp_may_resend(it->op, s) || now >= it->deadline || atomic_load(&mp->stop)) {
 			item_done(mp, it, s);
 			continue;
 		}

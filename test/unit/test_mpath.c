@@ -128,12 +128,48 @@ static void exec_op_checks(void **state)
 	assert_int_equal(nkv_engine_op_check(&op), -EINVAL); /* the flag is Exec's */
 }
 
+/* What is a path error, and what is sent again after one (docs/multipath.md "Retries"). */
+static void retry_rules(void **state)
+{
+	(void)state;
+	const uint16_t ana_inacc = NKV_SCT_PATH << 8 | NKV_SC_ANA_INACCESSIBLE;
+	struct nkv_op lost = {.rc = -ENOTCONN, .status = NKV_STATUS_HOST_PATH};
+	struct nkv_op late = {.rc = -ETIMEDOUT, .status = NKV_STATUS_HOST_PATH};
+	struct nkv_op unsent = {.rc = -EAGAIN, .status = 0};
+	struct nkv_op ana = {.rc = -EIO, .status = ana_inacc};
+	struct nkv_op trans = {.rc = -EIO, .status = NKV_SCT_PATH << 8 | NKV_SC_ANA_TRANSITION};
+	struct nkv_op loss = {.rc = -EIO, .status = NKV_SCT_PATH << 8 | NKV_SC_ANA_PERSISTENT_LOSS};
+	assert_true(nkv_mp_path_error(&lost) && nkv_mp_path_error(&late) && nkv_mp_path_error(&unsent));
+	assert_true(nkv_mp_path_error(&ana) && nkv_mp_path_error(&trans) && nkv_mp_path_error(&loss));
+	/* the command's own answers are not path errors */
+	struct nkv_op miss = {.rc = -ENOENT, .status = 0x87};
+	struct nkv_op busy = {.rc = -EAGAIN, .status = 0x82};        /* KV not ready: the target said so */
+	struct nkv_op tmo = {.rc = -ETIMEDOUT, .status = 0x19};       /* the target's own timeout */
+	struct nkv_op other_path = {.rc = -EIO, .status = NKV_SCT_PATH << 8 | 0x04};
+	struct nkv_op ok = {0};
+	assert_false(nkv_mp_path_error(&miss) || nkv_mp_path_error(&busy) || nkv_mp_path_error(&tmo) ||
+		     nkv_mp_path_error(&other_path) || nkv_mp_path_error(&ok));
+	/* every KV command is sent again after any path error */
+	for (uint8_t t = NKV_OP_STORE; t <= NKV_OP_LIST; t++) {
+		struct nkv_op op = {.type = t};
+		assert_true(nkv_mp_may_resend(&op, &lost) && nkv_mp_may_resend(&op, &late));
+		assert_true(nkv_mp_may_resend(&op, &unsent) && nkv_mp_may_resend(&op, &ana));
+	}
+	/* an Exec that may have run only when declared idempotent; one that surely did not, always */
+	struct nkv_op exec = {.type = NKV_OP_EXEC}, idem = {.type = NKV_OP_EXEC, .flags = NKV_OP_IDEMPOTENT};
+	assert_false(nkv_mp_may_resend(&exec, &lost));
+	assert_false(nkv_mp_may_resend(&exec, &late));
+	assert_true(nkv_mp_may_resend(&exec, &unsent) && nkv_mp_may_resend(&exec, &ana));
+	assert_true(nkv_mp_may_resend(&idem, &lost) && nkv_mp_may_resend(&idem, &late));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(ana_parse_groups),
 		cmocka_unit_test(ana_parse_malformed),
 		cmocka_unit_test(exec_op_checks),
+		cmocka_unit_test(retry_rules),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
