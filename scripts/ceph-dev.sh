@@ -59,9 +59,9 @@ ADDR="${NKV_CEPH_ADDR:-127.0.0.1}"; NOSDS=; EC_POOL=
 while [ $# -gt 0 ]; do
   case "$1" in
     mon.a|osd.[0-9]) NAME=$1; shift ;;
-    --osds) NOSDS="${2:?--osds needs a value}"; shift 2
+    --osds) NOSDS="${2-}"; shift $(($# > 1 ? 2 : 1))
             [[ "$NOSDS" =~ ^[1-9]$ ]] || { echo "ceph-dev: --osds '$NOSDS' is not a number from 1 to 9" >&2; exit 64; } ;;
-    --ec-pool) EC_POOL="${2:?--ec-pool needs a value}"; shift 2
+    --ec-pool) EC_POOL="${2-}"; shift $(($# > 1 ? 2 : 1))
                [[ "$EC_POOL" =~ ^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$ ]] || { echo "ceph-dev: --ec-pool '$EC_POOL' is not a pool name" >&2; exit 64; } ;;
     --dir) DIR="${2:?--dir needs a value}"; shift 2 ;;
     --pool) POOL="${2:?--pool needs a value}"; POOL_SET=1; shift 2 ;;
