@@ -37,6 +37,9 @@ Commands:
   kill DAEMON [--dir DIR]    SIGKILL one daemon (mon.a or osd.N) and wait until it is gone: a crash,
                       for the fault tests. Its data stays (--durable: bluestore survives it).
   revive DAEMON [--dir DIR]  Start that daemon again (after kill) and wait until its process is up.
+  pause DAEMON [--dir DIR]   SIGSTOP one daemon: a hang, its connections open and nothing answered, so
+                      only missed heartbeats reveal it (a killed one is reported at once).
+  resume DAEMON [--dir DIR]  SIGCONT it (after pause).
   env [--dir DIR]     Print 'export' lines: eval "\$($0 env)"
                       (CEPH_CONF, NKV_CEPH_CONF, NKV_CEPH_KEYRING, NKV_CEPH_USER, NKV_CEPH_POOL, NKV_CEPH_DIR;
                       NKV_CEPH_OSDS and NKV_CEPH_EC_POOL when the cluster has several OSDs / an EC pool)
@@ -113,6 +116,7 @@ stop_all() {
     d=${DAEMONS[$i]}
     pid="$(live_pid "$d")" || continue
     log "stopping $d (pid $pid)"; kill -TERM "$pid" 2>/dev/null || true
+    kill -CONT "$pid" 2>/dev/null || true   # a paused daemon gets its SIGTERM
     end=$((SECONDS + ${STOP_WAIT:-15}))
     while kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt $end ]; do sleep 0.2; done
     kill -0 "$pid" 2>/dev/null && { log "$d ignored SIGTERM, sending SIGKILL"; kill -KILL "$pid" 2>/dev/null || true; }
@@ -344,6 +348,13 @@ case "$CMD" in
     [[ " ${DAEMONS[*]} " == *" $NAME "* ]] || { log "$NAME is not a daemon of the cluster in $DIR (${DAEMONS[*]})"; exit 64; }
     if pid="$(live_pid "$NAME")"; then log "$NAME already running (pid $pid)"; exit 0; fi
     start_daemon "$NAME"; log "started $NAME (pid $(live_pid "$NAME"))"
+    ;;
+  pause|resume)
+    [ -n "$NAME" ] || { log "$CMD needs a daemon: mon.a or osd.N"; exit 64; }
+    [[ " ${DAEMONS[*]} " == *" $NAME "* ]] || { log "$NAME is not a daemon of the cluster in $DIR (${DAEMONS[*]})"; exit 64; }
+    pid="$(live_pid "$NAME")" || { log "$NAME is not running"; exit 1; }
+    if [ "$CMD" = pause ]; then kill -STOP "$pid"; else kill -CONT "$pid"; fi
+    log "${CMD}d $NAME (pid $pid)"
     ;;
   -h|--help|help) usage ;;
   *) usage >&2; echo "ceph-dev: unknown command '$CMD'" >&2; exit 64 ;;

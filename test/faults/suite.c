@@ -28,6 +28,8 @@
  *            min_size-2 pool: no command may fail at all; every value read back with the OSD down and
  *            again after it came back; the time until the monitor marked it down, the longest command
  *   ec       the same on the erasure-coded pool (k=2, m=1, min_size 2: one OSD down leaves k)
+ *   hang     replica with osd.1 paused (SIGSTOP) instead: its connections stay open, so only missed
+ *            heartbeats get it marked down (ceph-dev.sh --osds tunes them to seconds); then resumed
  *            (both need scripts/ceph-dev.sh start --osds 3 --ec-pool NAME; test/faults/topology.sh)
  *   selftest the value format and the ledger against torn, stale, foreign and lost values (no daemon)
  * Each prints a RESULT line: Stores acknowledged and failed (by status), reads verified, the final
@@ -269,6 +271,9 @@ out:
 /* The op timeout of these runs: above the time the cluster needs to mark the OSD down (heartbeat
  * grace 4 s, ceph-dev.sh --osds) and peer again, so that no command fails; the longest is printed. */
 #define TOPO_OP_TIMEOUT_S 10
+/* A paused OSD is found by missed heartbeats only (grace 4 s, about 6-7 s to marked down): its
+ * commands take up to about 8 s, so the hang's op timeout leaves room for a loaded machine. */
+#define TOPO_HANG_OP_TIMEOUT_S 20
 
 /* Until @osd is @state ("up" or "down") in the OSD map, at most @limit_s. @return ms waited, or -1. */
 static long osd_wait(const char *osd, const char *state, unsigned limit_s)
@@ -287,8 +292,9 @@ static long osd_wait(const char *osd, const char *state, unsigned limit_s)
 	return -1;
 }
 
-/* replica, ec: osd.1 of three SIGKILLed under load on @pool, revived; nothing may fail. */
-static void scen_osd_of_three(const char *name, const char *pool)
+/* replica, ec: osd.1 of three SIGKILLed under load on @pool, revived; hang: paused, resumed.
+ * Nothing may fail. */
+static void scen_osd_of_three(const char *name, const char *pool, bool hang)
 {
 	struct run r = {.lc = {.workers = 4, .qd = 4, .keys = 32, .sizes = MIXED, .nsizes = 4, .store_pct = 60},
 			.no_failures = true};
@@ -298,25 +304,27 @@ static void scen_osd_of_three(const char *name, const char *pool)
 	if (gw_init(&r.g, O.bin, "rados", "127.0.0.1"))
 		goto out;
 	r.g.pool = pool;
-	r.g.op_timeout_s = TOPO_OP_TIMEOUT_S;
+	r.g.op_timeout_s = hang ? TOPO_HANG_OP_TIMEOUT_S : TOPO_OP_TIMEOUT_S;
 	if (!run_begin(&r, name, 3000))
 		goto out;
 	sleep_ms(2000);
 	load_stats(r.l, &s);
-	printf("%s: pool %s; killing %s of 3 (SIGKILL) for %u s under load; longest command so far %llu ms\n", name,
-	       pool, TOPO_OSD, down_s, (unsigned long long)s.max_ms);
+	printf("%s: pool %s; %s %s of 3 (%s) for %u s under load; longest command so far %llu ms\n", name, pool,
+	       hang ? "pausing" : "killing", TOPO_OSD, hang ? "SIGSTOP" : "SIGKILL", down_s, (unsigned long long)s.max_ms);
 	uint64_t t_kill = f_now_ms(), ops0 = load_ops(r.l);
-	CHECK(ceph_dev("kill", TOPO_OSD) == 0, "%s: kill %s", name, TOPO_OSD);
-	long down_ms = osd_wait(TOPO_OSD, "down", 60);
-	CHECK(down_ms >= 0, "%s: the monitor marked %s down within 60 s of the kill", name, TOPO_OSD);
-	printf("%s: %s marked down %.1f s after the kill\n", name, TOPO_OSD, down_ms / 1000.0);
+	CHECK(ceph_dev(hang ? "pause" : "kill", TOPO_OSD) == 0, "%s: %s %s", name, hang ? "pause" : "kill", TOPO_OSD);
+	long down_ms = osd_wait(TOPO_OSD, "down", hang ? 30 : 60);
+	CHECK(down_ms >= 0, "%s: the monitor marked %s down within %u s", name, TOPO_OSD, hang ? 30 : 60);
+	if (down_ms >= 0)
+		printf("%s: %s marked down %.1f s after the %s\n", name, TOPO_OSD, down_ms / 1000.0,
+		       hang ? "pause" : "kill");
 	while (f_now_ms() < t_kill + down_s * 1000ull)
 		sleep_ms(100);
 	load_halt(r.l);
 	load_stats(r.l, &s);
-	printf("%s: %llu commands completed in the %u s since the kill, %llu failed; longest command %llu ms\n", name,
-	       (unsigned long long)(load_ops(r.l) - ops0), down_s, (unsigned long long)(s.stores_failed + s.reads_failed),
-	       (unsigned long long)s.max_ms);
+	printf("%s: %llu commands completed in the %u s since the %s, %llu failed; longest command %llu ms\n", name,
+	       (unsigned long long)(load_ops(r.l) - ops0), down_s, hang ? "pause" : "kill",
+	       (unsigned long long)(s.stores_failed + s.reads_failed), (unsigned long long)s.max_ms);
 	load_verify(r.l); /* every acknowledged value, with the OSD still down */
 	load_stats(r.l, &v);
 	printf("%s: read-back with %s down: %llu keys, %llu with an acknowledged Store, %llu verified, %llu absent "
@@ -327,10 +335,12 @@ static void scen_osd_of_three(const char *name, const char *pool)
 	      TOPO_OSD, (unsigned long long)v.final_lost, (unsigned long long)v.final_unread);
 	CHECK(v.stores_failed + v.reads_failed == 0, "%s: %llu commands failed with one OSD of three down", name,
 	      (unsigned long long)(v.stores_failed + v.reads_failed));
-	CHECK(ceph_dev("revive", TOPO_OSD) == 0, "%s: revive %s", name, TOPO_OSD);
+	CHECK(ceph_dev(hang ? "resume" : "revive", TOPO_OSD) == 0, "%s: %s %s", name, hang ? "resume" : "revive",
+	      TOPO_OSD);
 	long up_ms = osd_wait(TOPO_OSD, "up", 60);
-	CHECK(up_ms >= 0, "%s: %s up again within 60 s of its restart", name, TOPO_OSD);
-	printf("%s: %s up again %.1f s after its restart; the load runs on for 5 s\n", name, TOPO_OSD, up_ms / 1000.0);
+	CHECK(up_ms >= 0, "%s: %s up again within 60 s", name, TOPO_OSD);
+	printf("%s: %s up again %.1f s after it was %s; the load runs on for 5 s\n", name, TOPO_OSD, up_ms / 1000.0,
+	       hang ? "resumed" : "restarted");
 	load_run(r.l);
 	sleep_ms(5000);
 	run_end(&r); /* read back once more; no failed command over the whole run, the longest command */
@@ -760,7 +770,7 @@ static void scen_selftest(void)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: fault_suite osd|mon|both|gateway|host|netem|soak|replica|ec --daemon PATH/rados-nkv [--long] "
+	fprintf(stderr, "usage: fault_suite osd|mon|both|gateway|host|netem|soak|replica|ec|hang --daemon PATH/rados-nkv [--long] "
 			"[--backend rados|mem] [--cache]\n       fault_suite selftest\n");
 	return 2;
 }
@@ -796,7 +806,7 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 
-	bool topo = strcmp(scen, "replica") == 0 || strcmp(scen, "ec") == 0;
+	bool topo = strcmp(scen, "replica") == 0 || strcmp(scen, "ec") == 0 || strcmp(scen, "hang") == 0;
 	bool cluster = strcmp(scen, "osd") == 0 || strcmp(scen, "mon") == 0 || strcmp(scen, "both") == 0 || topo;
 	bool rados = cluster || strcmp(scen, "netem") == 0 || strcmp(O.backend, "rados") == 0;
 	if (rados && (!getenv("NKV_CEPH_CONF") || (cluster && !getenv("NKV_CEPH_DIR")))) {
@@ -837,9 +847,11 @@ int main(int argc, char **argv)
 	else if (strcmp(scen, "soak") == 0)
 		scen_soak();
 	else if (strcmp(scen, "replica") == 0)
-		scen_osd_of_three("replica", getenv("NKV_CEPH_POOL") ? getenv("NKV_CEPH_POOL") : "nkv");
+		scen_osd_of_three("replica", getenv("NKV_CEPH_POOL") ? getenv("NKV_CEPH_POOL") : "nkv", false);
 	else if (strcmp(scen, "ec") == 0)
-		scen_osd_of_three("ec", ec);
+		scen_osd_of_three("ec", ec, false);
+	else if (strcmp(scen, "hang") == 0)
+		scen_osd_of_three("hang", getenv("NKV_CEPH_POOL") ? getenv("NKV_CEPH_POOL") : "nkv", true);
 	else
 		return usage();
 	printf("%u passed, %u failed\n", h_pass, h_fail);
