@@ -21,8 +21,9 @@ Commands:
       --osds N (1-9, default 1): N OSDs on this machine, each bluestore on its own 10 GiB sparse
       file (N > 1 implies --durable; osd.0 in DIR/osd, osd.K in DIR/osd.K), CRUSH failure domain
       osd. Pools get size min(N,3) and min_size size-1 (N=3: size 3, min_size 2), so one OSD of
-      three may die without stopping I/O. Heartbeats are tuned so that a killed OSD is marked down
-      within seconds: osd_heartbeat_interval 1, osd_heartbeat_grace 4, mon_osd_min_down_reporters
+      three may die without stopping I/O. A killed OSD is reported at once by its peers (connection
+      refused); heartbeats are tuned so that a hung one (pause) is marked down within about 7 s
+      too: osd_heartbeat_interval 1, osd_heartbeat_grace 4, mon_osd_min_down_reporters
       1, mon_osd_reporter_subtree_level osd (every OSD shares one host), mon_osd_adjust_heartbeat_grace
       false; each OSD keeps a 128 MiB BlueStore cache (autotune off, osd_memory_target 512 MiB).
       --ec-pool NAME (needs --osds 3 or more): also an erasure-coded pool, profile nkv-k2m1 (k=2,

@@ -241,6 +241,8 @@ run 10 bash "$ROOT/scripts/ceph-dev.sh" start --osds 2 --ec-pool ec --dir "$T/cd
 check "ceph-dev.sh --ec-pool with 2 OSDs exits 64 (k=2 + m=1 needs 3)" 64 "needs --osds 3 or more"
 run 10 bash "$ROOT/scripts/ceph-dev.sh" kill osd.5 --dir "$T/cdev"
 check "ceph-dev.sh kill of an OSD the cluster does not have exits 64" 64 "osd.5 is not a daemon of the cluster"
+run 10 bash "$ROOT/scripts/ceph-dev.sh" pause osd.3 --dir "$T/cdev"
+check "ceph-dev.sh pause of an OSD the cluster does not have exits 64" 64 "osd.3 is not a daemon of the cluster"
 [ -e "$T/cdev/ceph.conf" ] && fail "a refused start left a ceph.conf" || ok "the refused starts built nothing"
 OUT=$(cd "$T" && timeout 10 bash "$(realpath --relative-to="$T" "$ROOT/bench/compare.sh")" --help 2>&1); RC=$?
 check "bench/compare.sh --help by a relative path from another directory" 0 "^compare.sh - rados-nkv side by side"
