@@ -668,8 +668,9 @@ static void show_ana_state(const struct ctl_cli *c, json_object *o)
 
 static void show_ana_states(const struct ctl_cli *c, json_object *o)
 {
-	json_object *a = member(o, "states");
+	json_object *a = NULL;
 	(void)c;
+	json_object_object_get_ex(o, "states", &a);
 	printf("%-24s %-9s %s\n", "GATEWAY", "ANA GROUP", "STATE");
 	for (size_t i = 0; a && i < json_object_array_length(a); i++) {
 		json_object *x = json_object_array_get_idx(a, i);
