@@ -492,7 +492,7 @@ void st_reconcile_gateways(struct nkv_ctl *ctl, json_object *applied, json_objec
 		return;
 	}
 	json_object_object_foreach(st_listeners(want), k, l)
-		if (strcmp(st_str(l, "gateway"), ctl->gateway) != 0)
+		if (ctl->group[0] && strcmp(st_str(l, "gateway"), ctl->gateway) != 0) /* no group: no other gateway */
 			keys[n++] = k;
 	qsort(keys, n, sizeof(*keys), key_cmp);
 	for (size_t i = 0; i < n; i++) {
