@@ -364,7 +364,9 @@ NKV_API int nkv_store(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsi
  * does not say).
  * @return as nkv_store(), and -ENOSPC for a pin past the quota (the value is not stored), -EINVAL
  * (Invalid Field: not a cache namespace, or a pin without a finite TTL), -EOPNOTSUPP (a target
- * without Store TTL: Invalid Command Opcode).
+ * without Store TTL: Invalid Command Opcode). To name the entry by the serving engine's block hash
+ * in the gateway's KV events, build the command with nkv_sqe_store_ttl() and
+ * nkv_sqe_set_block_hash() and send it with nkv_exec() (the engine: NKV_OP_HASH).
  */
 NKV_API int nkv_store_ttl(struct nkv_qpair *qp, uint32_t nsid, const void *key, unsigned klen, const void *val,
 			  uint32_t len, unsigned opts, uint32_t ttl_s, bool pin, struct nkv_cpl *cpl);

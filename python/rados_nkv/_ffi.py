@@ -236,7 +236,10 @@ def _load():
             tried.append("%s (%s): %s" % (path, why, e))
             if why == "$NKV_LIBRARY":
                 break
-    raise ImportError("rados_nkv: libnkv not found; tried:\n  " + "\n  ".join(tried))
+    hint = ("NKV_LIBRARY names a library that does not load" if os.environ.get("NKV_LIBRARY") else
+            "set NKV_LIBRARY=/path/to/libnkv.so.0.1 (e.g. build/release/libnkv.so.0.1 or "
+            "PREFIX/lib/libnkv.so.0.1), or install libnkv where the loader finds it")
+    raise ImportError("rados_nkv: libnkv not found: %s; tried:\n  %s" % (hint, "\n  ".join(tried)))
 
 
 lib, library_path = _load()

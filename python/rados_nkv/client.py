@@ -298,7 +298,7 @@ def _find_subsys(host, dport, opts):
 
 def connect(target, *, subnqn=None, nsid=1, queues=4, depth=128, timeout=30.0, hostnqn=None,
             hdgst=False, ddgst=False, discovery_port=None, dhchap_secret=None, dhchap_ctrl_secret=None,
-            tls_key=None, tls_identity=0):
+            tls_key=None, tls_identity=0, reconnect_min=None, reconnect_max=None, reconnect_wait=None):
     """Connect to a rados-nkv subsystem (or any NVMe KV controller) and start an engine of
     @queues queue pairs of @depth entries.
 
@@ -313,7 +313,13 @@ def connect(target, *, subnqn=None, nsid=1, queues=4, depth=128, timeout=30.0, h
     ("NVMeTLSkey-1:..." as nvme gen-tls-key prints it, or "@FILE" of a file holding it) for a port
     that requires TLS (rados-nkv --listen-tls): the admin and every I/O queue run over TLS 1.3, and
     without @subnqn the discovery at that port too; NVMe/TCP only. @tls_identity: the PSK identity
-    version, 0 (TP 8011, the Linux default) or 1 (TP 8018). Raises NkvError (errno ECONNREFUSED,
+    version, 0 (TP 8011, the Linux default) or 1 (TP 8018). @reconnect_min / @reconnect_max /
+    @reconnect_wait: seconds; when the connection is lost (the gateway restarted) the engine
+    reconnects the whole controller by itself, first after @reconnect_min (default 0.05), the gap
+    doubling up to @reconnect_max (default 1.0); a call that waits longer than @reconnect_wait
+    (default @timeout; 0: it does not wait) for the connection to come back fails with EAGAIN (it
+    was never sent).
+    Raises NkvError (errno ECONNREFUSED,
     ETIMEDOUT, ENOENT for an unknown subsystem or namespace, EACCES for a host not allowed or a
     refused secret, ENOKEY when authentication is required and no secret given, EKEYREJECTED when the
     controller fails to prove the controller secret or the TLS handshake fails on the key,
@@ -328,6 +334,7 @@ def connect(target, *, subnqn=None, nsid=1, queues=4, depth=128, timeout=30.0, h
             raise TypeError("%s must be an int, not %s" % (name, type(v).__name__))
         if not 1 <= v <= hi:
             raise ValueError("%s must be 1..%d, got %d" % (name, hi, v))
+    reconnect = _reconnect_ms(reconnect_min, reconnect_max, reconnect_wait)
     opts, keep = _conn_opts(timeout, hostnqn, hdgst, ddgst, depth, dhchap_secret, dhchap_ctrl_secret,
                             tls_key, tls_identity)
     if kind == "shm" and tls_key is not None:
@@ -355,7 +362,26 @@ def connect(target, *, subnqn=None, nsid=1, queues=4, depth=128, timeout=30.0, h
     del keep
     if rc:
         raise NkvError(rc, "connect to %s%s" % (desc, " (%s)" % subnqn if subnqn else ""))
-    return Client(ctrl, kind, nsid, queues, depth, opts.timeout_ms, desc)
+    return Client(ctrl, kind, nsid, queues, depth, opts.timeout_ms, desc, reconnect)
+
+
+def _reconnect_ms(rmin, rmax, rwait):
+    """The engine's reconnect options in ms from seconds (None: the engine's default, 0 there)."""
+    out = {}
+    for name, v in (("reconnect_min", rmin), ("reconnect_max", rmax), ("reconnect_wait", rwait)):
+        if v is None:
+            continue
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise TypeError("%s must be a number of seconds, not %s" % (name, type(v).__name__))
+        if name == "reconnect_wait" and v == 0:
+            out["reconnect_wait_ms"] = -1  # the engine's "do not wait"; its 0 means "the default"
+            continue
+        if not 0.001 <= v <= 3600:
+            raise ValueError("%s must be 0.001..3600 seconds, got %r" % (name, v))
+        out[name + "_ms"] = int(round(v * 1000))
+    if rmin is not None and rmax is not None and rmax < rmin:  # one alone: the engine raises the cap
+        raise ValueError("reconnect_max (%r) is below reconnect_min (%r)" % (rmax, rmin))
+    return out
 
 
 class Engine:
@@ -462,7 +488,7 @@ class Client:
     """A connection to one subsystem with an engine of several queue pairs. Thread-safe: any thread
     may call any method at once. A context manager; close() is idempotent. Made by connect()."""
 
-    def __init__(self, ctrl, transport, nsid, queues, depth, timeout_ms, desc):
+    def __init__(self, ctrl, transport, nsid, queues, depth, timeout_ms, desc, reconnect=None):
         self._ctrl = ctrl
         self._cv = threading.Condition()
         self._closed = False
@@ -480,7 +506,7 @@ class Client:
             idc = _ffi.nkv_ctrl_identify(ctrl)
             self.subnqn = ctypes.string_at(idc + _ffi.ID_CTRLR_SUBNQN, 256).split(b"\0")[0].decode("utf-8", "replace")
             self.max_value, self.read_only = self._ns_info(nsid)
-            eo = _ffi.EngineOpts(queues=queues, depth=depth, timeout_ms=timeout_ms)
+            eo = _ffi.EngineOpts(queues=queues, depth=depth, timeout_ms=timeout_ms, **(reconnect or {}))
             eng = ctypes.c_void_p()
             rc = _ffi.nkv_engine_create(ctrl, ctypes.byref(eo), ctypes.byref(eng))
             if rc:
