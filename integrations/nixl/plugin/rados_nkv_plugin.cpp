@@ -193,7 +193,7 @@ private:
 const nixl_b_params_t kOptions = {{"traddr", ""},  {"port", ""},    {"subnqn", ""},      {"shm", ""},
 				  {"hostnqn", ""}, {"nsid", ""},    {"queues", ""},      {"queue_depth", ""},
 				  {"timeout_ms", ""}, {"max_ops", ""}, {"staging_mb", ""},
-				  {"reconnect_max_ms", ""}, {"reconnect_wait_ms", ""}};
+				  {"reconnect_max_ms", ""}, {"reconnect_wait_ms", ""}, {"paths", ""}};
 
 // The plugin record, filled by hand rather than by nixlBackendPluginCreator: that template logs
 // through NIXL's logging macros, which in NIXL are Abseil's (plugin/compat/common/nixl_log.h).
