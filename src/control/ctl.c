@@ -1508,6 +1508,37 @@ void nkv_ctl_destroy(struct nkv_ctl *ctl)
 	free(ctl);
 }
 
+int nkv_ctl_group_range(const struct nkv_ctl_conf *conf, uint16_t *min, uint16_t *max)
+{
+	const char *gw = conf->gateway ? conf->gateway : "gateway";
+	struct ctl_store *s = NULL;
+	json_object *st = NULL;
+	uint64_t r = 0;
+	int rc;
+
+	*min = 1, *max = NKV_CNTLID_MAX;
+	if (!conf->group || !*conf->group)
+		return 0;
+	*min = *max = 0;
+	if ((rc = store_open(conf, &s)) < 0)
+		return rc;
+	if ((rc = store_load(s, &st, NULL)) == 0 && st) { /* nothing stored: the first range */
+		json_object *c = st_copy(st);
+		if (st_claim_range(c, gw) < 0)
+			rc = -ENOSPC;
+		else
+			st_u64(st_get(st_gateways(c), gw), "cntlid_range", 0, &r);
+		json_object_put(c);
+	}
+	json_object_put(st);
+	store_close(s);
+	if (rc < 0)
+		return rc;
+	*min = (uint16_t)(r * ST_CNTLID_RANGE + 1);
+	*max = (uint16_t)((r + 1) * ST_CNTLID_RANGE);
+	return 0;
+}
+
 int nkv_ctl_stored_state(const struct nkv_ctl_conf *conf, char **state_json, char *where, size_t n)
 {
 	struct ctl_store *s = NULL;
