@@ -822,8 +822,10 @@ static int r_gateway_info(struct call *c, json_object *st)
 	uint64_t r = ST_CNTLID_RANGES;
 	st_u64(st_get(st_gateways(ctl->applied), ctl->gateway), "cntlid_range", ST_CNTLID_RANGES, &r);
 	bool whole = !ctl->group[0], some = r < ST_CNTLID_RANGES;
-	json_object_object_add(o, "cntlid_min", json_object_new_int64(whole ? 1 : some ? (int64_t)(r * ST_CNTLID_RANGE + 1) : 0));
-	json_object_object_add(o, "cntlid_max", json_object_new_int64(whole ? NKV_CNTLID_MAX : some ? (int64_t)((r + 1) * ST_CNTLID_RANGE) : 0));
+	int64_t lo = whole ? 1 : some ? (int64_t)(r * ST_CNTLID_RANGE + 1) : 0;
+	int64_t hi = whole ? NKV_CNTLID_MAX : some ? (int64_t)((r + 1) * ST_CNTLID_RANGE) : 0;
+	json_object_object_add(o, "cntlid_min", json_object_new_int64(lo));
+	json_object_object_add(o, "cntlid_max", json_object_new_int64(hi));
 	return 0;
 }
 
@@ -840,7 +842,8 @@ static json_object *ana_gateway(struct call *c, json_object *st, const char **na
 	if (!c->ctl->group[0])
 		*rc = fail(c, -EPERM, "ANA states are per gateway of a group: this gateway runs without --group");
 	else if (!g)
-		*rc = fail(c, -ENOENT, "group %s has no gateway '%.64s' (nkv-ctl listener list names them)", c->ctl->group, gw);
+		*rc = fail(c, -ENOENT, "group %s has no gateway '%.64s' (nkv-ctl ana get names them)", c->ctl->group,
+			   gw);
 	return c->ctl->group[0] ? g : NULL;
 }
 
