@@ -335,7 +335,7 @@ uint32_t nkv_disc_log_build(struct nkv_target *t, const char *hostnqn, uint8_t *
 			e->trtype = p->trtype;
 			e->adrfam = p->adrfam;
 			e->subtype = NKV_SUBTYPE_NVME;
-			e->treq = (p->treq ? p->treq : NKV_TREQ_NOT_REQUIRED) | NKV_TREQ_DISABLE_SQFC;
+			e->treq = p->treq | NKV_TREQ_DISABLE_SQFC;
 			nkv_put16(&e->portid, p->portid);
 			nkv_put16(&e->cntlid, NKV_CNTLID_DYNAMIC);
 			nkv_put16(&e->asqsz, 32);
