@@ -1,7 +1,8 @@
 #!/bin/sh
 # Runs inside the QEMU guest (busybox sh, Linux 6.1 nvme-tcp, nvme-cli 2.3), started by /init.
 # /interop/env (written by run.sh): HOST (10.0.2.2 = the host's 127.0.0.1), PORT, DPORT, NQN, SUITE
-# (kv: the KV checks below on 6.1; auth: the DH-HMAC-CHAP checks, on 6.12), and the DH-HMAC-CHAP
+# (kv: the KV checks below on 6.1; auth: the DH-HMAC-CHAP checks, on 6.12; mpath: native multipath
+# on 6.1, gateway A at HOST:PORT, B at HOST:PB, HOST the machine's address), and the DH-HMAC-CHAP
 # secrets KA (with controller secret KAC) for $NQN-a, KB/KBC for $NQN-b, KC for $NQN-c, KW (wrong).
 # Each check prints "ok - ..." or "FAIL - ..." (then its output, indented); exit 1 if any failed.
 # KV commands go through `nvme io-passthru` on the generic char device /dev/ngXnY, with the SQE
@@ -403,6 +404,156 @@ disconnect() {
 	! ls /dev/ng*n$NSID >/dev/null 2>&1
 }
 
+# ---- Linux native multipath (SUITE=mpath): gateways A ($HOST:$PORT) and B ($HOST:$PB) of one group ----
+# Two controllers are one subsystem when they report the same SUBNQN, CMIC bit 1 (several
+# controllers) and different CNTLIDs (6.1: "Duplicate cntlid ... rejecting" otherwise); a namespace
+# is one multipath head when both report it with NMIC bit 0 (shared) and the same EUI64/NGUID/UUID
+# ("IDs don't match for shared namespace" otherwise). With nvme_core.multipath=Y (the default) the
+# head gets the only /dev/ngXnY (X: the subsystem's instance); commands on it go to one live path.
+# Passthrough commands are not requeued by the kernel on a path failure (REQ_FAILFAST_DRIVER): they
+# fail, and the loop below retries them.
+ctrl_at() { # PORT: the controller of $NQN whose address has trsvcid=PORT
+	for c in /sys/class/nvme/nvme*; do
+		[ -e "$c/subsysnqn" ] || continue
+		read -r n <$c/subsysnqn
+		read -r a <$c/address
+		[ "$n" = "$NQN" ] || continue
+		case "$a," in *trsvcid=$1,*) echo ${c##*/}; return 0 ;; esac
+	done
+	return 1
+}
+state_of() { read -r s </sys/class/nvme/$1/state; echo $s; }
+t_mdiscover() { # gateway A's discovery log: $NQN at $HOST on both ports
+	nvme discover -t tcp -a $HOST -s $PORT >$T/disc 2>&1 || { cat $T/disc; return 1; }
+	awk -v nqn=$NQN '
+		function flush() { if (snqn == nqn) print addr ":" port; snqn = "" }
+		/^=====Discovery Log Entry/ { flush() }
+		/^trsvcid:/ { port = $2 }
+		/^traddr:/ { addr = $2 }
+		/^subnqn:/ { snqn = $2 }
+		END { flush() }' $T/disc | sort >$T/got
+	printf '%s\n' $HOST:$PORT $HOST:$PB | sort >$T/want
+	echo "entries for $NQN: $(tr '\n' ' ' <$T/got)"
+	cmp $T/want $T/got
+}
+t_connect_all() { # both paths live, and the head's /dev/ngXnY
+	nvme connect-all -t tcp -a $HOST -s $PORT --reconnect-delay=2 --ctrl-loss-tmo=60 >$T/out 2>&1 || return 1
+	CA="" CB="" NG=""
+	for i in $(seq 100); do
+		CA=$(ctrl_at $PORT) && CB=$(ctrl_at $PB) && [ "$(state_of $CA)" = live ] && [ "$(state_of $CB)" = live ] &&
+			NG=$(ng_of 1) && break
+		sleep 0.1
+	done
+	echo "A: ${CA:-none} B: ${CB:-none} head: ${NG:-none}"
+	[ -n "$NG" ]
+}
+t_paths() { # list-subsys: $NQN once, both paths under it live
+	nvme list-subsys >$T/subsys 2>&1 || return 1
+	cat $T/subsys
+	[ $(grep -c "NQN=$NQN\$" $T/subsys) -eq 1 ] &&
+		grep -q "^ +- $CA tcp traddr=$HOST,trsvcid=$PORT.* live" $T/subsys &&
+		grep -q "^ +- $CB tcp traddr=$HOST,trsvcid=$PB.* live" $T/subsys
+}
+t_cntlid() { # the kernel took both: CNTLIDs differ, CMIC bit 1
+	read -r a </sys/class/nvme/$CA/cntlid
+	read -r b </sys/class/nvme/$CB/cntlid
+	nvme id-ctrl /dev/$CA >$T/out 2>&1 || return 1
+	cmic=$(sed -n 's/^cmic *: *//p' $T/out)
+	echo "cntlid A $a, B $b; cmic $cmic"
+	[ "$a" != "$b" ] && [ $((cmic & 2)) -eq 2 ] && ! dmesg | grep -Ei 'duplicate|IDs don.t match'
+}
+t_head() { # one /dev/ngXnY, the subsystem's (not a controller's); a hidden path disk per controller
+	SUBSYS=""
+	for s in /sys/class/nvme-subsystem/nvme-subsys*; do
+		[ -e $s/$CA ] && [ -e $s/$CB ] && SUBSYS=${s##*/}
+	done
+	n=0
+	for d in /dev/ng*; do [ -c $d ] && n=$((n + 1)); done
+	dev=$(readlink /sys/class/nvme-generic/${NG#/dev/}/device)
+	echo "subsystem ${SUBSYS:-none}; char devices: $(ls /dev/ng* | tr '\n' ' '); ${NG#/dev/} -> ${dev##*/}"
+	echo "disks: $(ls /sys/block | tr '\n' ' ')"
+	p=$(ls -d /sys/block/nvme*c*n1 2>/dev/null | wc -l)
+	[ -n "$SUBSYS" ] && [ $n -eq 1 ] && [ "${dev##*/}" = "$SUBSYS" ] && [ $p -eq 2 ]
+}
+t_rr() { # round-robin: 8 Stores and Retrieves alternate over the paths; each value read back
+	echo round-robin >/sys/class/nvme-subsystem/$SUBSYS/iopolicy || return 1
+	read -r pol </sys/class/nvme-subsystem/$SUBSYS/iopolicy
+	echo "iopolicy $pol"
+	for i in 1 2 3 4; do
+		store rr$i $T/v4k && retrieve rr$i 4096 $T/got && is_result 4096 && cmp $T/v4k $T/got || return 1
+	done
+	t_store_retrieve rr1m $T/v1m
+}
+# now_cs: /proc/uptime in centiseconds (no fork).
+now_cs() { read -r u _ </proc/uptime; f=${u#*.}; echo $((${u%.*} * 100 + ${f#0})); }
+# mp_cmd CMD...: the KV command through the head, retried until it succeeds (30 s at most); counts
+# the failures (MP_FAILED) and the longest time between two successful commands (MP_GAP, cs).
+mp_cmd() {
+	while ! "$@"; do
+		MP_FAILED=$((MP_FAILED + 1))
+		echo "retry $MP_FAILED: $1 $2 failed (${STATUS:+status $STATUS, }$(tail -n 1 $T/out))"
+		[ $(($(now_cs) - MP_LAST)) -lt 3000 ] || return 1
+		sleep 0.1
+	done
+	t=$(now_cs)
+	[ $((t - MP_LAST)) -le $MP_GAP ] || MP_GAP=$((t - MP_LAST))
+	MP_LAST=$t MP_OK=$((MP_OK + 1))
+}
+cs() { echo "$(($1 / 100)).$(printf %02d $(($1 % 100)))"; }
+t_loop() { # Store + Retrieve; B killed (by run.sh) after 3 rounds; 8 more rounds once B's path left live
+	MP_FAILED=0 MP_GAP=0 MP_OK=0 MP_LAST=$(now_cs) down=""
+	t0=$MP_LAST
+	i=0
+	while [ $i -lt 100 ]; do
+		i=$((i + 1))
+		[ $i -eq 4 ] && echo NKV-MPATH-KILL >/dev/console # run.sh kills gateway B
+		mp_cmd store mp$i $T/v4k || return 1
+		mp_cmd retrieve mp$i 4096 $T/got || return 1
+		is_result 4096 || return 1
+		[ -n "$down" ] || [ "$(state_of $CB)" = live ] || down=$i
+		[ -n "$down" ] && [ $i -ge $((down + 8)) ] && break
+	done
+	MP_ROUNDS=$i
+	echo "loop: $i rounds, $MP_OK commands in $(cs $(($(now_cs) - t0))) s; B's path left live in round ${down:-never}"
+	echo "failed commands (retried): $MP_FAILED; longest time between two successful commands: $(cs $MP_GAP) s"
+	[ -n "$down" ]
+}
+t_readback() { # every value the loop stored, through the remaining path
+	for i in $(seq $MP_ROUNDS); do
+		retrieve mp$i 4096 $T/got && cmp $T/v4k $T/got && delete mp$i || { echo "mp$i"; return 1; }
+	done
+}
+t_after() { # list-subsys: A live, B not
+	nvme list-subsys >$T/subsys 2>&1 || return 1
+	cat $T/subsys
+	grep -q "^ +- $CA tcp .*trsvcid=$PORT.* live" $T/subsys && grep -q "^ +- $CB tcp .*trsvcid=$PB" $T/subsys &&
+		! grep -q "^ +- $CB tcp .* live" $T/subsys
+}
+t_mdisconnect() {
+	nvme disconnect -n $NQN >$T/out 2>&1 && grep -q 'disconnected 2 controller' $T/out
+}
+show() { sed 's/^/# [mpath] /' $T/check; } # the output of the last check
+mpath_suite() {
+	check "[mpath] nvme discover at gateway A: $NQN on both gateways ($HOST:$PORT and :$PB)" t_mdiscover
+	sed 's/^/# [mpath] discover: /' $T/disc
+	check "[mpath] nvme connect-all: a controller per gateway, both live, and the head's /dev/ngXnY" t_connect_all
+	[ -n "$NG" ] || return
+	check "[mpath] list-subsys: one subsystem, two live tcp paths" t_paths
+	sed 's/^/# [mpath] list-subsys: /' $T/subsys
+	check "[mpath] the kernel took both controllers: CNTLIDs differ, CMIC multi-controller" t_cntlid
+	show
+	check "[mpath] NSID 1 is one multipath head: $NG belongs to the subsystem, a hidden disk per path" t_head
+	show
+	check "[mpath] iopolicy round-robin: Store + Retrieve 4 x 4 KiB and 1 MiB through the head" t_rr
+	for k in rr1 rr2 rr3 rr4 rr1m; do delete $k; done
+	check "[mpath] gateway B killed (SIGKILL) during a Store/Retrieve loop: the loop goes on through A" t_loop
+	show
+	check "[mpath] list-subsys after the kill: A's path live, B's not" t_after
+	sed 's/^/# [mpath] list-subsys after the kill: /' $T/subsys
+	check "[mpath] every value the loop stored reads back through the head (then deleted)" t_readback
+	check "[mpath] nvme disconnect -n $NQN: both controllers" t_mdisconnect
+}
+
 # ---- main ----
 head -c 4096 /dev/urandom >$T/v4k
 head -c 1048576 /dev/urandom >$T/v1m
@@ -415,6 +566,17 @@ t_discover() {
 	cat $T/out
 	grep -q "subnqn: *$NQN" $T/out && grep -q "trsvcid: *$PORT" $T/out && grep -q 'trtype: *tcp' $T/out
 }
+if [ "$SUITE" = mpath ]; then
+	echo "# [mpath] kernel $(uname -r), nvme_core.multipath=$(cat /sys/module/nvme_core/parameters/multipath)"
+	mpath_suite
+	if [ $NFAIL -gt 0 ]; then
+		echo "---- guest dmesg, nvme lines (last 30) ----"
+		dmesg | grep -i nvme | tail -n 30
+	fi
+	echo "guest: $NPASS passed, $NFAIL failed"
+	[ $NFAIL -eq 0 ]
+	exit
+fi
 if [ "$SUITE" = auth ]; then
 	echo "# kernel $(uname -r)"
 	auth_suite
