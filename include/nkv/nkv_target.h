@@ -186,6 +186,31 @@ int nkv_target_create(const struct nkv_backend_conf *conf, struct nkv_target **o
 void nkv_target_destroy(struct nkv_target *tgt);
 
 /**
+ * Give new controllers IDs @min..@max only (1 <= @min <= @max <= FFEFh; the default is the whole
+ * 1..FFEFh). Each gateway of a group gets a range of its own, so that no two gateways' controllers
+ * of one subsystem share a CNTLID (Linux native multipath refuses the second). @min 0: no range;
+ * every Connect is refused (Controller Busy) until one is set. Live controllers keep theirs.
+ * @return 0 or -EINVAL.
+ */
+int nkv_target_set_cntlid_range(struct nkv_target *tgt, uint16_t min, uint16_t max);
+
+/** A listener of another gateway of the group: listed in this target's discovery log too. */
+struct nkv_peer_listener {
+	const char *traddr;  /* its address as configured ("0.0.0.0", "10.0.0.2", "fd00::2") */
+	unsigned port;
+	bool tls;            /* a secure port: TREQ required, SECTYPE TLS 1.3 */
+	uint16_t portid;     /* the PORTID its entries carry */
+};
+
+/**
+ * Replace the set of other gateways' listeners that this target's discovery log lists (one entry per
+ * listener and subsystem, as for its own; a host sees those it may connect to). The log's
+ * generation counter moves only when the set changes. @return 0, -EINVAL (an address over 255
+ * bytes, port 0 or over 65535), -ENOMEM.
+ */
+int nkv_target_set_peer_listeners(struct nkv_target *tgt, const struct nkv_peer_listener *l, unsigned n);
+
+/**
  * Add a subsystem exporting @pool under @nqn.
  * @return 0, -EEXIST (NQN taken), -ENOENT (pool missing), -EINVAL (NQN over 223 bytes), -ENOMEM.
  */

@@ -791,6 +791,11 @@ static int r_gateway_info(struct call *c, json_object *st)
 	json_object_object_add(o, "listeners", ls);
 	json_object_object_add(o, "connections", connections(ctl, NULL));
 	json_object_object_add(o, "state_store", json_object_new_string(store_name(ctl->store)));
+	uint64_t r = ST_CNTLID_RANGES;
+	st_u64(st_get(st_gateways(ctl->applied), ctl->gateway), "cntlid_range", ST_CNTLID_RANGES, &r);
+	bool whole = !ctl->group[0], some = r < ST_CNTLID_RANGES;
+	json_object_object_add(o, "cntlid_min", json_object_new_int64(whole ? 1 : some ? (int64_t)(r * ST_CNTLID_RANGE + 1) : 0));
+	json_object_object_add(o, "cntlid_max", json_object_new_int64(whole ? NKV_CNTLID_MAX : some ? (int64_t)((r + 1) * ST_CNTLID_RANGE) : 0));
 	return 0;
 }
 
@@ -1179,18 +1184,15 @@ static bool has_listeners_of(json_object *st, const char *gw)
 }
 
 /* This gateway joins stored state *@stored (ctl->mu held, or not shared yet): the first time (the
- * state has no listener of this gateway) its listeners from the flags go in, one commit, retried;
- * later the state's listeners win, and a flag listener the state does not name is closed by the
- * reconciler: said here, so that it is never dropped silently. @return 0 or -errno. */
+ * state has no listener of this gateway) its listeners from the flags go in, and in a group the
+ * first time it has no controller ID range it takes one; one commit, retried. Later the state's
+ * listeners win, and a flag listener the state does not name is closed by the reconciler: said
+ * here, so that it is never dropped silently. @return 0 or -errno (-ENOSPC: every range is held). */
 static int join(struct nkv_ctl *ctl, json_object **stored)
 {
 	int rc = 0;
 
-	if (!json_object_object_length(st_listeners(ctl->applied))) {
-		ctl->joined = true;
-		return 0;
-	}
-	if (has_listeners_of(*stored, ctl->gateway)) {
+	if (json_object_object_length(st_listeners(ctl->applied)) && has_listeners_of(*stored, ctl->gateway)) {
 		json_object_object_foreach(st_listeners(ctl->applied), k, l) {
 			uint64_t port;
 			st_u64(l, "port", 0, &port);
@@ -1199,13 +1201,27 @@ static int join(struct nkv_ctl *ctl, json_object **stored)
 					 "has other listeners of gateway %s: it is closed (the state wins; nkv-ctl listener "
 					 "add serves it again)", ctl->group, st_str(l, "address"), port, ctl->gateway);
 		}
-		ctl->joined = true;
-		return 0;
 	}
 	for (int tries = 0; tries < COMMIT_TRIES; tries++) {
+		bool add = json_object_object_length(st_listeners(ctl->applied)) && !has_listeners_of(*stored, ctl->gateway);
 		json_object *next = st_copy(*stored);
-		json_object_object_foreach(st_listeners(ctl->applied), k, l)
-			json_object_object_add(st_listeners(next), k, json_object_get(l));
+		if (add) {
+			json_object_object_foreach(st_listeners(ctl->applied), k, l)
+				json_object_object_add(st_listeners(next), k, json_object_get(l));
+		}
+		int r = ctl->group[0] ? st_claim_range(next, ctl->gateway) : 0;
+		if (r < 0) {
+			NKV_ERR("group %s: all %u controller ID ranges are held by other gateway names, so gateway %s "
+				"cannot join: a group has at most %u gateway names (each keeps its range across restarts)",
+				ctl->group, ST_CNTLID_RANGES, ctl->gateway, ST_CNTLID_RANGES);
+			json_object_put(next);
+			return r;
+		}
+		if (!add && r == 0) {
+			json_object_put(next);
+			ctl->joined = true;
+			return 0;
+		}
 		json_object_object_add(next, "epoch", json_object_new_int64((int64_t)st_epoch(*stored) + 1));
 		if ((rc = store_commit(ctl->store, *stored, next)) == 0) {
 			json_object_put(*stored);
@@ -1298,6 +1314,7 @@ int nkv_ctl_create(const struct nkv_ctl_conf *conf, const char *seed_json, struc
 			if (!st_get(st_listeners(stored), k))
 				json_object_object_add(st_listeners(stored), k, json_object_get(l));
 	} else if (stored && (rc = join(ctl, &stored)) < 0) {
+		json_object_put(stored);
 		goto fail;
 	}
 	if (stored) { /* the stored state wins */
@@ -1307,6 +1324,8 @@ int nkv_ctl_create(const struct nkv_ctl_conf *conf, const char *seed_json, struc
 		apply(ctl);
 	} else { /* nothing stored yet: the flags and file seed it */
 		json_object_object_add(ctl->want, "epoch", json_object_new_int64(1));
+		if (ctl->group[0])
+			st_claim_range(ctl->want, ctl->gateway); /* the first range of an empty group */
 		if ((rc = store_commit(ctl->store, NULL, ctl->want)) < 0 && rc != -ECANCELED)
 			goto fail;
 		if (rc == -ECANCELED) { /* another gateway seeded the group meanwhile: take its state */
@@ -1316,6 +1335,7 @@ int nkv_ctl_create(const struct nkv_ctl_conf *conf, const char *seed_json, struc
 		} else {
 			ctl->joined = true;
 			json_object_object_add(ctl->applied, "epoch", json_object_new_int64(1));
+			st_reconcile_gateways(ctl, ctl->applied, ctl->want);
 			NKV_INFO("control: state %s seeded from the configuration (epoch 1)", store_name(ctl->store));
 		}
 	}

@@ -8,7 +8,8 @@
  *                         "hosts": {HOSTNQN: {"host_nqn", "dhchap_key", "dhchap_ctrl_key"}},
  *                         "namespaces": {"NSID": {"nsid", "rados_namespace", "max_value", "read_only",
  *                                                 "cache": CachePolicy (present: a cache namespace)}}}},
- *    "listeners": {"GATEWAY/ADDRESS/PORT": {"gateway", "address", "port", "tls"}}}
+ *    "listeners": {"GATEWAY/ADDRESS/PORT": {"gateway", "address", "port", "tls"}},
+ *    "gateways": {GATEWAY: {"gateway", "cntlid_range"}}}    (a group's only; may be absent)
  * Objects keyed by name, so that two states compare entry by entry.
  * Who may connect to a subsystem (st_access): "allow_any_host" true: any host, through every
  * listener (the operator said so); else "loopback_any_host" true and no hosts: any host, but never
@@ -29,6 +30,17 @@ json_object *st_new(void);
 uint64_t st_epoch(json_object *st);
 json_object *st_subsystems(json_object *st);
 json_object *st_listeners(json_object *st);
+/** The group's gateways (NULL: none recorded: not a group, or a state from before ranges). */
+json_object *st_gateways(json_object *st);
+/* Controller ID ranges of a group's gateways: range i is i * 2040 + 1 .. (i + 1) * 2040, as
+ * ceph-nvmeof divides the CNTLID space; 32 of them fit under FFEFh. */
+#define ST_CNTLID_RANGE 2040u
+#define ST_CNTLID_RANGES 32u
+/**
+ * Give gateway @gw of state @st a controller ID range if it has none: the lowest one no gateway of
+ * @st holds. @return 1 (added), 0 (it has one), -ENOSPC (all ST_CNTLID_RANGES are held).
+ */
+int st_claim_range(json_object *st, const char *gw);
 /** The member @key of object @o, or NULL. */
 json_object *st_get(json_object *o, const char *key);
 /** Member @key as an unsigned integer (a number or a decimal string, as proto3 JSON writes 64-bit
@@ -56,6 +68,12 @@ int st_check(json_object *st, const char **why);
  * @return 0 when everything applied, else the first error.
  */
 int st_reconcile(struct nkv_ctl *ctl, json_object *applied, json_object *want);
+/**
+ * The group-wide part of st_reconcile: this gateway's controller ID range (none in a group whose
+ * state has no entry for it yet: Connects are refused until it has one; the whole range outside a
+ * group) and the other gateways' listeners in the discovery log.
+ */
+void st_reconcile_gateways(struct nkv_ctl *ctl, json_object *applied, json_object *want);
 
 /* ---- group_state.c: the state as a group object's omap entries (no RADOS) ---- */
 #define GROUP_KEY_MAX 2048         /* longest key read (a gateway writes at most 1,341 bytes) */

@@ -21,6 +21,7 @@ json_object *st_new(void)
 	json_object_object_add(st, "epoch", json_object_new_int64(0));
 	json_object_object_add(st, "subsystems", json_object_new_object());
 	json_object_object_add(st, "listeners", json_object_new_object());
+	json_object_object_add(st, "gateways", json_object_new_object());
 	return st;
 }
 
@@ -45,6 +46,36 @@ json_object *st_subsystems(json_object *st)
 json_object *st_listeners(json_object *st)
 {
 	return st_get(st, "listeners");
+}
+
+json_object *st_gateways(json_object *st)
+{
+	return st_get(st, "gateways");
+}
+
+int st_claim_range(json_object *st, const char *gw)
+{
+	bool used[ST_CNTLID_RANGES] = {0};
+	uint64_t r;
+
+	if (st_get(st_gateways(st), gw))
+		return 0;
+	if (!st_gateways(st))
+		json_object_object_add(st, "gateways", json_object_new_object());
+	json_object_object_foreach(st_gateways(st), k, held) {
+		(void)k;
+		if (st_u64(held, "cntlid_range", 0, &r) == 0 && r < ST_CNTLID_RANGES)
+			used[r] = true;
+	}
+	for (r = 0; r < ST_CNTLID_RANGES && used[r]; r++)
+		;
+	if (r == ST_CNTLID_RANGES)
+		return -ENOSPC;
+	json_object *g = json_object_new_object();
+	json_object_object_add(g, "gateway", json_object_new_string(gw));
+	json_object_object_add(g, "cntlid_range", json_object_new_int64((int64_t)r));
+	json_object_object_add(st_gateways(st), gw, g);
+	return 1;
 }
 
 int st_u64(json_object *o, const char *key, uint64_t def, uint64_t *out)
@@ -145,6 +176,21 @@ int st_check(json_object *st, const char **why)
 			*why = "a listener without gateway, address or port";
 			return -EINVAL;
 		}
+	}
+	if (st_gateways(st) && !json_object_is_type(st_gateways(st), json_type_object)) {
+		*why = "'gateways' must be an object";
+		return -EINVAL;
+	}
+	uint32_t held = 0;
+	if (!st_gateways(st))
+		return 0; /* a state from before ranges, or not a group's */
+	json_object_object_foreach(st_gateways(st), gk, g) {
+		if (!st_str(g, "gateway") || strcmp(st_str(g, "gateway"), gk) != 0 || st_u64(g, "cntlid_range", 0, &x) < 0 ||
+		    x >= ST_CNTLID_RANGES || (held & (1u << x))) {
+			*why = "a gateway without its name or with a controller ID range that is bad or held twice";
+			return -EINVAL;
+		}
+		held |= 1u << x;
 	}
 	return 0;
 }
@@ -351,6 +397,61 @@ static int listeners_reconcile(struct nkv_ctl *ctl, json_object *have, json_obje
 	return first;
 }
 
+static int key_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+void st_reconcile_gateways(struct nkv_ctl *ctl, json_object *applied, json_object *want)
+{
+	json_object *mine = st_get(st_gateways(want), ctl->gateway), *had = st_get(st_gateways(applied), ctl->gateway);
+	uint64_t r = ST_CNTLID_RANGES, was = ST_CNTLID_RANGES;
+	uint16_t lo = 1, hi = NKV_CNTLID_MAX;
+
+	if (ctl->group[0]) {
+		st_u64(mine, "cntlid_range", ST_CNTLID_RANGES, &r);
+		st_u64(had, "cntlid_range", ST_CNTLID_RANGES, &was);
+		lo = r < ST_CNTLID_RANGES ? (uint16_t)(r * ST_CNTLID_RANGE + 1) : 0;
+		hi = r < ST_CNTLID_RANGES ? (uint16_t)((r + 1) * ST_CNTLID_RANGE) : 0;
+		if (r != was || !st_get(applied, "gateways")) {
+			if (lo)
+				NKV_INFO("group %s: gateway %s gives controller IDs %u-%u", ctl->group, ctl->gateway, lo, hi);
+			else
+				NKV_ERR("group %s: gateway %s has no controller ID range in the group's state yet: Connects "
+					"are refused until it joins (see the log above)", ctl->group, ctl->gateway);
+		}
+	}
+	nkv_target_set_cntlid_range(ctl->conf.tgt, lo, hi);
+	json_object_object_add(applied, "gateways", st_gateways(want) ? st_copy(st_gateways(want)) : json_object_new_object());
+
+	/* The other gateways' listeners, in key order so that every pass gives the same port IDs. */
+	size_t n = 0, cap = (size_t)json_object_object_length(st_listeners(want));
+	const char **keys = calloc(cap + 1, sizeof(*keys));
+	struct nkv_peer_listener *pl = calloc(cap + 1, sizeof(*pl));
+	if (!keys || !pl) {
+		free(keys);
+		free(pl);
+		return;
+	}
+	json_object_object_foreach(st_listeners(want), k, l)
+		if (strcmp(st_str(l, "gateway"), ctl->gateway) != 0)
+			keys[n++] = k;
+	qsort(keys, n, sizeof(*keys), key_cmp);
+	for (size_t i = 0; i < n; i++) {
+		json_object *l = st_get(st_listeners(want), keys[i]);
+		uint64_t port;
+		st_u64(l, "port", 0, &port);
+		/* Port IDs of their own (this gateway's transports number theirs from 1). */
+		pl[i] = (struct nkv_peer_listener){.traddr = st_str(l, "address"), .port = (unsigned)port,
+						   .tls = st_bool(l, "tls"), .portid = (uint16_t)(0x8000u + i)};
+	}
+	int rc = nkv_target_set_peer_listeners(ctl->conf.tgt, pl, (unsigned)n);
+	if (rc < 0)
+		NKV_ERR("group %s: the discovery log cannot list the other gateways' listeners: %s", ctl->group, strerror(-rc));
+	free(keys);
+	free(pl);
+}
+
 int st_reconcile(struct nkv_ctl *ctl, json_object *applied, json_object *want)
 {
 	json_object *have_ss = st_subsystems(applied), *want_ss = st_subsystems(want);
@@ -372,6 +473,7 @@ int st_reconcile(struct nkv_ctl *ctl, json_object *applied, json_object *want)
 	}
 	rc = listeners_reconcile(ctl, st_listeners(applied), st_listeners(want));
 	first = first ? first : rc;
+	st_reconcile_gateways(ctl, applied, want);
 	json_object_object_add(applied, "epoch", json_object_new_int64((int64_t)st_epoch(want)));
 	return first;
 }

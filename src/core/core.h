@@ -45,8 +45,10 @@ struct nkv_target {
 	struct nkv_subsys *subsystems;
 	struct nkv_subsys *discovery;  /* the discovery subsystem, once a fabrics transport exists */
 	atomic_uint next_cntlid;
-	pthread_mutex_t lock;          /* ports, and each subsystem's controller list */
+	pthread_mutex_t lock;          /* ports, the CNTLID range, and each subsystem's controller list */
+	uint16_t cntlid_min, cntlid_max; /* IDs given to new controllers (0: none: Connect refused) */
 	struct nkv_port *ports;
+	struct nkv_port *peer_ports;   /* other gateways' listeners of the group (discovery log only) */
 	_Atomic uint64_t genctr;       /* discovery log generation: bumped on every change */
 	pthread_t stats_thread;        /* refreshes namespace usage every stats_ms */
 	pthread_cond_t stats_cv;

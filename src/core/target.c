@@ -85,7 +85,9 @@ int nkv_target_create(const struct nkv_backend_conf *conf, struct nkv_target **o
 	if (!(t = calloc(1, sizeof(*t))))
 		return -ENOMEM;
 	t->be = be;
-	atomic_init(&t->next_cntlid, 1);
+	atomic_init(&t->next_cntlid, 0);
+	t->cntlid_min = 1;
+	t->cntlid_max = NKV_CNTLID_MAX;
 	atomic_init(&t->genctr, 1);
 	unsigned seq = 0;
 	nkv_dhchap_random(&seq, sizeof(seq)); /* S1 starts anywhere: a restart does not replay numbers */
@@ -145,10 +147,13 @@ void nkv_target_destroy(struct nkv_target *t)
 		t->subsystems = ss->next;
 		nkv_subsys_free(ss);
 	}
-	while (t->ports) {
-		struct nkv_port *p = t->ports;
-		t->ports = p->next;
-		free(p);
+	for (int peer = 0; peer < 2; peer++) {
+		struct nkv_port *p = peer ? t->peer_ports : t->ports;
+		while (p) {
+			struct nkv_port *next = p->next;
+			free(p);
+			p = next;
+		}
 	}
 	free(t->discovery);
 	pthread_mutex_destroy(&t->lock);

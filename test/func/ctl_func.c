@@ -147,6 +147,86 @@ static unsigned kv(struct host *h, uint8_t opc, uint32_t nsid, const char *key, 
 	return (nkv_get16(&c.status) >> 1) & 0x7ff; /* SCT and SC */
 }
 
+/* Identify @cns (@nsid, @csi) through @c's admin queue into @buf (4096 bytes). @return SCT|SC. */
+static unsigned identify(struct nkv_loop_ctrlr *c, unsigned cns, uint32_t nsid, unsigned csi, void *buf)
+{
+	struct nkv_sqe s = {.opc = NKV_ADM_IDENTIFY};
+	struct nkv_cqe cq;
+	nkv_put32(&s.nsid, nsid);
+	nkv_put32(&s.cdw10, cns);
+	nkv_put32(&s.cdw11, csi << 24);
+	memset(buf, 0, NKV_IDENTIFY_SIZE);
+	if (nkv_loop_qp_exec(nkv_loop_admin_qp(c), &s, buf, NKV_IDENTIFY_SIZE, &cq, NULL) < 0)
+		return 0xffff;
+	return (nkv_get16(&cq.status) >> 1) & 0x7ff;
+}
+
+/* A loop controller on @t's g_nqn, enabled; its CNTLID in *@id (Identify Controller). */
+static int ctrlr_open(struct nkv_target *t, struct nkv_loop_ctrlr **c, unsigned *id)
+{
+	static uint8_t buf[NKV_IDENTIFY_SIZE];
+	int rc = nkv_loop_connect(t, g_nqn, "nqn.2026-12.io.test:host", c);
+	if (rc == 0 && (rc = nkv_loop_enable(*c)) == 0 && identify(*c, NKV_CNS_CTRLR, 0, 0, buf) != 0)
+		rc = -EIO;
+	*id = rc == 0 ? nkv_get16(&((struct nkv_id_ctrlr *)buf)->cntlid) : 0;
+	return rc;
+}
+
+/* A gateway's controller ID range as GetGatewayInfo gives it: "MIN-MAX" into @out. */
+static const char *info_range(struct nkv_ctl *ctl, char *out, size_t n)
+{
+	char *a = NULL;
+	snprintf(out, n, "?");
+	if (ctl && call(ctl, "GetGatewayInfo", &a, "{}") == 0 && a) {
+		json_object *o = json_tokener_parse(a);
+		snprintf(out, n, "%" PRIu64 "-%" PRIu64, (uint64_t)json_object_get_int64(st_get(o, "cntlid_min")),
+			 (uint64_t)json_object_get_int64(st_get(o, "cntlid_max")));
+		json_object_put(o);
+	}
+	free(a);
+	return out;
+}
+
+/* Outside a group the whole CNTLID space; a range is honoured, and a full one refuses Connect. */
+static void test_cntlid_range(void)
+{
+	char file[256], r[32];
+	struct nkv_target *t = NULL;
+	struct nkv_ctl *ctl = mk_file("range", file, sizeof(file), &t);
+	struct nkv_loop_ctrlr *c[4] = {0};
+	unsigned id[4] = {0};
+	if (!ctl)
+		return;
+	CHECK(call(ctl, "CreateSubsystem", NULL, "{\"nqn\":\"%s\",\"pool\":\"%s\",\"allow_any_host\":true}", g_nqn, g_pool) == 0,
+	      "CreateSubsystem");
+	CHECK(strcmp(info_range(ctl, r, sizeof(r)), "1-65519") == 0, "without a group: controller IDs 1-65519 (%s)", r);
+	CHECK(nkv_target_set_cntlid_range(t, 5, 4) == -EINVAL && nkv_target_set_cntlid_range(t, 0, 3) == -EINVAL &&
+		      nkv_target_set_cntlid_range(t, 1, 0xfff0) == -EINVAL, "bad ranges: -EINVAL");
+	CHECK(nkv_target_set_cntlid_range(t, 10, 12) == 0, "range 10-12");
+	int ok = 0;
+	for (int i = 0; i < 3; i++)
+		ok += ctrlr_open(t, &c[i], &id[i]) == 0 && id[i] >= 10 && id[i] <= 12;
+	CHECK(ok == 3 && id[0] != id[1] && id[1] != id[2] && id[0] != id[2], "three controllers get 10-12 (%u %u %u)",
+	      id[0], id[1], id[2]);
+	int rc = nkv_loop_connect(t, g_nqn, "nqn.2026-12.io.test:host", &c[3]);
+	CHECK(rc == -EBUSY, "a fourth Connect is refused: the range is full (%d)", rc);
+	if (rc == 0)
+		nkv_loop_disconnect(c[3]);
+	nkv_loop_disconnect(c[1]);
+	CHECK(ctrlr_open(t, &c[3], &id[3]) == 0 && id[3] == id[1], "a freed ID is given again (%u)", id[3]);
+	struct nkv_loop_ctrlr *none = NULL;
+	rc = nkv_target_set_cntlid_range(t, 0, 0) == 0 ? nkv_loop_connect(t, g_nqn, "nqn.2026-12.io.test:host", &none) : -1;
+	CHECK(rc == -EBUSY, "no range: Connect refused (%d)", rc);
+	if (rc == 0)
+		nkv_loop_disconnect(none);
+	c[1] = NULL;
+	for (int i = 0; i < 4; i++)
+		nkv_loop_disconnect(c[i]);
+	nkv_ctl_destroy(ctl);
+	nkv_target_destroy(t);
+	unlink(file);
+}
+
 static void test_file(void)
 {
 	char file[256], *a = NULL, *b = NULL;
@@ -1074,6 +1154,47 @@ static void test_group_malformed(void)
 	rados_remove(g_io, oid);
 }
 
+/* Controller ID ranges in a hostile group object: an entry that takes a held range or one past the
+ * 32 is malformed (the other runs); when all 32 are held a new gateway name cannot join, while a
+ * gateway that holds one restarts with it. */
+static void test_group_ranges(void)
+{
+	char group[64], oid[128], names[32][16], vals[32][80], *a = NULL, r[32];
+	const char *k[32], *v[32];
+	size_t kl[32], vl[32];
+	struct nkv_target *t;
+	struct nkv_ctl *X = NULL;
+	snprintf(group, sizeof(group), "ctl-ranges-%d-%ld", (int)getpid(), (long)time(NULL));
+	snprintf(oid, sizeof(oid), "rados_nkv.group.%s", group);
+	CHECK(nkv_target_create(&g_bc, &t) == 0, "a target");
+	for (int i = 0; i < 32; i++) {
+		snprintf(names[i], sizeof(names[i]), "g/old-%d", i);
+		snprintf(vals[i], sizeof(vals[i]), "{\"gateway\":\"old-%d\",\"cntlid_range\":%d}", i, i);
+		k[i] = names[i], v[i] = vals[i], kl[i] = strlen(names[i]), vl[i] = strlen(vals[i]);
+	}
+	CHECK(raw_set(oid, k, kl, v, vl, 32) == 0, "32 gateways with a range each written to the group's object");
+	int rc = mk_rc(t, "gw-new", group, NULL, &X);
+	CHECK(rc == -ENOSPC && !X, "a 33rd gateway name cannot join: every range is held (%d)", rc);
+	nkv_ctl_destroy(X);
+	rc = mk_rc(t, "old-5", group, NULL, &X);
+	CHECK(rc == 0 && strcmp(info_range(X, r, sizeof(r)), "10201-12240") == 0,
+	      "gateway old-5 (re)starts with its range 5: %s (%d)", r, rc);
+	const char *bk[] = {"g/dup", "g/big", "g/other"};
+	const char *bv[] = {"{\"gateway\":\"dup\",\"cntlid_range\":3}", "{\"gateway\":\"big\",\"cntlid_range\":99}",
+			    "{\"gateway\":\"not-other\",\"cntlid_range\":1}"};
+	size_t bkl[] = {5, 5, 7}, bvl[] = {strlen(bv[0]), strlen(bv[1]), strlen(bv[2])};
+	CHECK(raw_set(oid, bk, bkl, bv, bvl, 3) == 0, "entries with a held range, range 99, a key not its name");
+	usleep(300 * 1000);
+	CHECK(X && call(X, "CheckState", &a, "{}") == 0 && a && strstr(a, "\"malformed\":3") &&
+		      strstr(a, "a controller ID range another gateway holds") && strstr(a, "(0-31)") &&
+		      strstr(a, "not the one its gateway gives"), "CheckState lists the three: %.300s", a ? a : "");
+	free(a);
+	CHECK(strcmp(info_range(X, r, sizeof(r)), "10201-12240") == 0, "old-5 keeps its range: %s", r);
+	nkv_ctl_destroy(X);
+	nkv_target_destroy(t);
+	rados_remove(g_io, oid);
+}
+
 static void test_group_hostile(void)
 {
 	if (raw_open() < 0) {
@@ -1086,9 +1207,90 @@ static void test_group_hostile(void)
 	test_group_name_clash();
 	test_group_watch_lost();
 	test_group_long_keys();
+	test_group_ranges();
 	raw_close();
 }
 #endif
+
+/* Two gateways of one group serve one subsystem as two controllers of one NVM subsystem (Linux
+ * native multipath): CNTLIDs from disjoint ranges recorded in the group's state (kept across a
+ * restart), CMIC multi-controller, NMIC shared and the same NGUID/EUI64/UUID through both. */
+static void test_group_multipath(void)
+{
+	char group[64], ra[32], rb[32];
+	static uint8_t x[NKV_IDENTIFY_SIZE], y[NKV_IDENTIFY_SIZE];
+	struct nkv_target *ta, *tb;
+	struct nkv_loop_ctrlr *ca[3] = {0}, *cb[3] = {0};
+	unsigned ia[3] = {0}, ib[3] = {0};
+	snprintf(group, sizeof(group), "ctl-mp-%d-%ld", (int)getpid(), (long)time(NULL));
+	CHECK(nkv_target_create(&g_bc, &ta) == 0 && nkv_target_create(&g_bc, &tb) == 0, "two targets");
+	struct nkv_ctl *A = mk(ta, "gw-a", group, NULL), *B = mk(tb, "gw-b", group, NULL);
+	if (!A || !B)
+		return;
+	CHECK(call(A, "CreateSubsystem", NULL, "{\"nqn\":\"%s\",\"pool\":\"%s\",\"allow_any_host\":true}", g_nqn, g_pool) == 0 &&
+		      call(A, "AddNamespace", NULL, "{\"nqn\":\"%s\",\"nsid\":1,\"rados_namespace\":\"%s\"}", g_nqn, group) == 0,
+	      "a subsystem and a namespace through A");
+	struct nkv_ns_stats nst;
+	CHECK(WAIT_FOR(5000, nkv_target_subsys(tb, g_nqn) && nkv_ns_stats(nkv_target_subsys(tb, g_nqn), 1, &nst) == 0),
+	      "B serves it");
+	CHECK(strcmp(info_range(A, ra, sizeof(ra)), "1-2040") == 0 && strcmp(info_range(B, rb, sizeof(rb)), "2041-4080") == 0,
+	      "controller ID ranges: A %s, B %s", ra, rb);
+	int in = 0;
+	for (int i = 0; i < 3; i++)
+		in += ctrlr_open(ta, &ca[i], &ia[i]) == 0 && ia[i] >= 1 && ia[i] <= 2040 &&
+		      ctrlr_open(tb, &cb[i], &ib[i]) == 0 && ib[i] >= 2041 && ib[i] <= 4080;
+	printf("CNTLIDs through A: %u %u %u, through B: %u %u %u\n", ia[0], ia[1], ia[2], ib[0], ib[1], ib[2]);
+	CHECK(in == 3, "three controllers on each gateway, each within its gateway's range");
+	struct nkv_id_ctrlr *cx = (struct nkv_id_ctrlr *)x, *cy = (struct nkv_id_ctrlr *)y;
+	CHECK(ca[0] && cb[0] && identify(ca[0], NKV_CNS_CTRLR, 0, 0, x) == 0 && identify(cb[0], NKV_CNS_CTRLR, 0, 0, y) == 0 &&
+		      (cx->cmic & NKV_CMIC_MULTI_CTRL) && (cy->cmic & NKV_CMIC_MULTI_CTRL) &&
+		      memcmp(cx->subnqn, cy->subnqn, sizeof(cx->subnqn)) == 0 && memcmp(cx->sn, cy->sn, sizeof(cx->sn)) == 0,
+	      "Identify Controller: CMIC multi-controller, the same SUBNQN and serial number through both");
+	static const uint8_t zero[16];
+	CHECK(ca[0] && cb[0] && identify(ca[0], NKV_CNS_NS, 1, 0, x) == 0 && identify(cb[0], NKV_CNS_NS, 1, 0, y) == 0 &&
+		      (((struct nkv_id_ns_nvm_head *)x)->nmic & NKV_NMIC_SHARED) &&
+		      (((struct nkv_id_ns_nvm_head *)y)->nmic & NKV_NMIC_SHARED) &&
+		      memcmp(x + NKV_ID_NS_NVM_NGUID, y + NKV_ID_NS_NVM_NGUID, 16) == 0 &&
+		      memcmp(x + NKV_ID_NS_NVM_NGUID, zero, 16) != 0 &&
+		      memcmp(x + NKV_ID_NS_NVM_EUI64, y + NKV_ID_NS_NVM_EUI64, 8) == 0,
+	      "CNS 00h: NMIC shared, NGUID and EUI64 the same through both");
+	struct nkv_id_ns_kv *kx = (struct nkv_id_ns_kv *)x, *ky = (struct nkv_id_ns_kv *)y;
+	CHECK(ca[0] && cb[0] && identify(ca[0], NKV_CNS_CSI_NS, 1, NKV_CSI_KV, x) == 0 &&
+		      identify(cb[0], NKV_CNS_CSI_NS, 1, NKV_CSI_KV, y) == 0 && (kx->nmic & NKV_NMIC_SHARED) &&
+		      (ky->nmic & NKV_NMIC_SHARED) && memcmp(kx->nguid, ky->nguid, 16) == 0 && memcmp(kx->eui64, ky->eui64, 8) == 0,
+	      "CNS 05h (KV): NMIC shared, NGUID and EUI64 the same through both");
+	CHECK(ca[0] && cb[0] && identify(ca[0], NKV_CNS_INDEP_NS, 1, 0, x) == 0 && identify(cb[0], NKV_CNS_INDEP_NS, 1, 0, y) == 0 &&
+		      (((struct nkv_id_ns_indep_head *)x)->nmic & NKV_NMIC_SHARED) &&
+		      (((struct nkv_id_ns_indep_head *)y)->nmic & NKV_NMIC_SHARED),
+	      "CNS 08h: NMIC shared through both");
+	CHECK(ca[0] && cb[0] && identify(ca[0], NKV_CNS_NS_DESC, 1, 0, x) == 0 && identify(cb[0], NKV_CNS_NS_DESC, 1, 0, y) == 0 &&
+		      x[0] && memcmp(x, y, NKV_IDENTIFY_SIZE) == 0,
+	      "CNS 03h: the same EUI64, NGUID and UUID descriptors through both");
+	for (int i = 0; i < 3; i++) {
+		nkv_loop_disconnect(ca[i]);
+		nkv_loop_disconnect(cb[i]);
+	}
+	/* B restarted under its name keeps its range; A's is untouched. */
+	nkv_ctl_destroy(B);
+	nkv_target_destroy(tb);
+	CHECK(nkv_target_create(&g_bc, &tb) == 0, "a fresh target for B");
+	B = mk(tb, "gw-b", group, NULL);
+	CHECK(strcmp(info_range(B, rb, sizeof(rb)), "2041-4080") == 0 && strcmp(info_range(A, ra, sizeof(ra)), "1-2040") == 0,
+	      "after B's restart: B %s, A %s", rb, ra);
+	nkv_ctl_destroy(A);
+	nkv_ctl_destroy(B);
+	nkv_target_destroy(ta);
+	nkv_target_destroy(tb);
+#ifdef NKV_HAVE_RADOS
+	char oid[128];
+	snprintf(oid, sizeof(oid), "rados_nkv.group.%s", group);
+	if (raw_open() == 0) {
+		CHECK(raw_has(oid, "g/gw-a") && raw_has(oid, "g/gw-b"), "the group's object holds g/gw-a and g/gw-b");
+		rados_remove(g_io, oid);
+		raw_close();
+	}
+#endif
+}
 
 int main(int argc, char **argv)
 {
@@ -1107,6 +1309,7 @@ int main(int argc, char **argv)
 		g_pool = getenv("NKV_CEPH_POOL") ? getenv("NKV_CEPH_POOL") : "nkv";
 		test_group();
 		test_group_cache();
+		test_group_multipath();
 #ifdef NKV_HAVE_RADOS
 		test_group_hostile();
 #endif
@@ -1115,6 +1318,7 @@ int main(int argc, char **argv)
 		test_cache_file();
 		test_exposure();
 		test_state_file_links();
+		test_cntlid_range();
 	}
 	printf("%d passed, %d failed\n", g_pass, g_fail);
 	return g_fail ? 1 : 0;

@@ -623,6 +623,10 @@ static void show_gateway(const struct ctl_cli *c, json_object *o)
 	kv("group", "%s", *jstr(o, "group") ? jstr(o, "group") : "- (not in a group)");
 	kv("state epoch", "%" PRIu64, ju64(o, "epoch"));
 	kv("state store", "%s", dash(jstr(o, "state_store")));
+	if (ju64(o, "cntlid_min"))
+		kv("controller IDs", "%" PRIu64 "-%" PRIu64, ju64(o, "cntlid_min"), ju64(o, "cntlid_max"));
+	else
+		kv("controller IDs", "none yet (Connects refused until it joins its group)");
 	kv("backend", "%s", dash(jstr(o, "backend")));
 	kv("uptime", "%" PRIu64 "d %02" PRIu64 ":%02" PRIu64 ":%02" PRIu64 " (%" PRIu64 " s)", up / 86400,
 	   up / 3600 % 24, up / 60 % 60, up % 60, up);
@@ -727,7 +731,7 @@ const struct ctl_cmd g_ctl_cmds[] = {
 	 "listener del ADDR:PORT [--gateway NAME]\n  Stop serving ADDR:PORT on gateway NAME (default: the answering one)."},
 	{"listener", "list", "the listeners of one gateway or of all", "ListListeners", 0, 0, O_GATEWAY, b_listener_list, show_listeners,
 	 "listener list [--gateway NAME]\n  The listeners of gateway NAME, or of every gateway of the group."},
-	{"gateway", "info", "the answering gateway: version, group, state epoch", "GetGatewayInfo", 0, 0, 0, b_none, show_gateway,
+	{"gateway", "info", "the answering gateway: version, group, state epoch, controller IDs", "GetGatewayInfo", 0, 0, 0, b_none, show_gateway,
 	 "gateway info\n  The answering gateway: name, version, group, state epoch, listeners, connections."},
 	{"group", "check", "the group's state: epochs, malformed entries", "CheckState", 0, 0, 0, b_none, show_state,
 	 "group check\n  The group's stored epoch, the epoch the answering gateway runs, and the entries of the\n"

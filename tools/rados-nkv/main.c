@@ -535,6 +535,8 @@ int main(int argc, char **argv)
 
 	if (build(&conf, &tgt, &events) < 0)
 		goto out;
+	if (*conf.group) /* no Connect before the group's state gives this gateway its controller IDs */
+		nkv_target_set_cntlid_range(tgt, 0, 0);
 	if ((rc = nkv_tcp_create(tgt, &conf.tcp, &tcp)) < 0) {
 		NKV_ERR("cannot start the NVMe/TCP transport: %s", strerror(-rc));
 		rc = 1;
