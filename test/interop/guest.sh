@@ -486,27 +486,30 @@ t_rr() { # round-robin: 8 Stores and Retrieves alternate over the paths; each va
 }
 # now_cs: /proc/uptime in centiseconds (no fork).
 now_cs() { read -r u _ </proc/uptime; f=${u#*.}; echo $((${u%.*} * 100 + ${f#0})); }
-# mp_cmd CMD...: the KV command through the head, retried until it succeeds (30 s at most); counts
-# the failures (MP_FAILED) and the longest time between two successful commands (MP_GAP, cs).
+# mp_cmd CMD...: the KV command through the head, retried at once until it succeeds (30 s at most).
+# Counts the failures (MP_FAILED), the longest time from a failure to the success of its retry
+# (MP_SWITCH) and between two successful commands (MP_GAP), in centiseconds.
 mp_cmd() {
+	f=""
 	while ! "$@"; do
 		MP_FAILED=$((MP_FAILED + 1))
+		[ -n "$f" ] || f=$(now_cs)
 		echo "retry $MP_FAILED: $1 $2 failed (${STATUS:+status $STATUS, }$(tail -n 1 $T/out))"
 		[ $(($(now_cs) - MP_LAST)) -lt 3000 ] || return 1
-		sleep 0.1
 	done
 	t=$(now_cs)
 	[ $((t - MP_LAST)) -le $MP_GAP ] || MP_GAP=$((t - MP_LAST))
+	[ -z "$f" ] || [ $((t - f)) -le $MP_SWITCH ] || MP_SWITCH=$((t - f))
 	MP_LAST=$t MP_OK=$((MP_OK + 1))
 }
 cs() { echo "$(($1 / 100)).$(printf %02d $(($1 % 100)))"; }
-t_loop() { # Store + Retrieve; B killed (by run.sh) after 3 rounds; 8 more rounds once B's path left live
-	MP_FAILED=0 MP_GAP=0 MP_OK=0 MP_LAST=$(now_cs) down=""
+t_loop() { # Store + Retrieve; B stopped then killed by run.sh from round 4; 8 rounds after B's path left live
+	MP_FAILED=0 MP_GAP=0 MP_SWITCH=0 MP_OK=0 MP_LAST=$(now_cs) down=""
 	t0=$MP_LAST
 	i=0
 	while [ $i -lt 100 ]; do
 		i=$((i + 1))
-		[ $i -eq 4 ] && echo NKV-MPATH-KILL >/dev/console # run.sh kills gateway B
+		[ $i -eq 4 ] && echo NKV-MPATH-KILL >/dev/console # run.sh: B stopped, then killed
 		mp_cmd store mp$i $T/v4k || return 1
 		mp_cmd retrieve mp$i 4096 $T/got || return 1
 		is_result 4096 || return 1
@@ -515,7 +518,8 @@ t_loop() { # Store + Retrieve; B killed (by run.sh) after 3 rounds; 8 more round
 	done
 	MP_ROUNDS=$i
 	echo "loop: $i rounds, $MP_OK commands in $(cs $(($(now_cs) - t0))) s; B's path left live in round ${down:-never}"
-	echo "failed commands (retried): $MP_FAILED; longest time between two successful commands: $(cs $MP_GAP) s"
+	echo "failed commands (retried): $MP_FAILED; from a failure to its retry's success: $(cs $MP_SWITCH) s at most;" \
+		"longest time between two successful commands: $(cs $MP_GAP) s (B stopped, then killed, in it)"
 	[ -n "$down" ]
 }
 t_readback() { # every value the loop stored, through the remaining path

@@ -15,8 +15,9 @@
 # (the discovery log gives each listener's own address, and 127.0.0.1 would be the guest's own):
 # Linux native multipath on 6.1. The guest runs `nvme connect-all` against gateway A's discovery
 # log, finds both paths under one subsystem, drives KV commands through the multipath head's
-# /dev/ngXnY, and runs a Store/Retrieve loop; when it prints NKV-MPATH-KILL this script kills
-# gateway B with SIGKILL, and the loop, retrying each failed command, goes on through gateway A.
+# /dev/ngXnY, and runs a Store/Retrieve loop; when it prints NKV-MPATH-KILL this script stops
+# gateway B (SIGSTOP) until a command of the guest is in flight on it, then kills it (SIGKILL), and
+# the loop, retrying each failed command, goes on through gateway A.
 # mem|rados also check namespace notices: the daemon serves its control plane on a Unix socket in the
 # run's directory; when the guest, connected, prints NKV-AEN-ADD / NKV-AEN-DEL on the console, this
 # script runs `nkv-ctl ns add NQN --nsid 3` / `nkv-ctl ns del NQN 3`, and the guest waits for the
@@ -98,6 +99,7 @@ cleanup() {
   local p
   for p in $QEMU_PID $DAEMON_PID $GWB_PID; do
     kill -TERM "$p" 2>/dev/null || continue
+    kill -CONT "$p" 2>/dev/null   # mpath: gateway B may be stopped
     for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
     kill -KILL "$p" 2>/dev/null
     wait "$p" 2>/dev/null
@@ -280,15 +282,32 @@ aen_poll() {
     aen_del=$(aen_ctl ns del "$NQN" 3)
   fi
 }
-# mpath: NKV-MPATH-KILL on the console kills gateway B with SIGKILL, once (mp_killed: when).
-mp_killed=""
+# mpath: NKV-MPATH-KILL on the console stops gateway B (SIGSTOP), so that the guest's next command
+# routed to it stays in flight; once one of B's I/O queue connections holds unread bytes (ss: the
+# command arrived, B cannot answer), or after 10 s, B is killed with SIGKILL. mp_stopped/mp_killed:
+# when (seconds into the run); mp_inflight: whether a command was in flight at the kill.
+mp_stopped="" mp_killed="" mp_inflight=no
+mp_io_peers() { # the peers (ADDR:PORT) of B's I/O queues, from its log
+  sed -n 's/.* tcp \([0-9.]*:[0-9]*\): qid [1-9][0-9]* .*/\1/p' "$WORK/gw-b.log" | sort -u
+}
 mp_poll() {
   [ "$SUITE" = mpath ] && [ -z "$mp_killed" ] || return 0
-  grep -aq '^NKV-MPATH-KILL' "$SERIAL" 2>/dev/null || return 0
+  if [ -z "$mp_stopped" ]; then
+    grep -aq '^NKV-MPATH-KILL' "$SERIAL" 2>/dev/null || return 0
+    kill -STOP "$GWB_PID" 2>/dev/null
+    mp_stopped=$(elapsed)
+    return 0
+  fi
+  local q p
+  for p in $(mp_io_peers); do
+    q=$(ss -Htn state established "( sport = :$PB )" 2>/dev/null | awk -v p="$p" '$4 == p { print $1 }')
+    [ "${q:-0}" -gt 0 ] && mp_inflight=yes
+  done
+  [ "$mp_inflight" = yes ] || awk -v a="$mp_stopped" -v b="$(elapsed)" 'BEGIN { exit !(b - a > 10) }' || return 0
   kill -KILL "$GWB_PID" 2>/dev/null && mp_killed=$(elapsed)
   wait "$GWB_PID" 2>/dev/null
   GWB_PID=""
-  say "gateway B killed (SIGKILL) at ${mp_killed:-never}s"
+  say "gateway B stopped (SIGSTOP) at ${mp_stopped}s, killed (SIGKILL) at ${mp_killed:-never}s; a guest command in flight on it: $mp_inflight"
 }
 deadline=$(( $(date +%s) + TIMEOUT ))
 timed_out=0
@@ -351,7 +370,8 @@ if [ "$SUITE" = mpath ]; then
     '[ -n "$ca" ] && [ -n "$cb" ] && [ "$ca" != "$cb" ]'
   sa=$(grep -c ' qid [1-9][0-9]* cid [0-9]* cmd opc 01h ' "$DL") sb=$(grep -c ' qid [1-9][0-9]* cid [0-9]* cmd opc 01h ' "$BL")
   hcheck "both paths carried the guest's Stores (A $sa, B $sb)" '[ "$sa" -gt 0 ] && [ "$sb" -gt 0 ]'
-  hcheck "gateway B was killed with SIGKILL while the guest's loop ran (at ${mp_killed:-never}s)" '[ -n "$mp_killed" ]'
+  hcheck "gateway B was killed with SIGKILL while the guest's loop ran, a command of the guest in flight on it" \
+    '[ -n "$mp_killed" ] && [ "$mp_inflight" = yes ]'
   if [ -n "$CTL" ]; then
     sed 's/^/# group listeners: /' "$WORK/listeners"
     hcheck "the group's state lists both gateways' listeners (nkv-ctl listener list on A)" \
