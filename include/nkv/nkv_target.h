@@ -90,6 +90,7 @@ struct nkv_ns_conf {
 	const struct nkv_exec_rule *exec; /* the vendor Exec allowlist (copied); NULL: none */
 	unsigned nexec;
 	const struct nkv_cache_policy *cache; /* a cache over the namespace (copied); NULL: none */
+	uint32_t ana_group;      /* its ANA group, 1..NKV_ANA_GROUPS; 0: 1 */
 };
 
 /* ---- cache (docs/cache.md) ----------------------------------------------------------------------
@@ -193,6 +194,21 @@ void nkv_target_destroy(struct nkv_target *tgt);
  * @return 0 or -EINVAL.
  */
 int nkv_target_set_cntlid_range(struct nkv_target *tgt, uint16_t min, uint16_t max);
+
+/* ANA (Asymmetric Namespace Access): every namespace is in one of groups 1..NKV_ANA_GROUPS, and
+ * this target has a state per group (default optimized), reported in log page 0Ch. */
+#define NKV_ANA_GROUPS 32u
+
+/**
+ * Set this target's state for ANA group @grp (1..NKV_ANA_GROUPS): NKV_ANA_OPTIMIZED,
+ * NKV_ANA_NON_OPTIMIZED or NKV_ANA_INACCESSIBLE (I/O to its namespaces then fails with Asymmetric
+ * Access Inaccessible, SCT 3h SC 02h, DNR clear: the host retries on another path). A change moves
+ * the ANA change count and sends every controller an ANA Change notice (as it enabled them).
+ * @return 1 (changed), 0 (already so), -EINVAL.
+ */
+int nkv_target_set_ana_state(struct nkv_target *tgt, uint32_t grp, enum nkv_ana_state state);
+/** This target's state for ANA group @grp (1..NKV_ANA_GROUPS), or 0 (no such group). */
+enum nkv_ana_state nkv_target_ana_state(struct nkv_target *tgt, uint32_t grp);
 
 /** A listener of another gateway of the group: listed in this target's discovery log too. */
 struct nkv_peer_listener {

@@ -89,6 +89,9 @@ static json_object *ns_msg(const char *nqn, json_object *ns)
 	json_object_object_add(o, "rados_namespace", json_object_new_string(st_str(ns, "rados_namespace") ? st_str(ns, "rados_namespace") : ""));
 	json_object_object_add(o, "max_value", json_object_new_uint64(maxv));
 	json_object_object_add(o, "read_only", json_object_new_boolean(st_bool(ns, "read_only")));
+	uint64_t grp;
+	st_u64(ns, "ana_group", 1, &grp);
+	json_object_object_add(o, "ana_group", json_object_new_int64((int64_t)grp));
 	if (st_get(ns, "cache")) /* absent: not a cache (the message field's presence says so) */
 		json_object_object_add(o, "cache", json_object_get(st_get(ns, "cache")));
 	return o;
@@ -291,6 +294,9 @@ static int m_add_namespace(struct call *c, json_object *st)
 		return fail(c, -EINVAL, "%s: rados_namespace longer than 127 bytes", nqn);
 	if ((rc = check_max_value(c, ss, nqn, maxv)) < 0)
 		return rc;
+	uint64_t grp = 0;
+	if (req_u64(c, "ana_group", &grp) < 0 || grp > NKV_ANA_GROUPS)
+		return fail(c, -EINVAL, "%s: ana_group must be 1-%u (0: 1)", nqn, NKV_ANA_GROUPS);
 	json_object *jc = st_get(c->req, "cache");
 	struct nkv_cache_policy pol = {0};
 	char why[256];
@@ -301,6 +307,8 @@ static int m_add_namespace(struct call *c, json_object *st)
 	json_object_object_add(ns, "rados_namespace", json_object_new_string(rns));
 	json_object_object_add(ns, "max_value", json_object_new_uint64(maxv));
 	json_object_object_add(ns, "read_only", json_object_new_boolean(st_bool(c->req, "read_only")));
+	if (grp > 1) /* absent: group 1, so that states written before ANA read the same */
+		json_object_object_add(ns, "ana_group", json_object_new_int64((int64_t)grp));
 	if (jc && !json_object_is_type(jc, json_type_null))
 		json_object_object_add(ns, "cache", ctl_cache_policy_to_json(&pol));
 	json_object_object_add(nss, key, ns);
@@ -799,6 +807,107 @@ static int r_gateway_info(struct call *c, json_object *st)
 	return 0;
 }
 
+/* ---- ANA states ------------------------------------------------------------------------------------- */
+
+/* The gateway a request names ("": this one) in state @st's gateways: NULL (and *@rc) when not in a
+ * group or unknown. */
+static json_object *ana_gateway(struct call *c, json_object *st, const char **name, int *rc)
+{
+	const char *gw = *req_str(c, "gateway") ? req_str(c, "gateway") : c->ctl->gateway;
+	json_object *g = st_get(st_gateways(st), gw);
+
+	*name = gw;
+	if (!c->ctl->group[0])
+		*rc = fail(c, -EPERM, "ANA states are per gateway of a group: this gateway runs without --group");
+	else if (!g)
+		*rc = fail(c, -ENOENT, "group %s has no gateway '%.64s' (nkv-ctl listener list names them)", c->ctl->group, gw);
+	return c->ctl->group[0] ? g : NULL;
+}
+
+/* SetAnaState: a gateway's state for one ANA group; its controllers get an ANA Change notice when it
+ * applies. "optimized" is the default, so it removes the entry. */
+static int m_set_ana_state(struct call *c, json_object *st)
+{
+	const char *gw, *name = req_str(c, "state");
+	uint64_t grp = 0;
+	int rc = 0;
+	enum nkv_ana_state s = st_ana_parse(name);
+	json_object *g = ana_gateway(c, st, &gw, &rc);
+
+	if (!g)
+		return rc;
+	if (req_u64(c, "ana_group", &grp) < 0 || grp == 0 || grp > NKV_ANA_GROUPS)
+		return fail(c, -EINVAL, "ana_group must be 1-%u", NKV_ANA_GROUPS);
+	if (!s)
+		return fail(c, -EINVAL, "state '%.32s' is not optimized, non-optimized or inaccessible", name);
+	char k[16];
+	snprintf(k, sizeof(k), "%" PRIu64, grp);
+	json_object *ana = st_get(g, "ana");
+	if (s == NKV_ANA_OPTIMIZED) {
+		if (ana)
+			json_object_object_del(ana, k);
+		if (ana && !json_object_object_length(ana))
+			json_object_object_del(g, "ana");
+	} else {
+		if (!ana)
+			json_object_object_add(g, "ana", ana = json_object_new_object());
+		json_object_object_add(ana, k, json_object_new_string(name));
+	}
+	json_object *o = c->resp = json_object_new_object();
+	json_object_object_add(o, "gateway", json_object_new_string(gw));
+	json_object_object_add(o, "ana_group", json_object_new_int64((int64_t)grp));
+	json_object_object_add(o, "state", json_object_new_string(name));
+	return 0;
+}
+
+/* GetAnaState: for each gateway (or the one named), the state of every ANA group that holds a
+ * namespace or has a state set, and of group 1. */
+static int r_get_ana_state(struct call *c, json_object *st)
+{
+	const char *gw;
+	int rc = 0;
+	bool used[NKV_ANA_GROUPS + 1] = {false, true};
+
+	if (*req_str(c, "gateway") && !ana_gateway(c, st, &gw, &rc))
+		return rc;
+	if (!c->ctl->group[0])
+		return fail(c, -EPERM, "ANA states are per gateway of a group: this gateway runs without --group");
+	json_object_object_foreach(st_subsystems(st), nqn, ss) {
+		(void)nqn;
+		json_object_object_foreach(st_get(ss, "namespaces"), n, ns) {
+			uint64_t g = 1;
+			(void)n;
+			if (st_u64(ns, "ana_group", 1, &g) == 0 && g >= 1 && g <= NKV_ANA_GROUPS)
+				used[g] = true;
+		}
+	}
+	json_object *gws = st_gateways(st) ? st_gateways(st) : json_object_new_object();
+	json_object_object_foreach(gws, k, g) {
+		(void)k;
+		for (unsigned x = 1; x <= NKV_ANA_GROUPS; x++)
+			used[x] = used[x] || st_ana_of(g, x) != NKV_ANA_OPTIMIZED;
+	}
+	json_object *arr = json_object_new_array();
+	json_object_object_foreach(gws, name, gv) {
+		if (*req_str(c, "gateway") && strcmp(name, req_str(c, "gateway")) != 0)
+			continue;
+		for (unsigned x = 1; x <= NKV_ANA_GROUPS; x++) {
+			if (!used[x])
+				continue;
+			json_object *o = json_object_new_object();
+			json_object_object_add(o, "gateway", json_object_new_string(name));
+			json_object_object_add(o, "ana_group", json_object_new_int64(x));
+			json_object_object_add(o, "state", json_object_new_string(st_ana_name(st_ana_of(gv, x))));
+			json_object_array_add(arr, o);
+		}
+	}
+	if (gws != st_gateways(st))
+		json_object_put(gws);
+	c->resp = json_object_new_object();
+	json_object_object_add(c->resp, "states", arr);
+	return 0;
+}
+
 /* ---- the group's state itself: malformed entries --------------------------------------------------- */
 
 static int apply(struct nkv_ctl *ctl);
@@ -914,6 +1023,8 @@ static const struct method g_methods[] = {
 	{"GetGatewayInfo", r_gateway_info, false},
 	{"CheckState", r_check_state, false},
 	{"RepairState", m_repair_state, false}, /* its own commit (store_repair) */
+	{"SetAnaState", m_set_ana_state, true},
+	{"GetAnaState", r_get_ana_state, false},
 };
 
 /* Say, once each time it starts, that this gateway refuses a subsystem's Connects through one of its

@@ -219,8 +219,9 @@ static const char *parse_namespace(const struct group_entry *e, json_object *o, 
 	char n[24], why[256];
 	struct nkv_cache_policy pol;
 
-	if (st_u64(o, "nsid", 0, &nsid) < 0 || nsid == 0 || nsid > NKV_MAX_NSID || st_u64(o, "max_value", 0, &x) < 0)
-		return "a namespace with a bad nsid or max_value";
+	if (st_u64(o, "nsid", 0, &nsid) < 0 || nsid == 0 || nsid > NKV_MAX_NSID || st_u64(o, "max_value", 0, &x) < 0 ||
+	    st_u64(o, "ana_group", 1, &x) < 0 || x == 0 || x > NKV_ANA_GROUPS)
+		return "a namespace with a bad nsid, max_value or ana_group";
 	snprintf(n, sizeof(n), "%" PRIu64, nsid);
 	if (!key_is(e, 'n', st_str(o, "nqn"), n))
 		return "the key is not the one its nqn and nsid give";
@@ -262,6 +263,8 @@ static const char *parse_gateway(struct parse *p, const struct group_entry *e, j
 	if (!gw || !*gw || strlen(gw) > 255 || st_u64(o, "cntlid_range", ST_CNTLID_RANGES, &r) < 0 ||
 	    r >= ST_CNTLID_RANGES)
 		return "a gateway without a name (1-255 bytes) or a controller ID range (0-31)";
+	if (!st_ana_ok(st_get(o, "ana")))
+		return "a gateway whose ANA states are not {\"GROUP\": \"non-optimized\"|\"inaccessible\"|\"optimized\"}";
 	if (e->klen != strlen(gw) + 2 || memcmp(e->key + 2, gw, e->klen - 2) != 0)
 		return "the key is not the one its gateway gives";
 	if (st_get(st_gateways(p->st), gw))

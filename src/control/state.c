@@ -53,6 +53,50 @@ json_object *st_gateways(json_object *st)
 	return st_get(st, "gateways");
 }
 
+const char *st_ana_name(enum nkv_ana_state s)
+{
+	switch (s) {
+	case NKV_ANA_OPTIMIZED: return "optimized";
+	case NKV_ANA_NON_OPTIMIZED: return "non-optimized";
+	case NKV_ANA_INACCESSIBLE: return "inaccessible";
+	default: return NULL;
+	}
+}
+
+enum nkv_ana_state st_ana_parse(const char *name)
+{
+	for (enum nkv_ana_state s = NKV_ANA_OPTIMIZED; s <= NKV_ANA_INACCESSIBLE; s++)
+		if (name && strcmp(name, st_ana_name(s)) == 0)
+			return s;
+	return 0;
+}
+
+bool st_ana_ok(json_object *ana)
+{
+	if (!ana)
+		return true;
+	if (!json_object_is_type(ana, json_type_object))
+		return false;
+	json_object_object_foreach(ana, k, v) {
+		char *end;
+		unsigned long g = strtoul(k, &end, 10);
+		char canon[16];
+		snprintf(canon, sizeof(canon), "%lu", g);
+		if (!*k || *end || g == 0 || g > NKV_ANA_GROUPS || strcmp(canon, k) != 0 || !json_object_is_type(v, json_type_string) ||
+		    !st_ana_parse(json_object_get_string(v)))
+			return false;
+	}
+	return true;
+}
+
+enum nkv_ana_state st_ana_of(json_object *g, unsigned grp)
+{
+	char k[16];
+	snprintf(k, sizeof(k), "%u", grp);
+	enum nkv_ana_state s = st_ana_parse(st_str(st_get(g, "ana"), k));
+	return s ? s : NKV_ANA_OPTIMIZED;
+}
+
 int st_claim_range(json_object *st, const char *gw)
 {
 	bool used[ST_CNTLID_RANGES] = {0};
@@ -158,8 +202,9 @@ int st_check(json_object *st, const char **why)
 		}
 		json_object_object_foreach(st_get(ss, "namespaces"), k, ns) {
 			(void)k;
-			if (st_u64(ns, "nsid", 0, &x) < 0 || x == 0 || x > NKV_MAX_NSID || st_u64(ns, "max_value", 0, &x) < 0) {
-				*why = "a namespace with a bad nsid or max_value";
+			if (st_u64(ns, "nsid", 0, &x) < 0 || x == 0 || x > NKV_MAX_NSID || st_u64(ns, "max_value", 0, &x) < 0 ||
+			    st_u64(ns, "ana_group", 1, &x) < 0 || x == 0 || x > NKV_ANA_GROUPS) {
+				*why = "a namespace with a bad nsid, max_value or ana_group";
 				return -EINVAL;
 			}
 			struct nkv_cache_policy p = {0};
@@ -186,8 +231,8 @@ int st_check(json_object *st, const char **why)
 		return 0; /* a state from before ranges, or not a group's */
 	json_object_object_foreach(st_gateways(st), gk, g) {
 		if (!st_str(g, "gateway") || strcmp(st_str(g, "gateway"), gk) != 0 || st_u64(g, "cntlid_range", 0, &x) < 0 ||
-		    x >= ST_CNTLID_RANGES || (held & (1u << x))) {
-			*why = "a gateway without its name or with a controller ID range that is bad or held twice";
+		    x >= ST_CNTLID_RANGES || (held & (1u << x)) || !st_ana_ok(st_get(g, "ana"))) {
+			*why = "a gateway without its name, with a controller ID range that is bad or held twice, or bad ANA states";
 			return -EINVAL;
 		}
 		held |= 1u << x;
@@ -229,12 +274,14 @@ static const struct nkv_cache_policy *ns_cache(json_object *ns, struct nkv_cache
 
 static int ns_apply(struct nkv_subsys *ss, json_object *ns)
 {
-	uint64_t nsid, maxv;
+	uint64_t nsid, maxv, grp;
 	struct nkv_cache_policy pol;
 	st_u64(ns, "nsid", 0, &nsid);
 	st_u64(ns, "max_value", 0, &maxv);
+	st_u64(ns, "ana_group", 1, &grp);
 	struct nkv_ns_conf c = {.nsid = (uint32_t)nsid, .rados_ns = st_str(ns, "rados_namespace"),
-				.max_value = maxv, .read_only = st_bool(ns, "read_only"), .cache = ns_cache(ns, &pol)};
+				.max_value = maxv, .read_only = st_bool(ns, "read_only"), .cache = ns_cache(ns, &pol),
+				.ana_group = (uint32_t)grp};
 	return nkv_ns_add(ss, &c);
 }
 
@@ -297,8 +344,12 @@ static int subsys_reconcile(struct nkv_ctl *ctl, struct nkv_subsys *ss, json_obj
 		json_object *w = st_get(wn, n);
 		uint64_t nsid;
 		st_u64(nv, "nsid", 0, &nsid);
-		/* A cache is given when a namespace is added: one that gains or loses its cache is added again. */
-		if (w && same(w, nv, "rados_namespace") && !st_get(w, "cache") == !st_get(nv, "cache"))
+		/* A cache and an ANA group are given when a namespace is added: one that gains or loses its
+		 * cache, or moves to another ANA group, is added again. */
+		uint64_t wg = 1, hg = 1;
+		st_u64(w, "ana_group", 1, &wg);
+		st_u64(nv, "ana_group", 1, &hg);
+		if (w && same(w, nv, "rados_namespace") && !st_get(w, "cache") == !st_get(nv, "cache") && wg == hg)
 			continue;
 		nkv_ns_remove(ss, (uint32_t)nsid, ctl->conf.drain_ms);
 		json_object_object_del(hn, n);
@@ -422,6 +473,13 @@ void st_reconcile_gateways(struct nkv_ctl *ctl, json_object *applied, json_objec
 		}
 	}
 	nkv_target_set_cntlid_range(ctl->conf.tgt, lo, hi);
+	/* This gateway's ANA states: a change notifies every controller here (nkv_target_set_ana_state). */
+	for (unsigned g = 1; g <= NKV_ANA_GROUPS; g++) {
+		enum nkv_ana_state s = st_ana_of(mine, g);
+		if (nkv_target_set_ana_state(ctl->conf.tgt, g, s) > 0)
+			NKV_INFO("group %s: gateway %s: ANA group %u is %s now (ANA Change notices sent)", ctl->group,
+				 ctl->gateway, g, st_ana_name(s));
+	}
 	json_object_object_add(applied, "gateways", st_gateways(want) ? st_copy(st_gateways(want)) : json_object_new_object());
 
 	/* The other gateways' listeners, in key order so that every pass gives the same port IDs. */

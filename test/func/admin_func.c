@@ -11,7 +11,7 @@
 #include "harness.h"
 
 #define G 0
-static uint8_t B[8192];
+static uint8_t B[65540];
 
 static struct nkv_sqe cmd(uint8_t opc, uint32_t nsid, uint32_t c10, uint32_t c11)
 {
@@ -323,7 +323,8 @@ static void test_logs(struct h_qp *a)
 	static uint8_t full[4096];
 
 	CHECK(get_log(a, NKV_LID_SUPPORTED, 0, 1024, 0) == G && nkv_get32(B) == 1 && nkv_get32(B + 8) == 1 &&
-		      nkv_get32(B + 20) == 1 && nkv_get32(B + 16) == 1, "supported log pages (04h too)");
+		      nkv_get32(B + 20) == 1 && nkv_get32(B + 16) == 1 && nkv_get32(B + 4 * NKV_LID_ANA) == 1,
+	      "supported log pages (04h and 0Ch too)");
 	CHECK(get_log(a, NKV_LID_ERROR, 0, 64, 0) == G && nkv_get64(B) == 0, "error log");
 	CHECK(get_log(a, NKV_LID_SMART, 0, 512, 0) == G, "SMART");
 	memcpy(full, B, 512);
@@ -343,6 +344,10 @@ static void test_logs(struct h_qp *a)
 	CHECK(get_log(a, NKV_LID_CMD_EFFECTS, NKV_CSI_ZNS, 4096, 0) == SC(0, NKV_SC_INVALID_FIELD), "effects CSI 2");
 	CHECK(get_log(a, 0x42, 0, 512, 0) == SC(NKV_SCT_CMD, NKV_SC_INVALID_LOG_PAGE), "unknown log page");
 	CHECK(get_log(a, NKV_LID_SMART, 0, 8192, 0) == SC(0, NKV_SC_INVALID_FIELD), "log longer than 4 KiB");
+	/* ANA (0Ch): the 5136 bytes Linux reads at once (16 + NANAGRPID x 32 + MNAN x 4); at most 64 KiB. */
+	CHECK(get_log(a, NKV_LID_ANA, 0, 16 + 32 * 32 + 4 * 1024, 0) == G && nkv_get16(B + 8) >= 1 && nkv_get32(B + 16) == 1 &&
+		      B[32] == NKV_ANA_OPTIMIZED, "ANA log as Linux reads it: group 1 optimized");
+	CHECK(get_log(a, NKV_LID_ANA, 0, 65540, 0) == SC(0, NKV_SC_INVALID_FIELD), "ANA log longer than 64 KiB");
 }
 
 static void test_features(struct h_qp *a)

@@ -5,7 +5,10 @@
 #      connected through A and through B get CNTLIDs inside their gateway's range, never the same;
 #      B restarted under its name keeps its range;
 #   2. the namespace: NMIC shared and the same NGUID through both gateways;
-#   3. the discovery log of either gateway lists the subsystem on both gateways' listeners, one
+#   3. ANA: nkv-ctl ana get/set through either gateway; gateway A drained to inaccessible for ANA
+#      group 1: I/O through A fails (path error 0302h), through B it goes on; bad states, groups
+#      and gateways are refused; optimized again, A serves again;
+#   4. the discovery log of either gateway lists the subsystem on both gateways' listeners, one
 #      entry per port, and drops B's once B's listener is removed.
 #   control_multipath.sh PATH/rados-nkv PATH/nkv-ctl PATH/nkv
 # Needs NKV_CEPH_CONF (else exit 77, or 1 with NKV_REQUIRE_RADOS=1). Prints ok/FAIL lines, then
@@ -84,7 +87,36 @@ echo "NGUID through gw-a: ${nga:-none}; through gw-b: ${ngb:-none}"
 check "the same NGUID through both gateways" bash -c "[ -n '$nga' ] && [ '$nga' = '$ngb' ] && [ '$nga' != '\"nguid\":\"00000000000000000000000000000000\"' ]"
 check "NMIC shared through both" bash -c "grep -q '\"nmic\":1' <<<'$ida' && grep -q '\"nmic\":1' <<<'$idb'"
 
-# 3. The discovery log of each gateway lists both gateways' listeners (one entry per port).
+# 3. ANA states through the control plane.
+ctl a -o json ana get >"$T/ana.json" 2>&1
+check "ana get: both gateways, group 1 optimized ($(head -c 300 "$T/ana.json"))" bash -c \
+	"grep -q '{\"gateway\":\"gw-a\",\"ana_group\":1,\"state\":\"optimized\"}' '$T/ana.json' &&
+	 grep -q '{\"gateway\":\"gw-b\",\"ana_group\":1,\"state\":\"optimized\"}' '$T/ana.json'"
+head -c 4096 /dev/urandom >"$T/v"
+check "Store through A while optimized" "$NKV" -s "${PORT[a]}" -n "$NQN" store ana-k "$T/v"
+check "ana set 1 inaccessible --gateway gw-a, through B" ctl b ana set 1 inaccessible --gateway gw-a
+ctl a ana get
+out=""
+for _ in $(seq 100); do
+	out=$("$NKV" --timeout 5000 -s "${PORT[a]}" -n "$NQN" retrieve ana-k "$T/r" 2>&1) || break
+	sleep 0.05
+done
+echo "Retrieve through the drained gateway A: $out"
+check "Retrieve through A fails with the path error (0302h: asymmetric access inaccessible)" \
+	bash -c "grep -qi 'inaccessible\|0x302\|302h' <<<'$out'"
+check "Retrieve through B: the value stored through A" bash -c "'$NKV' -s ${PORT[b]} -n '$NQN' retrieve ana-k '$T/r' && cmp -s '$T/v' '$T/r'"
+ctl a ana set 1 drained --gateway gw-a >"$T/out" 2>&1; rc=$?
+check "a bad state name: exit 64 ($rc: $(head -c 120 "$T/out"))" [ "$rc" = 64 ]
+ctl a ana set 33 optimized >"$T/out" 2>&1; rc=$?
+check "ANA group 33: exit 64 ($rc)" [ "$rc" = 64 ]
+ctl a ana set 1 optimized --gateway gw-nobody >"$T/out" 2>&1; rc=$?
+check "an unknown gateway: exit 2, NOT_FOUND ($rc: $(head -c 120 "$T/out"))" [ "$rc" = 2 ]
+check "ana set 1 optimized --gateway gw-a" ctl a ana set 1 optimized --gateway gw-a
+ok=""
+for _ in $(seq 100); do "$NKV" --timeout 5000 -s "${PORT[a]}" -n "$NQN" exist ana-k >/dev/null 2>&1 && { ok=1; break; }; sleep 0.05; done
+check "A serves ns 1 again" test -n "$ok"
+
+# 4. The discovery log of each gateway lists both gateways' listeners (one entry per port).
 disc() { "$NKV" --timeout 5000 -s "${PORT[$1]}" -o json discover | python3 -c '
 import json, sys
 n = sys.argv[1]

@@ -200,6 +200,15 @@ static void test_cntlid_range(void)
 	CHECK(call(ctl, "CreateSubsystem", NULL, "{\"nqn\":\"%s\",\"pool\":\"%s\",\"allow_any_host\":true}", g_nqn, g_pool) == 0,
 	      "CreateSubsystem");
 	CHECK(strcmp(info_range(ctl, r, sizeof(r)), "1-65519") == 0, "without a group: controller IDs 1-65519 (%s)", r);
+	int arc = call(ctl, "SetAnaState", NULL, "{\"gateway\":\"\",\"ana_group\":1,\"state\":\"inaccessible\"}");
+	CHECK(arc == -EPERM && call(ctl, "GetAnaState", NULL, "{\"gateway\":\"\"}") == -EPERM,
+	      "without a group: SetAnaState and GetAnaState FAILED_PRECONDITION (%d)", arc);
+	CHECK(nkv_target_set_ana_state(t, 0, NKV_ANA_INACCESSIBLE) == -EINVAL &&
+		      nkv_target_set_ana_state(t, 33, NKV_ANA_INACCESSIBLE) == -EINVAL &&
+		      nkv_target_set_ana_state(t, 1, NKV_ANA_PERSISTENT_LOSS) == -EINVAL &&
+		      nkv_target_set_ana_state(t, 1, NKV_ANA_NON_OPTIMIZED) == 1 && nkv_target_set_ana_state(t, 1, NKV_ANA_NON_OPTIMIZED) == 0 &&
+		      nkv_target_set_ana_state(t, 1, NKV_ANA_OPTIMIZED) == 1,
+	      "nkv_target_set_ana_state: groups 1-32, three states; 1 on a change, 0 on none");
 	CHECK(nkv_target_set_cntlid_range(t, 5, 4) == -EINVAL && nkv_target_set_cntlid_range(t, 0, 3) == -EINVAL &&
 		      nkv_target_set_cntlid_range(t, 1, 0xfff0) == -EINVAL, "bad ranges: -EINVAL");
 	CHECK(nkv_target_set_cntlid_range(t, 10, 12) == 0, "range 10-12");
@@ -1292,6 +1301,238 @@ static void test_group_multipath(void)
 #endif
 }
 
+/* An admin command through @c's admin queue; @return the CQE's status field (SF: bits 15:1, DNR in
+ * bit 14 of the result), or 0xffff. */
+static unsigned admin(struct nkv_loop_ctrlr *c, uint8_t opc, uint32_t nsid, uint32_t cdw10, uint32_t cdw11,
+		      uint64_t lpo, void *buf, uint32_t len)
+{
+	struct nkv_sqe s = {.opc = opc};
+	struct nkv_cqe cq;
+	nkv_put32(&s.nsid, nsid);
+	nkv_put32(&s.cdw10, cdw10);
+	nkv_put32(&s.cdw11, cdw11);
+	nkv_put32(&s.cdw12, (uint32_t)lpo);
+	nkv_put32(&s.cdw13, (uint32_t)(lpo >> 32));
+	if (buf)
+		memset(buf, 0xee, len);
+	if (nkv_loop_qp_exec(nkv_loop_admin_qp(c), &s, buf, len, &cq, NULL) < 0)
+		return 0xffff;
+	return nkv_get16(&cq.status) >> 1;
+}
+
+/* Get Log Page 0Ch (@rgo: groups only) of @len bytes at @lpo. @return SF. */
+static unsigned ana_log(struct nkv_loop_ctrlr *c, bool rgo, uint64_t lpo, void *buf, uint32_t len)
+{
+	uint32_t numd = len / 4 - 1;
+	return admin(c, NKV_ADM_GET_LOG_PAGE, 0xffffffffu, NKV_LID_ANA | (rgo ? NKV_ANA_LSP_RGO << 8 : 0) | (numd & 0xffff) << 16,
+		     numd >> 16, lpo, buf, len);
+}
+
+/* An AER held by the target: its completion's DW0 lands in *@dw0 (0 until then). */
+static void aer_done(void *arg, const struct nkv_cqe *cqe, uint32_t xfer)
+{
+	(void)xfer;
+	*(uint32_t *)arg = nkv_get32(&cqe->dw0) | 0x80000000u; /* marked: completed */
+}
+static int aer_post(struct nkv_loop_ctrlr *c, uint32_t *dw0)
+{
+	struct nkv_sqe s = {.opc = NKV_ADM_ASYNC_EVENT};
+	*dw0 = 0;
+	return nkv_loop_qp_submit(nkv_loop_admin_qp(c), &s, NULL, 0, aer_done, dw0);
+}
+static bool aer_wait(struct nkv_loop_ctrlr *c, uint32_t *dw0, int ms)
+{
+	for (uint64_t t0 = nkv_now_ms(); !*dw0 && nkv_now_ms() - t0 < (uint64_t)ms;)
+		nkv_loop_qp_poll(nkv_loop_admin_qp(c), 20);
+	return *dw0 != 0;
+}
+
+/* A KV command's whole status field (SCT, SC and DNR), or 0xffff. */
+static unsigned kv_sf(struct host *h, uint8_t opc, uint32_t nsid, const char *key, void *buf, uint32_t len)
+{
+	struct nkv_sqe s;
+	struct nkv_cqe c;
+	nkv_sqe_kv(&s, opc, nsid, (const uint8_t *)key, (unsigned)strlen(key), len, 0);
+	if (nkv_loop_qp_exec(h->q, &s, buf, len, &c, NULL) < 0)
+		return 0xffff;
+	return nkv_get16(&c.status) >> 1;
+}
+
+struct ana_flood {
+	struct nkv_ctl *ctl;
+	int ok;
+};
+static void *ana_flood_run(void *arg)
+{
+	struct ana_flood *f = arg;
+	for (int i = 0; i < 25; i++)
+		f->ok += call(f->ctl, "SetAnaState", NULL, "{\"gateway\":\"gw-a\",\"ana_group\":2,\"state\":\"%s\"}",
+			      i % 2 ? "optimized" : "non-optimized") == 0;
+	return NULL;
+}
+
+/* ANA across two gateways: Identify fields, log page 0Ch with and without RGO, SetAnaState through B
+ * reaching A's controllers as an ANA Change notice, I/O through an inaccessible path failing with
+ * 0302h (DNR clear) while the other gateway serves it, hostile requests, and a flood of changes. */
+static void test_group_ana(void)
+{
+	char group[64], *a = NULL;
+	static uint8_t x[8192];
+	struct nkv_target *ta, *tb;
+	struct host ha = {0}, hb = {0};
+	uint32_t aer = 0;
+	snprintf(group, sizeof(group), "ctl-ana-%d-%ld", (int)getpid(), (long)time(NULL));
+	CHECK(nkv_target_create(&g_bc, &ta) == 0 && nkv_target_create(&g_bc, &tb) == 0, "two targets");
+	struct nkv_ctl *A = mk(ta, "gw-a", group, NULL), *B = mk(tb, "gw-b", group, NULL);
+	if (!A || !B)
+		return;
+	CHECK(call(A, "CreateSubsystem", NULL, "{\"nqn\":\"%s\",\"pool\":\"%s\",\"allow_any_host\":true}", g_nqn, g_pool) == 0 &&
+		      call(A, "AddNamespace", NULL, "{\"nqn\":\"%s\",\"nsid\":1,\"rados_namespace\":\"%s\"}", g_nqn, group) == 0 &&
+		      call(A, "AddNamespace", &a, "{\"nqn\":\"%s\",\"nsid\":2,\"rados_namespace\":\"%s\",\"ana_group\":2}", g_nqn,
+			   group) == 0 && a && strstr(a, "\"ana_group\":2"),
+	      "namespaces 1 (ANA group 1) and 2 (ANA group 2) through A: %s", a ? a : "");
+	free(a);
+	a = NULL;
+	CHECK(call(A, "AddNamespace", NULL, "{\"nqn\":\"%s\",\"nsid\":3,\"ana_group\":33}", g_nqn) == -EINVAL,
+	      "ANA group 33: refused");
+	struct nkv_ns_stats nst;
+	CHECK(WAIT_FOR(5000, nkv_target_subsys(tb, g_nqn) && nkv_ns_stats(nkv_target_subsys(tb, g_nqn), 2, &nst) == 0),
+	      "B serves both");
+	CHECK(host_open(ta, &ha) == 0 && host_open(tb, &hb) == 0, "a host on each gateway");
+	if (!ha.c || !hb.c)
+		return;
+	struct nkv_id_ctrlr *id = (struct nkv_id_ctrlr *)x;
+	CHECK(identify(ha.c, NKV_CNS_CTRLR, 0, 0, x) == 0 && (id->cmic & NKV_CMIC_ANA) && (id->cmic & NKV_CMIC_MULTI_CTRL) &&
+		      id->anacap == (NKV_ANACAP_OPTIMIZED | NKV_ANACAP_NON_OPTIMIZED | NKV_ANACAP_INACCESSIBLE | NKV_ANACAP_GRPID_FIXED) &&
+		      id->anatt > 0 && nkv_get32(&id->anagrpmax) == 32 && nkv_get32(&id->nanagrpid) == 32 &&
+		      nkv_get32(&id->mnan) == NKV_MAX_NSID && nkv_get32(&id->mnan) <= nkv_get32(&id->nn) &&
+		      (nkv_get32(&id->oaes) & NKV_OAES_ANA_CHANGE),
+	      "Identify Controller: CMIC %#x, ANACAP %#x, ANATT %u, ANAGRPMAX %u, NANAGRPID %u, MNAN %u, OAES %#x", id->cmic,
+	      id->anacap, id->anatt, nkv_get32(&id->anagrpmax), nkv_get32(&id->nanagrpid), nkv_get32(&id->mnan),
+	      nkv_get32(&id->oaes));
+	CHECK(identify(ha.c, NKV_CNS_NS, 1, 0, x) == 0 && nkv_get32(x + NKV_ID_NS_NVM_ANAGRPID) == 1 &&
+		      identify(ha.c, NKV_CNS_CSI_NS, 2, NKV_CSI_KV, x) == 0 && nkv_get32(&((struct nkv_id_ns_kv *)x)->anagrpid) == 2 &&
+		      identify(ha.c, NKV_CNS_INDEP_NS, 2, 0, x) == 0 && nkv_get32(&((struct nkv_id_ns_indep_head *)x)->anagrpid) == 2,
+	      "ANAGRPID in CNS 00h (ns 1: 1), 05h and 08h (ns 2: 2)");
+	/* The whole log as Linux reads it: 16 + NANAGRPID x 32 + MNAN x 4 bytes. */
+	uint32_t linux_len = 16 + 32 * 32 + 4 * NKV_MAX_NSID;
+	/* Descriptors at byte offsets (one after an odd number of NSIDs is not 8-byte aligned). */
+#define GRPID(o) nkv_get32(x + (o))
+#define NNSIDS(o) nkv_get32(x + (o) + 4)
+#define CHGCNT(o) nkv_get64(x + (o) + 8)
+#define STATE(o) x[(o) + 16]
+	CHECK(ana_log(ha.c, false, 0, x, linux_len) == 0 && nkv_get16(x + 8) == 2 && GRPID(16) == 1 && NNSIDS(16) == 1 &&
+		      nkv_get32(x + 48) == 1 && STATE(16) == NKV_ANA_OPTIMIZED && GRPID(52) == 2 && NNSIDS(52) == 1 &&
+		      nkv_get32(x + 84) == 2 && STATE(52) == NKV_ANA_OPTIMIZED && x[88] == 0 && x[linux_len - 1] == 0,
+	      "log 0Ch (%u bytes): 2 groups, NSIDs 1 and 2, optimized, zeros after", linux_len);
+	uint64_t cc0 = nkv_get64(x);
+	CHECK(ana_log(ha.c, true, 0, x, 4096) == 0 && nkv_get16(x + 8) == 2 && GRPID(16) == 1 && NNSIDS(16) == 0 &&
+		      GRPID(48) == 2 && NNSIDS(48) == 0 && x[16 + 64] == 0,
+	      "log 0Ch with RGO: 2 descriptors without NSIDs");
+	CHECK(ana_log(ha.c, false, 16, x, 32) == 0 && nkv_get32(x) == 1 && nkv_get32(x + 4) == 1,
+	      "log 0Ch at LPO 16: the first descriptor");
+	unsigned sf = ana_log(ha.c, false, 16 + 36 + 36 + 4, x, 4);
+	CHECK((sf & 0x7ff) == NKV_SC_INVALID_FIELD, "log 0Ch at an LPO past its end: Invalid Field (%#x)", sf);
+	sf = ana_log(ha.c, false, 2, x, 4);
+	CHECK((sf & 0x7ff) == NKV_SC_INVALID_FIELD, "log 0Ch at an LPO not dword aligned: Invalid Field (%#x)", sf);
+	sf = ana_log(ha.c, false, 0, x, 8192);
+	CHECK(sf == 0, "log 0Ch read with an 8 KiB buffer (%#x)", sf);
+	/* Enable both notice types, hold an AER, and drain A for group 1 through B. */
+	CHECK(admin(ha.c, NKV_ADM_SET_FEATURES, 0, NKV_FEAT_ASYNC_EVENT, NKV_OAES_NS_ATTR | NKV_OAES_ANA_CHANGE, 0, NULL, 0) == 0 &&
+		      aer_post(ha.c, &aer) == 0, "AEC: namespace and ANA notices; an AER held");
+	char v[512], r[512];
+	memset(v, 'v', sizeof(v));
+	CHECK(kv_sf(&ha, NKV_KV_STORE, 1, "ana-k", v, sizeof(v)) == 0, "Store through A while optimized");
+	uint64_t t0 = nkv_now_ms();
+	CHECK(call(B, "SetAnaState", &a, "{\"gateway\":\"gw-a\",\"ana_group\":1,\"state\":\"inaccessible\"}") == 0 && a &&
+		      strstr(a, "\"state\":\"inaccessible\""), "SetAnaState gw-a group 1 inaccessible, through B: %s", a ? a : "");
+	free(a);
+	a = NULL;
+	CHECK(aer_wait(ha.c, &aer, 5000) && (aer & 0x7fffffffu) == NKV_AEN_ANA_CHANGE,
+	      "A's controller gets the ANA Change notice (DW0 %#x) %llu ms after the change through B", aer & 0x7fffffffu,
+	      (unsigned long long)(nkv_now_ms() - t0));
+	printf("ANA Change notice on gw-a's controller %llu ms after SetAnaState through gw-b\n",
+	       (unsigned long long)(nkv_now_ms() - t0));
+	CHECK(ana_log(ha.c, false, 0, x, 4096) == 0 && nkv_get64(x) > cc0 && STATE(16) == NKV_ANA_INACCESSIBLE &&
+		      CHGCNT(16) == nkv_get64(x) && STATE(52) == NKV_ANA_OPTIMIZED,
+	      "A's log: CHGCNT %" PRIu64 " -> %" PRIu64 ", group 1 inaccessible, group 2 optimized", cc0, nkv_get64(x));
+	sf = kv_sf(&ha, NKV_KV_RETRIEVE, 1, "ana-k", r, sizeof(r));
+	CHECK((sf & 0x7ff) == (NKV_SCT_PATH << 8 | NKV_SC_ANA_INACCESSIBLE) && !(sf & 0x4000),
+	      "Retrieve of ns 1 through A: SCT 3h SC 02h, DNR clear (status field %#x)", sf);
+	sf = kv_sf(&ha, NKV_KV_STORE, 1, "ana-k2", v, sizeof(v));
+	CHECK((sf & 0x7ff) == 0x302 && !(sf & 0x4000), "Store of ns 1 through A: 0302h (%#x)", sf);
+	CHECK(kv_sf(&ha, NKV_KV_STORE, 2, "ana-k", v, sizeof(v)) == 0, "ns 2 (group 2) through A still served");
+	CHECK(kv_sf(&hb, NKV_KV_RETRIEVE, 1, "ana-k", r, sizeof(r)) == 0 && memcmp(v, r, sizeof(v)) == 0,
+	      "ns 1 through B: the value stored through A");
+	CHECK(ana_log(hb.c, false, 0, x, 4096) == 0 && STATE(16) == NKV_ANA_OPTIMIZED, "B's log: group 1 optimized");
+	/* Hostile requests. */
+	int rc = call(A, "SetAnaState", NULL, "{\"gateway\":\"gw-a\",\"ana_group\":1,\"state\":\"drained\"}");
+	CHECK(rc == -EINVAL, "a bad state name: INVALID_ARGUMENT (%d)", rc);
+	rc = call(A, "SetAnaState", NULL, "{\"gateway\":\"gw-a\",\"ana_group\":0,\"state\":\"optimized\"}");
+	CHECK(rc == -EINVAL, "ANA group 0: INVALID_ARGUMENT (%d)", rc);
+	rc = call(A, "SetAnaState", NULL, "{\"gateway\":\"gw-a\",\"ana_group\":33,\"state\":\"optimized\"}");
+	CHECK(rc == -EINVAL, "ANA group 33: INVALID_ARGUMENT (%d)", rc);
+	rc = call(A, "SetAnaState", NULL, "{\"gateway\":\"gw-nobody\",\"ana_group\":1,\"state\":\"optimized\"}");
+	CHECK(rc == -ENOENT, "an unknown gateway: NOT_FOUND (%d)", rc);
+	rc = call(A, "GetAnaState", NULL, "{\"gateway\":\"gw-nobody\"}");
+	CHECK(rc == -ENOENT, "GetAnaState of an unknown gateway: NOT_FOUND (%d)", rc);
+	CHECK(call(B, "GetAnaState", &a, "{}") == 0 && a &&
+		      strstr(a, "{\"gateway\":\"gw-a\",\"ana_group\":1,\"state\":\"inaccessible\"}") &&
+		      strstr(a, "{\"gateway\":\"gw-b\",\"ana_group\":1,\"state\":\"optimized\"}") &&
+		      strstr(a, "{\"gateway\":\"gw-a\",\"ana_group\":2,\"state\":\"optimized\"}"),
+	      "GetAnaState through B: %s", a ? a : "");
+	free(a);
+	a = NULL;
+	/* A flood of changes through both gateways: every one commits, the host sees one notice at a
+	 * time (masked until it reads the log), and the last state wins. */
+	CHECK(aer_post(ha.c, &aer) == 0, "another AER held");
+	struct ana_flood fa = {A, 0}, fb = {B, 0};
+	pthread_t p1, p2;
+	t0 = nkv_now_ms();
+	pthread_create(&p1, NULL, ana_flood_run, &fa);
+	pthread_create(&p2, NULL, ana_flood_run, &fb);
+	pthread_join(p1, NULL);
+	pthread_join(p2, NULL);
+	printf("50 SetAnaState calls through two gateways in %llu ms\n", (unsigned long long)(nkv_now_ms() - t0));
+	CHECK(fa.ok == 25 && fb.ok == 25, "50 concurrent SetAnaState calls succeeded (%d + %d)", fa.ok, fb.ok);
+	CHECK(call(A, "SetAnaState", NULL, "{\"gateway\":\"gw-a\",\"ana_group\":2,\"state\":\"non-optimized\"}") == 0,
+	      "then group 2 non-optimized");
+	CHECK(WAIT_FOR(5000, nkv_target_ana_state(ta, 2) == NKV_ANA_NON_OPTIMIZED), "A runs the last state");
+	CHECK(aer_wait(ha.c, &aer, 5000) && (aer & 0x7fffffffu) == NKV_AEN_ANA_CHANGE, "one ANA Change notice");
+	uint32_t aer2 = 0;
+	CHECK(aer_post(ha.c, &aer2) == 0 && !aer_wait(ha.c, &aer2, 300), "no second notice until the host reads the log");
+	CHECK(ana_log(ha.c, false, 0, x, 4096) == 0 && STATE(52) == NKV_ANA_NON_OPTIMIZED, "the log: group 2 non-optimized");
+	CHECK(call(B, "SetAnaState", NULL, "{\"gateway\":\"gw-a\",\"ana_group\":1,\"state\":\"optimized\"}") == 0 &&
+		      aer_wait(ha.c, &aer2, 5000) && (aer2 & 0x7fffffffu) == NKV_AEN_ANA_CHANGE,
+	      "after the log read, the next change notifies again");
+	CHECK(WAIT_FOR(5000, kv_sf(&ha, NKV_KV_RETRIEVE, 1, "ana-k", r, sizeof(r)) == 0), "group 1 optimized: A serves ns 1 again");
+	host_close(&ha);
+	host_close(&hb);
+	/* A restart keeps the states (the group's state). */
+	nkv_ctl_destroy(A);
+	nkv_target_destroy(ta);
+	CHECK(nkv_target_create(&g_bc, &ta) == 0, "a fresh target for A");
+	A = mk(ta, "gw-a", group, NULL);
+	CHECK(nkv_target_ana_state(ta, 2) == NKV_ANA_NON_OPTIMIZED && nkv_target_ana_state(ta, 1) == NKV_ANA_OPTIMIZED,
+	      "A restarted runs group 2 non-optimized, group 1 optimized");
+#undef GRPID
+#undef NNSIDS
+#undef CHGCNT
+#undef STATE
+	nkv_ctl_destroy(A);
+	nkv_ctl_destroy(B);
+	nkv_target_destroy(ta);
+	nkv_target_destroy(tb);
+#ifdef NKV_HAVE_RADOS
+	if (raw_open() == 0) {
+		char oid[128];
+		snprintf(oid, sizeof(oid), "rados_nkv.group.%s", group);
+		rados_remove(g_io, oid);
+		raw_close();
+	}
+#endif
+}
+
 int main(int argc, char **argv)
 {
 	const char *be = argc > 1 ? argv[1] : "mem";
@@ -1310,6 +1551,7 @@ int main(int argc, char **argv)
 		test_group();
 		test_group_cache();
 		test_group_multipath();
+		test_group_ana();
 #ifdef NKV_HAVE_RADOS
 		test_group_hostile();
 #endif
