@@ -2,7 +2,8 @@
 # Runs inside the QEMU guest (busybox sh, Linux 6.1 nvme-tcp, nvme-cli 2.3), started by /init.
 # /interop/env (written by run.sh): HOST (10.0.2.2 = the host's 127.0.0.1), PORT, DPORT, NQN, SUITE
 # (kv: the KV checks below on 6.1; auth: the DH-HMAC-CHAP checks, on 6.12; mpath: native multipath
-# on 6.1, gateway A at HOST:PORT, B at HOST:PB, HOST the machine's address), and the DH-HMAC-CHAP
+# on 6.1, gateway A at HOST:PORT, B at HOST:PB, HOST the machine's address; DRAIN: 1 when run.sh can
+# run nkv-ctl, else why not), and the DH-HMAC-CHAP
 # secrets KA (with controller secret KAC) for $NQN-a, KB/KBC for $NQN-b, KC for $NQN-c, KW (wrong).
 # Each check prints "ok - ..." or "FAIL - ..." (then its output, indented); exit 1 if any failed.
 # KV commands go through `nvme io-passthru` on the generic char device /dev/ngXnY, with the SQE
@@ -484,6 +485,35 @@ t_rr() { # round-robin: 8 Stores and Retrieves alternate over the paths; each va
 	done
 	t_store_retrieve rr1m $T/v1m
 }
+# ANA (CMIC bit 3): the kernel reads each controller's log 0Ch and keeps a state per path, the
+# ana_state of the path's hidden disk. nvme-cli 2.3's list-subsys cannot print it for a KV namespace:
+# libnvme 1.3 skips a namespace it cannot open as /dev/nvmeXnY, and the head has /dev/ngXnY only.
+ana_of() { for d in /sys/class/nvme/$1/nvme*c*n1; do read -r a <$d/ana_state; echo $a; done; }
+ana_wait() { # CTRL STATE: that path's ANA state becomes STATE (10 s at most)
+	for i in $(seq 100); do [ "$(ana_of $1)" = $2 ] && return 0; sleep 0.1; done
+	return 1
+}
+ana_paths() { echo "ANA states: A ($CA) $(ana_of $CA), B ($CB) $(ana_of $CB)"; }
+t_ana() { ana_paths; [ "$(ana_of $CA)" = optimized ] && [ "$(ana_of $CB)" = optimized ]; }
+# The drain: NKV-MPATH-DRAIN makes run.sh set gateway B's state of ANA group 1 to non-optimized
+# through A's control plane (nkv-ctl ana set); B sends its controller an ANA Change notice and the
+# kernel rereads B's log 0Ch. Then 4 x Store/Retrieve/Delete go to A only (run.sh counts B's
+# Stores), round-robin notwithstanding; NKV-MPATH-UNDRAIN sets optimized again.
+t_drain() {
+	echo NKV-MPATH-DRAIN >/dev/console
+	read -r t0 _ </proc/uptime
+	ana_wait $CB non-optimized || { ana_paths; return 1; }
+	read -r t1 _ </proc/uptime
+	echo "B's path non-optimized $(awk -v a=$t0 -v b=$t1 'BEGIN { printf "%.1f", b - a }') s after the marker"
+	ana_paths
+	[ "$(ana_of $CA)" = optimized ] || return 1
+	for i in 1 2 3 4; do
+		store dr$i $T/v4k && retrieve dr$i 4096 $T/got && is_result 4096 && delete dr$i || return 1
+	done
+	echo NKV-MPATH-UNDRAIN >/dev/console
+	ana_wait $CB optimized || { ana_paths; return 1; }
+	echo "after the undrain: $(ana_paths)"
+}
 # now_cs: /proc/uptime in centiseconds (no fork).
 now_cs() { read -r u _ </proc/uptime; f=${u#*.}; echo $((${u%.*} * 100 + ${f#0})); }
 # mp_cmd CMD...: the KV command through the head, retried at once until it succeeds (30 s at most).
@@ -493,11 +523,12 @@ mp_cmd() {
 	f=""
 	while ! "$@"; do
 		MP_FAILED=$((MP_FAILED + 1))
-		[ -n "$f" ] || f=$(now_cs)
+		[ -n "$f" ] || { f=$(now_cs); echo "failure at guest uptime $(cs $f) s"; }
 		echo "retry $MP_FAILED: $1 $2 failed (${STATUS:+status $STATUS, }$(tail -n 1 $T/out))"
 		[ $(($(now_cs) - MP_LAST)) -lt 3000 ] || return 1
 	done
 	t=$(now_cs)
+	[ $((t - MP_LAST)) -lt 100 ] || echo "pause: $1 $2 succeeded $(cs $((t - MP_LAST))) s after the previous success"
 	[ $((t - MP_LAST)) -le $MP_GAP ] || MP_GAP=$((t - MP_LAST))
 	[ -z "$f" ] || [ $((t - f)) -le $MP_SWITCH ] || MP_SWITCH=$((t - f))
 	MP_LAST=$t MP_OK=$((MP_OK + 1))
@@ -517,6 +548,7 @@ t_loop() { # Store + Retrieve; B stopped then killed by run.sh from round 4; 8 r
 		[ -n "$down" ] && [ $i -ge $((down + 8)) ] && break
 	done
 	MP_ROUNDS=$i
+	dmesg | grep " $CB: " | grep -Ev 'Reconnecting|failed to connect socket|Failed reconnect' | tail -n 3 | sed 's/^/kernel: /'
 	echo "loop: $i rounds, $MP_OK commands in $(cs $(($(now_cs) - t0))) s; B's path left live in round ${down:-never}"
 	echo "failed commands (retried): $MP_FAILED; from a failure to its retry's success: $(cs $MP_SWITCH) s at most;" \
 		"longest time between two successful commands: $(cs $MP_GAP) s (B stopped, then killed, in it)"
@@ -550,6 +582,14 @@ mpath_suite() {
 	show
 	check "[mpath] iopolicy round-robin: Store + Retrieve 4 x 4 KiB and 1 MiB through the head" t_rr
 	for k in rr1 rr2 rr3 rr4 rr1m; do delete $k; done
+	check "[mpath] ANA: the kernel reads both paths as optimized (log 0Ch)" t_ana
+	show
+	if [ "$DRAIN" = 1 ]; then
+		check "[mpath] ANA drain: gateway B non-optimized (nkv-ctl ana set), I/O through A only, then optimized again" t_drain
+		show
+	else
+		echo "# [mpath] ANA drain skipped: $DRAIN"
+	fi
 	check "[mpath] gateway B killed (SIGKILL) during a Store/Retrieve loop: the loop goes on through A" t_loop
 	show
 	check "[mpath] list-subsys after the kill: A's path live, B's not" t_after

@@ -238,6 +238,7 @@ cat >"$WORK/ov/interop/env" <<EOF
 HOST=${HOSTIP:-10.0.2.2}
 PORT=$PORT
 PB=${PB:-}
+DRAIN=$([ -n "$CTL" ] && echo 1 || echo "no nkv-ctl next to $DAEMON (set NKV_CTL)")
 DPORT=$DPORT
 NQN=$NQN
 BACKEND=$BACKEND
@@ -309,12 +310,29 @@ mp_poll() {
   GWB_PID=""
   say "gateway B stopped (SIGSTOP) at ${mp_stopped}s, killed (SIGKILL) at ${mp_killed:-never}s; a guest command in flight on it: $mp_inflight"
 }
+# mpath, ANA: NKV-MPATH-DRAIN sets gateway B's state of ANA group 1 to non-optimized through A's
+# control plane, NKV-MPATH-UNDRAIN to optimized again; B's and A's Store counts are taken after the
+# first and before the second (ana_drain/ana_undrain: "EXIT-STATUS MILLISECONDS OUTPUT").
+ana_drain="" ana_undrain="" sa0="" sb0="" sa1="" sb1=""
+stores() { grep -c ' qid [1-9][0-9]* cid [0-9]* cmd opc 01h ' "$1"; }
+ana_poll() {
+  [ "$SUITE" = mpath ] && [ -n "$CTL" ] && [ -z "$ana_undrain" ] || return 0
+  if [ -z "$ana_drain" ] && grep -aq '^NKV-MPATH-DRAIN' "$SERIAL" 2>/dev/null; then
+    ana_drain=$(aen_ctl ana set 1 non-optimized --gateway gw-b)
+    sa0=$(stores "$WORK/daemon.log") sb0=$(stores "$WORK/gw-b.log")
+  fi
+  if [ -n "$ana_drain" ] && grep -aq '^NKV-MPATH-UNDRAIN' "$SERIAL" 2>/dev/null; then
+    sa1=$(stores "$WORK/daemon.log") sb1=$(stores "$WORK/gw-b.log")
+    ana_undrain=$(aen_ctl ana set 1 optimized --gateway gw-b)
+  fi
+}
 deadline=$(( $(date +%s) + TIMEOUT ))
 timed_out=0
 while kill -0 "$QEMU_PID" 2>/dev/null; do
   if [ "$(date +%s)" -ge "$deadline" ]; then timed_out=1; break; fi
   aen_poll
   mp_poll
+  ana_poll
   sleep 0.2
 done
 if [ "$timed_out" = 1 ]; then
@@ -373,6 +391,12 @@ if [ "$SUITE" = mpath ]; then
   hcheck "gateway B was killed with SIGKILL while the guest's loop ran, a command of the guest in flight on it" \
     '[ -n "$mp_killed" ] && [ "$mp_inflight" = yes ]'
   if [ -n "$CTL" ]; then
+    read -r rc ms out <<<"$ana_drain"
+    hcheck "nkv-ctl ana set 1 non-optimized --gateway gw-b through A when the guest asked (exit ${rc:-none}, ${ms:-0} ms)" '[ "$rc" = 0 ]'
+    hcheck "B drained: no Store reached B (B $sb0 -> $sb1), A took them (A $sa0 -> $sa1)" \
+      '[ -n "$sb1" ] && [ "$sb1" = "$sb0" ] && [ "$sa1" -gt "$sa0" ]'
+    read -r rc ms out <<<"$ana_undrain"
+    hcheck "nkv-ctl ana set 1 optimized --gateway gw-b afterwards (exit ${rc:-none}, ${ms:-0} ms)" '[ "$rc" = 0 ]'
     sed 's/^/# group listeners: /' "$WORK/listeners"
     hcheck "the group's state lists both gateways' listeners (nkv-ctl listener list on A)" \
       'grep -q "gw-a.*$PORT" "$WORK/listeners" && grep -q "gw-b.*$PB" "$WORK/listeners"'
