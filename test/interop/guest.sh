@@ -540,7 +540,13 @@ t_loop() { # Store + Retrieve; B stopped then killed by run.sh from round 4; 8 r
 	i=0
 	while [ $i -lt 100 ]; do
 		i=$((i + 1))
-		[ $i -eq 4 ] && echo NKV-MPATH-KILL >/dev/console # run.sh: B stopped, then killed
+		if [ $i -eq 4 ]; then
+			# run.sh stops B within the second (it polls the console every 0.2 s), so that B cannot
+			# read the next command routed to it before it is stopped; then kills it
+			echo NKV-MPATH-KILL >/dev/console
+			sleep 1
+			MP_LAST=$(now_cs)
+		fi
 		mp_cmd store mp$i $T/v4k || return 1
 		mp_cmd retrieve mp$i 4096 $T/got || return 1
 		is_result 4096 || return 1

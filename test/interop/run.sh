@@ -15,9 +15,11 @@
 # (the discovery log gives each listener's own address, and 127.0.0.1 would be the guest's own):
 # Linux native multipath on 6.1. The guest runs `nvme connect-all` against gateway A's discovery
 # log, finds both paths under one subsystem, drives KV commands through the multipath head's
-# /dev/ngXnY, and runs a Store/Retrieve loop; when it prints NKV-MPATH-KILL this script stops
-# gateway B (SIGSTOP) until a command of the guest is in flight on it, then kills it (SIGKILL), and
-# the loop, retrying each failed command, goes on through gateway A.
+# /dev/ngXnY; on NKV-MPATH-DRAIN / NKV-MPATH-UNDRAIN this script sets B's ANA state of group 1 to
+# non-optimized / optimized (nkv-ctl ana set, through A). Then a Store/Retrieve loop: on
+# NKV-MPATH-KILL (the guest then waits 1 s) this script stops gateway B (SIGSTOP) until a command of
+# the guest is in flight on it, then kills it (SIGKILL), and the loop, retrying each failed
+# command, goes on through gateway A.
 # mem|rados also check namespace notices: the daemon serves its control plane on a Unix socket in the
 # run's directory; when the guest, connected, prints NKV-AEN-ADD / NKV-AEN-DEL on the console, this
 # script runs `nkv-ctl ns add NQN --nsid 3` / `nkv-ctl ns del NQN 3`, and the guest waits for the
