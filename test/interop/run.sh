@@ -223,6 +223,14 @@ if [ "$SUITE" = mpath ]; then
   fi
   DPORT=$PORT
   say "group $GROUP (pool $POOL): gateway A on $HOSTIP:$PORT, gateway B on $HOSTIP:$PB, $NQN"
+  # The listeners are off loopback: a host not on the allowlist must neither see nor reach the
+  # subsystem there (nkv, next to the daemon, as that host).
+  NKVCLI="$(dirname "$DAEMON")/nkv" STRANGER=nqn.2026-12.io.test:interop-stranger
+  if [ -x "$NKVCLI" ]; then
+    "$NKVCLI" -a "$HOSTIP" -s "$PB" -q "$STRANGER" discover >"$WORK/stranger.disc" 2>&1
+    "$NKVCLI" -a "$HOSTIP" -s "$PORT" -n "$NQN" -q "$STRANGER" exist k >"$WORK/stranger.conn" 2>&1
+    echo "exit $?" >>"$WORK/stranger.conn"
+  fi
 else
   if start_daemon daemon 127.0.0.1 1 "${args[@]}"; then DAEMON_PID=$SPID PORT=$SPORT DPORT=$SDPORT; fi
   if [ -z "$DAEMON_PID" ]; then
@@ -390,6 +398,12 @@ if [ "$SUITE" = mpath ]; then
     '[ -n "$ca" ] && [ -n "$cb" ] && [ "$ca" != "$cb" ]'
   sa=$(grep -c ' qid [1-9][0-9]* cid [0-9]* cmd opc 01h ' "$DL") sb=$(grep -c ' qid [1-9][0-9]* cid [0-9]* cmd opc 01h ' "$BL")
   hcheck "both paths carried the guest's Stores (A $sa, B $sb)" '[ "$sa" -gt 0 ] && [ "$sb" -gt 0 ]'
+  if [ -x "$NKVCLI" ]; then
+    cat "$WORK/stranger.disc" "$WORK/stranger.conn" | sed 's/^/# another host: /'
+    hcheck "a host not on the allowlist: no entry for $NQN in B's discovery log, Connect to A refused" \
+      '! grep -q "$NQN" "$WORK/stranger.disc" && grep -q "Number of Records 0" "$WORK/stranger.disc" &&
+       ! grep -q "^exit 0" "$WORK/stranger.conn"'
+  fi
   hcheck "gateway B was killed with SIGKILL while the guest's loop ran, a command of the guest in flight on it" \
     '[ -n "$mp_killed" ] && [ "$mp_inflight" = yes ]'
   if [ -n "$CTL" ]; then
