@@ -11,8 +11,9 @@
 # --dhchap-ctrl-secret), every hash function, DH groups null, ffdhe2048 and ffdhe3072, Store/Retrieve,
 # re-authentication through sysfs, and a wrong secret, a wrong controller secret and no secret refused.
 # mpath (rados backend, needs the cluster) starts two gateways of one group (--group, state in RADOS)
-# on this machine's first global IPv4 address, which the guest reaches through QEMU's user network
-# (the discovery log gives each listener's own address, and 127.0.0.1 would be the guest's own):
+# on this machine's IPv4 address (the default route's source), which the guest reaches through
+# QEMU's user network (the discovery log gives each listener's own address, and 127.0.0.1 would be
+# the guest's own):
 # Linux native multipath on 6.1. The guest runs `nvme connect-all` against gateway A's discovery
 # log, finds both paths under one subsystem, drives KV commands through the multipath head's
 # /dev/ngXnY; on NKV-MPATH-DRAIN / NKV-MPATH-UNDRAIN this script sets B's ANA state of group 1 to
@@ -85,10 +86,13 @@ prep_out="$(bash "$HERE/prepare.sh" 2>&1)" || { echo "$prep_out" >&2; skip_or_fa
 IDIR="$(echo "$prep_out" | sed -n 's/^NKV_INTEROP_DIR=//p' | tail -1)"
 t_prep=$(elapsed)
 
-# mpath: the gateways' address, one the guest can reach by the discovery log's TRADDR.
+# mpath: the gateways' address, one the guest can reach by the discovery log's TRADDR: the source
+# address of the default route (a route lookup, nothing is sent), else the first global address
+# (other tests add and remove addresses of their own, on veth pairs, say, at any time).
 HOSTIP=""
 if [ "$SUITE" = mpath ]; then
-  HOSTIP=$(ip -4 -o addr show scope global 2>/dev/null | awk '{ sub(/\/.*/, "", $4); print $4; exit }')
+  HOSTIP=$(ip -4 -o route get 1.1.1.1 2>/dev/null | sed -n 's/.* src \([0-9.]*\).*/\1/p')
+  [ -n "$HOSTIP" ] || HOSTIP=$(ip -4 -o addr show scope global 2>/dev/null | awk '{ sub(/\/.*/, "", $4); print $4; exit }')
   [ -n "$HOSTIP" ] || skip_or_fail NKV_REQUIRE_INTEROP "no global IPv4 address on this machine for the gateways"
 fi
 
