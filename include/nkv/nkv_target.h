@@ -44,6 +44,9 @@ struct nkv_backend_conf {
 	const char *gateway;     /* this gateway's name, unique among the gateways serving a namespace:
 				  * its share of a cache's usage and its eviction lease are kept under it
 				  * (NULL: "gateway") */
+	const char *meta_pool;   /* rados: a replicated pool for what needs omap (a cache's shared state
+				  * and lease) of namespaces on erasure-coded pools (NULL: none, and a
+				  * cache namespace on an erasure-coded pool is refused) */
 };
 
 /**

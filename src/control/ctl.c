@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #define NKV_LOG_COMPONENT "control"
@@ -200,6 +201,23 @@ static void fill_list(struct nkv_ctl *ctl, json_object *arr)
 
 /* ---- mutating methods: change @st (a copy of the stored state); c->resp is the answer ----------- */
 
+/* A shared-memory socket path no subsystem of @st uses, and where nothing but a socket (a stale one,
+ * which the daemon replaces) lies: checked before the commit, so that a path that cannot be served
+ * is refused rather than committed and reported served. */
+static int check_shm_free(struct call *c, json_object *st, const char *nqn, const char *shm)
+{
+	struct stat sb;
+
+	json_object_object_foreach(st_subsystems(st), other, o) {
+		const char *p = st_str(o, "shm_socket");
+		if (p && strcmp(p, shm) == 0)
+			return fail(c, -EEXIST, "subsystem %s: shm_socket %s is subsystem %s's", nqn, shm, other);
+	}
+	if (lstat(shm, &sb) == 0 && !S_ISSOCK(sb.st_mode))
+		return fail(c, -EEXIST, "subsystem %s: %s exists and is not a socket (not replaced)", nqn, shm);
+	return 0;
+}
+
 static int m_create_subsystem(struct call *c, json_object *st)
 {
 	const char *nqn = req_str(c, "nqn"), *pool = req_str(c, "pool"), *shm = req_str(c, "shm_socket");
@@ -223,6 +241,8 @@ static int m_create_subsystem(struct call *c, json_object *st)
 			    nqn, shm, sd);
 	if (st_get(st_subsystems(st), nqn))
 		return fail(c, -EEXIST, "subsystem %s exists", nqn);
+	if (*shm && (rc = check_shm_free(c, st, nqn, shm)) < 0)
+		return rc;
 	if ((rc = nkv_target_check_pool(c->ctl->conf.tgt, pool, NULL)) < 0)
 		return fail(c, rc == -ENOENT ? -EPERM : rc, "subsystem %s: pool '%s': %s", nqn, pool,
 			    rc == -ENOENT ? "no such pool (create it: ceph osd pool create NAME)" : strerror(-rc));
@@ -802,8 +822,10 @@ static int r_gateway_info(struct call *c, json_object *st)
 	uint64_t r = ST_CNTLID_RANGES;
 	st_u64(st_get(st_gateways(ctl->applied), ctl->gateway), "cntlid_range", ST_CNTLID_RANGES, &r);
 	bool whole = !ctl->group[0], some = r < ST_CNTLID_RANGES;
-	json_object_object_add(o, "cntlid_min", json_object_new_int64(whole ? 1 : some ? (int64_t)(r * ST_CNTLID_RANGE + 1) : 0));
-	json_object_object_add(o, "cntlid_max", json_object_new_int64(whole ? NKV_CNTLID_MAX : some ? (int64_t)((r + 1) * ST_CNTLID_RANGE) : 0));
+	int64_t lo = whole ? 1 : some ? (int64_t)(r * ST_CNTLID_RANGE + 1) : 0;
+	int64_t hi = whole ? NKV_CNTLID_MAX : some ? (int64_t)((r + 1) * ST_CNTLID_RANGE) : 0;
+	json_object_object_add(o, "cntlid_min", json_object_new_int64(lo));
+	json_object_object_add(o, "cntlid_max", json_object_new_int64(hi));
 	return 0;
 }
 
@@ -820,7 +842,8 @@ static json_object *ana_gateway(struct call *c, json_object *st, const char **na
 	if (!c->ctl->group[0])
 		*rc = fail(c, -EPERM, "ANA states are per gateway of a group: this gateway runs without --group");
 	else if (!g)
-		*rc = fail(c, -ENOENT, "group %s has no gateway '%.64s' (nkv-ctl listener list names them)", c->ctl->group, gw);
+		*rc = fail(c, -ENOENT, "group %s has no gateway '%.64s' (nkv-ctl ana get names them)", c->ctl->group,
+			   gw);
 	return c->ctl->group[0] ? g : NULL;
 }
 
@@ -1405,7 +1428,7 @@ int nkv_ctl_create(const struct nkv_ctl_conf *conf, const char *seed_json, struc
 	/* What the daemon set up from its flags and file is what runs now. */
 	ctl->applied = json_tokener_parse(seed_json ? seed_json : "");
 	if (!ctl->applied || st_check(ctl->applied, &why) < 0) {
-		NKV_ERR("control: the seed state is malformed: %s", why ? why : "not JSON");
+		NKV_ERR("the seed state is malformed: %s", why ? why : "not JSON");
 		rc = -EINVAL;
 		goto fail;
 	}
@@ -1431,7 +1454,7 @@ int nkv_ctl_create(const struct nkv_ctl_conf *conf, const char *seed_json, struc
 	if (stored) { /* the stored state wins */
 		json_object_put(ctl->want);
 		ctl->want = stored;
-		NKV_INFO("control: state %s, epoch %" PRIu64 ": applying it", store_name(ctl->store), st_epoch(stored));
+		NKV_INFO("state %s, epoch %" PRIu64 ": applying it", store_name(ctl->store), st_epoch(stored));
 		apply(ctl);
 	} else { /* nothing stored yet: the flags and file seed it */
 		json_object_object_add(ctl->want, "epoch", json_object_new_int64(1));
@@ -1447,7 +1470,7 @@ int nkv_ctl_create(const struct nkv_ctl_conf *conf, const char *seed_json, struc
 			ctl->joined = true;
 			json_object_object_add(ctl->applied, "epoch", json_object_new_int64(1));
 			st_reconcile_gateways(ctl, ctl->applied, ctl->want);
-			NKV_INFO("control: state %s seeded from the configuration (epoch 1)", store_name(ctl->store));
+			NKV_INFO("state %s seeded from the configuration (epoch 1)", store_name(ctl->store));
 		}
 	}
 	if ((rc = -pthread_create(&ctl->thread, NULL, watch_main, ctl)) < 0)
@@ -1486,6 +1509,37 @@ void nkv_ctl_destroy(struct nkv_ctl *ctl)
 	pthread_mutex_destroy(&ctl->kick_mu);
 	pthread_cond_destroy(&ctl->cv);
 	free(ctl);
+}
+
+int nkv_ctl_group_range(const struct nkv_ctl_conf *conf, uint16_t *min, uint16_t *max)
+{
+	const char *gw = conf->gateway ? conf->gateway : "gateway";
+	struct ctl_store *s = NULL;
+	json_object *st = NULL;
+	uint64_t r = 0;
+	int rc;
+
+	*min = 1, *max = NKV_CNTLID_MAX;
+	if (!conf->group || !*conf->group)
+		return 0;
+	*min = *max = 0;
+	if ((rc = store_open(conf, &s)) < 0)
+		return rc;
+	if ((rc = store_load(s, &st, NULL)) == 0 && st) { /* nothing stored: the first range */
+		json_object *c = st_copy(st);
+		if (st_claim_range(c, gw) < 0)
+			rc = -ENOSPC;
+		else
+			st_u64(st_get(st_gateways(c), gw), "cntlid_range", 0, &r);
+		json_object_put(c);
+	}
+	json_object_put(st);
+	store_close(s);
+	if (rc < 0)
+		return rc;
+	*min = (uint16_t)(r * ST_CNTLID_RANGE + 1);
+	*max = (uint16_t)((r + 1) * ST_CNTLID_RANGE);
+	return 0;
 }
 
 int nkv_ctl_stored_state(const struct nkv_ctl_conf *conf, char **state_json, char *where, size_t n)

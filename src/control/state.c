@@ -82,8 +82,8 @@ bool st_ana_ok(json_object *ana)
 		unsigned long g = strtoul(k, &end, 10);
 		char canon[16];
 		snprintf(canon, sizeof(canon), "%lu", g);
-		if (!*k || *end || g == 0 || g > NKV_ANA_GROUPS || strcmp(canon, k) != 0 || !json_object_is_type(v, json_type_string) ||
-		    !st_ana_parse(json_object_get_string(v)))
+		if (!*k || *end || g == 0 || g > NKV_ANA_GROUPS || strcmp(canon, k) != 0 ||
+		    !json_object_is_type(v, json_type_string) || !st_ana_parse(json_object_get_string(v)))
 			return false;
 	}
 	return true;
@@ -230,9 +230,10 @@ int st_check(json_object *st, const char **why)
 	if (!st_gateways(st))
 		return 0; /* a state from before ranges, or not a group's */
 	json_object_object_foreach(st_gateways(st), gk, g) {
-		if (!st_str(g, "gateway") || strcmp(st_str(g, "gateway"), gk) != 0 || st_u64(g, "cntlid_range", 0, &x) < 0 ||
-		    x >= ST_CNTLID_RANGES || (held & (1u << x)) || !st_ana_ok(st_get(g, "ana"))) {
-			*why = "a gateway without its name, with a controller ID range that is bad or held twice, or bad ANA states";
+		if (!st_str(g, "gateway") || strcmp(st_str(g, "gateway"), gk) != 0 ||
+		    st_u64(g, "cntlid_range", 0, &x) < 0 || x >= ST_CNTLID_RANGES || (held & (1u << x)) ||
+		    !st_ana_ok(st_get(g, "ana"))) {
+			*why = "a gateway without its name, with a bad or twice held controller ID range, or bad ANA states";
 			return -EINVAL;
 		}
 		held |= 1u << x;
@@ -402,13 +403,15 @@ static int subsys_create(struct nkv_ctl *ctl, json_object *want, json_object *ap
 	json_object_object_add(have, "hosts", json_object_new_object());
 	json_object_object_add(have, "namespaces", json_object_new_object());
 	json_object_object_add(applied_ss, nqn, have);
+	int shm_rc = 0; /* the caller hears of it ("committed but not applied"), after the rest applied */
 	if (shm && *shm && ctl->conf.hooks.shm_listen) {
-		if ((rc = ctl->conf.hooks.shm_listen(ctl->conf.hooks.arg, nqn, shm)) < 0)
-			NKV_ERR("%s: cannot serve it over shared memory on %s: %s", nqn, shm, strerror(-rc));
+		if ((shm_rc = ctl->conf.hooks.shm_listen(ctl->conf.hooks.arg, nqn, shm)) < 0)
+			NKV_ERR("%s: cannot serve it over shared memory on %s: %s", nqn, shm, strerror(-shm_rc));
 		else
 			json_object_object_add(have, "shm_socket", json_object_new_string(shm));
 	}
-	return subsys_reconcile(ctl, ss, have, want);
+	rc = subsys_reconcile(ctl, ss, have, want);
+	return rc < 0 ? rc : (shm_rc < 0 ? shm_rc : rc);
 }
 
 static int listeners_reconcile(struct nkv_ctl *ctl, json_object *have, json_object *want)
@@ -480,7 +483,8 @@ void st_reconcile_gateways(struct nkv_ctl *ctl, json_object *applied, json_objec
 			NKV_INFO("group %s: gateway %s: ANA group %u is %s now (ANA Change notices sent)", ctl->group,
 				 ctl->gateway, g, st_ana_name(s));
 	}
-	json_object_object_add(applied, "gateways", st_gateways(want) ? st_copy(st_gateways(want)) : json_object_new_object());
+	json_object_object_add(applied, "gateways",
+			       st_gateways(want) ? st_copy(st_gateways(want)) : json_object_new_object());
 
 	/* The other gateways' listeners, in key order so that every pass gives the same port IDs. */
 	size_t n = 0, cap = (size_t)json_object_object_length(st_listeners(want));
@@ -492,7 +496,7 @@ void st_reconcile_gateways(struct nkv_ctl *ctl, json_object *applied, json_objec
 		return;
 	}
 	json_object_object_foreach(st_listeners(want), k, l)
-		if (strcmp(st_str(l, "gateway"), ctl->gateway) != 0)
+		if (ctl->group[0] && strcmp(st_str(l, "gateway"), ctl->gateway) != 0) /* no group: no other gateway */
 			keys[n++] = k;
 	qsort(keys, n, sizeof(*keys), key_cmp);
 	for (size_t i = 0; i < n; i++) {

@@ -154,7 +154,8 @@ nkv_status nkv_kv_parse(struct nkv_req *req)
 		return ST(GENERIC, INVALID_NS);
 	/* A path the operator made inaccessible (a gateway drained for maintenance): a path error with
 	 * DNR clear, so the host's multipath retries the command on another gateway. */
-	if (atomic_load_explicit(&c->ss->tgt->ana_state[req->ns->anagrpid], memory_order_relaxed) == NKV_ANA_INACCESSIBLE)
+	if (atomic_load_explicit(&c->ss->tgt->ana_state[req->ns->anagrpid], memory_order_relaxed) ==
+	    NKV_ANA_INACCESSIBLE)
 		return nkv_status_make(NKV_SCT_PATH, NKV_SC_ANA_INACCESSIBLE, 0);
 	if (cmd->opc == NKV_KV_FLUSH) {
 		req->execute = exec_flush;

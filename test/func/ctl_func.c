@@ -5,12 +5,17 @@
  *                   transport (I/O on a namespace added, 0Bh once removed), a restart from the file
  *                   and cache namespaces: policies in AddNamespace (bad values refused), changed
  *                   live with SetCachePolicy (whole or some fields), GetUsage after Store TTLs,
- *                   the policy back after a restart, a malformed stored policy refused
+ *                   the policy back after a restart, a malformed stored policy refused; a CNTLID
+ *                   range honoured and a full one refusing Connect; no ANA states without a group
  *   ctl_func rados  two gateways of one group on the real cluster: a change through A is served by
  *                   B within 1 s (a value stored through A read through B), 2 x 20 concurrent
  *                   changes through A and B all present, a restart of both gives the same state;
  *                   a cache namespace added through A runs B's policy, a policy change through B
- *                   reaches A, usage stored through A is seen through B, and a restart keeps it
+ *                   reaches A, usage stored through A is seen through B, and a restart keeps it;
+ *                   multipath: disjoint controller ID ranges (kept across a restart, four gateways
+ *                   joining at once, 32 held, hostile g/ entries), the same namespace IDs through
+ *                   both; ANA: Identify fields, log 0Ch, SetAnaState through B notifying A's
+ *                   controllers, 0302h through the drained gateway, hostile requests, a flood
  * Prints "ok - ..." / "FAIL - ...", then "N passed, N failed". Exit 0/1/77 (no cluster).
  */
 #include <errno.h>
@@ -1163,6 +1168,56 @@ static void test_group_malformed(void)
 	rados_remove(g_io, oid);
 }
 
+struct range_racer {
+	char group[64], name[16], range[32];
+	struct nkv_target *t;
+	struct nkv_ctl *ctl;
+	int rc;
+};
+static void *range_race(void *arg)
+{
+	struct range_racer *r = arg;
+	r->rc = nkv_target_create(&g_bc, &r->t);
+	if (r->rc == 0)
+		r->rc = mk_rc(r->t, r->name, r->group, NULL, &r->ctl);
+	return NULL;
+}
+
+/* Four gateways joining an empty group at once: each commit is compared with the epoch, so each
+ * takes a range of its own. */
+static void test_group_range_race(void)
+{
+	struct range_racer r[4];
+	pthread_t th[4];
+	char group[64], oid[128];
+	snprintf(group, sizeof(group), "ctl-race-%d-%ld", (int)getpid(), (long)time(NULL));
+	for (int i = 0; i < 4; i++) {
+		r[i] = (struct range_racer){0};
+		snprintf(r[i].group, sizeof(r[i].group), "%s", group);
+		snprintf(r[i].name, sizeof(r[i].name), "gw-%d", i);
+		pthread_create(&th[i], NULL, range_race, &r[i]);
+	}
+	for (int i = 0; i < 4; i++)
+		pthread_join(th[i], NULL);
+	int ok = 0;
+	for (int i = 0; i < 4; i++) {
+		ok += r[i].rc == 0;
+		info_range(r[i].ctl, r[i].range, sizeof(r[i].range));
+	}
+	printf("four gateways joining at once: %s %s %s %s\n", r[0].range, r[1].range, r[2].range, r[3].range);
+	int distinct = 1;
+	for (int i = 0; i < 4; i++)
+		for (int j = i + 1; j < 4; j++)
+			distinct &= strcmp(r[i].range, r[j].range) != 0 && strcmp(r[i].range, "0-0") != 0;
+	CHECK(ok == 4 && distinct, "four gateways joining an empty group at once: four ranges (%d started)", ok);
+	for (int i = 0; i < 4; i++) {
+		nkv_ctl_destroy(r[i].ctl);
+		nkv_target_destroy(r[i].t);
+	}
+	snprintf(oid, sizeof(oid), "rados_nkv.group.%s", group);
+	rados_remove(g_io, oid);
+}
+
 /* Controller ID ranges in a hostile group object: an entry that takes a held range or one past the
  * 32 is malformed (the other runs); when all 32 are held a new gateway name cannot join, while a
  * gateway that holds one restarts with it. */
@@ -1217,6 +1272,7 @@ static void test_group_hostile(void)
 	test_group_watch_lost();
 	test_group_long_keys();
 	test_group_ranges();
+	test_group_range_race();
 	raw_close();
 }
 #endif
