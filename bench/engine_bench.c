@@ -5,9 +5,11 @@
  *     nkv_engine_run() of one op, alternating op by op (and which goes first), so that load changes
  *     on the machine fall on both alike; p50 and p99 of each, and the engine's p50 overhead
  *     (engine - queue pair, per repetition);
- *   - QD 64: Retrieves kept 64 in flight for -T ms: on the queue pair as async commands polled by this
- *     thread, through the engine as 64 one-op batches (nkv_engine_submit, nkv_engine_reap); ops/s
- *     of each and their ratio (the order of the two alternates by repetition);
+ *   - QD 64: Retrieves for -T ms each way: on the queue pair, 64 async commands kept in flight and
+ *     polled by this thread ("qpair"); through the engine, batches of 64 ops in nkv_engine_run()
+ *     ("engine": how a batch API such as Python's retrieve_many uses it) and 64 one-op batches kept
+ *     in flight with nkv_engine_submit() and nkv_engine_reap() ("stream": an event loop's use); ops/s
+ *     of each and the engine's over the queue pair's (the order rotates by repetition);
  *   - an idle engine's CPU: the process's CPU time over -I ms after its last op (no busy waiting
  *     when there is no work).
  * Over NVMe/TCP (loopback) and shared memory, against a `rados-nkv --backend mem` it starts (its
@@ -46,8 +48,9 @@
 #define NKEYS 256
 #define QD 64
 #define MAX_REPS 32
-enum { P_QP, P_ENG, P_N };
-static const char *const g_path[P_N] = {"qpair", "engine"};
+enum { P_QP, P_ENG, P_N };          /* QD 1 */
+enum { Q_QP, Q_RUN, Q_STREAM, Q_N }; /* QD 64 */
+static const char *const g_qd_path[Q_N] = {"qpair", "engine", "stream"};
 
 static unsigned g_bad; /* ops that failed or read a wrong value */
 
@@ -247,6 +250,26 @@ static double qd_qpair(struct nkv_qpair *qp, uint8_t *bufs, uint32_t size, unsig
 	return done / ((now_ns() - t0) / 1e9);
 }
 
+/** @return ops/s of batches of 64 ops through nkv_engine_run() for @ms. */
+static double qd_run(struct nkv_engine *e, uint8_t *bufs, uint32_t size, unsigned ms)
+{
+	struct nkv_op ops[QD];
+	uint64_t done = 0, t0 = now_ns(), end = t0 + ms * 1000000ull;
+	unsigned next = 0;
+	while (now_ns() < end) {
+		for (unsigned k = 0; k < QD; k++) {
+			ops[k] = (struct nkv_op){.type = NKV_OP_RETRIEVE, .nsid = NSID, .buf = bufs + (size_t)k * size,
+						 .len = size, .user = next++};
+			ops[k].klen = (uint8_t)key_of((unsigned)ops[k].user, ops[k].key);
+		}
+		int rc = nkv_engine_run(e, ops, QD);
+		for (unsigned k = 0; k < QD; k++)
+			check(rc < 0 ? rc : ops[k].rc, ops[k].buf, size, ops[k].value_size, ops[k].xfer, (unsigned)ops[k].user);
+		done += QD;
+	}
+	return done / ((now_ns() - t0) / 1e9);
+}
+
 /** @return ops/s of 64 one-op engine batches kept in flight for @ms. */
 static double qd_engine(struct nkv_engine *e, uint8_t *bufs, uint32_t size, unsigned ms)
 {
@@ -331,7 +354,7 @@ static int run_tr(const struct conf *c, const char *tr, const char *port, const 
 		}
 	}
 	uint64_t *lat[P_N] = {calloc(c->n, sizeof(uint64_t)), calloc(c->n, sizeof(uint64_t))};
-	static double p50[P_N][MAX_REPS], p99[P_N][MAX_REPS], ops[P_N][MAX_REPS], diff[MAX_REPS], ratio[MAX_REPS];
+	static double p50[P_N][MAX_REPS], p99[P_N][MAX_REPS], ops[Q_N][MAX_REPS], diff[MAX_REPS], ratio[Q_N][MAX_REPS];
 	for (unsigned r = 0; r < c->reps; r++) {
 		for (unsigned i = 0; i < c->n; i++)
 			for (unsigned k = 0; k < P_N; k++) {
@@ -343,11 +366,14 @@ static int run_tr(const struct conf *c, const char *tr, const char *port, const 
 			p99[p][r] = pct_us(lat[p], c->n, 99);
 		}
 		diff[r] = p50[P_ENG][r] - p50[P_QP][r];
-		for (unsigned k = 0; k < P_N; k++) {
-			int p = (int)((r + k) % P_N);
-			ops[p][r] = p == P_QP ? qd_qpair(qp, bq, c->size, c->qd_ms) : qd_engine(e, be, c->size, c->qd_ms);
+		for (unsigned k = 0; k < Q_N; k++) {
+			int q = (int)((r + k) % Q_N);
+			ops[q][r] = q == Q_QP    ? qd_qpair(qp, bq, c->size, c->qd_ms)
+				    : q == Q_RUN ? qd_run(e, be, c->size, c->qd_ms)
+						 : qd_engine(e, be, c->size, c->qd_ms);
 		}
-		ratio[r] = ops[P_ENG][r] / ops[P_QP][r];
+		for (int q = 0; q < Q_N; q++)
+			ratio[q][r] = ops[q][r] / ops[Q_QP][r];
 	}
 	free(lat[0]);
 	free(lat[1]);
@@ -358,13 +384,21 @@ static int run_tr(const struct conf *c, const char *tr, const char *port, const 
 	usleep(c->idle_ms * 1000u);
 	double idle_ms = (cpu_s() - cpu0) * 1e3, idle_pct = idle_ms / c->idle_ms * 100;
 
-	for (int p = 0; p < P_N; p++)
-		printf("%-5s %-7s %9.1f %9.1f %12.0f\n", tr, g_path[p], median(p50[p], c->reps, NULL, NULL),
-		       median(p99[p], c->reps, NULL, NULL), median(ops[p], c->reps, NULL, NULL));
-	double lo, hi, md = median(diff, c->reps, &lo, &hi), rlo, rhi, rmd = median(ratio, c->reps, &rlo, &rhi);
-	printf("%-5s engine - qpair, QD 1 p50: %+.1f us (%+.1f..%+.1f); engine / qpair, QD 64 ops/s: %.2fx "
-	       "(%.2f-%.2f)\n",
-	       tr, md, lo, hi, rmd, rlo, rhi);
+	for (int q = 0; q < Q_N; q++) {
+		if (q < P_N)
+			printf("%-5s %-7s %9.1f %9.1f", tr, g_qd_path[q], median(p50[q], c->reps, NULL, NULL),
+			       median(p99[q], c->reps, NULL, NULL));
+		else
+			printf("%-5s %-7s %9s %9s", tr, g_qd_path[q], "", "");
+		printf(" %12.0f", median(ops[q], c->reps, NULL, NULL));
+		if (q != Q_QP) {
+			double lo, hi, md = median(ratio[q], c->reps, &lo, &hi);
+			printf("   %.2fx (%.2f-%.2f)", md, lo, hi);
+		}
+		printf("\n");
+	}
+	double lo, hi, md = median(diff, c->reps, &lo, &hi);
+	printf("%-5s engine - qpair, QD 1 p50: %+.1f us (%+.1f..%+.1f)\n", tr, md, lo, hi);
 	printf("%-5s idle engine: %.1f ms of CPU in %u ms (%.2f %%)\n", tr, idle_ms, c->idle_ms, idle_pct);
 	if (!strcmp(tr, "shm") && c->max_shm_us > 0 && md > c->max_shm_us) {
 		fprintf(stderr, "engine_bench: shm: the engine's QD 1 p50 overhead %.1f us is above %.1f us\n", md,
@@ -445,7 +479,7 @@ int main(int argc, char **argv)
 	snprintf(sock, sizeof(sock), "%s/engine_bench.%d.sock", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
 		 (int)getpid());
 	const char *argv_d[] = {daemon, "--backend", "mem", "--listen", listen, "--discovery", "none", "--subsys", NQN,
-				"--shm", sock, "--ns", "1", "--log-level", "warn", NULL};
+				"--shm", sock, "--ns", "1", "--control", "none", "--log-level", "warn", NULL};
 	pid_t pid = spawn(argv_d);
 	if (pid < 0) {
 		perror("engine_bench: fork");
@@ -454,7 +488,7 @@ int main(int argc, char **argv)
 	printf("engine_bench: rados-nkv --backend mem; %u B Retrieves; QD 1: %u ops per path and rep; QD 64: %u ms "
 	       "per path and rep; %u reps; engine over %u queue pairs\n",
 	       c.size, c.n, c.qd_ms, c.reps, c.queues);
-	printf("%-5s %-7s %9s %9s %12s\n", "tr", "path", "p50 us", "p99 us", "QD64 ops/s");
+	printf("%-5s %-7s %9s %9s %12s   %s\n", "tr", "path", "p50 us", "p99 us", "QD64 ops/s", "/ qpair (min-max)");
 	int bad = 0;
 	if (strcmp(trs, "shm"))
 		bad |= run_tr(&c, "tcp", port, sock, pid);

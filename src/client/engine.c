@@ -25,10 +25,19 @@
  * never sent. Workers also watch their connection (TCP socket, shm control socket) for a hang-up
  * while idle, so a restart is noticed, and repaired, before the next op arrives.
  *
+ * Small batches of nkv_engine_run() skip the hand-off: when the worker that would get the batch is
+ * idle (nothing queued or in flight), the calling thread takes its queue pair (the worker's qp_mu,
+ * which the worker holds whenever it drives the queue and lets go of only while it sleeps idle),
+ * sends the ops and polls for their completions itself, exactly as the worker would, deadlines and
+ * failures included. A QD 1 command then costs what it costs on a bare queue pair: no eventfd write
+ * to wake the worker, no condition variable to wake the caller (two thread wake-ups, each several
+ * microseconds, more on a busy machine). The queue pair still has one thread at a time on it.
+ *
  * Waiting: an idle worker sleeps in poll() on its eventfd. A busy NVMe/TCP worker sleeps in poll()
  * on the socket and the eventfd together; a busy shm worker polls the CQ, spinning first, then sleeps
  * on the eventfd and the CQ's interrupt eventfd together (nkv_shm.h notifications), or, when the
- * target offers no interrupts, naps a few microseconds on the eventfd.
+ * target offers no interrupts, naps a few microseconds on the eventfd. Callers write the eventfd
+ * only while the worker sleeps (or is about to): a busy worker is not sent a system call per batch.
  */
 #include <errno.h>
 #include <poll.h>
@@ -52,6 +61,9 @@
 #define ENG_RECONNECT_MIN_MS 50      /* first retry of a lost controller */
 #define ENG_RECONNECT_MAX_MS 1000    /* backoff cap: a target back after a restart is found within ~1 s */
 #define ENG_IDLE_TICK_MS 1000        /* an idle worker still wakes up now and then to check stop */
+#define ENG_INLINE_OPS 4u            /* nkv_engine_run() batches up to this many ops ... */
+#define ENG_INLINE_BYTES (256u << 10) /* ... and bytes (or one op of any size) may run on the caller */
+#define ENG_INLINE_SLICE_MS 1        /* a caller on the queue pair looks this often whether others wait */
 
 struct eng_batch;
 
@@ -87,13 +99,16 @@ struct eng_worker {
 	struct nkv_engine *e;
 	pthread_t th;
 	bool started;
-	struct nkv_qpair *qp;
 	int wake_fd;
+	atomic_bool sleeping;      /* blocked in poll() on wake_fd (or about to): new work must write it */
 	pthread_mutex_t mu;
 	struct eng_list inbox;     /* guarded by mu */
 	bool stop;                 /* guarded by mu */
 	atomic_uint load;          /* ops given to this worker and not completed */
-	/* the worker thread's own */
+	/* Guarded by qp_mu: whoever holds it drives the queue pair. The worker thread holds it except
+	 * while it sleeps with nothing in flight; a caller may take it then (run_inline). */
+	pthread_mutex_t qp_mu;
+	struct nkv_qpair *qp;
 	struct eng_list pend;      /* taken from the inbox, not yet sent */
 	struct eng_list inflight;  /* sent, in send order (oldest first) */
 	int64_t reopen_at;         /* no queue pair for want of a free queue (-ENOSPC): next try */
@@ -424,6 +439,34 @@ static void worker_expire(struct eng_worker *w, int64_t now, bool stop)
 	}
 }
 
+/**
+ * Block in poll() (ppoll() when @ts) on @p, whose first entry is wake_fd, unless work already waits
+ * in the inbox. `sleeping` is set first and the inbox looked at after it, under mu: a caller that
+ * queued work after that look sees the flag and writes wake_fd (batch_dispatch). With nothing in
+ * flight the worker lets go of its queue pair meanwhile, so a caller may run a small batch on it
+ * (run_inline); the hang-up watch in @p may then refer to a queue pair that caller dropped, which
+ * the worker notices by its w->qp once it holds qp_mu again.
+ */
+static void worker_block(struct eng_worker *w, struct pollfd *p, nfds_t n, int tmo, const struct timespec *ts)
+{
+	bool idle = !w->inflight.head;
+	atomic_store(&w->sleeping, true);
+	pthread_mutex_lock(&w->mu);
+	bool work = w->inbox.head != NULL;
+	pthread_mutex_unlock(&w->mu);
+	if (!work) {
+		if (idle)
+			pthread_mutex_unlock(&w->qp_mu);
+		if (ts)
+			ppoll(p, n, ts, NULL);
+		else
+			poll(p, n, tmo);
+		if (idle)
+			pthread_mutex_lock(&w->qp_mu);
+	}
+	atomic_store(&w->sleeping, false);
+}
+
 /** Sleep until new work, I/O on the queue, a hang-up of the connection, or the next deadline. */
 static void worker_wait(struct eng_worker *w, int64_t now)
 {
@@ -459,7 +502,7 @@ static void worker_wait(struct eng_worker *w, int64_t now)
 				return;
 			if (irq >= 0) { /* sleep until the CQ interrupts, new work, a hang-up, or the next deadline */
 				p[n] = (struct pollfd){.fd = irq, .events = POLLIN};
-				poll(p, n + 1, tmo);
+				worker_block(w, p, n + 1, tmo, NULL);
 				nkv_shm_qp_disarm(w->qp);
 				goto drain;
 			}
@@ -468,7 +511,7 @@ static void worker_wait(struct eng_worker *w, int64_t now)
 				return;
 			}
 			struct timespec ts = {.tv_sec = 0, .tv_nsec = ENG_SHM_NAP_NS};
-			ppoll(p, n, &ts, NULL);
+			worker_block(w, p, n, 0, &ts);
 			goto drain;
 		}
 		short ev = nkv_tcp_qp_events(w->qp);
@@ -476,7 +519,7 @@ static void worker_wait(struct eng_worker *w, int64_t now)
 			return; /* TLS holds decrypted bytes the socket will not signal: poll the queue again */
 		p[n++] = (struct pollfd){.fd = w->qp->fd, .events = ev};
 	}
-	poll(p, n, tmo);
+	worker_block(w, p, n, tmo, NULL);
 drain:
 	if (hup >= 0 && (p[hup].revents & (POLLHUP | POLLERR | POLLRDHUP | POLLNVAL)))
 		w->hup = true;
@@ -491,6 +534,7 @@ static void *worker_main(void *arg)
 {
 	struct eng_worker *w = arg;
 	struct nkv_engine *e = w->e;
+	pthread_mutex_lock(&w->qp_mu);
 	for (;;) {
 		int64_t now = nkv_client_now_ms();
 		pthread_mutex_lock(&w->mu);
@@ -529,6 +573,7 @@ static void *worker_main(void *arg)
 			continue; /* the queue pair just failed: open another now */
 		worker_wait(w, nkv_client_now_ms());
 	}
+	pthread_mutex_unlock(&w->qp_mu);
 	return NULL;
 }
 
@@ -624,6 +669,7 @@ void nkv_engine_destroy(struct nkv_engine *e)
 		if (w->wake_fd >= 0)
 			close(w->wake_fd);
 		pthread_mutex_destroy(&w->mu);
+		pthread_mutex_destroy(&w->qp_mu);
 	}
 	for (struct eng_batch *b = e->done_head, *nb; b; b = nb) {
 		nb = b->next;
@@ -675,6 +721,7 @@ int nkv_engine_create(struct nkv_ctrl *ctrl, const struct nkv_engine_opts *opts,
 		w->e = e;
 		w->wake_fd = -1;
 		pthread_mutex_init(&w->mu, NULL);
+		pthread_mutex_init(&w->qp_mu, NULL);
 		e->nw = i + 1;
 		if (rc)
 			break;
@@ -687,6 +734,7 @@ int nkv_engine_create(struct nkv_ctrl *ctrl, const struct nkv_engine_opts *opts,
 		if (rc == -ENOSPC && i > 0) { /* fewer queues than asked: run with those */
 			close(w->wake_fd);
 			pthread_mutex_destroy(&w->mu);
+			pthread_mutex_destroy(&w->qp_mu);
 			e->nw = i;
 			rc = 0;
 			break;
@@ -711,7 +759,89 @@ int nkv_engine_create(struct nkv_ctrl *ctrl, const struct nkv_engine_opts *opts,
 	return 0;
 }
 
-/** Check the ops, then hand them to the workers as one batch. */
+/** May @ops run on the calling thread (run_inline)? One op, or a few small ones: a large batch is
+ *  better spread over every queue. */
+static bool inline_ok(const struct nkv_op *ops, unsigned n)
+{
+	uint64_t bytes = 0;
+	for (unsigned i = 0; i < n && n <= ENG_INLINE_OPS; i++)
+		bytes += ops[i].len;
+	return n == 1 || (n <= ENG_INLINE_OPS && bytes <= ENG_INLINE_BYTES);
+}
+
+/** Is @w idle, its queue pair open and sound? Under w->qp_mu. */
+static bool worker_idle(struct eng_worker *w)
+{
+	if (!w->qp || w->qp->err || w->hup || w->pend.head || w->inflight.head || atomic_load(&w->e->down))
+		return false;
+	pthread_mutex_lock(&w->mu);
+	bool idle = !w->inbox.head && !w->stop;
+	pthread_mutex_unlock(&w->mu);
+	return idle;
+}
+
+/**
+ * Run batch @b of nkv_engine_run() on the calling thread, on the queue pair of the first idle worker
+ * from the round-robin position (see the head of this file). The caller holds that worker's qp_mu and
+ * does the worker's part: sends the ops, polls, applies the deadline (worker_expire fails the queue
+ * pair under an op sent too long ago, as the worker does) and drops a queue pair that failed. It
+ * gives the queue pair back as soon as the batch completed, or early when the worker is needed:
+ * another caller queued work for it, the queue pair is gone, or the controller was lost; the ops
+ * still pending or in flight then stay on the worker's lists, and the worker, woken, finishes them.
+ * Its poll waits at most ENG_INLINE_SLICE_MS at a time, so queued work waits no longer than that.
+ * @return false when no worker was idle (nothing taken: dispatch as usual); true when the ops were
+ * taken (entering dropped), complete or left to the worker, which then wakes the waiter as usual.
+ */
+static bool run_inline(struct nkv_engine *e, struct eng_batch *b, struct nkv_op *ops, unsigned n)
+{
+	struct eng_worker *w = NULL;
+	unsigned first = atomic_fetch_add(&e->rr, 1);
+	for (unsigned k = 0; k < e->nw && !w; k++) {
+		struct eng_worker *c = &e->w[(first + k) % e->nw];
+		if (pthread_mutex_trylock(&c->qp_mu) == 0) { /* never wait for a busy worker */
+			if (worker_idle(c))
+				w = c;
+			else
+				pthread_mutex_unlock(&c->qp_mu);
+		}
+	}
+	if (!w)
+		return false;
+	int64_t now = nkv_client_now_ms();
+	atomic_fetch_add(&w->load, n);
+	for (unsigned i = 0; i < n; i++) {
+		b->items[i] = (struct eng_item){.op = &ops[i], .b = b, .w = w, .t_ms = now};
+		list_push(&w->pend, &b->items[i]);
+	}
+	atomic_fetch_sub(&e->entering, 1); /* on the worker's lists: it will not stop before they complete */
+	bool handoff = false;
+	while (atomic_load(&b->left) && !handoff) {
+		now = nkv_client_now_ms();
+		worker_send(w, now);
+		if (w->qp && w->inflight.head) {
+			int64_t left = w->inflight.head->t_ms + e->timeout_ms - now;
+			int tmo = left <= 0 ? 0 : left < ENG_INLINE_SLICE_MS ? (int)left : ENG_INLINE_SLICE_MS;
+			int got = nkv_qpair_poll(w->qp, tmo); /* as a bare queue pair waits: spin, then sleep */
+			if (got < 0) { /* its ops completed with Host Pathing Error */
+				NKV_WARN("engine: qid %u failed: %s; reopening", w->qp->qid, strerror(-got));
+				worker_drop_qp(w, got);
+			}
+		}
+		worker_expire(w, nkv_client_now_ms(), false);
+		pthread_mutex_lock(&w->mu);
+		bool queued = w->inbox.head || w->stop;
+		pthread_mutex_unlock(&w->mu);
+		/* what only the worker does (reopening, reconnecting) or work for it: give the queue back */
+		handoff = !w->qp || queued || atomic_load(&e->down) || (w->pend.head && !w->inflight.head);
+	}
+	if (w->pend.head || w->inflight.head || !w->qp)
+		worker_wake(w); /* under qp_mu: the worker cannot have stopped and closed wake_fd */
+	pthread_mutex_unlock(&w->qp_mu);
+	return true;
+}
+
+/** Check the ops, then hand them to the workers as one batch (nkv_engine_run: a small one may run
+ *  on the calling thread instead, run_inline; it has completed or been left to a worker on return). */
 static int engine_submit(struct nkv_engine *e, struct nkv_op *ops, unsigned n, uint64_t tag, bool run,
 			 struct eng_batch **bout)
 {
@@ -753,6 +883,8 @@ static int engine_submit(struct nkv_engine *e, struct nkv_op *ops, unsigned n, u
 	pthread_cond_init(&b->cv, NULL);
 	if (bout)
 		*bout = b;
+	if (run && inline_ok(ops, n) && run_inline(e, b, ops, n))
+		return 0;
 	/*
 	 * Contiguous slices, one per worker, starting where the last batch stopped: a big batch uses
 	 * every queue; single ops rotate over them.
@@ -769,9 +901,8 @@ static int engine_submit(struct nkv_engine *e, struct nkv_op *ops, unsigned n, u
 			list_push(&w->inbox, &b->items[i]);
 		}
 		pthread_mutex_unlock(&w->mu);
-		uint64_t one = 1;
-		if (write(w->wake_fd, &one, sizeof(one)) < 0)
-			NKV_WARN("engine: eventfd write: %s", strerror(errno));
+		if (atomic_load(&w->sleeping)) /* else it looks at its inbox before it sleeps: worker_block */
+			worker_wake(w);
 	}
 	atomic_fetch_sub(&e->entering, 1);
 	return 0;
