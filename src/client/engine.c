@@ -63,7 +63,6 @@
 #define ENG_IDLE_TICK_MS 1000        /* an idle worker still wakes up now and then to check stop */
 #define ENG_INLINE_OPS 4u            /* nkv_engine_run() batches up to this many ops ... */
 #define ENG_INLINE_BYTES (256u << 10) /* ... and bytes (or one op of any size) may run on the caller */
-#define ENG_INLINE_SLICE_MS 1        /* a caller on the queue pair looks this often whether others wait */
 
 struct eng_batch;
 
@@ -100,7 +99,8 @@ struct eng_worker {
 	pthread_t th;
 	bool started;
 	int wake_fd;
-	atomic_bool sleeping;      /* blocked in poll() on wake_fd (or about to): new work must write it */
+	atomic_uint sleepers;      /* threads blocked in poll() on wake_fd (or about to): the worker, and a
+				    * caller on its queue pair (run_inline); new work must write wake_fd */
 	pthread_mutex_t mu;
 	struct eng_list inbox;     /* guarded by mu */
 	bool stop;                 /* guarded by mu */
@@ -441,8 +441,8 @@ static void worker_expire(struct eng_worker *w, int64_t now, bool stop)
 
 /**
  * Block in poll() (ppoll() when @ts) on @p, whose first entry is wake_fd, unless work already waits
- * in the inbox. `sleeping` is set first and the inbox looked at after it, under mu: a caller that
- * queued work after that look sees the flag and writes wake_fd (batch_dispatch). With nothing in
+ * in the inbox. `sleepers` is raised first and the inbox looked at after it, under mu: a caller that
+ * queued work after that look sees the count and writes wake_fd (batch_dispatch). With nothing in
  * flight the worker lets go of its queue pair meanwhile, so a caller may run a small batch on it
  * (run_inline); the hang-up watch in @p may then refer to a queue pair that caller dropped, which
  * the worker notices by its w->qp once it holds qp_mu again.
@@ -450,7 +450,7 @@ static void worker_expire(struct eng_worker *w, int64_t now, bool stop)
 static void worker_block(struct eng_worker *w, struct pollfd *p, nfds_t n, int tmo, const struct timespec *ts)
 {
 	bool idle = !w->inflight.head;
-	atomic_store(&w->sleeping, true);
+	atomic_fetch_add(&w->sleepers, 1);
 	pthread_mutex_lock(&w->mu);
 	bool work = w->inbox.head != NULL;
 	pthread_mutex_unlock(&w->mu);
@@ -464,11 +464,12 @@ static void worker_block(struct eng_worker *w, struct pollfd *p, nfds_t n, int t
 		if (idle)
 			pthread_mutex_lock(&w->qp_mu);
 	}
-	atomic_store(&w->sleeping, false);
+	atomic_fetch_sub(&w->sleepers, 1);
 }
 
-/** Sleep until new work, I/O on the queue, a hang-up of the connection, or the next deadline. */
-static void worker_wait(struct eng_worker *w, int64_t now)
+/** Sleep until new work, I/O on the queue, a hang-up of the connection, or the next deadline.
+ *  @return true when it read (took) a wake-up from wake_fd. */
+static bool worker_wait(struct eng_worker *w, int64_t now)
 {
 	struct nkv_engine *e = w->e;
 	int64_t until = now + ENG_IDLE_TICK_MS;
@@ -495,11 +496,11 @@ static void worker_wait(struct eng_worker *w, int64_t now)
 		if (w->qp->shm) {
 			if (w->spins < ENG_SHM_IRQ_SPINS) {
 				w->spins++;
-				return;
+				return false;
 			}
 			int irq = nkv_shm_qp_arm(w->qp); /* -1: no interrupts; -2: a CQE is there */
 			if (irq == -2)
-				return;
+				return false;
 			if (irq >= 0) { /* sleep until the CQ interrupts, new work, a hang-up, or the next deadline */
 				p[n] = (struct pollfd){.fd = irq, .events = POLLIN};
 				worker_block(w, p, n + 1, tmo, NULL);
@@ -508,7 +509,7 @@ static void worker_wait(struct eng_worker *w, int64_t now)
 			}
 			if (w->spins < ENG_SHM_SPINS) {
 				w->spins++;
-				return;
+				return false;
 			}
 			struct timespec ts = {.tv_sec = 0, .tv_nsec = ENG_SHM_NAP_NS};
 			worker_block(w, p, n, 0, &ts);
@@ -516,7 +517,7 @@ static void worker_wait(struct eng_worker *w, int64_t now)
 		}
 		short ev = nkv_tcp_qp_events(w->qp);
 		if (!ev)
-			return; /* TLS holds decrypted bytes the socket will not signal: poll the queue again */
+			return false; /* TLS holds decrypted bytes the socket will not signal: poll the queue again */
 		p[n++] = (struct pollfd){.fd = w->qp->fd, .events = ev};
 	}
 	worker_block(w, p, n, tmo, NULL);
@@ -527,7 +528,9 @@ drain:
 		uint64_t v;
 		if (read(w->wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 			NKV_WARN("engine: eventfd read: %s", strerror(errno));
+		return true;
 	}
+	return false;
 }
 
 static void *worker_main(void *arg)
@@ -783,12 +786,13 @@ static bool worker_idle(struct eng_worker *w)
 /**
  * Run batch @b of nkv_engine_run() on the calling thread, on the queue pair of the first idle worker
  * from the round-robin position (see the head of this file). The caller holds that worker's qp_mu and
- * does the worker's part: sends the ops, polls, applies the deadline (worker_expire fails the queue
- * pair under an op sent too long ago, as the worker does) and drops a queue pair that failed. It
- * gives the queue pair back as soon as the batch completed, or early when the worker is needed:
- * another caller queued work for it, the queue pair is gone, or the controller was lost; the ops
- * still pending or in flight then stay on the worker's lists, and the worker, woken, finishes them.
- * Its poll waits at most ENG_INLINE_SLICE_MS at a time, so queued work waits no longer than that.
+ * runs the worker's own loop for as long as its batch is out: sends, polls, waits as the worker
+ * waits (worker_wait: spin, then sleep on the queue and wake_fd), applies the deadline (worker_expire
+ * fails the queue pair under an op sent too long ago) and drops a queue pair that failed. It gives
+ * the queue pair back as soon as the batch completed, or early when the worker is needed: another
+ * caller queued work for it (which wakes this sleep through wake_fd), the queue pair is gone or hung
+ * up, or the controller was lost; the ops still pending or in flight then stay on the worker's lists,
+ * and the worker, woken, finishes them.
  * @return false when no worker was idle (nothing taken: dispatch as usual); true when the ops were
  * taken (entering dropped), complete or left to the worker, which then wakes the waiter as usual.
  */
@@ -814,28 +818,37 @@ static bool run_inline(struct nkv_engine *e, struct eng_batch *b, struct nkv_op 
 		list_push(&w->pend, &b->items[i]);
 	}
 	atomic_fetch_sub(&e->entering, 1); /* on the worker's lists: it will not stop before they complete */
-	bool handoff = false;
-	while (atomic_load(&b->left) && !handoff) {
-		now = nkv_client_now_ms();
-		worker_send(w, now);
+	w->spins = 0;
+	bool queued = false, took_wake = false;
+	for (;;) { /* worker_main's loop, less what only the worker does */
+		unsigned sent = worker_send(w, nkv_client_now_ms());
+		int got = 0;
 		if (w->qp && w->inflight.head) {
-			int64_t left = w->inflight.head->t_ms + e->timeout_ms - now;
-			int tmo = left <= 0 ? 0 : left < ENG_INLINE_SLICE_MS ? (int)left : ENG_INLINE_SLICE_MS;
-			int got = nkv_qpair_poll(w->qp, tmo); /* as a bare queue pair waits: spin, then sleep */
+			got = nkv_qpair_poll(w->qp, 0);
 			if (got < 0) { /* its ops completed with Host Pathing Error */
 				NKV_WARN("engine: qid %u failed: %s; reopening", w->qp->qid, strerror(-got));
 				worker_drop_qp(w, got);
+				got = 0;
 			}
 		}
 		worker_expire(w, nkv_client_now_ms(), false);
+		if (!atomic_load(&b->left))
+			break;
 		pthread_mutex_lock(&w->mu);
-		bool queued = w->inbox.head || w->stop;
+		queued = w->inbox.head || w->stop;
 		pthread_mutex_unlock(&w->mu);
-		/* what only the worker does (reopening, reconnecting) or work for it: give the queue back */
-		handoff = !w->qp || queued || atomic_load(&e->down) || (w->pend.head && !w->inflight.head);
+		/* work for the worker, or what only it does (reopening, reconnecting): give the queue back */
+		if (queued || !w->qp || w->hup || atomic_load(&e->down) || (w->pend.head && !w->inflight.head))
+			break;
+		if (sent || got > 0)
+			w->spins = 0;
+		else
+			took_wake |= worker_wait(w, nkv_client_now_ms());
 	}
-	if (w->pend.head || w->inflight.head || !w->qp)
-		worker_wake(w); /* under qp_mu: the worker cannot have stopped and closed wake_fd */
+	/* Work left, or a wake-up meant for the worker taken from wake_fd (new work, a lost controller,
+	 * stop: all seen above): wake it. Under qp_mu: it cannot have stopped and closed wake_fd. */
+	if (took_wake || w->pend.head || w->inflight.head || !w->qp || w->hup)
+		worker_wake(w);
 	pthread_mutex_unlock(&w->qp_mu);
 	return true;
 }
@@ -901,7 +914,7 @@ static int engine_submit(struct nkv_engine *e, struct nkv_op *ops, unsigned n, u
 			list_push(&w->inbox, &b->items[i]);
 		}
 		pthread_mutex_unlock(&w->mu);
-		if (atomic_load(&w->sleeping)) /* else it looks at its inbox before it sleeps: worker_block */
+		if (atomic_load(&w->sleepers)) /* else it looks at its inbox before it sleeps: worker_block */
 			worker_wake(w);
 	}
 	atomic_fetch_sub(&e->entering, 1);
