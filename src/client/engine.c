@@ -387,8 +387,9 @@ static void worker_reopen(struct eng_worker *w, int64_t now)
 	engine_lost(e, rc);
 }
 
-/** Send pending ops while the queue takes them. @return ops sent. */
-static unsigned worker_send(struct eng_worker *w, int64_t now)
+/** Send pending ops while the queue takes them; a queue pair that failed is dropped when @own (the
+ *  worker thread), else left to the worker (run_inline). @return ops sent. */
+static unsigned worker_send(struct eng_worker *w, int64_t now, bool own)
 {
 	unsigned sent = 0;
 	while (w->qp && w->pend.head) {
@@ -408,6 +409,8 @@ static unsigned worker_send(struct eng_worker *w, int64_t now)
 			sent++;
 		} else if (rc == -ENOTCONN) {
 			list_push(&w->pend, it); /* back in line (at the end: order is not promised) */
+			if (!own)
+				break;
 			worker_drop_qp(w, w->qp->err ? w->qp->err : rc);
 		} else {
 			item_complete(w, it, rc, NULL);
@@ -549,15 +552,15 @@ static void *worker_main(void *arg)
 		if (stop && !w->pend.head && !w->inflight.head)
 			break;
 		bool down = atomic_load(&e->down);
-		if (w->qp && (w->hup || down)) {
+		if (w->qp && (w->hup || down || w->qp->err)) { /* err: it failed under a caller (run_inline) */
 			if (w->hup)
 				NKV_WARN("engine: qid %u: the target closed the connection", w->qp->qid);
-			worker_drop_qp(w, -ECONNRESET);
+			worker_drop_qp(w, w->qp->err ? w->qp->err : -ECONNRESET);
 		}
 		w->hup = false;
 		if (!w->qp && !down && (w->pend.head || !stop))
 			worker_reopen(w, now); /* eagerly: a hang-up is then seen while idle */
-		unsigned sent = worker_send(w, now);
+		unsigned sent = worker_send(w, now, true);
 		int got = 0;
 		if (w->qp && w->inflight.head) {
 			got = nkv_qpair_poll(w->qp, 0);
@@ -786,13 +789,15 @@ static bool worker_idle(struct eng_worker *w)
 /**
  * Run batch @b of nkv_engine_run() on the calling thread, on the queue pair of the first idle worker
  * from the round-robin position (see the head of this file). The caller holds that worker's qp_mu and
- * runs the worker's own loop for as long as its batch is out: sends, polls, waits as the worker
- * waits (worker_wait: spin, then sleep on the queue and wake_fd), applies the deadline (worker_expire
- * fails the queue pair under an op sent too long ago) and drops a queue pair that failed. It gives
- * the queue pair back as soon as the batch completed, or early when the worker is needed: another
- * caller queued work for it (which wakes this sleep through wake_fd), the queue pair is gone or hung
- * up, or the controller was lost; the ops still pending or in flight then stay on the worker's lists,
- * and the worker, woken, finishes them.
+ * runs the worker's own loop for as long as its batch is out: sends, polls, and waits as the worker
+ * waits (worker_wait: spin, then sleep on the queue and wake_fd; its timeout is the oldest op's
+ * deadline). It gives the queue pair back as soon as the batch completed, or early when the worker
+ * is needed: another caller queued work for it (which wakes this sleep through wake_fd), an op
+ * outlived its deadline, the queue pair failed (its ops then completed with Host Pathing Error) or
+ * hung up, or the controller was lost. What is left stays on the worker's lists and the worker,
+ * woken, does the rest as it would have: fails the queue pair under a late op (worker_expire),
+ * drops and reopens a failed one. The caller itself never closes a queue pair: teardown can block
+ * (an shm Delete SQ on a frozen target waits for the admin timeout) and is the worker's to wait for.
  * @return false when no worker was idle (nothing taken: dispatch as usual); true when the ops were
  * taken (entering dropped), complete or left to the worker, which then wakes the waiter as usual.
  */
@@ -821,24 +826,23 @@ static bool run_inline(struct nkv_engine *e, struct eng_batch *b, struct nkv_op 
 	w->spins = 0;
 	bool queued = false, took_wake = false;
 	for (;;) { /* worker_main's loop, less what only the worker does */
-		unsigned sent = worker_send(w, nkv_client_now_ms());
+		unsigned sent = worker_send(w, nkv_client_now_ms(), false);
 		int got = 0;
-		if (w->qp && w->inflight.head) {
+		if (w->inflight.head && !w->qp->err) {
 			got = nkv_qpair_poll(w->qp, 0);
-			if (got < 0) { /* its ops completed with Host Pathing Error */
+			if (got < 0)
 				NKV_WARN("engine: qid %u failed: %s; reopening", w->qp->qid, strerror(-got));
-				worker_drop_qp(w, got);
-				got = 0;
-			}
 		}
-		worker_expire(w, nkv_client_now_ms(), false);
 		if (!atomic_load(&b->left))
 			break;
 		pthread_mutex_lock(&w->mu);
 		queued = w->inbox.head || w->stop;
 		pthread_mutex_unlock(&w->mu);
-		/* work for the worker, or what only it does (reopening, reconnecting): give the queue back */
-		if (queued || !w->qp || w->hup || atomic_load(&e->down) || (w->pend.head && !w->inflight.head))
+		struct eng_item *old = w->inflight.head;
+		bool late = old && nkv_client_now_ms() - old->t_ms >= e->timeout_ms;
+		/* work for the worker, or what only it does (expiring, reopening, reconnecting): give the
+		 * queue back */
+		if (queued || late || w->qp->err || w->hup || atomic_load(&e->down) || (w->pend.head && !old))
 			break;
 		if (sent || got > 0)
 			w->spins = 0;
@@ -847,7 +851,7 @@ static bool run_inline(struct nkv_engine *e, struct eng_batch *b, struct nkv_op 
 	}
 	/* Work left, or a wake-up meant for the worker taken from wake_fd (new work, a lost controller,
 	 * stop: all seen above): wake it. Under qp_mu: it cannot have stopped and closed wake_fd. */
-	if (took_wake || w->pend.head || w->inflight.head || !w->qp || w->hup)
+	if (took_wake || w->pend.head || w->inflight.head || w->qp->err || w->hup)
 		worker_wake(w);
 	pthread_mutex_unlock(&w->qp_mu);
 	return true;
