@@ -51,13 +51,17 @@
 #include <unistd.h>
 
 #include "client/internal.h"
+#include "common/clock.h"
+#include "common/cpu.h"
 #include "common/log.h"
 
 #define ENG_DEFAULT_QUEUES 4u
 #define ENG_DEFAULT_MAX_OPS 65536u
 #define ENG_SHM_SPINS 2000u          /* empty CQ polls before napping (as shm.c's own poll) */
 #define ENG_SHM_NAP_NS 10000L        /* then 10 us naps, cut short by new work */
-#define ENG_SHM_IRQ_SPINS 200u       /* with CQ interrupts: empty polls before arming and sleeping */
+#define ENG_SHM_SPIN_NS 20000u       /* empty CQ polls for this long before arming the CQ interrupt and
+				      * sleeping (as shm.c's own poll): time, not a count, so that a
+				      * slower loop (the caller's, sanitizers) spins no longer */
 #define ENG_RECONNECT_MIN_MS 50      /* first retry of a lost controller */
 #define ENG_RECONNECT_MAX_MS 1000    /* backoff cap: a target back after a restart is found within ~1 s */
 #define ENG_IDLE_TICK_MS 1000        /* an idle worker still wakes up now and then to check stop */
@@ -114,6 +118,7 @@ struct eng_worker {
 	int64_t reopen_at;         /* no queue pair for want of a free queue (-ENOSPC): next try */
 	int reopen_ms;
 	unsigned spins;
+	uint64_t spin_until;       /* shm: end of the current busy poll (0: none started) */
 	bool hup;                  /* the connection hung up while the worker slept */
 };
 
@@ -497,8 +502,11 @@ static bool worker_wait(struct eng_worker *w, int64_t now)
 	}
 	if (w->qp && w->inflight.head) {
 		if (w->qp->shm) {
-			if (w->spins < ENG_SHM_IRQ_SPINS) {
-				w->spins++;
+			uint64_t t = nkv_now_ns();
+			if (!w->spin_until)
+				w->spin_until = t + ENG_SHM_SPIN_NS;
+			if (t < w->spin_until) {
+				nkv_cpu_relax();
 				return false;
 			}
 			int irq = nkv_shm_qp_arm(w->qp); /* -1: no interrupts; -2: a CQE is there */
@@ -572,7 +580,7 @@ static void *worker_main(void *arg)
 		}
 		worker_expire(w, nkv_client_now_ms(), stop);
 		if (sent || got > 0) {
-			w->spins = 0;
+			w->spins = 0, w->spin_until = 0;
 			continue;
 		}
 		if (!w->qp && !atomic_load(&e->down) && !w->reopen_at && (w->pend.head || !stop))
@@ -823,7 +831,7 @@ static bool run_inline(struct nkv_engine *e, struct eng_batch *b, struct nkv_op 
 		list_push(&w->pend, &b->items[i]);
 	}
 	atomic_fetch_sub(&e->entering, 1); /* on the worker's lists: it will not stop before they complete */
-	w->spins = 0;
+	w->spins = 0, w->spin_until = 0;
 	bool queued = false, took_wake = false;
 	for (;;) { /* worker_main's loop, less what only the worker does */
 		unsigned sent = worker_send(w, nkv_client_now_ms(), false);
@@ -845,7 +853,7 @@ static bool run_inline(struct nkv_engine *e, struct eng_batch *b, struct nkv_op 
 		if (queued || late || w->qp->err || w->hup || atomic_load(&e->down) || (w->pend.head && !old))
 			break;
 		if (sent || got > 0)
-			w->spins = 0;
+			w->spins = 0, w->spin_until = 0;
 		else
 			took_wake |= worker_wait(w, nkv_client_now_ms());
 	}
