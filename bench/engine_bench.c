@@ -448,7 +448,7 @@ int main(int argc, char **argv)
 		case 'q': c.queues = (unsigned)atoi(optarg); break;
 		case 'T': c.qd_ms = (unsigned)atoi(optarg); break;
 		case 'I': c.idle_ms = (unsigned)atoi(optarg); break;
-		case O_SMOKE: c.n = 500, c.reps = 3, c.qd_ms = 150, c.idle_ms = 500; break;
+		case O_SMOKE: c.n = 500, c.reps = 5, c.qd_ms = 100, c.idle_ms = 500; break;
 		case O_MAXSHM: c.max_shm_us = atof(optarg); break;
 		case O_MAXIDLE: c.max_idle_pct = atof(optarg); break;
 		default: usage(); return 64;
