@@ -18,8 +18,9 @@
  * repetitions, with the min-max of the per-repetition differences and ratios.
  *
  *   engine_bench [-d RADOS_NKV] [-t tcp|shm|both] [-n OPS] [-r REPS] [-s SIZE] [-q QUEUES] [-T MS]
- *                [-I MS] [--smoke] [--max-shm-overhead-us US] [--max-idle-cpu-pct PCT]
+ *                [-I MS] [-v] [--smoke] [--max-shm-overhead-us US] [--max-idle-cpu-pct PCT]
  *
+ * Defaults: -n 20000 -r 5 -s 4096 -q 4 -T 1000 -I 2000; -v prints every repetition's figures.
  * -d defaults to the rados-nkv next to this program's build directory (BUILD/bench/engine_bench ->
  * BUILD/rados-nkv). --smoke: few ops and short phases (CTest engine_bench_smoke); the two --max
  * options make the run fail (exit 1) when the shm p50 overhead's median or the idle CPU exceeds them.
@@ -320,6 +321,7 @@ static double qd_engine(struct nkv_engine *e, uint8_t *bufs, uint32_t size, unsi
 struct conf {
 	unsigned n, reps, queues, qd_ms, idle_ms;
 	uint32_t size;
+	bool verbose;
 	double max_shm_us, max_idle_pct;
 };
 
@@ -374,6 +376,10 @@ static int run_tr(const struct conf *c, const char *tr, const char *port, const 
 		}
 		for (int q = 0; q < Q_N; q++)
 			ratio[q][r] = ops[q][r] / ops[Q_QP][r];
+		if (c->verbose)
+			printf("%-5s rep %u: QD 1 p50 qpair %.1f engine %.1f (%+.1f) us; QD 64 ops/s qpair %.0f engine %.0f "
+			       "stream %.0f\n",
+			       tr, r + 1, p50[P_QP][r], p50[P_ENG][r], diff[r], ops[Q_QP][r], ops[Q_RUN][r], ops[Q_STREAM][r]);
 	}
 	free(lat[0]);
 	free(lat[1]);
@@ -424,7 +430,7 @@ out:
 static void usage(void)
 {
 	fprintf(stderr, "usage: engine_bench [-d RADOS_NKV] [-t tcp|shm|both] [-n OPS] [-r REPS] [-s SIZE] [-q QUEUES]\n"
-			"                    [-T MS] [-I MS] [--smoke] [--max-shm-overhead-us US] [--max-idle-cpu-pct PCT]\n");
+			"                    [-T MS] [-I MS] [-v] [--smoke] [--max-shm-overhead-us US] [--max-idle-cpu-pct PCT]\n");
 }
 
 int main(int argc, char **argv)
@@ -438,7 +444,7 @@ int main(int argc, char **argv)
 					   {"max-idle-cpu-pct", required_argument, 0, O_MAXIDLE},
 					   {0, 0, 0, 0}};
 	int o;
-	while ((o = getopt_long(argc, argv, "d:t:n:r:s:q:T:I:", lo, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "d:t:n:r:s:q:T:I:v", lo, NULL)) != -1) {
 		switch (o) {
 		case 'd': daemon = optarg; break;
 		case 't': trs = optarg; break;
@@ -448,6 +454,7 @@ int main(int argc, char **argv)
 		case 'q': c.queues = (unsigned)atoi(optarg); break;
 		case 'T': c.qd_ms = (unsigned)atoi(optarg); break;
 		case 'I': c.idle_ms = (unsigned)atoi(optarg); break;
+		case 'v': c.verbose = true; break;
 		case O_SMOKE: c.n = 500, c.reps = 5, c.qd_ms = 100, c.idle_ms = 500; break;
 		case O_MAXSHM: c.max_shm_us = atof(optarg); break;
 		case O_MAXIDLE: c.max_idle_pct = atof(optarg); break;
