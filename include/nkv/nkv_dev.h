@@ -294,7 +294,7 @@ struct nkv_dev_qp {
 	uint32_t size;               /* entries of both rings: a power of two, 2..65536 */
 	uint32_t shift;              /* log2(size) */
 	uint16_t qid;
-	uint16_t rsvd0;
+	uint16_t flags;              /* NKV_DEV_QP_*: what the controller reports (set by its creator) */
 	/* shared state, atomics only */
 	uint32_t inflight;           /* reserved and not yet collected (<= size - 1) */
 	uint32_t ticket;             /* next ticket */
@@ -307,7 +307,11 @@ struct nkv_dev_qp {
 	uint32_t reaps;              /* CQ head doorbell writes */
 };
 
-/** Set up @qp over rings and doorbells that exist already. @return 0 or NKV_DEV_EINVAL. */
+/* nkv_dev_qp.flags: the controller puts the bytes a Retrieve (Range) moved in CQE DW1 (a rados-nkv
+ * shared-memory controller with NKV_SHM_FEAT_XFER; nkv_devq_create() sets it from the controller). */
+#define NKV_DEV_QP_XFER 0x1u
+
+/** Set up @qp over rings and doorbells that exist already (flags 0). @return 0 or NKV_DEV_EINVAL. */
 static inline NKV_HD int nkv_dev_qp_init(struct nkv_dev_qp *qp, struct nkv_sqe *sq, volatile struct nkv_cqe *cq,
 					 volatile uint32_t *sq_db, volatile uint32_t *cq_db, struct nkv_dev_slot *slots,
 					 uint32_t size, uint16_t qid)
@@ -326,7 +330,7 @@ static inline NKV_HD int nkv_dev_qp_init(struct nkv_dev_qp *qp, struct nkv_sqe *
 	qp->size = size;
 	qp->shift = shift;
 	qp->qid = qid;
-	qp->rsvd0 = 0;
+	qp->flags = 0;
 	qp->inflight = qp->ticket = qp->published = qp->cq_lock = 0;
 	qp->cq_head = 0;
 	qp->cq_phase = 1;
@@ -494,6 +498,23 @@ static inline NKV_HD int nkv_dev_wait(struct nkv_dev_qp *qp, uint32_t t, struct 
 	nkv_atomic_store32(&s->turn, (t + qp->size) >> qp->shift); /* the slot's next ticket may go */
 	nkv_atomic_sub32(&qp->inflight, 1);
 	return NKV_DEV_OK;
+}
+
+/**
+ * Check a Retrieve's (or Retrieve Range's) completion from nkv_dev_wait() against what it must have
+ * moved: for a success, nkv_range_xfer(DW0, @offset, @size) bytes (@offset 0 for Retrieve, @size its
+ * CDW10). Call it before using the buffer: a success whose bytes fall short (the value changed size
+ * between the target's size check and its read, a backend that read less) would otherwise leave the
+ * buffer's old bytes behind a full size. A queue whose controller does not report the bytes moved
+ * (flags without NKV_DEV_QP_XFER) cannot be checked: the status stands.
+ * @return @c->status, or NKV_SC_DATA_TRANSFER_ERROR (04h) for a success that moved the wrong count.
+ */
+static inline NKV_HD uint16_t nkv_dev_retrieve_status(const struct nkv_dev_qp *qp, const struct nkv_dev_cpl *c,
+						      uint64_t offset, uint32_t size)
+{
+	if (c->status || !(qp->flags & NKV_DEV_QP_XFER))
+		return c->status;
+	return c->dw1 == nkv_range_xfer(c->dw0, offset, size) ? 0 : (uint16_t)NKV_SC_DATA_TRANSFER_ERROR;
 }
 
 /** Per-thread submit: reserve one ticket, write the SQE, publish it. @return 0 with *t, or an error. */

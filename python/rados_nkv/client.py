@@ -298,12 +298,17 @@ def _find_subsys(host, dport, opts):
 
 def connect(target, *, subnqn=None, nsid=1, queues=4, depth=128, timeout=30.0, hostnqn=None,
             hdgst=False, ddgst=False, discovery_port=None, dhchap_secret=None, dhchap_ctrl_secret=None,
-            tls_key=None, tls_identity=0):
+            tls_key=None, tls_identity=0, reconnect_min=None, reconnect_max=None, reconnect_wait=None):
     """Connect to a rados-nkv subsystem (or any NVMe KV controller) and start an engine of
     @queues queue pairs of @depth entries.
 
     @target: "HOST[:PORT]" or "[IPv6]:PORT" for NVMe/TCP (port 4420 unless given, or the discovery
-    log's when @subnqn is None), or "shm:/path/to/socket" for the shared-memory transport.
+    log's when @subnqn is None), or "shm:/path/to/socket" for the shared-memory transport; or
+    several paths to one subsystem (the gateways of a group), as a list of such strings or one
+    string separated by commas: libnkv's multipath engine (nkv_engine_connect) then sends I/O to the
+    first usable optimized path and resends what a dying path had in flight on another, so calls
+    see no error unless every path is gone past @timeout (docs/multipath.md); without @subnqn the
+    first path's discovery log also adds every other path it lists for the subsystem.
     @subnqn None over TCP: ask the discovery controller at HOST:PORT (every rados-nkv listener serves
     discovery), at HOST:@discovery_port when given, else at HOST:8009, and take the NVMe subsystem it
     lists (several: NkvError ENOTUNIQ naming them; pass @subnqn), as the nkv CLI does. @nsid: the default namespace of every call. @timeout: seconds for the connect
@@ -313,12 +318,24 @@ def connect(target, *, subnqn=None, nsid=1, queues=4, depth=128, timeout=30.0, h
     ("NVMeTLSkey-1:..." as nvme gen-tls-key prints it, or "@FILE" of a file holding it) for a port
     that requires TLS (rados-nkv --listen-tls): the admin and every I/O queue run over TLS 1.3, and
     without @subnqn the discovery at that port too; NVMe/TCP only. @tls_identity: the PSK identity
-    version, 0 (TP 8011, the Linux default) or 1 (TP 8018). Raises NkvError (errno ECONNREFUSED,
+    version, 0 (TP 8011, the Linux default) or 1 (TP 8018). @reconnect_min / @reconnect_max /
+    @reconnect_wait: seconds; when the connection is lost (the gateway restarted) the engine
+    reconnects the whole controller by itself, first after @reconnect_min (default 0.05), the gap
+    doubling up to @reconnect_max (default 1.0); a call that waits longer than @reconnect_wait
+    (default @timeout; 0: it does not wait) for the connection to come back fails with EAGAIN (it
+    was never sent).
+    Raises NkvError (errno ECONNREFUSED,
     ETIMEDOUT, ENOENT for an unknown subsystem or namespace, EACCES for a host not allowed or a
     refused secret, ENOKEY when authentication is required and no secret given, EKEYREJECTED when the
     controller fails to prove the controller secret or the TLS handshake fails on the key,
     ECONNRESET when the port closes the connection (TLS to a plain port, or none to a TLS one),
     EINVAL/EMSGSIZE/EBADMSG for a key that is no valid PSK, ...)."""
+    if isinstance(target, (list, tuple)) or (isinstance(target, str) and "," in target):
+        return _connect_multi(target, subnqn=subnqn, nsid=nsid, queues=queues, depth=depth, timeout=timeout,
+                              hostnqn=hostnqn, hdgst=hdgst, ddgst=ddgst, discovery_port=discovery_port,
+                              dhchap_secret=dhchap_secret, dhchap_ctrl_secret=dhchap_ctrl_secret,
+                              tls_key=tls_key, tls_identity=tls_identity,
+                              reconnect=_reconnect_ms(reconnect_min, reconnect_max, reconnect_wait))
     kind, where, port = _parse_target(target)
     if subnqn is not None and not isinstance(subnqn, str):
         raise TypeError("subnqn must be a str, not %s" % type(subnqn).__name__)
@@ -328,6 +345,7 @@ def connect(target, *, subnqn=None, nsid=1, queues=4, depth=128, timeout=30.0, h
             raise TypeError("%s must be an int, not %s" % (name, type(v).__name__))
         if not 1 <= v <= hi:
             raise ValueError("%s must be 1..%d, got %d" % (name, hi, v))
+    reconnect = _reconnect_ms(reconnect_min, reconnect_max, reconnect_wait)
     opts, keep = _conn_opts(timeout, hostnqn, hdgst, ddgst, depth, dhchap_secret, dhchap_ctrl_secret,
                             tls_key, tls_identity)
     if kind == "shm" and tls_key is not None:
@@ -355,7 +373,77 @@ def connect(target, *, subnqn=None, nsid=1, queues=4, depth=128, timeout=30.0, h
     del keep
     if rc:
         raise NkvError(rc, "connect to %s%s" % (desc, " (%s)" % subnqn if subnqn else ""))
-    return Client(ctrl, kind, nsid, queues, depth, opts.timeout_ms, desc)
+    return Client(ctrl, kind, nsid, queues, depth, opts.timeout_ms, desc, reconnect)
+
+
+def _reconnect_ms(rmin, rmax, rwait):
+    """The engine's reconnect options in ms from seconds (None: the engine's default, 0 there)."""
+    out = {}
+    for name, v in (("reconnect_min", rmin), ("reconnect_max", rmax), ("reconnect_wait", rwait)):
+        if v is None:
+            continue
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise TypeError("%s must be a number of seconds, not %s" % (name, type(v).__name__))
+        if name == "reconnect_wait" and v == 0:
+            out["reconnect_wait_ms"] = -1  # the engine's "do not wait"; its 0 means "the default"
+            continue
+        if not 0.001 <= v <= 3600:
+            raise ValueError("%s must be 0.001..3600 seconds, got %r" % (name, v))
+        out[name + "_ms"] = int(round(v * 1000))
+    if rmin is not None and rmax is not None and rmax < rmin:  # one alone: the engine raises the cap
+        raise ValueError("reconnect_max (%r) is below reconnect_min (%r)" % (rmax, rmin))
+    return out
+
+
+def _check_sizes(queues, depth):
+    for name, v, hi in (("queues", queues, 1024), ("depth", depth, 65535)):
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise TypeError("%s must be an int, not %s" % (name, type(v).__name__))
+        if not 1 <= v <= hi:
+            raise ValueError("%s must be 1..%d, got %d" % (name, hi, v))
+
+
+def _connect_multi(targets, *, subnqn, nsid, queues, depth, timeout, hostnqn, hdgst, ddgst, discovery_port,
+                   dhchap_secret, dhchap_ctrl_secret, tls_key, tls_identity, reconnect):
+    """connect() with several paths: one multipath engine over all (nkv_engine_connect())."""
+    if isinstance(targets, str):
+        targets = targets.split(",")
+    targets = [t.strip() if isinstance(t, str) else t for t in targets]
+    if not targets:
+        raise ValueError("no target: give one or more \"HOST[:PORT]\" / \"shm:/path\"")
+    if len(targets) > 16:
+        raise ValueError("%d targets: at most 16 paths to one subsystem" % len(targets))
+    paths = []
+    for t in targets:
+        kind, where, port = _parse_target(t)
+        if kind == "shm":
+            if "," in where:
+                raise ValueError("shm socket path %r: a path in a list of targets has no comma" % where)
+            paths.append("shm:" + where)
+        else:
+            host = "[%s]" % where if ":" in where else where
+            paths.append(host if port is None else "%s:%d" % (host, port))
+    if discovery_port is not None:
+        raise ValueError("discovery_port is for one target; with several, give each HOST:PORT (the discovery "
+                         "log is read at the first path's port, or 8009 without one)")
+    if subnqn is not None and not isinstance(subnqn, str):
+        raise TypeError("subnqn must be a str, not %s" % type(subnqn).__name__)
+    nsid = _check_nsid(nsid, 1)
+    _check_sizes(queues, depth)
+    opts, keep = _conn_opts(timeout, hostnqn, hdgst, ddgst, depth, dhchap_secret, dhchap_ctrl_secret,
+                            tls_key, tls_identity)
+    eo = _ffi.EngineOpts(queues=queues, depth=depth, timeout_ms=opts.timeout_ms, **reconnect)
+    eng = ctypes.c_void_p()
+    desc = ",".join(paths)
+    rc = _ffi.nkv_engine_connect(desc.encode(), subnqn.encode() if subnqn else None, ctypes.byref(opts),
+                                 ctypes.byref(eo), ctypes.byref(eng))
+    del keep
+    if rc:
+        raise NkvError(rc, "connect to %s%s" % (desc, " (%s)" % subnqn if subnqn else ""))
+    n = int(_ffi.nkv_engine_paths(eng))
+    ctrl = next((c for c in (_ffi.nkv_engine_ctrl(eng, i) for i in range(n)) if c), None)
+    kind = "shm" if all(p.startswith("shm:") for p in paths) else "tcp"
+    return Client(ctypes.c_void_p(ctrl), kind, nsid, queues, depth, opts.timeout_ms, desc, reconnect, eng=eng)
 
 
 class Engine:
@@ -462,8 +550,10 @@ class Client:
     """A connection to one subsystem with an engine of several queue pairs. Thread-safe: any thread
     may call any method at once. A context manager; close() is idempotent. Made by connect()."""
 
-    def __init__(self, ctrl, transport, nsid, queues, depth, timeout_ms, desc):
+    def __init__(self, ctrl, transport, nsid, queues, depth, timeout_ms, desc, reconnect=None, eng=None):
         self._ctrl = ctrl
+        # a multipath engine (several paths) owns its controllers; buffers are then plain memory
+        self._mp = eng is not None
         self._cv = threading.Condition()
         self._closed = False
         self._active = 0
@@ -480,18 +570,23 @@ class Client:
             idc = _ffi.nkv_ctrl_identify(ctrl)
             self.subnqn = ctypes.string_at(idc + _ffi.ID_CTRLR_SUBNQN, 256).split(b"\0")[0].decode("utf-8", "replace")
             self.max_value, self.read_only = self._ns_info(nsid)
-            eo = _ffi.EngineOpts(queues=queues, depth=depth, timeout_ms=timeout_ms)
-            eng = ctypes.c_void_p()
-            rc = _ffi.nkv_engine_create(ctrl, ctypes.byref(eo), ctypes.byref(eng))
-            if rc:
-                raise NkvError(rc, "engine of %d queue pairs on %s" % (queues, desc))
+            if eng is None:
+                eo = _ffi.EngineOpts(queues=queues, depth=depth, timeout_ms=timeout_ms, **(reconnect or {}))
+                eng = ctypes.c_void_p()
+                rc = _ffi.nkv_engine_create(ctrl, ctypes.byref(eo), ctypes.byref(eng))
+                if rc:
+                    raise NkvError(rc, "engine of %d queue pairs on %s" % (queues, desc))
         except BaseException:
             self._closed = True
             self._ctrl = None
-            _ffi.nkv_disconnect(ctrl)
+            if self._mp:
+                _ffi.nkv_engine_destroy(eng)
+            else:
+                _ffi.nkv_disconnect(ctrl)
             raise
         self._eng = eng
         self.queues = int(_ffi.nkv_engine_queues(eng))
+        self.paths = int(_ffi.nkv_engine_paths(eng))
         self.engine = Engine(self)
 
     # ---- lifetime ------------------------------------------------------------------------------
@@ -536,18 +631,20 @@ class Client:
         if aio is not None:
             aio._complete_all()
         for addr in list(self._registered):
-            _ffi.nkv_buf_unregister(self._ctrl, addr)
+            if not self._mp:
+                _ffi.nkv_buf_unregister(self._ctrl, addr)
         self._registered.clear()
         for addr, (arr, mv) in list(self._allocs.items()):
             try:
                 mv.release()   # later use of the view raises ValueError instead of touching freed memory
             except (BufferError, ValueError):
                 pass           # still exported (numpy/torch views of it): the memory goes regardless
-            _ffi.nkv_buf_free(self._ctrl, addr)
+            if not self._mp:
+                _ffi.nkv_buf_free(self._ctrl, addr)
         self._allocs.clear()
-        if self._ctrl:
+        if self._ctrl and not self._mp:   # a multipath engine disconnected its paths itself
             _ffi.nkv_disconnect(self._ctrl)
-            self._ctrl = None
+        self._ctrl = None
 
     def __enter__(self):
         return self
@@ -1149,6 +1246,11 @@ class Client:
             raise TypeError("nbytes must be an int, not %s" % type(nbytes).__name__)
         if nbytes <= 0:
             raise ValueError("nbytes must be positive, got %d" % nbytes)
+        if self._mp:  # several controllers: plain memory, as over TCP
+            arr = (ctypes.c_char * nbytes)()
+            mv = memoryview(arr).cast("B")
+            self._allocs[ctypes.addressof(arr)] = (arr, mv)
+            return mv
         with self._use():
             p = _ffi.nkv_buf_alloc(self._ctrl, nbytes)
         if not p:
@@ -1170,7 +1272,7 @@ class Client:
         with self._use():
             if addr in self._registered:
                 raise NkvError(E.EEXIST, "register: %#x is already registered" % addr)
-            rc = _ffi.nkv_buf_register(self._ctrl, addr, n)
+            rc = 0 if self._mp else _ffi.nkv_buf_register(self._ctrl, addr, n)
             if rc:
                 raise NkvError(rc, "register of %d bytes at %#x" % (n, addr))
             self._registered[addr] = (obj, keep)
@@ -1182,7 +1284,7 @@ class Client:
         with self._use():
             if addr not in self._registered:
                 raise ValueError("unregister: this buffer is not registered with this client")
-            rc = _ffi.nkv_buf_unregister(self._ctrl, addr)
+            rc = 0 if self._mp else _ffi.nkv_buf_unregister(self._ctrl, addr)
             if rc:
                 raise NkvError(rc, "unregister of %#x" % addr)
             del self._registered[addr]

@@ -113,15 +113,23 @@ class Daemon:
     def _ready(self):
         return _accepts(self.port) and _accepts(self.disc_port) and _sock_accepts(self.sock)
 
-    def kill_restart(self, down_s):
-        """SIGKILL, @down_s seconds away, then the same command line again (ports, socket, namespaces).
-        Returns time.monotonic() once it accepts on every port and its socket."""
+    def kill(self):
+        """SIGKILL, as a crash; restart() brings it back."""
         self.proc.kill()
         self.proc.wait()
         self.log.close()
-        time.sleep(down_s)
+
+    def restart(self):
+        """The same command line again (ports, socket, namespaces). Returns time.monotonic() once it
+        accepts on every port and its socket."""
         self._start(self.args, self._ready)
         return time.monotonic()
+
+    def kill_restart(self, down_s):
+        """kill(), @down_s seconds away, then restart()."""
+        self.kill()
+        time.sleep(down_s)
+        return self.restart()
 
     def _start(self, args, ready):
         """Run @args with its output in self.log_path; wait up to 30 s until ready() holds."""

@@ -92,3 +92,54 @@ def test_kill_restart_under_batch_load(own_daemon, transport):
     assert c.retrieve_many(keys, outs) == [SIZE] * len(keys)
     assert outs == want
     c.close()
+
+
+def test_reconnect_options(own_daemon, transport):
+    """connect()'s reconnect_wait bounds how long a call waits for a lost gateway (EAGAIN, never
+    sent), well before the command timeout; reconnect_max bounds the gap between tries, so the first
+    call after the restart succeeds within about that gap."""
+    with pytest.raises(ValueError):
+        own_daemon.connect(transport, reconnect_min=0)
+    with pytest.raises(ValueError):
+        own_daemon.connect(transport, reconnect_min=0.5, reconnect_max=0.1)
+    with pytest.raises(TypeError):
+        own_daemon.connect(transport, reconnect_wait="1")
+    c = own_daemon.connect(transport, queues=1, timeout=TIMEOUT_S, reconnect_min=0.02, reconnect_max=0.1,
+                           reconnect_wait=0.3)
+    c.store(b"before", b"x" * 64)
+    own_daemon.kill()
+    time.sleep(0.2)  # the engine notices the hang-up while idle
+    t0 = time.monotonic()
+    with pytest.raises(NkvError) as ei:
+        c.store(b"while-down", b"y" * 64)
+    waited = time.monotonic() - t0
+    assert ei.value.errno in RETRYABLE, ei.value
+    assert waited < 1.5, "a call waited %.2f s for a gateway that is down (reconnect_wait 0.3 s)" % waited
+    t_up = own_daemon.restart()
+    while True:
+        try:
+            c.store(b"after", b"z" * 64)
+            break
+        except NkvError as e:
+            assert e.errno in RETRYABLE, e
+            assert time.monotonic() - t_up < RECOVERY_MAX_S, "no success %.1f s after the restart" % RECOVERY_MAX_S
+    recovery = time.monotonic() - t_up
+    print("%s: a call failed after %.0f ms while down (reconnect_wait 300 ms); first success %.0f ms after "
+          "the restart (reconnect_max 100 ms)" % (transport, waited * 1e3, recovery * 1e3))
+    assert recovery < 0.6, "first success %.0f ms after the restart with reconnect_max 0.1 s" % (recovery * 1e3)
+    c.close()
+
+
+def test_reconnect_wait_zero_fails_fast(own_daemon, transport):
+    """reconnect_wait=0: a call made while the gateway is away fails at once with EAGAIN."""
+    c = own_daemon.connect(transport, queues=1, timeout=TIMEOUT_S, reconnect_wait=0)
+    c.store(b"k", b"v")
+    own_daemon.kill()
+    time.sleep(0.2)
+    t0 = time.monotonic()
+    with pytest.raises(NkvError) as ei:
+        c.store(b"k2", b"v")
+    assert ei.value.errno in RETRYABLE, ei.value
+    assert time.monotonic() - t0 < 0.2, "waited %.2f s with reconnect_wait=0" % (time.monotonic() - t0)
+    own_daemon.restart()
+    c.close()

@@ -154,6 +154,8 @@ int nkv_devq_create(struct nkv_ctrl *ctrl, uint32_t entries, struct nkv_devq **o
 		rc = -EINVAL;
 		goto fail;
 	}
+	if (ctrl->shm->xfer_dw1) /* so that kernels can check each Retrieve (nkv_dev_retrieve_status) */
+		q->qp.flags |= NKV_DEV_QP_XFER;
 	/* Whoever rings this queue's doorbells (a GPU kernel) cannot write an eventfd: the controller's
 	 * poller must look at the doorbells by itself from now on, so the doorbell kick goes (for good:
 	 * a kernel may still hold the queue after nkv_devq_destroy). The CQ interrupts no one (IEN 0). */

@@ -134,6 +134,8 @@ __global__ void kv_batch_kernel(struct nkv_dev_qp *qp, const uint64_t *prp, uint
 		st[i] = 0x20000u | (uint32_t)(wrc ? -wrc : 1);
 	else if (opc == NKV_KV_RETRIEVE && c.status == 0 && c.dw0 != len)
 		st[i] = 0x30000u;
+	else if (opc == NKV_KV_RETRIEVE)
+		st[i] = nkv_dev_retrieve_status(qp, &c, 0, len); /* the bytes moved, not only the size */
 	else
 		st[i] = c.status;
 }

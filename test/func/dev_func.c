@@ -354,14 +354,24 @@ static void test_range(void)
 		uint64_t off = i < RANGE_N - 1 ? (uint64_t)i * VLEN + 3 * i + 1 : RANGE_VLEN + 1;
 		uint32_t want = nkv_range_xfer(RANGE_VLEN, off, VLEN), j;
 		const uint8_t *p = a.data + (size_t)i * VLEN;
-		if (nkv_dev_wait(qp, t0 + i, &c, BUDGET) != NKV_DEV_OK || (c.status & 0x7ff) || c.dw0 != RANGE_VLEN)
+		if (nkv_dev_wait(qp, t0 + i, &c, BUDGET) != NKV_DEV_OK || (c.status & 0x7ff) || c.dw0 != RANGE_VLEN ||
+		    nkv_dev_retrieve_status(qp, &c, off, VLEN) != 0)
 			continue;
 		for (j = 0; j < want && p[j] == val_byte(0x5a1ce, (uint32_t)off + j); j++)
 			;
 		good += j == want && (want == VLEN || p[want] == 0xee);
 	}
-	CHECK(good == RANGE_N, "%u of %u ranges in one batch: DW0 = 64 KiB and the bytes of each slice (the last "
-			       "straddling the end, one past it)", good, RANGE_N);
+	CHECK(good == RANGE_N, "%u of %u ranges in one batch: DW0 = 64 KiB, DW1 = the bytes moved, and the bytes of "
+			       "each slice (the last straddling the end, one past it)", good, RANGE_N);
+	/* a success that moved fewer bytes than DW0 implies is a failure for the kernel, never a value */
+	CHECK(qp->flags & NKV_DEV_QP_XFER, "the device queue knows the controller reports the bytes moved");
+	struct nkv_dev_cpl fake = {.dw0 = RANGE_VLEN, .dw1 = VLEN - 1, .status = 0};
+	CHECK(nkv_dev_retrieve_status(qp, &fake, 0, VLEN) == NKV_SC_DATA_TRANSFER_ERROR,
+	      "a Retrieve that moved %u of %u bytes: 04h", VLEN - 1, VLEN);
+	fake.dw1 = 1; /* one byte from offset RANGE_VLEN - 1 */
+	CHECK(nkv_dev_retrieve_status(qp, &fake, RANGE_VLEN - 1, VLEN) == 0, "the last byte of the value: 1 byte moved");
+	fake.status = NKV_SC_KV_KEY_NOT_EXIST;
+	CHECK(nkv_dev_retrieve_status(qp, &fake, 0, VLEN) == NKV_SC_KV_KEY_NOT_EXIST, "a failure's status stands");
 	/* errors on the device queue: an absent key, reserved CDW11 bits */
 	key_of(0xdead5, k2, &klen);
 	nkv_dev_sqe_retrieve_range(&s, NSID, k2, klen, VLEN, 0, a.prp1[0], a.prp2[0]);

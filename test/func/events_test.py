@@ -426,7 +426,7 @@ try:
         sub.drain(1.0)
         sub.msgs = []
         t_c = "kv@%s@llm-%s" % (MEDIUM, tag)
-        H1, H4, H5, H6 = 0xFEDCBA9876543210, 7, (1 << 64) - 1, 0x1122334455667788
+        H1, H4, H5, H6, H8 = 0xFEDCBA9876543210, 7, (1 << 64) - 1, 0x1122334455667788, 0x8000000000000001
         B2 = bytes(range(32))  # a vLLM block hash as bytes: llm-d reads its last 8 bytes
         h2 = int.from_bytes(B2[-8:], "big")
         v = b"v" * 512
@@ -436,10 +436,17 @@ try:
         c.store(b"k4", v, block_hash=H4)        # a small hash: still a uint64 on the wire
         c.store(b"k4", v, block_hash=H5)        # replaced under another hash
         c.store_many([b"k6", b"k7"], [v, v], block_hashes=[H6, None])
+        rc, _, err = d.nkv("store", "k8", "-", "--block-hash", "0x%x" % H8, stdin=v, err=True)
+        check(rc == 0, "nkv store --block-hash: exit 0 (%s)" % err.strip())
+        for bad in ("-1", "0x1" + "0" * 16, "12ab", "", "010"):
+            rc, _, err = d.nkv("store", "k9", "-", "--block-hash", bad, stdin=v, err=True)
+            check(rc == 64 and "bad --block-hash" in err, "nkv store --block-hash %r: usage error" % bad)
+        rc, _, err = d.nkv("retrieve", "k8", "-", "--block-hash", "1", err=True)
+        check(rc == 64 and "--block-hash is for store" in err, "--block-hash on retrieve: usage error")
         check(c.delete(b"k1") is True, "delete k1")
         c.store(b"p1", v, nsid=2, block_hash=H1)  # a plain namespace takes the hash, publishes nothing
         check(c.retrieve(b"p1", nsid=2) == v, "a Store with a block hash on a plain namespace is a plain Store")
-        left = {h2, key_hash(b"k3"), H5, H6, key_hash(b"k7")}
+        left = {h2, key_hash(b"k3"), H5, H6, key_hash(b"k7"), H8}
         deadline = time.time() + 30
         while time.time() < deadline and not left <= set(hashes(sub.msgs, t_c, "BlockRemoved") or []):
             sub.drain(1.0)
@@ -451,8 +458,8 @@ try:
         stored_h = [h for t, h in seq if t == "BlockStored"]
         removed_h = [h for t, h in seq if t == "BlockRemoved"]
         check(stored_h[:5] == [H1, h2, key_hash(b"k3"), H4, H5] and
-              sorted(stored_h[5:]) == sorted([H6, key_hash(b"k7")]),
-              "BlockStored names the hash each Store gave (int, bytes, none, small, replaced): %s" %
+              sorted(stored_h[5:7]) == sorted([H6, key_hash(b"k7")]) and stored_h[7:] == [H8],
+              "BlockStored names the hash each Store gave (int, bytes, none, small, replaced, CLI): %s" %
               ["%x" % h for h in stored_h])
         check(seq[3:6] == [("BlockStored", H4), ("BlockRemoved", H4), ("BlockStored", H5)],
               "a Store that replaces an entry under another hash: BlockRemoved of the old one first")

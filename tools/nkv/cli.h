@@ -29,6 +29,8 @@ struct cli {
 	uint32_t ttl_s;        /* store --ttl: seconds, NKV_TTL_NONE for "none" (Store TTL, F1h) */
 	bool ttl_set;          /* --ttl given (even 0: the namespace's default): send Store TTL */
 	bool pin;              /* store --pin: an explicit (pinned) entry */
+	bool hash_set;         /* store --block-hash given: a Store TTL naming the entry in KV events */
+	uint64_t block_hash;   /* its value (the serving engine's 64-bit block hash) */
 	uint64_t max_size;     /* retrieve --max-size (0: namespace KVVML) */
 	uint64_t offset;       /* retrieve --offset: first byte of the value (Retrieve Range, F2h) */
 	bool offset_set;       /* --offset given (even 0): send Retrieve Range */

@@ -117,7 +117,12 @@ static int identify_ns(struct cli *c)
 		char d[64];
 		snprintf(d, sizeof(d), "namespace %u", c->nsid);
 		free(id);
-		return cli_fail(c, "identify", rc, NULL, rc == -ENOENT ? "no such KV namespace; see nkv list-ns" : d);
+		if (rc == -ENOENT) { /* the errno's text would only repeat it less clearly */
+			cli_json_error(c, "no such KV namespace", rc, 0);
+			fprintf(stderr, "nkv: identify failed: no KV namespace %u (see nkv list-ns)\n", c->nsid);
+			return EXIT_ERR;
+		}
+		return cli_fail(c, "identify", rc, NULL, d);
 	}
 	unsigned fi = id->kvfc & 0xf;
 	const struct nkv_kv_format *f = &id->kvf[fi];
@@ -252,8 +257,14 @@ int cmd_store(struct cli *c)
 		return ex;
 	}
 	struct nkv_cpl cpl = {0};
-	bool ttl = c->ttl_set || c->pin; /* Store TTL (F1h) */
-	if (ttl)
+	bool ttl = c->ttl_set || c->pin || c->hash_set; /* Store TTL (F1h) */
+	if (c->hash_set) { /* no call of nkv.h takes a hash: build the command as the engine does */
+		struct nkv_sqe sqe;
+		nkv_sqe_store_ttl(&sqe, c->nsid, key, klen, (uint32_t)len, c->store_opts, c->ttl_s,
+				  c->pin ? NKV_TTL_PIN : 0);
+		nkv_sqe_set_block_hash(&sqe, c->block_hash);
+		rc = nkv_exec(c->qp, &sqe, val, (uint32_t)len, &cpl);
+	} else if (ttl)
 		rc = nkv_store_ttl(c->qp, c->nsid, key, klen, val, (uint32_t)len, c->store_opts, c->ttl_s, c->pin, &cpl);
 	else
 		rc = nkv_store(c->qp, c->nsid, key, klen, val, (uint32_t)len, c->store_opts, &cpl);
@@ -508,6 +519,7 @@ int cmd_list(struct cli *c)
 	if (!buf)
 		return cli_fail(c, "list", -ENOMEM, NULL, NULL);
 	uint64_t count = 0;
+	bool cut = false;        /* --max stopped it with keys left */
 	bool skip_start = false; /* later pages start at the last key printed, which List includes again */
 	if (c->json)
 		printf("{\"command\":\"list\",\"keys\":[");
@@ -526,6 +538,10 @@ int cmd_list(struct cli *c)
 		while ((rc = nkv_list_next(buf, cpl.xfer, &pos, k, &kl)) == 1) {
 			if (skip_start && key_eq(k, kl, start, slen))
 				continue;
+			if (c->max_keys && count >= c->max_keys) { /* one key past --max: the list was cut */
+				cut = done = true;
+				break;
+			}
 			if (c->json) {
 				char h[33];
 				key_hex(h, k, kl);
@@ -542,10 +558,6 @@ int cmd_list(struct cli *c)
 			slen = kl;
 			fresh++;
 			count++;
-			if (c->max_keys && count >= c->max_keys) {
-				done = true;
-				break;
-			}
 		}
 		if (rc < 0) {
 			free(buf);
@@ -561,8 +573,12 @@ int cmd_list(struct cli *c)
 			break;
 		skip_start = true;
 	}
-	if (c->json)
-		printf("],\"count\":%llu}\n", (unsigned long long)count);
+	if (c->json) {
+		printf("],\"count\":%llu,\"more\":%s}\n", (unsigned long long)count, cut ? "true" : "false");
+	} else if (cut) {
+		fprintf(stderr, "nkv: list: --max %llu reached; more keys follow (the next list starts at the "
+				"last key printed)\n", (unsigned long long)c->max_keys);
+	}
 	free(buf);
 	return EXIT_OK;
 }

@@ -72,7 +72,7 @@ static const char g_usage[] =
 	"  -o, --output FMT      normal (default) or json: one JSON object per command\n"
 	"      --hex             keys are given and printed as hex (binary keys)\n"
 	"      --timeout MS      connect and command timeout (default 30000)\n"
-	"  -v, --verbose         library debug log on stderr\n"
+	"  -v, --verbose         library debug log on stderr (default: its errors only)\n"
 	"  -V, --version         print the version and exit\n"
 	"  -h, --help            this help (also: nkv COMMAND --help)\n"
 	"\n"
@@ -99,6 +99,7 @@ static const struct cmd g_cmds[] = {
 	 "nkv identify [--ns] [--nsid N]\n  Identify Controller, or with --ns the KV namespace (KVKML, KVVML, NUSE...)."},
 	{"store", cmd_store, 1, 2,
 	 "nkv store KEY [FILE|-] [--must-exist | --must-not-exist] [--ttl SECONDS|none] [--pin]\n"
+	 "          [--block-hash HASH]\n"
 	 "  Store FILE (or stdin) under KEY. --must-exist: only replace (exit 2 if absent);\n"
 	 "  --must-not-exist: only create (exit 3 if present).\n"
 	 "  On a namespace with a cache (rados-nkv's Store TTL, vendor opcode F1h): --ttl SECONDS: the\n"
@@ -106,7 +107,9 @@ static const struct cmd g_cmds[] = {
 	 "  --pin: an explicit entry, never evicted until it expires (needs a finite TTL, its own or\n"
 	 "  the namespace's default), counted against the pin quota (\"pin quota exceeded\": exit 1).\n"
 	 "  The TTL printed is the one the target applied (a namespace's max_ttl cuts longer ones).\n"
-	 "  Either on a namespace without a cache fails (exit 1)."},
+	 "  --block-hash HASH (decimal or 0x hex, 64 bits): the serving engine's block hash, which\n"
+	 "  the gateway's KV events name the entry by (a Store TTL; without it, the key's last 8 bytes).\n"
+	 "  Each on a namespace without a cache fails (exit 1), --block-hash excepted (ignored there)."},
 	{"retrieve", cmd_retrieve, 1, 2,
 	 "nkv retrieve KEY [FILE|-] [--max-size N] [--offset N]\n"
 	 "  Write KEY's value to FILE or stdout. Without --max-size the buffer is the namespace's\n"
@@ -162,6 +165,7 @@ enum {
 	OPT_TLS_ID,
 	OPT_TTL,
 	OPT_PIN,
+	OPT_BLOCK_HASH,
 };
 
 /* A leading ':' tells a missing argument (':') from an unknown option ('?'); opterr is 0, the
@@ -201,6 +205,7 @@ static const struct option g_opts[] = {
 	{"tls-identity", required_argument, NULL, OPT_TLS_ID},
 	{"ttl", required_argument, NULL, OPT_TTL},
 	{"pin", no_argument, NULL, OPT_PIN},
+	{"block-hash", required_argument, NULL, OPT_BLOCK_HASH},
 	{NULL, 0, NULL, 0},
 };
 
@@ -575,6 +580,18 @@ static int run(struct cli *c, int argc, char **argv)
 		case OPT_PIN:
 			c->pin = true;
 			break;
+		case OPT_BLOCK_HASH: {
+			/* decimal or 0x hex, all 64 bits (vLLM's hashes are unsigned; llm-d reads a uint64) */
+			char *end;
+			errno = 0;
+			unsigned long long h = strtoull(optarg, &end, 0);
+			if (errno || end == optarg || *end || optarg[0] == '-' || optarg[0] == '+' ||
+			    (optarg[0] == '0' && optarg[1] >= '0' && optarg[1] <= '9'))
+				return cli_usage(c, "bad --block-hash '%s' (a 64-bit number, decimal or 0x hex)", optarg);
+			c->block_hash = h;
+			c->hash_set = true;
+			break;
+		}
 		case ':':
 			return cli_usage(c, "option '%s' needs an argument", argv[optind - 1]);
 		default: /* '?' */
@@ -621,6 +638,8 @@ static int run(struct cli *c, int argc, char **argv)
 		return cli_usage(c, "--tls is for NVMe/TCP, not shared memory");
 	if ((c->ttl_set || c->pin) && k->fn != cmd_store && k->fn != cmd_bench)
 		return cli_usage(c, "%s: --ttl and --pin are for store (and bench)", c->cmd);
+	if (c->hash_set && k->fn != cmd_store)
+		return cli_usage(c, "%s: --block-hash is for store", c->cmd);
 	if (c->store_opts == (NKV_STORE_MUST_EXIST | NKV_STORE_MUST_NOT_EXIST))
 		return cli_usage(c, "%s: --must-exist and --must-not-exist exclude each other", c->cmd);
 	if (c->opts.dhchap_ctrl_secret && !c->opts.dhchap_secret)
@@ -634,6 +653,10 @@ static int run(struct cli *c, int argc, char **argv)
 int main(int argc, char **argv)
 {
 	struct cli c = {.traddr = "127.0.0.1", .nsid = 1};
+	/* One message per failure: nkv explains each error itself, so libnkv's warnings would say it
+	 * twice. -v (or NKV_LOG_LEVEL) brings the library's lines back. */
+	if (!getenv("NKV_LOG_LEVEL"))
+		nkv_log_set_level(NKV_LOG_ERROR);
 	cli_json_begin(&c, argc, argv);
 	int ex = run(&c, argc, argv);
 	if (c.qp)

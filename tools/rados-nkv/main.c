@@ -475,8 +475,9 @@ static void reload(struct nkv_target *tgt, const struct daemon_conf *run, const 
 		fresh.log_level = 2;
 	nkv_log_set_level((enum nkv_log_level)fresh.log_level);
 	reload_exec(tgt, run, &fresh);
-	NKV_INFO("SIGHUP: re-read %s: log level %d and Exec allowlists applied; listeners, subsystems, "
-		 "namespaces, TLS keys and limits need a restart", cfile, fresh.log_level);
+	NKV_INFO("SIGHUP: re-read %s: log level %s and Exec allowlists applied; listeners, subsystems, "
+		 "namespaces, TLS keys and limits need a restart", cfile,
+		 nkv_log_level_name((enum nkv_log_level)fresh.log_level));
 	conf_free(&fresh);
 }
 
@@ -535,6 +536,11 @@ int main(int argc, char **argv)
 
 	if (build(&conf, &tgt, &events) < 0)
 		goto out;
+	/* A gateway of a group gives controller IDs of its own range from its first Connect on. */
+	if (daemon_control_range(&conf, tgt) < 0) {
+		rc = 1;
+		goto out;
+	}
 	if ((rc = nkv_tcp_create(tgt, &conf.tcp, &tcp)) < 0) {
 		NKV_ERR("cannot start the NVMe/TCP transport: %s", strerror(-rc));
 		rc = 1;
