@@ -468,10 +468,9 @@ static void worker_expire(struct eng_worker *w, int64_t now, bool stop)
 /**
  * Block in poll() (ppoll() when @ts) on @p, whose first entry is wake_fd, unless work already waits
  * in the inbox. `sleepers` is raised first and the inbox looked at after it, under mu: a caller that
- * queued work after that look sees the count and writes wake_fd (batch_dispatch). With nothing in
+ * queued work after that look sees the count and writes wake_fd (engine_submit). With nothing in
  * flight the worker lets go of its queue pair meanwhile, so a caller may run a small batch on it
- * (run_inline); the hang-up watch in @p may then refer to a queue pair that caller dropped, which
- * the worker notices by its w->qp once it holds qp_mu again.
+ * (run_inline); such a caller never closes the queue pair, so the fds in @p stay the ones polled.
  */
 static void worker_block(struct eng_worker *w, struct pollfd *p, nfds_t n, int tmo, const struct timespec *ts)
 {
