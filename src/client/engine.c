@@ -65,7 +65,7 @@
 #define ENG_RECONNECT_MIN_MS 50      /* first retry of a lost controller */
 #define ENG_RECONNECT_MAX_MS 1000    /* backoff cap: a target back after a restart is found within ~1 s */
 #define ENG_IDLE_TICK_MS 1000        /* an idle worker still wakes up now and then to check stop */
-#define ENG_INLINE_OPS 4u            /* nkv_engine_run() batches up to this many ops ... */
+#define ENG_INLINE_OPS 64u           /* nkv_engine_run() batches up to this many ops ... */
 #define ENG_INLINE_BYTES (256u << 10) /* ... and bytes (or one op of any size) may run on the caller */
 
 struct eng_batch;
@@ -795,8 +795,9 @@ int nkv_engine_create(struct nkv_ctrl *ctrl, const struct nkv_engine_opts *opts,
 	return 0;
 }
 
-/** May @ops run on the calling thread (run_inline)? One op, or a few small ones: a large batch is
- *  better spread over every queue. */
+/** May @ops run on the calling thread (run_inline)? One op, or up to a queue's worth of small ones
+ *  (64 x 4 KiB Retrieves inline: 0.55x the bare queue pair's ops/s over shm at QD 64, handed to a
+ *  worker: 0.28x); more bytes are better spread over every queue. */
 static bool inline_ok(const struct nkv_op *ops, unsigned n)
 {
 	uint64_t bytes = 0;
