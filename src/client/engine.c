@@ -50,6 +50,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "client/doneq.h"
 #include "client/internal.h"
 #include "common/clock.h"
 #include "common/cpu.h"
@@ -83,12 +84,11 @@ struct eng_item {
 struct eng_batch {
 	atomic_uint left;
 	unsigned n;
-	uint64_t tag;
 	bool run;                  /* nkv_engine_run(): a thread waits on cv; else reap */
 	bool done;                 /* run: set under mu */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	struct eng_batch *next;    /* the engine's completed list (reap) */
+	struct nkv_doneq_node dn;  /* the tag, and the link on the engine's completed list (reap) */
 	struct eng_item items[];
 };
 
@@ -142,10 +142,7 @@ struct nkv_engine {
 	atomic_uint rr;            /* where the next batch starts */
 	atomic_bool closing;
 	atomic_uint entering;      /* submit calls between their closing check and their last push */
-	int done_fd;               /* readable while done_head != NULL */
-	pthread_mutex_t done_mu;
-	pthread_cond_t done_cv;
-	struct eng_batch *done_head, *done_tail;
+	struct nkv_doneq done;     /* completed batches of nkv_engine_submit(), for reap */
 	struct eng_worker w[];
 };
 
@@ -202,6 +199,11 @@ static void batch_free(struct eng_batch *b)
 	free(b);
 }
 
+static void batch_free_dn(struct nkv_doneq_node *n)
+{
+	batch_free((struct eng_batch *)((char *)n - offsetof(struct eng_batch, dn)));
+}
+
 /** The batch's last op completed: wake its waiter, or queue its tag for reap. */
 static void batch_finish(struct nkv_engine *e, struct eng_batch *b)
 {
@@ -213,21 +215,7 @@ static void batch_finish(struct nkv_engine *e, struct eng_batch *b)
 		pthread_mutex_unlock(&b->mu);
 		return;
 	}
-	pthread_mutex_lock(&e->done_mu);
-	b->next = NULL;
-	if (e->done_tail)
-		e->done_tail->next = b;
-	else
-		e->done_head = b;
-	bool was_empty = e->done_tail == NULL;
-	e->done_tail = b;
-	if (was_empty) {
-		uint64_t one = 1;
-		if (write(e->done_fd, &one, sizeof(one)) < 0)
-			NKV_WARN("engine: eventfd write: %s", strerror(errno));
-	}
-	pthread_cond_broadcast(&e->done_cv);
-	pthread_mutex_unlock(&e->done_mu);
+	nkv_doneq_push(&e->done, &b->dn);
 }
 
 /** Complete one op with @rc (and, when it reached the controller, its CQE). */
@@ -707,14 +695,7 @@ void nkv_engine_destroy(struct nkv_engine *e)
 		pthread_mutex_destroy(&w->mu);
 		pthread_mutex_destroy(&w->qp_mu);
 	}
-	for (struct eng_batch *b = e->done_head, *nb; b; b = nb) {
-		nb = b->next;
-		batch_free(b);
-	}
-	if (e->done_fd >= 0)
-		close(e->done_fd);
-	pthread_mutex_destroy(&e->done_mu);
-	pthread_cond_destroy(&e->done_cv);
+	nkv_doneq_fini(&e->done, batch_free_dn);
 	pthread_mutex_destroy(&e->sup_mu);
 	pthread_cond_destroy(&e->sup_cv);
 	free(e);
@@ -742,16 +723,13 @@ int nkv_engine_create(struct nkv_ctrl *ctrl, const struct nkv_engine_opts *opts,
 	e->rc_max_ms = o.reconnect_max_ms ? o.reconnect_max_ms : ENG_RECONNECT_MAX_MS;
 	if (e->rc_max_ms < e->rc_min_ms)
 		e->rc_max_ms = e->rc_min_ms;
-	pthread_mutex_init(&e->done_mu, NULL);
-	pthread_cond_init(&e->done_cv, NULL);
+	int rc = nkv_doneq_init(&e->done);
 	pthread_mutex_init(&e->sup_mu, NULL);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* nkv_abstime_in_ms() */
 	pthread_cond_init(&e->sup_cv, &ca);
 	pthread_condattr_destroy(&ca);
-	e->done_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	int rc = e->done_fd < 0 ? -errno : 0;
 	for (unsigned i = 0; i < nw; i++) {
 		struct eng_worker *w = &e->w[i];
 		w->e = e;
@@ -925,7 +903,7 @@ static int engine_submit(struct nkv_engine *e, struct nkv_op *ops, unsigned n, u
 	}
 	atomic_init(&b->left, n);
 	b->n = n;
-	b->tag = tag;
+	b->dn.tag = tag;
 	b->run = run;
 	pthread_mutex_init(&b->mu, NULL);
 	pthread_cond_init(&b->cv, NULL);
@@ -988,41 +966,12 @@ int nkv_engine_reap(struct nkv_engine *e, uint64_t *tags, unsigned max, int time
 		return -EINVAL;
 	if (e->mp)
 		return nkv_mp_reap(e->mp, tags, max, timeout_ms);
-	pthread_mutex_lock(&e->done_mu);
-	if (!e->done_head && timeout_ms != 0) {
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		int64_t ns = (int64_t)ts.tv_nsec + (int64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000;
-		ts.tv_sec += ns / 1000000000;
-		ts.tv_nsec = ns % 1000000000;
-		while (!e->done_head) {
-			if (timeout_ms < 0)
-				pthread_cond_wait(&e->done_cv, &e->done_mu);
-			else if (pthread_cond_timedwait(&e->done_cv, &e->done_mu, &ts) == ETIMEDOUT)
-				break;
-		}
-	}
-	unsigned got = 0;
-	while (got < max && e->done_head) {
-		struct eng_batch *b = e->done_head;
-		e->done_head = b->next;
-		if (!e->done_head)
-			e->done_tail = NULL;
-		tags[got++] = b->tag;
-		batch_free(b);
-	}
-	if (!e->done_head) {
-		uint64_t v;
-		if (read(e->done_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-			NKV_WARN("engine: eventfd read: %s", strerror(errno));
-	}
-	pthread_mutex_unlock(&e->done_mu);
-	return (int)got;
+	return nkv_doneq_reap(&e->done, tags, max, timeout_ms, batch_free_dn);
 }
 
 int nkv_engine_eventfd(const struct nkv_engine *e)
 {
-	return !e ? -EINVAL : e->mp ? nkv_mp_eventfd(e->mp) : e->done_fd;
+	return !e ? -EINVAL : e->mp ? nkv_mp_eventfd(e->mp) : e->done.fd;
 }
 
 unsigned nkv_engine_queues(const struct nkv_engine *e)
