@@ -87,3 +87,38 @@ int nkv_doneq_reap(struct nkv_doneq *q, uint64_t *tags, unsigned max, int timeou
 	pthread_mutex_unlock(&q->mu);
 	return (int)got;
 }
+
+void nkv_doneq_batch_init(struct nkv_doneq_batch *b, bool run, uint64_t tag)
+{
+	b->run = run;
+	b->done = false;
+	b->dn.tag = tag;
+	pthread_mutex_init(&b->mu, NULL);
+	pthread_cond_init(&b->cv, NULL);
+}
+
+void nkv_doneq_batch_fini(struct nkv_doneq_batch *b)
+{
+	pthread_mutex_destroy(&b->mu);
+	pthread_cond_destroy(&b->cv);
+}
+
+void nkv_doneq_batch_finish(struct nkv_doneq *q, struct nkv_doneq_batch *b)
+{
+	if (!b->run) {
+		nkv_doneq_push(q, &b->dn);
+		return;
+	}
+	pthread_mutex_lock(&b->mu);
+	b->done = true;
+	pthread_cond_signal(&b->cv);
+	pthread_mutex_unlock(&b->mu);
+}
+
+void nkv_doneq_batch_wait(struct nkv_doneq_batch *b)
+{
+	pthread_mutex_lock(&b->mu);
+	while (!b->done)
+		pthread_cond_wait(&b->cv, &b->mu);
+	pthread_mutex_unlock(&b->mu);
+}

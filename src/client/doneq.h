@@ -2,12 +2,14 @@
 /*
  * doneq.h - the completed-batch queue behind nkv_engine_reap() and nkv_engine_eventfd(), shared by
  * the engine (engine.c) and the multipath engine (mpath.c): a FIFO of batch tags behind a mutex, a
- * condition variable for reap's waiters, and an eventfd that is readable while the FIFO holds any.
+ * condition variable for reap's waiters, and an eventfd that is readable while the FIFO holds any;
+ * and how a finished batch reaches whoever waits for it (nkv_doneq_batch).
  */
 #ifndef NKV_CLIENT_DONEQ_H
 #define NKV_CLIENT_DONEQ_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 /** The link a batch embeds to sit on a done queue. */
@@ -41,5 +43,27 @@ void nkv_doneq_push(struct nkv_doneq *q, struct nkv_doneq_node *n);
  * once the queue is empty. @return the number of tags taken.
  */
 int nkv_doneq_reap(struct nkv_doneq *q, uint64_t *tags, unsigned max, int timeout_ms, nkv_doneq_free free_fn);
+
+/** The completion part both engines' batches embed: a thread waiting in nkv_engine_run(), or a tag
+ *  for reap. */
+struct nkv_doneq_batch {
+	bool run;  /* nkv_engine_run(): a thread waits on cv; else the tag goes to a done queue */
+	bool done; /* run: set under mu */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct nkv_doneq_node dn;
+};
+
+/** Set up @b for a run() waiter (@run) or for reap under @tag. */
+void nkv_doneq_batch_init(struct nkv_doneq_batch *b, bool run, uint64_t tag);
+
+/** Destroy @b's locks (the batch itself is its owner's to free). */
+void nkv_doneq_batch_fini(struct nkv_doneq_batch *b);
+
+/** The batch's last op completed: wake its run() waiter, or queue its tag on @q. */
+void nkv_doneq_batch_finish(struct nkv_doneq *q, struct nkv_doneq_batch *b);
+
+/** run(): wait until nkv_doneq_batch_finish() (every op has a deadline, so this ends). */
+void nkv_doneq_batch_wait(struct nkv_doneq_batch *b);
 
 #endif

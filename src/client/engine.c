@@ -84,11 +84,7 @@ struct eng_item {
 struct eng_batch {
 	atomic_uint left;
 	unsigned n;
-	bool run;                  /* nkv_engine_run(): a thread waits on cv; else reap */
-	bool done;                 /* run: set under mu */
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	struct nkv_doneq_node dn;  /* the tag, and the link on the engine's completed list (reap) */
+	struct nkv_doneq_batch d;  /* its run() waiter, or its tag for reap */
 	struct eng_item items[];
 };
 
@@ -194,28 +190,20 @@ static void list_splice(struct eng_list *dst, struct eng_list *src)
 
 static void batch_free(struct eng_batch *b)
 {
-	pthread_mutex_destroy(&b->mu);
-	pthread_cond_destroy(&b->cv);
+	nkv_doneq_batch_fini(&b->d);
 	free(b);
 }
 
 static void batch_free_dn(struct nkv_doneq_node *n)
 {
-	batch_free((struct eng_batch *)((char *)n - offsetof(struct eng_batch, dn)));
+	batch_free((struct eng_batch *)((char *)n - offsetof(struct eng_batch, d.dn)));
 }
 
 /** The batch's last op completed: wake its waiter, or queue its tag for reap. */
 static void batch_finish(struct nkv_engine *e, struct eng_batch *b)
 {
 	atomic_fetch_sub(&e->ops, b->n);
-	if (b->run) {
-		pthread_mutex_lock(&b->mu);
-		b->done = true;
-		pthread_cond_signal(&b->cv);
-		pthread_mutex_unlock(&b->mu);
-		return;
-	}
-	nkv_doneq_push(&e->done, &b->dn);
+	nkv_doneq_batch_finish(&e->done, &b->d);
 }
 
 /** Complete one op with @rc (and, when it reached the controller, its CQE). */
@@ -903,10 +891,7 @@ static int engine_submit(struct nkv_engine *e, struct nkv_op *ops, unsigned n, u
 	}
 	atomic_init(&b->left, n);
 	b->n = n;
-	b->dn.tag = tag;
-	b->run = run;
-	pthread_mutex_init(&b->mu, NULL);
-	pthread_cond_init(&b->cv, NULL);
+	nkv_doneq_batch_init(&b->d, run, tag);
 	if (bout)
 		*bout = b;
 	if (run && inline_ok(ops, n) && run_inline(e, b, ops, n))
@@ -949,10 +934,7 @@ int nkv_engine_run(struct nkv_engine *e, struct nkv_op *ops, unsigned n)
 	int rc = engine_submit(e, ops, n, 0, true, &b);
 	if (rc)
 		return rc;
-	pthread_mutex_lock(&b->mu);
-	while (!b->done)
-		pthread_cond_wait(&b->cv, &b->mu); /* every op has a deadline: this ends */
-	pthread_mutex_unlock(&b->mu);
+	nkv_doneq_batch_wait(&b->d);
 	batch_free(b);
 	int failed = 0;
 	for (unsigned i = 0; i < n; i++)

@@ -65,10 +65,7 @@ struct mp_item {
 struct mp_batch {
 	atomic_uint left;
 	unsigned n;
-	bool run, done;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	struct nkv_doneq_node dn; /* the tag, and the link on the completed list (reap) */
+	struct nkv_doneq_batch d; /* its run() waiter, or its tag for reap */
 	struct mp_item items[];
 };
 
@@ -252,27 +249,19 @@ bool nkv_mp_may_resend(const struct nkv_op *op, const struct nkv_op *s)
 
 static void batch_free(struct mp_batch *b)
 {
-	pthread_mutex_destroy(&b->mu);
-	pthread_cond_destroy(&b->cv);
+	nkv_doneq_batch_fini(&b->d);
 	free(b);
 }
 
 static void batch_free_dn(struct nkv_doneq_node *n)
 {
-	batch_free((struct mp_batch *)((char *)n - offsetof(struct mp_batch, dn)));
+	batch_free((struct mp_batch *)((char *)n - offsetof(struct mp_batch, d.dn)));
 }
 
 static void batch_finish(struct nkv_mp *mp, struct mp_batch *b)
 {
 	atomic_fetch_sub(&mp->ops, b->n);
-	if (b->run) {
-		pthread_mutex_lock(&b->mu);
-		b->done = true;
-		pthread_cond_signal(&b->cv);
-		pthread_mutex_unlock(&b->mu);
-		return;
-	}
-	nkv_doneq_push(&mp->done, &b->dn);
+	nkv_doneq_batch_finish(&mp->done, &b->d);
 }
 
 /** Complete @it with the result in @s (NULL: with its last path error, or -EAGAIN if never sent). */
@@ -594,10 +583,7 @@ static int mp_submit(struct nkv_mp *mp, struct nkv_op *ops, unsigned n, uint64_t
 	}
 	atomic_init(&b->left, n);
 	b->n = n;
-	b->dn.tag = tag;
-	b->run = run;
-	pthread_mutex_init(&b->mu, NULL);
-	pthread_cond_init(&b->cv, NULL);
+	nkv_doneq_batch_init(&b->d, run, tag);
 	if (bout)
 		*bout = b;
 	int64_t now = nkv_client_now_ms();
@@ -629,10 +615,7 @@ int nkv_mp_run(struct nkv_mp *mp, struct nkv_op *ops, unsigned n)
 	int rc = mp_submit(mp, ops, n, 0, true, &b);
 	if (rc)
 		return rc;
-	pthread_mutex_lock(&b->mu);
-	while (!b->done)
-		pthread_cond_wait(&b->cv, &b->mu);
-	pthread_mutex_unlock(&b->mu);
+	nkv_doneq_batch_wait(&b->d);
 	batch_free(b);
 	int failed = 0;
 	for (unsigned i = 0; i < n; i++)
