@@ -201,10 +201,10 @@ static void check_case(const struct cli_case *t)
 
 #define NS1                                                                                                  \
 	"{'nqn':'" NQN "','nsid':1,'rados_namespace':'tenant-a','max_value':'67108864','read_only':false,"   \
-	"'nguid':'0123456789abcdef0123456789abcdef'}"
+	"'nguid':'0123456789abcdef0123456789abcdef','ana_group':1}"
 #define NS2                                                                                                  \
 	"{'nqn':'" NQN "','nsid':2,'rados_namespace':'tenant-b','max_value':'1572864','read_only':true,"     \
-	"'nguid':'fedcba9876543210fedcba9876543210'}"
+	"'nguid':'fedcba9876543210fedcba9876543210','ana_group':2}"
 #define SUB                                                                                                  \
 	"{'nqn':'" NQN "','pool':'kv','max_namespaces':16,'allow_any_host':false,'hosts':['" HOST1 "'],"     \
 	"'namespaces':[" NS1 "," NS2 "],'serial_number':'5e7a1c0ffee','shm_socket':'/run/kv.sock',"    \
@@ -231,10 +231,10 @@ static void check_case(const struct cli_case *t)
 	"'reap_interval_s':0,'reap_rate':0,'lease_ms':0}"
 #define NS_CACHE                                                                                             \
 	"{'nqn':'" NQN "','nsid':3,'rados_namespace':'cache','max_value':'67108864','read_only':false,"      \
-	"'nguid':'00112233445566778899aabbccddeeff','cache':" POLICY_FULL "}"
+	"'nguid':'00112233445566778899aabbccddeeff','cache':" POLICY_FULL ",'ana_group':1}"
 #define NS_CACHE0                                                                                            \
 	"{'nqn':'" NQN "','nsid':4,'rados_namespace':'','max_value':'67108864','read_only':false,"           \
-	"'nguid':'','cache':{'eviction':'lru'}}"
+	"'nguid':'','cache':{'eviction':'lru'},'ana_group':1}"
 #define USAGE3                                                                                               \
 	"{'nqn':'" NQN "','nsid':3,'gateway':'gw-a','policy':" POLICY_FULL ",'used_bytes':'50331648',"         \
 	"'keys':'700','pinned_bytes':'1048576','pinned_keys':'2','evictions':'12','evicted_bytes':'12582912',"  \
@@ -247,7 +247,8 @@ static void check_case(const struct cli_case *t)
 	"'evicting':false,'gateways':1}"
 #define GWINFO                                                                                               \
 	"{'name':'gw-a','version':'0.1.0','group':'g1','epoch':'42','uptime_s':'93784','backend':'rados',"   \
-	"'listeners':[" LST1 "," LST2 "],'connections':[" CONN1 "],'state_store':'rados:kv/rados-nkv.state'}"
+	"'listeners':[" LST1 "," LST2 "],'connections':[" CONN1 "],'state_store':'rados:kv/rados-nkv.state',"      \
+	"'cntlid_min':2041,'cntlid_max':4080}"
 
 #define REPORT1                                                                                              \
 	"{'state_store':'rados:kv/rados_nkv.group.g1','epoch':'5','applied_epoch':'4','malformed':1,"            \
@@ -286,18 +287,24 @@ static const struct cli_case g_cases[] = {
 	{"subsystem get " NQN " extra", 0, "{}", NULL, 64, NULL, NULL, NULL, "wrong number of arguments"},
 	/* namespaces */
 	{"ns add " NQN, 0, NS1, NULL, 0, "AddNamespace",
-	 "{'nqn':'" NQN "','nsid':0,'rados_namespace':'','max_value':'0','read_only':false}",
+	 "{'nqn':'" NQN "','nsid':0,'rados_namespace':'','max_value':'0','read_only':false,'ana_group':0}",
 	 "namespace       1 of " NQN "|rados namespace tenant-a|max value       64 MiB (67108864 bytes)|"
-	 "mode            read-write|nguid           0123456789abcdef0123456789abcdef",
+	 "mode            read-write|nguid           0123456789abcdef0123456789abcdef|ana group       1",
 	 NULL},
 	{"ns add " NQN " --nsid 2 --rados-ns tenant-b --max-value 1536K --read-only", 0, NS2, NULL, 0, "AddNamespace",
-	 "{'nqn':'" NQN "','nsid':2,'rados_namespace':'tenant-b','max_value':'1572864','read_only':true}",
+	 "{'nqn':'" NQN "','nsid':2,'rados_namespace':'tenant-b','max_value':'1572864','read_only':true,'ana_group':0}",
 	 "max value       1.5 MiB (1572864 bytes)|mode            read-only", NULL},
 	{"ns add " NQN " --max-value 16EiB", 0, "{}", NULL, 64, NULL, NULL, NULL, "bad --max-value"},
 	{"ns add " NQN " --max-value 15E", 0, "{}", NULL, 64, NULL, NULL, NULL, "bad --max-value"},
 	{"ns add " NQN " --max-value 64X", 0, "{}", NULL, 64, NULL, NULL, NULL, "bad --max-value '64X'"},
 	{"ns add " NQN " --max-value 16T", 0, NS1, NULL, 0, "AddNamespace",
-	 "{'nqn':'" NQN "','nsid':0,'rados_namespace':'','max_value':'17592186044416','read_only':false}", NULL, NULL},
+	 "{'nqn':'" NQN "','nsid':0,'rados_namespace':'','max_value':'17592186044416','read_only':false,'ana_group':0}",
+	 NULL, NULL},
+	{"ns add " NQN " --ana-group 2", 0, NS2, NULL, 0, "AddNamespace",
+	 "{'nqn':'" NQN "','nsid':0,'rados_namespace':'','max_value':'0','read_only':false,'ana_group':2}",
+	 "ana group       2", NULL},
+	{"ns add " NQN " --ana-group 0", 0, "{}", NULL, 64, NULL, NULL, NULL, "bad --ana-group '0' (1 to 32)"},
+	{"ns add " NQN " --ana-group 33", 0, "{}", NULL, 64, NULL, NULL, NULL, "bad --ana-group '33' (1 to 32)"},
 	{"ns add " NQN " --nsid 4294967295", 0, "{}", NULL, 64, NULL, NULL, NULL, "bad --nsid"},
 	{"ns add " NQN " --pool kv", 0, "{}", NULL, 64, NULL, NULL, NULL, "ns add: --pool does not apply"},
 	{"ns del " NQN " 2", 0, "{}", NULL, 0, "RemoveNamespace", "{'nqn':'" NQN "','nsid':2}",
@@ -330,12 +337,14 @@ static const struct cli_case g_cases[] = {
 	{"ns add " NQN " --nsid 3 --rados-ns cache --cache --capacity 64M --capacity-keys 1000 --pin-quota 1M "
 	 "--default-ttl 60 --max-ttl 3600 --bytes-per-token 128K --eviction fifo --low-watermark 80 --overshoot 5 "
 	 "--touch-interval 500 --reap-interval 2 --reap-rate 100 --lease 3000", 0, NS_CACHE, NULL, 0, "AddNamespace",
-	 "{'nqn':'" NQN "','nsid':3,'rados_namespace':'cache','max_value':'0','read_only':false,'cache':" POLICY_FULL "}",
+	 "{'nqn':'" NQN "','nsid':3,'rados_namespace':'cache','max_value':'0','read_only':false,'cache':" POLICY_FULL
+	 ",'ana_group':0}",
 	 "cache           yes|capacity        64 MiB, 1000 keys|pin quota       1 MiB|default ttl     60 s|"
 	 "max ttl         3600 s|bytes per token 131072|eviction        fifo|low watermark   80%|overshoot       5%|"
 	 "touch interval  500 ms|reap interval   2 s|reap rate       100/s|eviction lease  3000 ms", NULL},
 	{"namespace add " NQN " --cache", 0, NS_CACHE0, NULL, 0, "AddNamespace",
-	 "{'nqn':'" NQN "','nsid':0,'rados_namespace':'','max_value':'0','read_only':false,'cache':" POLICY_ZERO "}",
+	 "{'nqn':'" NQN "','nsid':0,'rados_namespace':'','max_value':'0','read_only':false,'cache':" POLICY_ZERO
+	 ",'ana_group':0}",
 	 "cache           yes|capacity        no byte limit, no key limit|pin quota       no quota|"
 	 "default ttl     never expire|max ttl         no limit|eviction        lru|low watermark   90% (default)|"
 	 "eviction lease  10000 ms (default)", NULL},
@@ -455,9 +464,20 @@ static const struct cli_case g_cases[] = {
 	 "listeners       2|  gw-b     [fd00::2]:4421  yes  no|connections     1|  " NQN "  " HOST1,
 	 NULL},
 	{"-o json gateway info", 0, GWINFO, NULL, 0, "GetGatewayInfo", "{}", "=" GWINFO "\n", NULL},
+	{"gateway info", 0, GWINFO, NULL, 0, "GetGatewayInfo", "{}", "controller IDs  2041-4080", NULL},
+	/* ANA states */
+	{"ana set 2 non-optimized --gateway gw-a", 0, "{'gateway':'gw-a','ana_group':2,'state':'non-optimized'}", NULL,
+	 0, "SetAnaState", "{'gateway':'gw-a','ana_group':2,'state':'non-optimized'}",
+	 "=gateway gw-a: ANA group 2 non-optimized\n", NULL},
+	{"ana set 1 inaccessible", 0, "{'gateway':'gw-b','ana_group':1,'state':'inaccessible'}", NULL, 0, "SetAnaState",
+	 "{'gateway':'','ana_group':1,'state':'inaccessible'}", "gateway gw-b: ANA group 1 inaccessible", NULL},
+	{"ana set 0 optimized", 0, "{}", NULL, 64, NULL, NULL, NULL, "bad ANA group '0' (1 to 32)"},
+	{"ana set 1 drained", 0, "{}", NULL, 64, NULL, NULL, NULL, "bad state 'drained'"},
+	{"ana get", 0, "{'states':[{'gateway':'gw-a','ana_group':1,'state':'optimized'}]}", NULL, 0, "GetAnaState",
+	 "{'gateway':''}", "GATEWAY                  ANA GROUP STATE|gw-a                     1         optimized", NULL},
 	{"--output=json gateway info", 0, "{'name':'gw-a'}", NULL, 0, "GetGatewayInfo", NULL,
 	 "={'name':'gw-a','version':'','group':'','epoch':'0','uptime_s':'0','backend':'','listeners':[],"
-	 "'connections':[],'state_store':''}\n",
+	 "'connections':[],'state_store':'','cntlid_min':0,'cntlid_max':0}\n",
 	 NULL},
 	/* the group's state */
 	{"group check", 0, REPORT1, NULL, 0, "CheckState", "{}",

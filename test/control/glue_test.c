@@ -109,10 +109,10 @@ struct rpc_case {
 
 #define NS1                                                                                                  \
 	"{'nqn':'" NQN "','nsid':1,'rados_namespace':'tenant-a','max_value':'67108864','read_only':false,"   \
-	"'nguid':'0123456789abcdef0123456789abcdef'}"
+	"'nguid':'0123456789abcdef0123456789abcdef','ana_group':1}"
 #define NS2                                                                                                  \
 	"{'nqn':'" NQN "','nsid':2,'rados_namespace':'tenant-b','max_value':'18446744073709551615',"          \
-	"'read_only':true,'nguid':'fedcba9876543210fedcba9876543210'}"
+	"'read_only':true,'nguid':'fedcba9876543210fedcba9876543210','ana_group':2}"
 #define SUB                                                                                                  \
 	"{'nqn':'" NQN "','pool':'kv','max_namespaces':16,'allow_any_host':false,'hosts':['" HOST1 "'],"     \
 	"'namespaces':[" NS1 "," NS2 "],'serial_number':'5e7a1c0ffee','shm_socket':'/run/kv.sock',"    \
@@ -140,7 +140,7 @@ struct rpc_case {
 	"'reap_interval_s':0,'reap_rate':0,'lease_ms':0}"
 #define NS3                                                                                                  \
 	"{'nqn':'" NQN "','nsid':3,'rados_namespace':'cache','max_value':'67108864','read_only':false,"      \
-	"'nguid':'00112233445566778899aabbccddeeff','cache':" POL "}"
+	"'nguid':'00112233445566778899aabbccddeeff','cache':" POL ",'ana_group':1}"
 #define USAGE                                                                                                \
 	"{'nqn':'" NQN "','nsid':3,'gateway':'gw-a','policy':" POL ",'used_bytes':'50331648','keys':'700',"    \
 	"'pinned_bytes':'1048576','pinned_keys':'2','evictions':'12','evicted_bytes':'12582912',"               \
@@ -159,17 +159,21 @@ static const struct rpc_case g_rpcs[] = {
 	{"ListSubsystems", "", "{}", "{'subsystems':[]}"},
 	{"GetSubsystem", "{'nqn':'" NQN "'}", "{'nqn':'" NQN "'}", SUB},
 	{"AddNamespace", "{'nqn':'" NQN "','rados_namespace':'tenant-a','max_value':67108864}",
-	 "{'nqn':'" NQN "','nsid':0,'rados_namespace':'tenant-a','max_value':'67108864','read_only':false}", NS1},
+	 "{'nqn':'" NQN "','nsid':0,'rados_namespace':'tenant-a','max_value':'67108864','read_only':false,'ana_group':0}",
+	 NS1},
 	{"AddNamespace", "{'nqn':'" NQN "','nsid':2,'max_value':'18446744073709551615','read_only':true}",
-	 "{'nqn':'" NQN "','nsid':2,'rados_namespace':'','max_value':'18446744073709551615','read_only':true}", NS2},
+	 "{'nqn':'" NQN "','nsid':2,'rados_namespace':'','max_value':'18446744073709551615','read_only':true,"
+	 "'ana_group':0}", NS2},
 	/* a cache namespace: the policy's presence (even empty) is kept; every field reaches the core */
 	{"AddNamespace", "{'nqn':'" NQN "','nsid':3,'rados_namespace':'cache','cache':{}}",
-	 "{'nqn':'" NQN "','nsid':3,'rados_namespace':'cache','max_value':'0','read_only':false,'cache':" POL0 "}", NS3},
+	 "{'nqn':'" NQN "','nsid':3,'rados_namespace':'cache','max_value':'0','read_only':false,'cache':" POL0
+	 ",'ana_group':0}", NS3},
 	{"AddNamespace",
 	 "{'nqn':'" NQN "','nsid':3,'cache':{'capacity_bytes':67108864,'pin_quota_bytes':'1048576','default_ttl_s':60,"
 	 "'max_ttl_s':3600,'bytes_per_token':131072,'eviction':'fifo','low_watermark_pct':90,'overshoot_pct':10,"
 	 "'touch_interval_ms':10000,'reap_interval_s':10,'reap_rate':2000,'lease_ms':10000}}",
-	 "{'nqn':'" NQN "','nsid':3,'rados_namespace':'','max_value':'0','read_only':false,'cache':" POL "}", NS3},
+	 "{'nqn':'" NQN "','nsid':3,'rados_namespace':'','max_value':'0','read_only':false,'cache':" POL
+	 ",'ana_group':0}", NS3},
 	{"SetCachePolicy", "{'nqn':'" NQN "','nsid':3,'policy':{'capacity_bytes':'67108864'},'fields':['capacity_bytes']}",
 	 "{'nqn':'" NQN "','nsid':3,'policy':{'capacity_bytes':'67108864','capacity_keys':'0','pin_quota_bytes':'0',"
 	 "'default_ttl_s':0,'max_ttl_s':0,'bytes_per_token':'0','eviction':'','low_watermark_pct':0,'overshoot_pct':0,"
@@ -201,10 +205,22 @@ static const struct rpc_case g_rpcs[] = {
 	{"ListListeners", "{}", "{'gateway':''}", "{'listeners':[" LST1 "," LST2 "]}"},
 	{"GetGatewayInfo", "{}", "{}",
 	 "{'name':'gw-a','version':'0.1.0','group':'g1','epoch':'42','uptime_s':'3600','backend':'rados',"
-	 "'listeners':[" LST1 "],'connections':[" CONN1 "],'state_store':'rados:kv/rados-nkv.state'}"},
+	 "'listeners':[" LST1 "],'connections':[" CONN1 "],'state_store':'rados:kv/rados-nkv.state',"
+	 "'cntlid_min':2041,'cntlid_max':4080}"},
 	{"CheckState", "{}", "{}",
 	 "{'state_store':'rados:kv/rados_nkv.group.g1','epoch':'5','applied_epoch':'4','malformed':1,"
 	 "'malformed_entries':[{'key':'s/nqn.bad\\\\x00','reason':'the value is not a JSON object'}]}"},
+	/* a namespace in ANA group 2 on gateway A; "" is the answering gateway */
+	{"AddNamespace", "{'nqn':'" NQN "','nsid':5,'ana_group':2}",
+	 "{'nqn':'" NQN "','nsid':5,'rados_namespace':'','max_value':'0','read_only':false,'ana_group':2}", NS1},
+	{"SetAnaState", "{'gateway':'gw-a','ana_group':2,'state':'non-optimized'}",
+	 "{'gateway':'gw-a','ana_group':2,'state':'non-optimized'}",
+	 "{'gateway':'gw-a','ana_group':2,'state':'non-optimized'}"},
+	{"SetAnaState", "{'ana_group':1,'state':'inaccessible'}", "{'gateway':'','ana_group':1,'state':'inaccessible'}",
+	 "{'gateway':'gw-b','ana_group':1,'state':'inaccessible'}"},
+	{"GetAnaState", "{}", "{'gateway':''}",
+	 "{'states':[{'gateway':'gw-a','ana_group':1,'state':'optimized'},"
+	 "{'gateway':'gw-b','ana_group':1,'state':'inaccessible'}]}"},
 	{"RepairState", "{'keys':['s/nqn.bad\\\\x00']}", "{'keys':['s/nqn.bad\\\\x00'],'all':false}",
 	 "{'state_store':'rados:kv/rados_nkv.group.g1','epoch':'6','applied_epoch':'6','malformed':0,'malformed_entries':[]}"},
 };
@@ -277,7 +293,7 @@ static void test_loose_responses(const struct nkv_ctl_client_conf *cc)
 		 "'serial_number':'','shm_socket':'','loopback_any_host':false}"},
 		{"GetGatewayInfo", "{'epoch':18446744073709551615}",
 		 "{'name':'','version':'','group':'','epoch':'18446744073709551615','uptime_s':'0','backend':'',"
-		 "'listeners':[],'connections':[],'state_store':''}"},
+		 "'listeners':[],'connections':[],'state_store':'','cntlid_min':0,'cntlid_max':0}"},
 		{"DisallowHost", "{}", "{'disconnected':0}"},
 	};
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
