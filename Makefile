@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Wrappers over the CMake presets and the scripts; see README.md.
 JOBS ?= $(shell nproc)
 BACKEND ?= rados

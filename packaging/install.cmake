@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # install.cmake - install rules (included from the top-level CMakeLists.txt): the daemon and the CLI,
 # libnkv (shared with a versioned SONAME, static, public headers, libnkv.pc), the example configuration,
 # the systemd unit rados-nkv@.service and man pages made with help2man where it exists.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs every Debian 12 package the build, the tests and the micro Ceph cluster need.
 # Idempotent: packages already present are skipped, and `apt-get update` runs at most once per call,
 # only when something is missing.

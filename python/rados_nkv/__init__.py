@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """rados_nkv: Python client for rados-nkv (NVMe Key-Value over Ceph RADOS), over libnkv.
 
     import rados_nkv

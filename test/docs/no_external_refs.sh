@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # no_external_refs.sh - the documentation a user needs is in the repository.
 #
 # Usage: no_external_refs.sh [SOURCE_DIR]   (default: the repository this script is in)

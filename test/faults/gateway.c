@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gateway.c - the rados-nkv daemon of a fault scenario as a child process (see faults.h). */
 #include <arpa/inet.h>
 #include <dirent.h>

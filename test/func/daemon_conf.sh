@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # daemon_conf.sh - the daemon is hard to deploy wrongly (issue 17: flag order, secure defaults,
 # signals and the pid file, config errors, the demo's own daemon), mem backend, no cluster.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # install_test.sh - issue 17 finding 5: `cmake --install` of this build into a temporary prefix gives a
 # usable installation: the binaries (--version = the CMake version), the public headers, libnkv.so with
 # its versioned SONAME exporting only the NKV_API functions of nkv.h/nkv_devq.h, a libnkv.a that links

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ctl_cli.h - nkv-ctl, the control-plane client: shared state, the command table, helpers. */
 #ifndef NKV_CTL_CLI_H
 #define NKV_CTL_CLI_H

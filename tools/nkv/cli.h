@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli.h - the nkv command-line client: shared state and helpers. */
 #ifndef NKV_CLI_H
 #define NKV_CLI_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * config.h - rados-nkv daemon configuration: a JSON file (parsed with json-c) and command-line
  * flags, merged into one struct. The format is documented in README.md ("Daemon configuration").

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * control.c - the daemon's side of the control plane: its configuration as the state's seed, the
  * listener hooks, and the gRPC server (README "Control plane").

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* daemon.h - pieces of the rados-nkv daemon shared between its files. */
 #ifndef NKV_DAEMON_H
 #define NKV_DAEMON_H

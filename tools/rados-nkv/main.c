@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rados-nkv - the target daemon: exports RADOS pools as NVMe Key-Value subsystems over NVMe/TCP.
  * Startup fails fast with a message naming the cause (cluster unreachable, pool missing, port in
