@@ -1094,7 +1094,7 @@ int conf_load_file(struct daemon_conf *c, const char *path)
 	static const char *const shm_keys[] = {"pollers", "poll_idle_us", "mqes", "max_io_queues", "max_regions",
 					       "max_reg_mb", "bounce_budget_mb", "bounce_ctrl_mb", "max_cmds",
 					       "max_ctrls", "max_ctrls_per_host", "hello_timeout_ms", "socket_mode",
-					       "socket_group", "notify", NULL};
+					       "socket_group", "notify", "socket_dir", NULL};
 	struct jctx j = {.path = path};
 	json_object *root = load_json(path), *o, *arr;
 	int64_t v;
