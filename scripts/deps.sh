@@ -21,6 +21,7 @@ PKGS=(
   python3-prometheus-client         # metrics_* tests: the Prometheus text parser
   libzmq3-dev libmsgpack-dev        # the daemon's --events (ZMQ PUB, msgpack payloads)
   libsystemd-dev                    # the daemon's readiness notification (sd_notify; the unit's Type=notify)
+  curl                              # the README's metrics example (test readme_blocks)
   python3-zmq python3-msgpack       # events_* tests: the subscriber and the payload decoder
 )
 

@@ -8,15 +8,24 @@
   - each page has the sections an admin looks for, and scdoc turns it into roff without an error
     (where scdoc is installed).
 
-Usage: man_pages.py SOURCE_DIR RADOS_NKV NKV [NKV_CTL]   (exit 0 pass, 1 fail)"""
+With --docs, docs/configuration.md instead: every option of `rados-nkv --help` in a row of its flag
+table, every JSON key in its JSON key tables.
+
+Usage: man_pages.py SOURCE_DIR RADOS_NKV NKV [NKV_CTL]   (exit 0 pass, 1 fail)
+       man_pages.py --docs SOURCE_DIR RADOS_NKV"""
 import os
 import re
 import shutil
 import subprocess
 import sys
 
-SRC, DAEMON, NKV = sys.argv[1:4]
-CTL = sys.argv[4] if len(sys.argv) > 4 else None
+DOCS = sys.argv[1] == "--docs"
+if DOCS:
+    SRC, DAEMON = sys.argv[2:4]
+    NKV = CTL = None
+else:
+    SRC, DAEMON, NKV = sys.argv[1:4]
+    CTL = sys.argv[4] if len(sys.argv) > 4 else None
 fails = 0
 passes = 0
 
@@ -99,14 +108,8 @@ def commands_in(text, multiword):
     return cmds
 
 
-BASE = ["NAME", "SYNOPSIS", "DESCRIPTION", "EXIT STATUS", "ENVIRONMENT", "FILES", "EXAMPLES", "SEE ALSO"]
-
-# --- rados-nkv(8) -------------------------------------------------------------------------------
-page = page_text("rados-nkv.8")
-if page:
-    check_sections("rados-nkv.8", page, BASE + ["OPTIONS", "CONFIGURATION", "SIGNALS"])
-    check_options("rados-nkv.8", page, DAEMON, help_of([DAEMON]), "rados-nkv")
-    # the JSON keys: every list of known keys in the parser
+def config_keys():
+    """Every key the daemon's JSON parser knows: the NULL-terminated key lists of config.c."""
     with open(os.path.join(SRC, "tools", "rados-nkv", "config.c")) as f:
         conf = f.read()
     keys = set()
@@ -114,6 +117,34 @@ if page:
         if "NULL" in body:  # the key lists end in NULL; other tables (level names) do not
             keys |= set(re.findall(r'"([a-z0-9_]+)"', body))
     check(len(keys) > 50, "config.c's key lists found (%d keys)" % len(keys))
+    return keys
+
+
+if DOCS:
+    path = os.path.join(SRC, "docs", "configuration.md")
+    check(os.path.isfile(path), "%s exists" % path)
+    text = open(path).read() if os.path.isfile(path) else ""
+    flags = text.split("\n## Flags", 1)[-1].split("\n## ", 1)[0]
+    rows = "\n".join(l for l in flags.split("\n") if l.startswith("|"))
+    for opt in sorted(options_in(help_of([DAEMON]))):
+        check(re.search(r"(?<![A-Za-z0-9-])" + re.escape(opt) + r"(?![A-Za-z0-9-])", rows) is not None,
+              "configuration.md: %s (rados-nkv --help) has no row in the flag table" % opt)
+    jsect = text.split("\n## JSON keys", 1)[-1] if "\n## JSON keys" in text else ""
+    jrows = "\n".join(l for l in jsect.split("\n") if l.startswith("|"))
+    for k in sorted(config_keys()):
+        check(re.search(r"(?<![a-z0-9_])" + re.escape(k) + r"(?![a-z0-9_])", jrows) is not None,
+              "configuration.md: JSON key %s (tools/rados-nkv/config.c) has no row in the key tables" % k)
+    print("docs_configuration: %d passed, %d failed" % (passes, fails))
+    sys.exit(1 if fails else 0)
+
+BASE = ["NAME", "SYNOPSIS", "DESCRIPTION", "EXIT STATUS", "ENVIRONMENT", "FILES", "EXAMPLES", "SEE ALSO"]
+
+# --- rados-nkv(8) -------------------------------------------------------------------------------
+page = page_text("rados-nkv.8")
+if page:
+    check_sections("rados-nkv.8", page, BASE + ["OPTIONS", "CONFIGURATION", "SIGNALS"])
+    check_options("rados-nkv.8", page, DAEMON, help_of([DAEMON]), "rados-nkv")
+    keys = config_keys()
     for k in sorted(keys):
         check(re.search(r"\*" + re.escape(k) + r"\*", page) is not None,
               "rados-nkv.8: JSON key %s (tools/rados-nkv/config.c) is not in CONFIGURATION" % k)

@@ -10,7 +10,7 @@
 
 #include "nkv/nkv.h"
 
-/* Exit codes (documented in `nkv --help` and README "## nkv CLI") */
+/* Exit codes (documented in `nkv --help` and docs/cli.md) */
 #define EXIT_OK 0
 #define EXIT_ERR 1
 #define EXIT_NOKEY 2  /* key not found */

@@ -98,7 +98,7 @@ static void usage(FILE *f)
 		"      --grace-ms MS         on SIGINT/SIGTERM, time given to commands in flight (default 10000)\n"
 		"      --sched batch|normal  scheduling policy of every daemon thread: batch (SCHED_BATCH, the\n"
 		"                            default) never preempts a running thread when it wakes; normal\n"
-		"                            (SCHED_OTHER) does (README \"Scheduling\")\n"
+		"                            (SCHED_OTHER) does (docs/design.md 2.2.1)\n"
 		"      --log-level LEVEL     error|warn|info|debug (default info)\n"
 		"      --log-syslog          log to syslog (journald) instead of stderr\n"
 		"      --pid-file PATH       lock this file for the daemon's life (refused if a live daemon\n"
@@ -1750,7 +1750,7 @@ int conf_finish(struct daemon_conf *c)
 	if (!c->shm_mode)
 		c->shm_mode = 0660;
 	/* The control plane's default: a Unix socket in the runtime directory (only the daemon's user,
-	 * root and --control-group may call it; README "Who may call the control plane"). */
+	 * root and --control-group may call it; docs/control-plane.md "Who may call the control plane"). */
 	if (!*c->run_dir && nkv_run_dir_default(c->run_dir, sizeof(c->run_dir)) < 0) {
 		fprintf(stderr, "rados-nkv: the default runtime directory is too long ($XDG_RUNTIME_DIR): give --run-dir\n");
 		return -1;

@@ -517,8 +517,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (strcmp(conf.backend_name, "rados") == 0 && (!*conf.client_id || strcmp(conf.client_id, "admin") == 0))
-		NKV_WARN("running as client.admin: a cephx user limited to the exported pools is safer (README: "
-			 "\"A dedicated cephx user\")");
+		NKV_WARN("running as client.admin: a cephx user limited to the exported pools is safer (docs/security.md, "
+			 "\"Secure defaults\")");
 	/*
 	 * Before any thread starts, so that every one (reactors, pollers, librados' own) inherits it:
 	 * SCHED_BATCH keeps a thread's share of the CPU but stops it preempting a running thread when it
