@@ -486,12 +486,21 @@ enum nkv_op_type {
 	NKV_OP_DELETE = 3,
 	NKV_OP_EXIST = 4,
 	NKV_OP_LIST = 5,     /* keys >= @key (klen 0: from the start) into @buf, as nkv_list() */
+	NKV_OP_EXEC = 6,     /* vendor Exec, as nkv_vendor_exec(): @opts the opcode (80h-EFh); @buf/@len
+			      * the input (direction 01b) or output (10b) buffer; @offset the 0 to 8
+			      * inline input bytes (its memory image; directions 00b and 10b), @ttl_s how
+			      * many; value_size gets DW0 (the full output length). NKV_OP_IDEMPOTENT
+			      * lets a multipath engine send it again (below) */
 };
 
 #define NKV_OP_PIN 0x1u /* nkv_op.flags: a pinned (explicit) Store TTL */
 /* nkv_op.flags: STORE: @offset is the serving engine's block hash of the value (a Store TTL with
  * NKV_TTL_HASH, so a cache namespace only): the gateway names the entry by it in its KV events. */
 #define NKV_OP_HASH 0x2u
+/* nkv_op.flags: EXEC: the method may run twice with the same effect as once (a read, a set to a
+ * value), so a multipath engine may send it again on another path when the first one was lost
+ * (docs/exec.md "Retries"). Without it, an Exec that may have run is failed, never sent again. */
+#define NKV_OP_IDEMPOTENT 0x4u
 
 /** One command of a batch. The caller owns it (and @buf) until its batch completes. */
 struct nkv_op {
@@ -499,18 +508,20 @@ struct nkv_op {
 	uint8_t type;        /* enum nkv_op_type */
 	uint8_t klen;        /* 1..16 (LIST: 0..16) */
 	uint8_t opts;        /* STORE: NKV_STORE_* options */
-	uint8_t flags;       /* STORE: NKV_OP_PIN, NKV_OP_HASH */
+	uint8_t flags;       /* STORE: NKV_OP_PIN, NKV_OP_HASH; EXEC: NKV_OP_IDEMPOTENT */
 	uint32_t nsid;
 	uint8_t key[16];
 	void *buf;
 	uint32_t len;
-	uint32_t ttl_s;      /* STORE: time to live (NKV_TTL_*); with NKV_OP_PIN or nonzero, a Store TTL */
-	uint64_t offset;     /* RETRIEVE: byte offset into the value; STORE with NKV_OP_HASH: the block hash */
+	uint32_t ttl_s;      /* STORE: time to live (NKV_TTL_*); with NKV_OP_PIN or nonzero, a Store TTL;
+			      * EXEC: inline input bytes in @offset (0..8) */
+	uint64_t offset;     /* RETRIEVE: byte offset into the value; STORE with NKV_OP_HASH: the block hash;
+			      * EXEC: the inline input bytes */
 	uint64_t user;       /* the caller's; untouched */
 	/* out, valid once the batch completed */
 	int32_t rc;          /* 0 or -errno as nkv_cpl_errno(): -ENOENT for a missing key, ... */
 	uint16_t status;     /* NVMe status (SCT << 8 | SC), NKV_STATUS_HOST_PATH for a lost queue */
-	uint16_t rsvd2;
+	uint16_t retries;    /* a multipath engine: times the op was sent again after a path failed */
 	uint32_t value_size; /* RETRIEVE: the full value size (CQE DW0); Store TTL: the TTL applied (DW0) */
 	uint32_t xfer;       /* RETRIEVE, LIST: bytes moved into @buf */
 };
@@ -564,6 +575,77 @@ NKV_API int nkv_engine_reap(struct nkv_engine *e, uint64_t *tags, unsigned max, 
 NKV_API int nkv_engine_eventfd(const struct nkv_engine *e);
 /** Queue pairs the engine drives (opts.queues, clamped to what the controller granted). */
 NKV_API unsigned nkv_engine_queues(const struct nkv_engine *e);
+
+/*
+ * ---- multipath: one engine over several paths to one subsystem --------------------------------
+ * A subsystem served by several gateways (a gateway group: the same subsystem NQN and namespaces
+ * on every gateway) is reached through several paths, one controller each. nkv_engine_connect()
+ * connects them all and returns one engine that takes the same batches as any other
+ * (nkv_engine_submit/run/reap/eventfd), and:
+ * - sends I/O to the first path, in the order given, whose controller is up and whose namespace is
+ *   ANA Optimized (a controller without ANA reporting, CMIC bit 3 clear, counts as Optimized); Non-
+ *   Optimized paths only when no Optimized one is up; never to an Inaccessible, Persistent Loss or
+ *   Change one. The ANA log page (0Ch) of each path is read at connect and every second after;
+ * - keeps every path connected: each has an engine of its own that reconnects a lost controller with
+ *   backoff (reconnect_min_ms .. reconnect_max_ms); a path not reachable at connect is connected in
+ *   the background with the same backoff;
+ * - on a path error (Host Pathing Error, -ENOTCONN: the connection went with the op in flight;
+ *   -ETIMEDOUT on that path; -EAGAIN with status 0: never sent; an ANA status, SCT 3h SC 01h-03h)
+ *   stops using that path for a while (reconnect_min_ms, doubling to reconnect_max_ms while it keeps
+ *   failing) and sends the op again on another path, if its kind allows and its deadline
+ *   (timeout_ms from its submission) has not passed. nkv_op.retries counts those resends. An op
+ *   that finds no usable path waits for one until its deadline, then completes with its last path
+ *   error (-ENOTCONN: it may have run; -EAGAIN: it never reached a controller); with
+ *   reconnect_wait_ms < 0 it does not wait. The application sees no error unless every path stays
+ *   gone past the deadline. Over the last try's own path, an op keeps that path's deadline, so an
+ *   op completes within twice timeout_ms at worst.
+ * - What is sent again (docs/multipath.md "Retries"): Store, Store TTL, Retrieve, Exist, List and
+ *   Delete, which a second run leaves as one run would (a Store writes the whole value under its key):
+ *   the op reports the answer of its last run. So a Delete whose first run was lost after it
+ *   removed the key reports -ENOENT with retries > 0, and a Store with NKV_STORE_MUST_NOT_EXIST
+ *   -EEXIST: the key is gone, or present, either way. An Exec is sent again only with
+ *   NKV_OP_IDEMPOTENT, or when it surely did not run (never sent; an ANA status, which the
+ *   controller returns without running it); otherwise it completes with -ENOTCONN, status
+ *   NKV_STATUS_HOST_PATH (DNR clear: the caller decides).
+ * Buffers from nkv_buf_alloc()/nkv_buf_register() belong to one controller (nkv_engine_ctrl(e, 0));
+ * over TCP that changes nothing, over shm the other paths copy through their bounce areas.
+ */
+
+/**
+ * Connect to every path of @paths and start a multipath engine over them (see above).
+ * @paths: one path, or several separated by commas, each as the nkv CLI and Python's connect() take
+ * a target: "HOST:PORT", "[IPv6]:PORT", "HOST" (port 4420, or the discovery log's), or
+ * "shm:/path/to/socket" (a socket path without commas); at most NKV_ENGINE_PATHS_MAX.
+ * @subnqn: the subsystem; NULL: read the discovery log at the first path that answers (its PORT, or
+ * NKV_DISCOVERY_PORT without one), take the one subsystem it lists (nkv_discover_subsys()), and add
+ * every other NVMe/TCP entry it lists for that subsystem as a path (so one gateway's discovery log
+ * names the whole group; wildcard addresses such as 0.0.0.0 are skipped, the path given covers them).
+ * @copts, @eopts: as nkv_connect() and nkv_engine_create(), for every path (each path's engine has
+ * eopts->queues queue pairs). Either may be NULL.
+ * @return 0 when at least one path connected (the others are connected in the background);
+ * -EINVAL (an empty or malformed list, a bad port, more than NKV_ENGINE_PATHS_MAX paths, a negative
+ * backoff), nkv_discover_subsys()'s errors, or the first path's nkv_connect() error when none
+ * connected. nkv_engine_destroy() disconnects every path.
+ */
+NKV_API int nkv_engine_connect(const char *paths, const char *subnqn, const struct nkv_conn_opts *copts,
+			       const struct nkv_engine_opts *eopts, struct nkv_engine **out);
+#define NKV_ENGINE_PATHS_MAX 16
+
+/** Paths of a multipath engine (nkv_engine_connect()); 1 for an engine of nkv_engine_create(). */
+NKV_API unsigned nkv_engine_paths(const struct nkv_engine *e);
+
+/**
+ * The controller of path @i of a multipath engine (for admin calls, nkv_ns_identify(),
+ * nkv_buf_alloc()), or NULL: @i out of range, or the path has not connected yet. Index 0 of an
+ * engine of nkv_engine_create() is its controller. The engine owns it: do not disconnect it.
+ */
+NKV_API struct nkv_ctrl *nkv_engine_ctrl(const struct nkv_engine *e, unsigned i);
+
+/**
+ * The path the engine sends new I/O for @nsid to now (the index into @paths), or -ENOTCONN when
+ * no path is usable. For monitoring and tests. @return the index, -ENOTCONN, or -EINVAL.
+ */
+NKV_API int nkv_engine_path_active(const struct nkv_engine *e, uint32_t nsid);
 
 /*
  * ---- long names: keys longer than 16 bytes ------------------------------------------------------

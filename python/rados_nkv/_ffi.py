@@ -69,7 +69,7 @@ class Op(ctypes.Structure):
         ("user", ctypes.c_uint64),
         ("rc", ctypes.c_int32),
         ("status", ctypes.c_uint16),
-        ("rsvd2", ctypes.c_uint16),
+        ("retries", ctypes.c_uint16),   # a multipath engine: times the op was resent on another path
         ("value_size", ctypes.c_uint32),
         ("xfer", ctypes.c_uint32),
     ]
@@ -237,7 +237,10 @@ def _load():
             tried.append("%s (%s): %s" % (path, why, e))
             if why == "$NKV_LIBRARY":
                 break
-    raise ImportError("rados_nkv: libnkv not found; tried:\n  " + "\n  ".join(tried))
+    hint = ("NKV_LIBRARY names a library that does not load" if os.environ.get("NKV_LIBRARY") else
+            "set NKV_LIBRARY=/path/to/libnkv.so.0.1 (e.g. build/release/libnkv.so.0.1 or "
+            "PREFIX/lib/libnkv.so.0.1), or install libnkv where the loader finds it")
+    raise ImportError("rados_nkv: libnkv not found: %s; tried:\n  %s" % (hint, "\n  ".join(tried)))
 
 
 lib, library_path = _load()
@@ -287,6 +290,11 @@ nkv_engine_reap = _proto("nkv_engine_reap", ctypes.c_int, _vp, ctypes.POINTER(ct
                          ctypes.c_int)
 nkv_engine_eventfd = _proto("nkv_engine_eventfd", ctypes.c_int, _vp)
 nkv_engine_queues = _proto("nkv_engine_queues", ctypes.c_uint, _vp)
+nkv_engine_connect = _proto("nkv_engine_connect", ctypes.c_int, _cp, _cp, ctypes.POINTER(ConnOpts),
+                            ctypes.POINTER(EngineOpts), ctypes.POINTER(_vp))
+nkv_engine_paths = _proto("nkv_engine_paths", ctypes.c_uint, _vp)
+nkv_engine_ctrl = _proto("nkv_engine_ctrl", _vp, _vp, ctypes.c_uint)
+nkv_engine_path_active = _proto("nkv_engine_path_active", ctypes.c_int, _vp, _u32)
 nkv_lname_key = _proto("nkv_lname_key", ctypes.c_int, _vp, _sz, _vp)
 nkv_lname_hdr_size = _proto("nkv_lname_hdr_size", _u32, _sz)
 nkv_lname_hdr_pack = _proto("nkv_lname_hdr_pack", ctypes.c_int, _vp, _sz, ctypes.c_uint64, _vp, _sz)

@@ -304,7 +304,12 @@ def connect(target, *, subnqn=None, nsid=1, queues=4, depth=128, timeout=30.0, h
     @queues queue pairs of @depth entries.
 
     @target: "HOST[:PORT]" or "[IPv6]:PORT" for NVMe/TCP (port 4420 unless given, or the discovery
-    log's when @subnqn is None), or "shm:/path/to/socket" for the shared-memory transport.
+    log's when @subnqn is None), or "shm:/path/to/socket" for the shared-memory transport; or
+    several paths to one subsystem (the gateways of a group), as a list of such strings or one
+    string separated by commas: libnkv's multipath engine (nkv_engine_connect) then sends I/O to the
+    first usable optimized path and resends what a dying path had in flight on another, so calls
+    see no error unless every path is gone past @timeout (docs/multipath.md); without @subnqn the
+    first path's discovery log also adds every other path it lists for the subsystem.
     @subnqn None over TCP: ask the discovery controller at HOST:PORT (every rados-nkv listener serves
     discovery), at HOST:@discovery_port when given, else at HOST:8009, and take the NVMe subsystem it
     lists (several: NkvError ENOTUNIQ naming them; pass @subnqn), as the nkv CLI does. @nsid: the default namespace of every call. @timeout: seconds for the connect
@@ -326,6 +331,12 @@ def connect(target, *, subnqn=None, nsid=1, queues=4, depth=128, timeout=30.0, h
     controller fails to prove the controller secret or the TLS handshake fails on the key,
     ECONNRESET when the port closes the connection (TLS to a plain port, or none to a TLS one),
     EINVAL/EMSGSIZE/EBADMSG for a key that is no valid PSK, ...)."""
+    if isinstance(target, (list, tuple)) or (isinstance(target, str) and "," in target):
+        return _connect_multi(target, subnqn=subnqn, nsid=nsid, queues=queues, depth=depth, timeout=timeout,
+                              hostnqn=hostnqn, hdgst=hdgst, ddgst=ddgst, discovery_port=discovery_port,
+                              dhchap_secret=dhchap_secret, dhchap_ctrl_secret=dhchap_ctrl_secret,
+                              tls_key=tls_key, tls_identity=tls_identity,
+                              reconnect=_reconnect_ms(reconnect_min, reconnect_max, reconnect_wait))
     kind, where, port = _parse_target(target)
     if subnqn is not None and not isinstance(subnqn, str):
         raise TypeError("subnqn must be a str, not %s" % type(subnqn).__name__)
@@ -383,6 +394,57 @@ def _reconnect_ms(rmin, rmax, rwait):
     if rmin is not None and rmax is not None and rmax < rmin:  # one alone: the engine raises the cap
         raise ValueError("reconnect_max (%r) is below reconnect_min (%r)" % (rmax, rmin))
     return out
+
+
+def _check_sizes(queues, depth):
+    for name, v, hi in (("queues", queues, 1024), ("depth", depth, 65535)):
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise TypeError("%s must be an int, not %s" % (name, type(v).__name__))
+        if not 1 <= v <= hi:
+            raise ValueError("%s must be 1..%d, got %d" % (name, hi, v))
+
+
+def _connect_multi(targets, *, subnqn, nsid, queues, depth, timeout, hostnqn, hdgst, ddgst, discovery_port,
+                   dhchap_secret, dhchap_ctrl_secret, tls_key, tls_identity, reconnect):
+    """connect() with several paths: one multipath engine over all (nkv_engine_connect())."""
+    if isinstance(targets, str):
+        targets = targets.split(",")
+    targets = [t.strip() if isinstance(t, str) else t for t in targets]
+    if not targets:
+        raise ValueError("no target: give one or more \"HOST[:PORT]\" / \"shm:/path\"")
+    if len(targets) > 16:
+        raise ValueError("%d targets: at most 16 paths to one subsystem" % len(targets))
+    paths = []
+    for t in targets:
+        kind, where, port = _parse_target(t)
+        if kind == "shm":
+            if "," in where:
+                raise ValueError("shm socket path %r: a path in a list of targets has no comma" % where)
+            paths.append("shm:" + where)
+        else:
+            host = "[%s]" % where if ":" in where else where
+            paths.append(host if port is None else "%s:%d" % (host, port))
+    if discovery_port is not None:
+        raise ValueError("discovery_port is for one target; with several, give each HOST:PORT (the discovery "
+                         "log is read at the first path's port, or 8009 without one)")
+    if subnqn is not None and not isinstance(subnqn, str):
+        raise TypeError("subnqn must be a str, not %s" % type(subnqn).__name__)
+    nsid = _check_nsid(nsid, 1)
+    _check_sizes(queues, depth)
+    opts, keep = _conn_opts(timeout, hostnqn, hdgst, ddgst, depth, dhchap_secret, dhchap_ctrl_secret,
+                            tls_key, tls_identity)
+    eo = _ffi.EngineOpts(queues=queues, depth=depth, timeout_ms=opts.timeout_ms, **reconnect)
+    eng = ctypes.c_void_p()
+    desc = ",".join(paths)
+    rc = _ffi.nkv_engine_connect(desc.encode(), subnqn.encode() if subnqn else None, ctypes.byref(opts),
+                                 ctypes.byref(eo), ctypes.byref(eng))
+    del keep
+    if rc:
+        raise NkvError(rc, "connect to %s%s" % (desc, " (%s)" % subnqn if subnqn else ""))
+    n = int(_ffi.nkv_engine_paths(eng))
+    ctrl = next((c for c in (_ffi.nkv_engine_ctrl(eng, i) for i in range(n)) if c), None)
+    kind = "shm" if all(p.startswith("shm:") for p in paths) else "tcp"
+    return Client(ctypes.c_void_p(ctrl), kind, nsid, queues, depth, opts.timeout_ms, desc, reconnect, eng=eng)
 
 
 class Engine:
@@ -489,8 +551,10 @@ class Client:
     """A connection to one subsystem with an engine of several queue pairs. Thread-safe: any thread
     may call any method at once. A context manager; close() is idempotent. Made by connect()."""
 
-    def __init__(self, ctrl, transport, nsid, queues, depth, timeout_ms, desc, reconnect=None):
+    def __init__(self, ctrl, transport, nsid, queues, depth, timeout_ms, desc, reconnect=None, eng=None):
         self._ctrl = ctrl
+        # a multipath engine (several paths) owns its controllers; buffers are then plain memory
+        self._mp = eng is not None
         self._cv = threading.Condition()
         self._closed = False
         self._active = 0
@@ -507,18 +571,23 @@ class Client:
             idc = _ffi.nkv_ctrl_identify(ctrl)
             self.subnqn = ctypes.string_at(idc + _ffi.ID_CTRLR_SUBNQN, 256).split(b"\0")[0].decode("utf-8", "replace")
             self.max_value, self.read_only = self._ns_info(nsid)
-            eo = _ffi.EngineOpts(queues=queues, depth=depth, timeout_ms=timeout_ms, **(reconnect or {}))
-            eng = ctypes.c_void_p()
-            rc = _ffi.nkv_engine_create(ctrl, ctypes.byref(eo), ctypes.byref(eng))
-            if rc:
-                raise NkvError(rc, "engine of %d queue pairs on %s" % (queues, desc))
+            if eng is None:
+                eo = _ffi.EngineOpts(queues=queues, depth=depth, timeout_ms=timeout_ms, **(reconnect or {}))
+                eng = ctypes.c_void_p()
+                rc = _ffi.nkv_engine_create(ctrl, ctypes.byref(eo), ctypes.byref(eng))
+                if rc:
+                    raise NkvError(rc, "engine of %d queue pairs on %s" % (queues, desc))
         except BaseException:
             self._closed = True
             self._ctrl = None
-            _ffi.nkv_disconnect(ctrl)
+            if self._mp:
+                _ffi.nkv_engine_destroy(eng)
+            else:
+                _ffi.nkv_disconnect(ctrl)
             raise
         self._eng = eng
         self.queues = int(_ffi.nkv_engine_queues(eng))
+        self.paths = int(_ffi.nkv_engine_paths(eng))
         self.engine = Engine(self)
 
     # ---- lifetime ------------------------------------------------------------------------------
@@ -563,18 +632,20 @@ class Client:
         if aio is not None:
             aio._complete_all()
         for addr in list(self._registered):
-            _ffi.nkv_buf_unregister(self._ctrl, addr)
+            if not self._mp:
+                _ffi.nkv_buf_unregister(self._ctrl, addr)
         self._registered.clear()
         for addr, (arr, mv) in list(self._allocs.items()):
             try:
                 mv.release()   # later use of the view raises ValueError instead of touching freed memory
             except (BufferError, ValueError):
                 pass           # still exported (numpy/torch views of it): the memory goes regardless
-            _ffi.nkv_buf_free(self._ctrl, addr)
+            if not self._mp:
+                _ffi.nkv_buf_free(self._ctrl, addr)
         self._allocs.clear()
-        if self._ctrl:
+        if self._ctrl and not self._mp:   # a multipath engine disconnected its paths itself
             _ffi.nkv_disconnect(self._ctrl)
-            self._ctrl = None
+        self._ctrl = None
 
     def __enter__(self):
         return self
@@ -1176,6 +1247,11 @@ class Client:
             raise TypeError("nbytes must be an int, not %s" % type(nbytes).__name__)
         if nbytes <= 0:
             raise ValueError("nbytes must be positive, got %d" % nbytes)
+        if self._mp:  # several controllers: plain memory, as over TCP
+            arr = (ctypes.c_char * nbytes)()
+            mv = memoryview(arr).cast("B")
+            self._allocs[ctypes.addressof(arr)] = (arr, mv)
+            return mv
         with self._use():
             p = _ffi.nkv_buf_alloc(self._ctrl, nbytes)
         if not p:
@@ -1197,7 +1273,7 @@ class Client:
         with self._use():
             if addr in self._registered:
                 raise NkvError(E.EEXIST, "register: %#x is already registered" % addr)
-            rc = _ffi.nkv_buf_register(self._ctrl, addr, n)
+            rc = 0 if self._mp else _ffi.nkv_buf_register(self._ctrl, addr, n)
             if rc:
                 raise NkvError(rc, "register of %d bytes at %#x" % (n, addr))
             self._registered[addr] = (obj, keep)
@@ -1209,7 +1285,7 @@ class Client:
         with self._use():
             if addr not in self._registered:
                 raise ValueError("unregister: this buffer is not registered with this client")
-            rc = _ffi.nkv_buf_unregister(self._ctrl, addr)
+            rc = 0 if self._mp else _ffi.nkv_buf_unregister(self._ctrl, addr)
             if rc:
                 raise NkvError(rc, "unregister of %#x" % addr)
             del self._registered[addr]

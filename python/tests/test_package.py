@@ -42,6 +42,19 @@ def test_library_lookup_env(tmp_path):
     assert r.returncode == 0 and r.stdout.strip() == rados_nkv.library_path
 
 
+def test_library_missing_names_the_fix(tmp_path):
+    """No libnkv anywhere it looks: the error says how to point the package at one."""
+    shutil.copytree(ROOT / "python" / "rados_nkv", tmp_path / "rados_nkv",
+                    ignore=shutil.ignore_patterns("__pycache__"))  # away from the build tree
+    env = {k: v for k, v in os.environ.items() if k not in ("NKV_LIBRARY", "LD_LIBRARY_PATH", "LD_PRELOAD")}
+    env["PYTHONPATH"] = str(tmp_path)
+    r = subprocess.run([sys.executable, "-c", "import rados_nkv"], env=env, capture_output=True, text=True,
+                       cwd=str(tmp_path))
+    if r.returncode == 0:
+        pytest.skip("a libnkv is installed where the loader finds it")
+    assert "set NKV_LIBRARY=/path/to/libnkv.so.0.1" in r.stderr, r.stderr
+
+
 def test_wheel(tmp_path):
     """pip builds a wheel from a copy of python/ (no build isolation: Debian's setuptools) with the
     console script and the vLLM plugin entry point."""

@@ -105,6 +105,7 @@ struct eng_worker {
 
 struct nkv_engine {
 	struct nkv_ctrl *ctrl;
+	struct nkv_mp *mp;         /* a multipath engine (mpath.c): every call goes there; no workers */
 	unsigned nw;
 	uint16_t depth;
 	int timeout_ms;
@@ -238,10 +239,27 @@ static void op_cb(void *arg, const struct nkv_cpl *cpl)
 
 /* ---- the worker -------------------------------------------------------------------------------- */
 
+/** A vendor Exec op's command, checked as nkv_vendor_exec() checks its arguments. */
+static int exec_op_sqe(const struct nkv_op *op, struct nkv_sqe *sqe)
+{
+	uint8_t opc = op->opts, inl[8];
+	unsigned xfer = nkv_opc_xfer(opc);
+	if (op->klen == 0 || op->klen > NKV_KEY_MAX || opc < NKV_EXEC_OPC_FIRST || opc >= NKV_VS_OPC_FIRST ||
+	    (op->len && !op->buf) || (op->flags & ~NKV_OP_IDEMPOTENT) || op->ttl_s > NKV_EXEC_INLINE_MAX ||
+	    xfer == NKV_XFER_BIDI || (xfer == NKV_XFER_NONE && op->len) ||
+	    (xfer == NKV_XFER_H2C && (op->ttl_s || op->offset)))
+		return -EINVAL;
+	memcpy(inl, &op->offset, sizeof(inl));
+	nkv_sqe_exec(sqe, opc, op->nsid, op->key, op->klen, op->len, inl, op->ttl_s);
+	return 0;
+}
+
 /** Build @op's command. @return 0 or -EINVAL. */
 static int op_sqe(const struct nkv_op *op, struct nkv_sqe *sqe)
 {
 	unsigned opc;
+	if (op->type == NKV_OP_EXEC)
+		return exec_op_sqe(op, sqe);
 	switch (op->type) {
 	case NKV_OP_STORE:
 		opc = NKV_KV_STORE;
@@ -614,6 +632,11 @@ void nkv_engine_destroy(struct nkv_engine *e)
 {
 	if (!e)
 		return;
+	if (e->mp) {
+		nkv_mp_destroy(e->mp);
+		free(e);
+		return;
+	}
 	atomic_store(&e->closing, true);
 	while (atomic_load(&e->entering))
 		sched_yield();
@@ -780,11 +803,15 @@ static int engine_submit(struct nkv_engine *e, struct nkv_op *ops, unsigned n, u
 
 int nkv_engine_submit(struct nkv_engine *e, struct nkv_op *ops, unsigned n, uint64_t tag)
 {
+	if (e && e->mp)
+		return nkv_mp_submit(e->mp, ops, n, tag);
 	return engine_submit(e, ops, n, tag, false, NULL);
 }
 
 int nkv_engine_run(struct nkv_engine *e, struct nkv_op *ops, unsigned n)
 {
+	if (e && e->mp)
+		return nkv_mp_run(e->mp, ops, n);
 	struct eng_batch *b = NULL;
 	int rc = engine_submit(e, ops, n, 0, true, &b);
 	if (rc)
@@ -804,6 +831,8 @@ int nkv_engine_reap(struct nkv_engine *e, uint64_t *tags, unsigned max, int time
 {
 	if (!e || (!tags && max))
 		return -EINVAL;
+	if (e->mp)
+		return nkv_mp_reap(e->mp, tags, max, timeout_ms);
 	pthread_mutex_lock(&e->done_mu);
 	if (!e->done_head && timeout_ms != 0) {
 		struct timespec ts;
@@ -838,10 +867,54 @@ int nkv_engine_reap(struct nkv_engine *e, uint64_t *tags, unsigned max, int time
 
 int nkv_engine_eventfd(const struct nkv_engine *e)
 {
-	return e ? e->done_fd : -EINVAL;
+	return !e ? -EINVAL : e->mp ? nkv_mp_eventfd(e->mp) : e->done_fd;
 }
 
 unsigned nkv_engine_queues(const struct nkv_engine *e)
 {
-	return e ? e->nw : 0;
+	return !e ? 0 : e->mp ? nkv_mp_queues(e->mp) : e->nw;
+}
+
+/* ---- for mpath.c -------------------------------------------------------------------------------- */
+
+int nkv_engine_op_check(const struct nkv_op *op)
+{
+	struct nkv_sqe sqe;
+	return op_sqe(op, &sqe);
+}
+
+bool nkv_engine_is_down(const struct nkv_engine *e)
+{
+	return atomic_load(&e->down);
+}
+
+struct nkv_ctrl *nkv_engine_ctrl(const struct nkv_engine *e, unsigned i)
+{
+	if (!e)
+		return NULL;
+	if (e->mp)
+		return nkv_mp_ctrl(e->mp, i);
+	return i == 0 ? e->ctrl : NULL;
+}
+
+unsigned nkv_engine_paths(const struct nkv_engine *e)
+{
+	return !e ? 0 : e->mp ? nkv_mp_paths(e->mp) : 1;
+}
+
+int nkv_engine_path_active(const struct nkv_engine *e, uint32_t nsid)
+{
+	if (!e)
+		return -EINVAL;
+	if (e->mp)
+		return nkv_mp_active(e->mp, nsid);
+	return atomic_load(&e->down) ? -ENOTCONN : 0;
+}
+
+struct nkv_engine *nkv_engine_wrap_mp(struct nkv_mp *mp)
+{
+	struct nkv_engine *e = calloc(1, sizeof(*e));
+	if (e)
+		e->mp = mp;
+	return e;
 }

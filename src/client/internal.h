@@ -297,6 +297,44 @@ int nkv_auth_run(struct nkv_ctrl *ctrl, struct nkv_qpair *qp);
  *  when a controller secret was given). @return as nkv_auth_run(), or -EOPNOTSUPP (ASCR). */
 int nkv_auth_after_connect(struct nkv_ctrl *ctrl, struct nkv_qpair *qp, uint32_t dw0);
 
+/* engine.c, for mpath.c */
+struct nkv_mp;
+/** Check one op as nkv_engine_submit() does. @return 0 or -EINVAL. */
+int nkv_engine_op_check(const struct nkv_op *op);
+/** Has @e (a single-path engine) lost its controller (reconnecting)? */
+bool nkv_engine_is_down(const struct nkv_engine *e);
+/** A public engine handle for multipath engine @mp (every call goes to mpath.c). NULL: no memory. */
+struct nkv_engine *nkv_engine_wrap_mp(struct nkv_mp *mp);
+
+/* mpath.c: the multipath engine behind nkv_engine_connect() (nkv.h "multipath") */
+int nkv_mp_submit(struct nkv_mp *mp, struct nkv_op *ops, unsigned n, uint64_t tag);
+int nkv_mp_run(struct nkv_mp *mp, struct nkv_op *ops, unsigned n);
+int nkv_mp_reap(struct nkv_mp *mp, uint64_t *tags, unsigned max, int timeout_ms);
+int nkv_mp_eventfd(const struct nkv_mp *mp);
+unsigned nkv_mp_queues(const struct nkv_mp *mp);
+unsigned nkv_mp_paths(const struct nkv_mp *mp);
+struct nkv_ctrl *nkv_mp_ctrl(const struct nkv_mp *mp, unsigned i);
+int nkv_mp_active(struct nkv_mp *mp, uint32_t nsid);
+/** Wait for every accepted op, stop the threads, destroy the paths' engines and controllers. */
+void nkv_mp_destroy(struct nkv_mp *mp);
+/** Did the op that completed as @s fail for its path (Host Pathing Error, -ETIMEDOUT on the path,
+ *  never sent, an ANA status) rather than for what it asked? */
+bool nkv_mp_path_error(const struct nkv_op *s);
+/** May @op, which failed for its path as @s, be sent again on another (docs/multipath.md)? */
+bool nkv_mp_may_resend(const struct nkv_op *op, const struct nkv_op *s);
+
+/** One namespace's ANA state as a controller's ANA log page reports it. */
+struct nkv_ana_ns {
+	uint32_t nsid;
+	uint8_t state; /* enum nkv_ana_state */
+};
+/**
+ * Decode an ANA log page (0Ch, with NSID lists) of @len bytes into up to @max (nsid, state) pairs.
+ * @return the pairs stored, or -EPROTO (a header or descriptor runs past @len, a state outside
+ * enum nkv_ana_state).
+ */
+int nkv_ana_parse(const void *buf, size_t len, struct nkv_ana_ns *out, unsigned max);
+
 /** Fabrics Connect on @qp (QID qp->qid), then DH-HMAC-CHAP when the controller asks.
  *  @return 0 or -errno (see connect_errno in ctrl.c, nkv_auth_after_connect). */
 int nkv_ctrl_fabrics_connect(struct nkv_ctrl *ctrl, struct nkv_qpair *qp, uint16_t sqsize, uint16_t cntlid,

@@ -39,6 +39,11 @@ static uint64_t g_next_end = UINT64_MAX; /* earliest end of an open window: most
 
 static const char *const g_names[] = {"error", "warn", "info", "debug"};
 
+const char *nkv_log_level_name(enum nkv_log_level lvl)
+{
+	return (unsigned)lvl < 4 ? g_names[lvl] : "?";
+}
+
 void nkv_log_set_level(enum nkv_log_level lvl)
 {
 	atomic_store(&g_level, (int)lvl);

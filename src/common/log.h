@@ -43,6 +43,9 @@ enum nkv_log_level {
 /** Set the most verbose level printed (default: NKV_LOG_WARN, or $NKV_LOG_LEVEL 0-3). Any thread. */
 void nkv_log_set_level(enum nkv_log_level lvl);
 
+/** The level's name as flags and files spell it ("error", "warn", "info", "debug"). */
+const char *nkv_log_level_name(enum nkv_log_level lvl);
+
 /** Would a line at @lvl print? For callers that build expensive messages. Any thread. */
 int nkv_log_enabled(enum nkv_log_level lvl);
 

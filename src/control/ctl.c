@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #define NKV_LOG_COMPONENT "control"
@@ -198,6 +199,23 @@ static void fill_list(struct nkv_ctl *ctl, json_object *arr)
 
 /* ---- mutating methods: change @st (a copy of the stored state); c->resp is the answer ----------- */
 
+/* A shared-memory socket path no subsystem of @st uses, and where nothing but a socket (a stale one,
+ * which the daemon replaces) lies: checked before the commit, so that a path that cannot be served
+ * is refused rather than committed and reported served. */
+static int check_shm_free(struct call *c, json_object *st, const char *nqn, const char *shm)
+{
+	struct stat sb;
+
+	json_object_object_foreach(st_subsystems(st), other, o) {
+		const char *p = st_str(o, "shm_socket");
+		if (p && strcmp(p, shm) == 0)
+			return fail(c, -EEXIST, "subsystem %s: shm_socket %s is subsystem %s's", nqn, shm, other);
+	}
+	if (lstat(shm, &sb) == 0 && !S_ISSOCK(sb.st_mode))
+		return fail(c, -EEXIST, "subsystem %s: %s exists and is not a socket (not replaced)", nqn, shm);
+	return 0;
+}
+
 static int m_create_subsystem(struct call *c, json_object *st)
 {
 	const char *nqn = req_str(c, "nqn"), *pool = req_str(c, "pool"), *shm = req_str(c, "shm_socket");
@@ -221,6 +239,8 @@ static int m_create_subsystem(struct call *c, json_object *st)
 			    nqn, shm, sd);
 	if (st_get(st_subsystems(st), nqn))
 		return fail(c, -EEXIST, "subsystem %s exists", nqn);
+	if (*shm && (rc = check_shm_free(c, st, nqn, shm)) < 0)
+		return rc;
 	if ((rc = nkv_target_check_pool(c->ctl->conf.tgt, pool, NULL)) < 0)
 		return fail(c, rc == -ENOENT ? -EPERM : rc, "subsystem %s: pool '%s': %s", nqn, pool,
 			    rc == -ENOENT ? "no such pool (create it: ceph osd pool create NAME)" : strerror(-rc));
@@ -1279,7 +1299,7 @@ int nkv_ctl_create(const struct nkv_ctl_conf *conf, const char *seed_json, struc
 	/* What the daemon set up from its flags and file is what runs now. */
 	ctl->applied = json_tokener_parse(seed_json ? seed_json : "");
 	if (!ctl->applied || st_check(ctl->applied, &why) < 0) {
-		NKV_ERR("control: the seed state is malformed: %s", why ? why : "not JSON");
+		NKV_ERR("the seed state is malformed: %s", why ? why : "not JSON");
 		rc = -EINVAL;
 		goto fail;
 	}
@@ -1304,7 +1324,7 @@ int nkv_ctl_create(const struct nkv_ctl_conf *conf, const char *seed_json, struc
 	if (stored) { /* the stored state wins */
 		json_object_put(ctl->want);
 		ctl->want = stored;
-		NKV_INFO("control: state %s, epoch %" PRIu64 ": applying it", store_name(ctl->store), st_epoch(stored));
+		NKV_INFO("state %s, epoch %" PRIu64 ": applying it", store_name(ctl->store), st_epoch(stored));
 		apply(ctl);
 	} else { /* nothing stored yet: the flags and file seed it */
 		json_object_object_add(ctl->want, "epoch", json_object_new_int64(1));
@@ -1317,7 +1337,7 @@ int nkv_ctl_create(const struct nkv_ctl_conf *conf, const char *seed_json, struc
 		} else {
 			ctl->joined = true;
 			json_object_object_add(ctl->applied, "epoch", json_object_new_int64(1));
-			NKV_INFO("control: state %s seeded from the configuration (epoch 1)", store_name(ctl->store));
+			NKV_INFO("state %s seeded from the configuration (epoch 1)", store_name(ctl->store));
 		}
 	}
 	if ((rc = -pthread_create(&ctl->thread, NULL, watch_main, ctl)) < 0)

@@ -306,13 +306,15 @@ static int subsys_create(struct nkv_ctl *ctl, json_object *want, json_object *ap
 	json_object_object_add(have, "hosts", json_object_new_object());
 	json_object_object_add(have, "namespaces", json_object_new_object());
 	json_object_object_add(applied_ss, nqn, have);
+	int shm_rc = 0; /* the caller hears of it ("committed but not applied"), after the rest applied */
 	if (shm && *shm && ctl->conf.hooks.shm_listen) {
-		if ((rc = ctl->conf.hooks.shm_listen(ctl->conf.hooks.arg, nqn, shm)) < 0)
-			NKV_ERR("%s: cannot serve it over shared memory on %s: %s", nqn, shm, strerror(-rc));
+		if ((shm_rc = ctl->conf.hooks.shm_listen(ctl->conf.hooks.arg, nqn, shm)) < 0)
+			NKV_ERR("%s: cannot serve it over shared memory on %s: %s", nqn, shm, strerror(-shm_rc));
 		else
 			json_object_object_add(have, "shm_socket", json_object_new_string(shm));
 	}
-	return subsys_reconcile(ctl, ss, have, want);
+	rc = subsys_reconcile(ctl, ss, have, want);
+	return rc < 0 ? rc : (shm_rc < 0 ? shm_rc : rc);
 }
 
 static int listeners_reconcile(struct nkv_ctl *ctl, json_object *have, json_object *want)

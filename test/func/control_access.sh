@@ -8,7 +8,8 @@
 #   - hostile directories: a symbolic link, a directory another user owns, a world-writable one
 #   - TCP without mutual TLS is refused at startup; --control-insecure-tcp starts with a warning
 #   - shm sockets created through the control plane only directly in --shm-dir (../, a linked
-#     directory, another directory refused); mode and group set before the path is visible: a thread
+#     directory, another directory refused; a path another subsystem uses or a non-socket file lies
+#     on refused before the commit); mode and group set before the path is visible: a thread
 #     swapping each new socket path for a link to a 0600 file never changes that file (200 tries)
 #   control_access.sh PATH/rados-nkv PATH/nkv-ctl [RACE_ONLY]
 # Needs root (CI runs as root) to act as another user; exit 77 otherwise. RACE_ONLY=1 runs the race
@@ -175,6 +176,15 @@ if start s --control "unix:$T/s.sock" --shm-dir "$T/shmd"; then
 	out=$(c subsystem add "$NQN:in" --pool nkv --allow-any-host --shm "$T/shmd/in.sock")
 	check "a socket directly in --shm-dir is served ($(tail -1 <<<"$out"))" test -S "$T/shmd/in.sock"
 	check "with mode 0660 ($(stat -c %a "$T/shmd/in.sock"))" [ "$(stat -c %a "$T/shmd/in.sock")" = 660 ]
+	# a path the daemon could not serve is refused before the commit, never reported served
+	out=$(c subsystem add "$NQN:two" --pool nkv --allow-any-host --shm "$T/shmd/in.sock")
+	check "a socket another subsystem serves is refused ($(tail -1 <<<"$out"))" has ALREADY_EXISTS "$out"
+	echo data >"$T/shmd/file.sock"
+	out=$(c subsystem add "$NQN:file" --pool nkv --allow-any-host --shm "$T/shmd/file.sock")
+	check "a path that is a regular file is refused ($(tail -1 <<<"$out"))" has ALREADY_EXISTS "$out"
+	check "and the file is left alone" grep -qx data "$T/shmd/file.sock"
+	out=$(c subsystem list)
+	check "neither subsystem was committed" bash -c "! grep -q -e '$NQN:two' -e '$NQN:file' <<<'$out'"
 	stop
 else
 	bad "daemon with --shm-dir: $(tail -3 "$T/s.log")"

@@ -290,7 +290,9 @@ check "--ns with a bad size exits 64 naming the flag" 64 "invalid value for --ns
 run 10 "$DAEMON" -b mem --listen 127.0.0.1:99999 -d none
 check "--listen port 99999 exits 64 naming the flag" 64 "invalid value for --listen: '127.0.0.1:99999'"
 run 10 "$DAEMON" -b mem --no-such-flag
-check "an unknown flag exits 64 with the usage" 64 "unrecognized option|usage"
+check "an unknown flag exits 64 naming it" 64 "unrecognized option '--no-such-flag'"
+check "and points at --help in two lines, not the whole help ($(wc -l <"$T/err") lines)" 64 "Try 'rados-nkv --help'"
+[ "$(wc -l <"$T/err")" -le 2 ] && ok "the error is at most 2 lines" || fail "the error is $(wc -l <"$T/err") lines"
 run 10 "$DAEMON" -b mem -l "127.0.0.1:$PSPARE" -d none extra-arg
 check "a stray argument exits 64" 64 "unexpected argument 'extra-arg'"
 
@@ -416,6 +418,10 @@ check "identify --ns shows KVKML 16 and KVVML 8 MiB (max_value \"8M\")" 0 "kvkml
 na --nsid 2 identify --ns
 check "identify --ns of nsid 2 (no max_value): KVVML 64 MiB, the default" 0 "kvvml 67108864 \(64 MiB\)"
 grep -q "read-only" "$T/out" && ok "identify --ns marks nsid 2 read-only" || { fail "identify --ns nsid 2 not read-only"; show; }
+no --nsid 77 identify --ns
+check "identify --ns of an absent namespace names it" 1 "identify failed: no KV namespace 77 \(see nkv list-ns\)"
+grep -q "No such file" "$T/err" && { fail "identify of an absent namespace prints strerror noise"; show; } ||
+	ok "no strerror text in that message"
 na -o json --nsid 1 identify --ns
 check_json "identify --ns -o json is JSON"
 [ "$(json_get 'j["kvvml"], j["read_only"]')" = "65536 False" ] && ok "identify --ns -o json: kvvml 65536 (a JSON number), not read-only" ||
@@ -584,12 +590,19 @@ cmp -s "$T/keys.sorted" "$T/out" && ok "list returns exactly the 50 keys, sorted
 	{ fail "list output differs from the 50 sorted keys"; diff "$T/keys.sorted" "$T/out" | head -10 | sed 's/^/#   /'; }
 no --nsid 2 list --max 7
 head -7 "$T/keys.sorted" | cmp -s - "$T/out" && ok "list --max 7 returns the first 7" || { fail "list --max 7"; show; }
+grep -q "max 7 reached; more keys follow" "$T/err" && ok "list --max 7 says more keys follow" || { fail "list --max 7: no note"; show; }
+no --nsid 2 list --max 50
+grep -q "more keys follow" "$T/err" && { fail "list --max 50 of 50 keys says more follow"; show; } ||
+	ok "list --max 50 of 50 keys: no note"
+no --nsid 2 -o json list --max 7
+[ "$(json_get 'j["count"] == 7 and j["more"] is True')" = True ] && ok "list -o json --max 7: more true" ||
+	{ fail "list -o json --max 7"; show; }
 start=$(sed -n 20p "$T/keys.sorted")
 no --nsid 2 list "$start"
 tail -n +20 "$T/keys.sorted" | cmp -s - "$T/out" && ok "list START_KEY returns the keys >= it" || { fail "list $start"; show; }
 no --nsid 2 -o json list
 check_json "list -o json is JSON"
-[ "$(json_get 'j["count"] == 50 and j["keys"] == sorted(j["keys"])')" = True ] &&
+[ "$(json_get 'j["count"] == 50 and j["keys"] == sorted(j["keys"]) and j["more"] is False')" = True ] &&
 	ok "list -o json: count 50, sorted" || { fail "list -o json count/order"; show; }
 no --hex list
 grep -qx "00ff10fe" "$T/out" && ok "list --hex prints the binary key as hex" || { fail "list --hex lacks 00ff10fe"; show; }

@@ -122,7 +122,7 @@ EOF
 if start_daemon "$T/d3.log" -c "$T/hup.json"; then
 	kill -HUP "$DPID"; sleep 1
 	kill -0 "$DPID" 2>/dev/null && ok "SIGHUP does not kill the daemon" || fail "SIGHUP killed it"
-	grep -q "SIGHUP: re-read $T/hup.json" "$T/d3.log" && ok "SIGHUP re-reads the file and says what applies" ||
+	grep -q "SIGHUP: re-read $T/hup.json: log level info and" "$T/d3.log" && ok "SIGHUP re-reads the file and says what applies (the level by name)" ||
 		fail "no SIGHUP line: $(cat "$T/d3.log")"
 	echo '{"backend": {"type": "mem"}, broken' >"$T/hup.json"
 	kill -HUP "$DPID"; sleep 1

@@ -121,6 +121,8 @@ run 20 "$N" -a 127.0.0.1 -s "$P" -n "$NQN" -q "$HOST" --tls-key "$KEY" retrieve 
 check "nkv --tls on the plain port: refused with a hint" 1 "closed the connection during the TLS handshake"
 run 20 "$N" -a 127.0.0.1 -s "$PT" -n "$NQN" -q "$HOST" --tls-key "$OTHER" retrieve big "$T/x"
 check "a wrong key: refused, naming host and subsystem" 1 "does not accept this PSK for host $HOST and subsystem $NQN"
+[ "$(grep -c . <<<"$OUT")" = 1 ] && ok "one line for one failure (no library warning before it)" ||
+	fail "a wrong key printed $(grep -c . <<<"$OUT") lines: $(head -c 600 <<<"$OUT")"
 run 20 "$N" -a 127.0.0.1 -s "$PT" -n "$NQN" -q "$HOST" --tls retrieve big "$T/x"
 check "--tls without --tls-key is a usage error" 64 "--tls needs --tls-key"
 run 20 "$N" -a 127.0.0.1 -s "$PT" -n "$NQN" -q "$HOST" --tls-key "$BADCRC" retrieve big "$T/x"

@@ -118,7 +118,12 @@ static int identify_ns(struct cli *c)
 		char d[64];
 		snprintf(d, sizeof(d), "namespace %u", c->nsid);
 		free(id);
-		return cli_fail(c, "identify", rc, NULL, rc == -ENOENT ? "no such KV namespace; see nkv list-ns" : d);
+		if (rc == -ENOENT) { /* the errno's text would only repeat it less clearly */
+			cli_json_error(c, "no such KV namespace", rc, 0);
+			fprintf(stderr, "nkv: identify failed: no KV namespace %u (see nkv list-ns)\n", c->nsid);
+			return EXIT_ERR;
+		}
+		return cli_fail(c, "identify", rc, NULL, d);
 	}
 	unsigned fi = id->kvfc & 0xf;
 	const struct nkv_kv_format *f = &id->kvf[fi];
@@ -515,6 +520,7 @@ int cmd_list(struct cli *c)
 	if (!buf)
 		return cli_fail(c, "list", -ENOMEM, NULL, NULL);
 	uint64_t count = 0;
+	bool cut = false;        /* --max stopped it with keys left */
 	bool skip_start = false; /* later pages start at the last key printed, which List includes again */
 	if (c->json)
 		printf("{\"command\":\"list\",\"keys\":[");
@@ -533,6 +539,10 @@ int cmd_list(struct cli *c)
 		while ((rc = nkv_list_next(buf, cpl.xfer, &pos, k, &kl)) == 1) {
 			if (skip_start && key_eq(k, kl, start, slen))
 				continue;
+			if (c->max_keys && count >= c->max_keys) { /* one key past --max: the list was cut */
+				cut = done = true;
+				break;
+			}
 			if (c->json) {
 				char h[33];
 				key_hex(h, k, kl);
@@ -549,10 +559,6 @@ int cmd_list(struct cli *c)
 			slen = kl;
 			fresh++;
 			count++;
-			if (c->max_keys && count >= c->max_keys) {
-				done = true;
-				break;
-			}
 		}
 		if (rc < 0) {
 			free(buf);
@@ -568,8 +574,12 @@ int cmd_list(struct cli *c)
 			break;
 		skip_start = true;
 	}
-	if (c->json)
-		printf("],\"count\":%llu}\n", (unsigned long long)count);
+	if (c->json) {
+		printf("],\"count\":%llu,\"more\":%s}\n", (unsigned long long)count, cut ? "true" : "false");
+	} else if (cut) {
+		fprintf(stderr, "nkv: list: --max %llu reached; more keys follow (the next list starts at the "
+				"last key printed)\n", (unsigned long long)c->max_keys);
+	}
 	free(buf);
 	return EXIT_OK;
 }

@@ -73,7 +73,7 @@ static const char g_usage[] =
 	"  -o, --output FMT      normal (default) or json: one JSON object per command\n"
 	"      --hex             keys are given and printed as hex (binary keys)\n"
 	"      --timeout MS      connect and command timeout (default 30000)\n"
-	"  -v, --verbose         library debug log on stderr\n"
+	"  -v, --verbose         library debug log on stderr (default: its errors only)\n"
 	"  -V, --version         print the version and exit\n"
 	"  -h, --help            this help (also: nkv COMMAND --help)\n"
 	"\n"
@@ -654,6 +654,10 @@ static int run(struct cli *c, int argc, char **argv)
 int main(int argc, char **argv)
 {
 	struct cli c = {.traddr = "127.0.0.1", .nsid = 1};
+	/* One message per failure: nkv explains each error itself, so libnkv's warnings would say it
+	 * twice. -v (or NKV_LOG_LEVEL) brings the library's lines back. */
+	if (!getenv("NKV_LOG_LEVEL"))
+		nkv_log_set_level(NKV_LOG_ERROR);
 	cli_json_begin(&c, argc, argv);
 	int ex = run(&c, argc, argv);
 	if (c.qp)

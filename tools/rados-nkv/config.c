@@ -1654,8 +1654,8 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 		case 'V':
 			printf("rados-nkv %s\n", NKV_VERSION_STRING);
 			exit(0);
-		default:
-			usage(stderr);
+		default: /* getopt said what was wrong; the help is one --help away (GNU convention) */
+			fprintf(stderr, "Try 'rados-nkv --help' for more information.\n");
 			exit(EX_USAGE);
 		}
 	}

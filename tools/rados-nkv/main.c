@@ -479,8 +479,9 @@ static void reload(struct nkv_target *tgt, const struct daemon_conf *run, const 
 		fresh.log_level = 2;
 	nkv_log_set_level((enum nkv_log_level)fresh.log_level);
 	reload_exec(tgt, run, &fresh);
-	NKV_INFO("SIGHUP: re-read %s: log level %d and Exec allowlists applied; listeners, subsystems, "
-		 "namespaces, TLS keys and limits need a restart", cfile, fresh.log_level);
+	NKV_INFO("SIGHUP: re-read %s: log level %s and Exec allowlists applied; listeners, subsystems, "
+		 "namespaces, TLS keys and limits need a restart", cfile,
+		 nkv_log_level_name((enum nkv_log_level)fresh.log_level));
 	conf_free(&fresh);
 }
 

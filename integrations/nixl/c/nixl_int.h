@@ -92,6 +92,7 @@ struct nkv_nixl {
 	struct nkv_ctrl *ctrl;
 	struct nkv_engine *eng;
 	bool shm;
+	bool mp;   /* "paths": a multipath engine owns the controllers; buffers are plain memory */
 	/* the namespace's largest value (KVVML), header + payload; 0: unknown (the target judges) */
 	_Atomic uint64_t max_value;
 	/* devId -> current OBJ registration: chained hash, power-of-two buckets (under reg_lock) */

@@ -36,6 +36,7 @@ static const struct pkey g_keys[] = {
 	STR("subnqn", NULL, "NKV_NIXL_SUBNQN", subnqn),
 	STR("shm", NULL, "NKV_NIXL_SHM", shm),
 	STR("hostnqn", NULL, "NKV_NIXL_HOSTNQN", hostnqn),
+	STR("paths", NULL, "NKV_NIXL_PATHS", paths),
 	NUM("nsid", "NKV_NIXL_NSID", nsid, 1, 0xfffffffeul),
 	NUM("queues", "NKV_NIXL_QUEUES", queues, 1, 64),
 	NUM("queue_depth", "NKV_NIXL_QUEUE_DEPTH", depth, 0, 65535),
@@ -129,6 +130,10 @@ int nkv_nixl_parse_params(const struct nkv_nixl_param *params, size_t n, struct 
 		o->reconnect_wait_ms = o->timeout_ms;
 	if (o->depth == 1) {
 		say(err, err_len, "queue_depth: 1 is too small (0 for the default, or 2..65535)");
+		return NKV_NIXL_ERR_INVALID_PARAM;
+	}
+	if (o->paths[0] && o->shm[0]) {
+		say(err, err_len, "paths and shm: give one (an shm path may be one of the paths)");
 		return NKV_NIXL_ERR_INVALID_PARAM;
 	}
 	if (!o->traddr[0] || !o->port[0] || !o->subnqn[0]) {

@@ -174,11 +174,29 @@ int nkv_nixl_create(const struct nkv_nixl_param *params, size_t n, struct nkv_ni
 		.queue_depth = (uint16_t)b->o.depth,
 		.timeout_ms = (int)b->o.timeout_ms,
 	};
+	struct nkv_engine_opts eo = {
+		.queues = b->o.queues,
+		.depth = (uint16_t)b->o.depth,
+		.timeout_ms = (int)b->o.timeout_ms,
+		.max_ops = b->o.max_ops,
+		.reconnect_max_ms = (int)b->o.reconnect_max_ms,
+		.reconnect_wait_ms = b->o.reconnect_wait_ms ? (int)b->o.reconnect_wait_ms : -1, /* 0: fail fast */
+	};
 	b->shm = b->o.shm[0] != 0;
-	int rc = b->shm ? nkv_connect_shm(b->o.shm, &co, &b->ctrl)
-			: nkv_connect(b->o.traddr, b->o.port, b->o.subnqn, &co, &b->ctrl);
+	b->mp = b->o.paths[0] != 0;
+	int rc;
+	if (b->mp) { /* the engine connects every path; its first connected controller serves admin */
+		rc = nkv_engine_connect(b->o.paths, b->o.subnqn, &co, &eo, &b->eng);
+		for (unsigned i = 0; rc == 0 && !b->ctrl && i < nkv_engine_paths(b->eng); i++)
+			b->ctrl = nkv_engine_ctrl(b->eng, i);
+	} else {
+		rc = b->shm ? nkv_connect_shm(b->o.shm, &co, &b->ctrl)
+			    : nkv_connect(b->o.traddr, b->o.port, b->o.subnqn, &co, &b->ctrl);
+	}
 	if (rc) {
-		if (b->shm)
+		if (b->mp)
+			say(err, err_len, "connect to %s subsystem %s: %s", b->o.paths, b->o.subnqn, strerror(-rc));
+		else if (b->shm)
 			say(err, err_len, "connect to shm:%s: %s", b->o.shm, strerror(-rc));
 		else
 			say(err, err_len, "connect to %s port %s subsystem %s: %s", b->o.traddr, b->o.port, b->o.subnqn,
@@ -195,15 +213,7 @@ int nkv_nixl_create(const struct nkv_nixl_param *params, size_t n, struct nkv_ni
 		goto fail;
 	}
 	b->max_value = id.kvf[id.kvfc & 0xf].kvvml;
-	struct nkv_engine_opts eo = {
-		.queues = b->o.queues,
-		.depth = (uint16_t)b->o.depth,
-		.timeout_ms = (int)b->o.timeout_ms,
-		.max_ops = b->o.max_ops,
-		.reconnect_max_ms = (int)b->o.reconnect_max_ms,
-		.reconnect_wait_ms = b->o.reconnect_wait_ms ? (int)b->o.reconnect_wait_ms : -1, /* 0: fail fast */
-	};
-	rc = nkv_engine_create(b->ctrl, &eo, &b->eng);
+	rc = b->mp ? 0 : nkv_engine_create(b->ctrl, &eo, &b->eng);
 	if (rc) {
 		say(err, err_len, "engine of %u queue pair(s): %s", b->o.queues, strerror(-rc));
 		st = NKV_NIXL_ERR_BACKEND;
@@ -212,16 +222,18 @@ int nkv_nixl_create(const struct nkv_nixl_param *params, size_t n, struct nkv_ni
 	rc = nixl_stager_start(b);
 	if (rc) {
 		say(err, err_len, "staging thread: %s", strerror(-rc));
-		nkv_engine_destroy(b->eng);
 		st = NKV_NIXL_ERR_BACKEND;
 		goto fail;
 	}
-	NKV_INFO("RADOS_NKV backend on %s%s%s, nsid %" PRIu32 ", %u queue pair(s)", b->shm ? "shm:" : b->o.traddr,
-		 b->shm ? b->o.shm : ":", b->shm ? "" : b->o.port, b->o.nsid, nkv_engine_queues(b->eng));
+	NKV_INFO("RADOS_NKV backend on %s%s%s, nsid %" PRIu32 ", %u queue pair(s)", b->mp ? b->o.paths :
+		 b->shm ? "shm:" : b->o.traddr, b->mp ? "" : b->shm ? b->o.shm : ":", b->mp || b->shm ? "" : b->o.port,
+		 b->o.nsid, nkv_engine_queues(b->eng));
 	*out = b;
 	return NKV_NIXL_SUCCESS;
 fail:
-	nkv_disconnect(b->ctrl);
+	nkv_engine_destroy(b->eng); /* NULL: none yet; a multipath engine disconnects its paths */
+	if (!b->mp)
+		nkv_disconnect(b->ctrl);
 	pthread_mutex_destroy(&b->reg_lock);
 	pthread_mutex_destroy(&b->req_lock);
 	pthread_mutex_destroy(&b->stage_lock);
@@ -259,7 +271,8 @@ void nkv_nixl_destroy(struct nkv_nixl *b)
 			nkv_buf_unregister(b->ctrl, m->addr);
 		free(m); /* the caller's reference: it may not deregister after destroy */
 	}
-	nkv_disconnect(b->ctrl);
+	if (!b->mp) /* a multipath engine disconnected its paths */
+		nkv_disconnect(b->ctrl);
 	pthread_mutex_destroy(&b->reg_lock);
 	pthread_mutex_destroy(&b->req_lock);
 	pthread_mutex_destroy(&b->stage_lock);
@@ -293,7 +306,7 @@ static int reg_dram(struct nkv_nixl *b, uint64_t addr, uint64_t len, struct nkv_
 	/* Over shm this converts the pages in place into a registered memfd mapping: reads land in
 	 * them and writes leave from them with no copy. Memory it cannot take (not private anonymous,
 	 * overlapping another registration) still works, through the bounce area. Over TCP: 0. */
-	int rc = nkv_buf_register(b->ctrl, m->addr, m->len);
+	int rc = b->mp ? -EOPNOTSUPP : nkv_buf_register(b->ctrl, m->addr, m->len); /* mp: one per path */
 	if (rc == 0)
 		m->buf_registered = true;
 	else

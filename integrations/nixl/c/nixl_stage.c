@@ -49,7 +49,7 @@ void *nixl_stage_get(struct nkv_nixl *b, size_t size, size_t *cap, bool *lib)
 	size_t c = (size + STAGE_ALIGN - 1) / STAGE_ALIGN * STAGE_ALIGN;
 	if (!c)
 		c = STAGE_ALIGN;
-	void *p = nkv_buf_alloc(b->ctrl, c);
+	void *p = b->mp ? NULL : nkv_buf_alloc(b->ctrl, c); /* several controllers: plain memory */
 	*lib = p != NULL;
 	if (!p) /* the controller's registration limits: plain memory, through the bounce area */
 		p = malloc(c);

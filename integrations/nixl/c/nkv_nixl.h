@@ -82,6 +82,9 @@ struct nkv_nixl_opts {
 	char port[8];        /* "port" (or "trsvcid"): default 4420 */
 	char subnqn[224];    /* "subnqn": default nqn.2026-11.io.rados-nkv:nkv (the daemon's for pool nkv) */
 	char shm[108];       /* "shm": Unix socket of the shared-memory transport; set: used instead of TCP */
+	char paths[1024];    /* "paths": several paths to the subsystem (a gateway group), as
+			      * nkv_engine_connect() takes them ("HOST:PORT,HOST:PORT"); set: used instead
+			      * of traddr/port, with libnkv's multipath engine (failover between them) */
 	char hostnqn[224];   /* "hostnqn": default libnkv's (/etc/nvme/hostnqn, ...) */
 	uint32_t nsid;       /* "nsid": KV namespace; default 1 */
 	unsigned queues;     /* "queues": engine queue pairs (threads), 1..64; default 4 */
@@ -99,7 +102,7 @@ struct nkv_nixl_opts {
 /**
  * Fill @o from @params (@n entries; keys above), then from the environment for keys the
  * parameters do not give (NKV_NIXL_TRADDR, NKV_NIXL_PORT, NKV_NIXL_SUBNQN, NKV_NIXL_SHM,
- * NKV_NIXL_HOSTNQN, NKV_NIXL_NSID, NKV_NIXL_QUEUES, NKV_NIXL_QUEUE_DEPTH, NKV_NIXL_TIMEOUT_MS,
+ * NKV_NIXL_HOSTNQN, NKV_NIXL_PATHS, NKV_NIXL_NSID, NKV_NIXL_QUEUES, NKV_NIXL_QUEUE_DEPTH, NKV_NIXL_TIMEOUT_MS,
  * NKV_NIXL_MAX_OPS, NKV_NIXL_STAGING_MB, NKV_NIXL_RECONNECT_MAX_MS, NKV_NIXL_RECONNECT_WAIT_MS: how a plugin installed under another backend's name, e.g. OBJ, is configured
  * when the framework passes that backend's parameters), then the defaults. An empty value counts
  * as not given. Unknown keys (S3's bucket, endpoint_override, access_key, ...) are ignored. @err

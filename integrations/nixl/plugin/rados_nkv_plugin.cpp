@@ -4,8 +4,9 @@
  * nixlBackendEngine (backend API version 1) to the C table in ../c/nkv_nixl.h, where all the logic
  * lives and is tested. Every method converts its arguments and calls one nkv_nixl_* function.
  *
- * Built only with -DNIXL_PREFIX=<a NIXL install> (integrations/nixl/CMakeLists.txt): NIXL does not
- * check a plugin's ABI when it loads it, so it must be built against the very NIXL it is loaded into.
+ * Built only against a NIXL (-DNIXL_PREFIX=<its meson install>, or -DNIXL_SOURCE_DIR and -DNIXL_LIB_DIR
+ * for a wheel: integrations/nixl/CMakeLists.txt): NIXL does not check a plugin's ABI when it loads
+ * it, so it must be built against the very NIXL it is loaded into.
  */
 #include <cstdio>
 #include <new>
@@ -193,10 +194,10 @@ private:
 const nixl_b_params_t kOptions = {{"traddr", ""},  {"port", ""},    {"subnqn", ""},      {"shm", ""},
 				  {"hostnqn", ""}, {"nsid", ""},    {"queues", ""},      {"queue_depth", ""},
 				  {"timeout_ms", ""}, {"max_ops", ""}, {"staging_mb", ""},
-				  {"reconnect_max_ms", ""}, {"reconnect_wait_ms", ""}};
+				  {"reconnect_max_ms", ""}, {"reconnect_wait_ms", ""}, {"paths", ""}};
 
 // The plugin record, filled by hand rather than by nixlBackendPluginCreator: that template logs
-// through Abseil, which would tie the plugin to the exact Abseil libraries NIXL was built with.
+// through NIXL's logging macros, which in NIXL are Abseil's (plugin/compat/common/nixl_log.h).
 nixlBackendEngine *create_engine(const nixlBackendInitParams *init)
 {
 	try {

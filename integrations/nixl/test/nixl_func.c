@@ -883,6 +883,36 @@ static void t_no_stage_cache(void)
 	nkv_nixl_destroy(b);
 }
 
+/* "paths": the multipath engine over this run's port and one nothing listens on (connected in the
+ * background): transfers run on the live path; a list nkv_engine_connect() refuses is a bad parameter. */
+static void t_paths(void)
+{
+	char paths[64], closed[16], err[256] = "", nm[128];
+	snprintf(closed, sizeof(closed), "%u", daemon_free_port());
+	snprintf(paths, sizeof(paths), "127.0.0.1:%s,127.0.0.1:%s", g_port, closed);
+	struct nkv_nixl_param p[3] = {{"paths", paths}, {"subnqn", g_subnqn}, {"nsid", "1"}};
+	struct nkv_nixl *b = NULL;
+	int st = nkv_nixl_create(p, 3, &b, err, sizeof(err));
+	CHECK(st == NKV_NIXL_SUCCESS, "paths %s: %s %s", paths, S(st), err);
+	if (b) {
+		name_of(nm, sizeof(nm), "paths");
+		struct nkv_nixl_md *m = reg_obj(b, 1, nm);
+		size_t len = 300000;
+		fill(g_mem, len, 77);
+		memset(g_mem + (8u << 20), 0, len);
+		CHECK(xfer1(b, NKV_NIXL_WRITE, g_mem, len, 1, 0) == 0 &&
+			      xfer1(b, NKV_NIXL_READ, g_mem + (8u << 20), len, 1, 0) == 0 &&
+			      memcmp(g_mem, g_mem + (8u << 20), len) == 0,
+		      "a round trip through the multipath engine");
+		nkv_nixl_deregister(b, m);
+		nkv_nixl_destroy(b);
+	}
+	struct nkv_nixl_param bad[2] = {{"paths", "127.0.0.1:70000"}, {"subnqn", g_subnqn}};
+	b = NULL;
+	st = nkv_nixl_create(bad, 2, &b, err, sizeof(err));
+	CHECK(st == NKV_NIXL_ERR_INVALID_PARAM && !b, "paths with a bad port: %s (%s)", S(st), err);
+}
+
 /* Several threads preparing, posting, checking and releasing at once, each on its own objects. */
 struct thr {
 	struct nkv_nixl *b;
@@ -1069,6 +1099,8 @@ int main(int argc, char **argv)
 		t_errors(b);
 		t_threads(b);
 		t_no_stage_cache();
+		if (strcmp(g_transport, "tcp") == 0)
+			t_paths();
 		t_restart(b); /* last: the plain libnkv queue pair above does not survive it */
 		CHECK(nkv_nixl_deregister(b, pool) == NKV_NIXL_SUCCESS, "deregister the pool");
 		nkv_nixl_destroy(b);

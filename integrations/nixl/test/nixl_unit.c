@@ -183,6 +183,26 @@ static void t_no_target(void)
 	CHECK(nkv_nixl_md_obj(NULL, NULL, NULL, NULL, NULL) == -EINVAL, "md_obj NULL");
 }
 
+/* "paths": several paths for the multipath engine; with "shm" it is ambiguous: refused. */
+static void t_paths(void)
+{
+	struct nkv_nixl_opts o;
+	char err[160] = "";
+	struct nkv_nixl_param p[] = {{"paths", "10.0.0.1:4420,10.0.0.2:4420"}};
+	CHECK(nkv_nixl_parse_params(p, N(p), &o, err, sizeof(err)) == 0 && !strcmp(o.paths, p[0].value), "paths: %s",
+	      err);
+	struct nkv_nixl_param both[] = {{"paths", "10.0.0.1:4420,10.0.0.2:4420"}, {"shm", "/run/kv.sock"}};
+	CHECK(nkv_nixl_parse_params(both, N(both), &o, err, sizeof(err)) == NKV_NIXL_ERR_INVALID_PARAM &&
+		      strstr(err, "paths and shm"),
+	      "paths with shm refused: %s", err);
+	char longv[1100];
+	memset(longv, 'a', sizeof(longv) - 1);
+	longv[sizeof(longv) - 1] = 0;
+	struct nkv_nixl_param lp = {"paths", longv};
+	CHECK(nkv_nixl_parse_params(&lp, 1, &o, err, sizeof(err)) == NKV_NIXL_ERR_INVALID_PARAM && strstr(err, "paths"),
+	      "paths too long: %s", err);
+}
+
 int main(void)
 {
 	t_defaults();
@@ -190,6 +210,7 @@ int main(void)
 	t_env();
 	t_status();
 	t_no_target();
+	t_paths();
 	printf("%u passed, %u failed\n", h_pass, h_fail);
 	return h_fail ? 1 : 0;
 }

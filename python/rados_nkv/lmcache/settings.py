@@ -63,9 +63,20 @@ def _str(key, v):
     return v
 
 
+def _target(key, v):
+    """One target, or several paths of one subsystem: a list of targets or one string with commas
+    (the string rados_nkv.connect() takes, commas and all)."""
+    if isinstance(v, (list, tuple)):
+        if not v or not all(isinstance(t, str) and t and "," not in t for t in v):
+            raise ValueError("%s must be a non-empty list of targets (\"HOST:PORT\" strings), got %r" % (key, v))
+        return ",".join(v)
+    return _str(key, v)
+
+
 # key: (converter, default, what it is). Every key is documented in docs/lmcache.md.
 KEYS = {
-    "target": (_str, None, 'NVMe/TCP "HOST[:PORT]" / "[v6]:PORT", or "shm:/path/to/socket"'),
+    "target": (_target, None, 'NVMe/TCP "HOST[:PORT]" / "[v6]:PORT", or "shm:/path/to/socket"; several '
+                              'paths of one subsystem (a gateway group): a list, or commas between them'),
     "shm_socket": (_str, None, "shared-memory socket path (same as target shm:PATH)"),
     "subnqn": (_str, None, "subsystem NQN (TCP: None asks the discovery controller)"),
     "nsid": (_int(1, 0xFFFFFFFE), 1, "KV namespace"),

@@ -85,6 +85,13 @@ def test_settings_errors():
                                    "rados_nkv.primary", "rados_nkv://10.0.0.1:4420")
     assert (s["queues"], s["depth"], s["register_arena"], s["target"]) == (8, 64, False, "10.0.0.1:4420")
     assert settings.connect_args(settings.from_kwargs(shm_socket="/run/k.sock"))[0] == "shm:/run/k.sock"
+    # several paths of one gateway group: a list, or commas, both reach connect() as one list string
+    s = settings.from_extra_config({"remote_storage_plugin.rados_nkv.target": ["10.0.0.1:4420", "10.0.0.2:4420"]})
+    assert settings.connect_args(s)[0] == "10.0.0.1:4420,10.0.0.2:4420"
+    s = settings.from_kwargs(target="10.0.0.1:4420,10.0.0.2:4420")
+    assert settings.connect_args(s)[0] == "10.0.0.1:4420,10.0.0.2:4420"
+    with pytest.raises(ValueError, match="list of targets"):
+        settings.from_extra_config({"remote_storage_plugin.rados_nkv.target": ["10.0.0.1:4420", 5]})
     assert set(KEYS) >= {"target", "shm_socket", "subnqn", "nsid", "queues", "register_arena"}
 
 
