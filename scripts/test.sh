@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # The whole test suite, as CI runs it: install the Debian packages, build the asan preset, start a
-# micro Ceph cluster, run every CTest test (unit, functional on mem and on RADOS, fuzz replay), stop
-# the cluster, and fail if any RADOS test was skipped or did not run.
+# micro Ceph cluster, run every CTest test (unit, functional on mem and on RADOS, fuzz replay), stop the
+# cluster, then the topology tier (label topology: a 3-OSD cluster of its own, after the main suite
+# because 3 more OSDs beside its -j2 tests would overload a 2-core machine), and fail if any RADOS
+# test was skipped or did not run.
 #   scripts/test.sh            # everything
 #   PRESET=debug scripts/test.sh
 set -euo pipefail
@@ -36,7 +38,7 @@ eval "$(bash scripts/ceph-dev.sh env --dir "$CEPH_DIR")"
 export NKV_REQUIRE_RADOS=1   # a rados test without a cluster fails instead of skipping
 
 set +e
-ctest --preset "$PRESET" -j2 2>&1 | tee "$LOG"
+ctest --preset "$PRESET" -j2 -LE topology 2>&1 | tee "$LOG"
 rc=${PIPESTATUS[0]}
 set -e
 
@@ -56,5 +58,19 @@ stop_cluster   # before the summary, so the summary stays the last line
 total=$(sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' "$LOG" | tail -1)
 failed=$(sed -n 's/.* \([0-9]*\) tests failed out of.*/\1/p' "$LOG" | tail -1)
 echo "rados label: $ran of $want tests ran and passed"
+
+# The topology tier: its fixtures start and stop their own 3-OSD cluster.
+TLOG=build/$PRESET/ctest-topology.log
+t1=$(date +%s)
+set +e
+ctest --preset "$PRESET" -L topology --output-on-failure 2>&1 | tee "$TLOG"
+trc=${PIPESTATUS[0]}
+set -e
+[ "$trc" = 0 ] || rc=1
+ttotal=$(sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' "$TLOG" | tail -1)
+tfailed=$(sed -n 's/.* \([0-9]*\) tests failed out of.*/\1/p' "$TLOG" | tail -1)
+[ -n "$ttotal" ] || { ttotal=1; tfailed=1; }   # no ctest summary: count the tier as one failure
+echo "topology tier: $(( ttotal - ${tfailed:-0} )) of $ttotal passed in $(( $(date +%s) - t1 )) s"
+total=$(( ${total:-0} + ttotal )); failed=$(( ${failed:-0} + ${tfailed:-0} ))
 echo "ctest: $(( ${total:-0} - ${failed:-0} )) passed, ${failed:-0} failed" | tee "build/$PRESET/summary.txt"
 exit "$rc"

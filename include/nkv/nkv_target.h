@@ -45,6 +45,9 @@ struct nkv_backend_conf {
 	const char *gateway;     /* this gateway's name, unique among the gateways serving a namespace:
 				  * its share of a cache's usage and its eviction lease are kept under it
 				  * (NULL: "gateway") */
+	const char *meta_pool;   /* rados: a replicated pool for what needs omap (a cache's shared state
+				  * and lease) of namespaces on erasure-coded pools (NULL: none, and a
+				  * cache namespace on an erasure-coded pool is refused) */
 };
 
 /**
@@ -91,6 +94,7 @@ struct nkv_ns_conf {
 	const struct nkv_exec_rule *exec; /* the vendor Exec allowlist (copied); NULL: none */
 	unsigned nexec;
 	const struct nkv_cache_policy *cache; /* a cache over the namespace (copied); NULL: none */
+	uint32_t ana_group;      /* its ANA group, 1..NKV_ANA_GROUPS; 0: 1 */
 };
 
 /* ---- cache (docs/cache.md) ----------------------------------------------------------------------
@@ -185,6 +189,46 @@ int nkv_target_create(const struct nkv_backend_conf *conf, struct nkv_target **o
 
 /** Destroy a target. All controllers must be disconnected first. */
 void nkv_target_destroy(struct nkv_target *tgt);
+
+/**
+ * Give new controllers IDs @min..@max only (1 <= @min <= @max <= FFEFh; the default is the whole
+ * 1..FFEFh). Each gateway of a group gets a range of its own, so that no two gateways' controllers
+ * of one subsystem share a CNTLID (Linux native multipath refuses the second). @min 0: no range;
+ * every Connect is refused (Controller Busy) until one is set. Live controllers keep theirs.
+ * @return 0 or -EINVAL.
+ */
+int nkv_target_set_cntlid_range(struct nkv_target *tgt, uint16_t min, uint16_t max);
+
+/* ANA (Asymmetric Namespace Access): every namespace is in one of groups 1..NKV_ANA_GROUPS, and
+ * this target has a state per group (default optimized), reported in log page 0Ch. */
+#define NKV_ANA_GROUPS 32u
+
+/**
+ * Set this target's state for ANA group @grp (1..NKV_ANA_GROUPS): NKV_ANA_OPTIMIZED,
+ * NKV_ANA_NON_OPTIMIZED or NKV_ANA_INACCESSIBLE (I/O to its namespaces then fails with Asymmetric
+ * Access Inaccessible, SCT 3h SC 02h, DNR clear: the host retries on another path). A change moves
+ * the ANA change count and sends every controller an ANA Change notice (as it enabled them).
+ * @return 1 (changed), 0 (already so), -EINVAL.
+ */
+int nkv_target_set_ana_state(struct nkv_target *tgt, uint32_t grp, enum nkv_ana_state state);
+/** This target's state for ANA group @grp (1..NKV_ANA_GROUPS), or 0 (no such group). */
+enum nkv_ana_state nkv_target_ana_state(struct nkv_target *tgt, uint32_t grp);
+
+/** A listener of another gateway of the group: listed in this target's discovery log too. */
+struct nkv_peer_listener {
+	const char *traddr;  /* its address as configured ("0.0.0.0", "10.0.0.2", "fd00::2") */
+	unsigned port;
+	bool tls;            /* a secure port: TREQ required, SECTYPE TLS 1.3 */
+	uint16_t portid;     /* the PORTID its entries carry */
+};
+
+/**
+ * Replace the set of other gateways' listeners that this target's discovery log lists (one entry per
+ * listener and subsystem, as for its own; a host sees those it may connect to). The log's
+ * generation counter moves only when the set changes. @return 0, -EINVAL (an address over 255
+ * bytes, port 0 or over 65535), -ENOMEM.
+ */
+int nkv_target_set_peer_listeners(struct nkv_target *tgt, const struct nkv_peer_listener *l, unsigned n);
 
 /**
  * Add a subsystem exporting @pool under @nqn.

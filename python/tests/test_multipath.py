@@ -2,8 +2,9 @@
 """Several paths to one subsystem: connect() with a list of targets runs libnkv's multipath engine.
 Two gateways of one group on the cluster (rados-nkv --group, one configuration); a store_many load
 through connect([A, B]); A is killed (SIGKILL): no call fails, every stored value reads back, the time
-to resume is printed; A restarts and takes the I/O again, B is killed: the same. Bad target lists are
-refused before anything connects."""
+to resume is printed; A restarts and takes the I/O again, B is killed: the same. An ANA drain of A
+with nkv-ctl moves the I/O to B and back without an error. Bad target lists are refused before
+anything connects."""
 
 import json
 import os
@@ -149,6 +150,73 @@ def test_gateway_killed_under_load(group):
         # the comma form names the same paths
     with rados_nkv.connect(",".join(group.targets()), subnqn=NQN, timeout=TIMEOUT_S) as c:
         assert c.paths == 2 and c.exist(b"pm0.0")
+
+
+def _ctl_binary():
+    p = os.environ.get("NKV_CTL")
+    if p:
+        return p
+    for preset in ("asan", "release", "debug"):
+        q = os.path.join(os.path.dirname(__file__), "..", "..", "build", preset, "tools", "nkv-ctl", "nkv-ctl")
+        if os.path.exists(q):
+            return q
+    pytest.skip("no nkv-ctl (built with gRPC): set NKV_CTL")
+
+
+def test_ana_drain(group):
+    """An operator drains gateway A with nkv-ctl ana set (docs/nvme-kv-wire.md B.10): the engine
+    moves new I/O to B without an error at the application, and back to A once A is optimized again."""
+    ctl = _ctl_binary()
+
+    def ana(state):  # through B; its gRPC server starts after it joined the group (a 2 s name probe)
+        t0 = time.monotonic()
+        while True:
+            rc = subprocess.run([ctl, "--server", "unix:%s/1.sock" % group.tmp, "ana", "set", "1", state,
+                                 "--gateway", "gw-0"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            if rc.returncode != 69 or time.monotonic() - t0 > 15:  # 69: not reachable yet
+                break
+            time.sleep(0.1)
+        assert rc.returncode == 0, rc.stderr
+
+    with rados_nkv.connect(group.targets(), subnqn=NQN, queues=2, depth=16, timeout=TIMEOUT_S) as c:
+        eng = c.engine._handle()
+
+        def wait_active(i, what):
+            t0 = time.monotonic()
+            while rados_nkv._ffi.nkv_engine_path_active(eng, 1) != i:
+                assert time.monotonic() - t0 < 5, "%s: path %d never became active" % (what, i)
+                time.sleep(0.01)
+            return 1000 * (time.monotonic() - t0)
+
+        wait_active(0, "start")
+        stop, errors, done = threading.Event(), [], [0]
+
+        def load():
+            seq = 0
+            while not stop.is_set():
+                try:
+                    c.store_many([b"ad%d.%d" % (seq, i) for i in range(N)], [os.urandom(SIZE) for _ in range(N)])
+                    done[0] += 1
+                except NkvError as e:
+                    errors.append(e)
+                seq += 1
+
+        th = threading.Thread(target=load)
+        th.start()
+        try:
+            ana("non-optimized")
+            ms_drain = wait_active(1, "drain")
+            ana("inaccessible")
+            time.sleep(1.5)  # I/O sent to A now would fail with 0302h: the engine must not send it there
+            assert rados_nkv._ffi.nkv_engine_path_active(eng, 1) == 1
+            ana("optimized")
+            ms_back = wait_active(0, "undrain")
+        finally:
+            stop.set()
+            th.join()
+        print("ANA drain: I/O on B %.0f ms after ana set non-optimized, back on A %.0f ms after optimized; "
+              "%d batches, %d failed" % (ms_drain, ms_back, done[0], len(errors)))
+        assert not errors, errors[:3]
 
 
 @pytest.mark.parametrize("bad, exc", [

@@ -158,6 +158,11 @@ struct nkv_kvns_info {
 	uint64_t capacity;   /* bytes; 0 = unknown */
 	uint64_t used;       /* bytes stored in the pool (RADOS) or namespace (mem) */
 	uint8_t id[16];      /* stable identity of (cluster, pool, namespace): the data; the core adds the subsystem and NSID for the namespace IDs */
+	bool erasure;        /* the pool is erasure-coded: no omap, and class methods cannot read the
+			      * object's data (backend/rados_pool.h): the Exec log says so */
+	bool no_shared;      /* the cache's shared state has nowhere to live (erasure-coded pool and no
+			      * meta pool): a cache namespace is refused */
+	char pool[128];      /* the pool, for the logs of the refusals above */
 };
 
 struct nkv_kvdev_ops {

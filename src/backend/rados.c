@@ -36,6 +36,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "rados_int.h"
+#include "rados_pool.h"
 
 /* Largest List answer kept in memory: 1 Mi keys (~17 MiB); a host pages past it. */
 #define LIST_MAX_KEYS (1u << 20)
@@ -152,6 +153,29 @@ fail:
 	return rc;
 }
 
+/* The meta pool must exist and keep omap (replicated): a bad one is a configuration error at start,
+ * not a cache that fails later. */
+static int meta_pool_check(struct nkv_kvdev *d)
+{
+	rados_ioctx_t io;
+	int rc = rados_ioctx_create(d->list_cluster, d->meta_pool, &io);
+	if (rc < 0) {
+		NKV_ERR("rados: meta pool '%s': %s", d->meta_pool, strerror(-rc));
+		return rc;
+	}
+	rados_ioctx_destroy(io);
+	if ((rc = nkv_rados_pool_erasure(d->cluster, d->meta_pool)) == 1) {
+		NKV_ERR("rados: meta pool '%s' is erasure-coded: it must keep omap, use a replicated pool",
+			d->meta_pool);
+		return -EINVAL;
+	}
+	if (rc < 0)
+		NKV_WARN("rados: cannot tell whether meta pool '%s' is erasure-coded (%s; the monitor answers "
+			 "'osd pool get' to clients with mon 'allow r'): it must be replicated", d->meta_pool,
+			 strerror(-rc));
+	return 0;
+}
+
 static void *list_worker(void *arg);
 static void lists_expire(struct nkv_kvdev *d, uint64_t now);
 static void *watchdog_main(void *arg);
@@ -180,6 +204,8 @@ static int rados_open(const struct nkv_backend_conf *conf, struct nkv_kvdev **ou
 
 	if (!d)
 		return -ENOMEM;
+	if (conf->meta_pool && *conf->meta_pool)
+		snprintf(d->meta_pool, sizeof(d->meta_pool), "%s", conf->meta_pool);
 	d->op_timeout_ms = (uint64_t)op_to * 1000;
 	d->range_min = conf->cut_through_mb == NKV_CUT_THROUGH_OFF ? 0
 		       : (uint64_t)(conf->cut_through_mb ? conf->cut_through_mb : NKV_CUT_THROUGH_DEFAULT_MB) << 20;
@@ -195,6 +221,12 @@ static int rados_open(const struct nkv_backend_conf *conf, struct nkv_kvdev **ou
 		return rc;
 	}
 	d->max_object = query_max_object(d->cluster);
+	if (d->meta_pool[0] && (rc = meta_pool_check(d)) < 0) {
+		rados_shutdown(d->list_cluster);
+		rados_shutdown(d->cluster);
+		free(d);
+		return rc;
+	}
 	if (rados_cluster_fsid(d->cluster, d->fsid, sizeof(d->fsid)) < 0)
 		d->fsid[0] = '\0';
 	for (unsigned i = 0; i < FLIGHT_SHARDS; i++)
@@ -241,6 +273,43 @@ static void rados_close(struct nkv_kvdev *d)
 	free(d);
 }
 
+static void rados_ns_close(struct nkv_kvns *h);
+
+/*
+ * Is @pool erasure-coded (rados_pool.h)? Then the cache's shared state and lease go to the meta pool
+ * (same RADOS namespace, CACHE_OID "@" pool), or nowhere (a cache namespace is then refused, ns_info's
+ * no_shared). A monitor that does not say is logged and taken as replicated: the OSD then still
+ * refuses omap writes (-EOPNOTSUPP), though omap reads would come back empty.
+ */
+static int ns_erasure(struct nkv_kvdev *d, struct nkv_kvns *h, const char *pool, const char *ns)
+{
+	int rc = nkv_rados_pool_erasure(d->cluster, pool);
+
+	if (rc < 0) {
+		NKV_WARN("rados: cannot tell whether pool '%s' is erasure-coded (%s; the monitor answers 'osd pool "
+			 "get' to clients with mon 'allow r'): taken as replicated", pool, strerror(-rc));
+		return 0;
+	}
+	h->erasure = rc == 1;
+	if (!h->erasure)
+		return 0;
+	h->meta_ioctx = NULL; /* the data pool keeps no omap */
+	if (!d->meta_pool[0])
+		return 0;
+	if ((rc = rados_ioctx_create(d->list_cluster, d->meta_pool, &h->meta_ioctx)) < 0) {
+		NKV_ERR("rados: meta pool '%s': %s", d->meta_pool, strerror(-rc));
+		h->meta_ioctx = NULL;
+		return rc;
+	}
+	h->meta_own = true;
+	rados_ioctx_set_namespace(h->meta_ioctx, ns);
+	if (snprintf(h->cache_oid, sizeof(h->cache_oid), "%s@%s", CACHE_OID, pool) >= (int)sizeof(h->cache_oid)) {
+		NKV_ERR("rados: pool name '%s' too long for its cache object in the meta pool", pool);
+		return -ENAMETOOLONG;
+	}
+	return 0;
+}
+
 static int rados_ns_open(struct nkv_kvdev *d, const char *pool, const char *ns, struct nkv_kvns **out)
 {
 	struct nkv_kvns *h = calloc(1, sizeof(*h));
@@ -272,6 +341,12 @@ static int rados_ns_open(struct nkv_kvdev *d, const char *pool, const char *ns, 
 	rados_ioctx_snap_set_read(h->exec_ro_ioctx, EXEC_RO_SNAP);
 	snprintf(h->name, sizeof(h->name), "%s/%s", pool, ns);
 	h->dev = d;
+	h->meta_ioctx = h->list_ioctx;
+	snprintf(h->cache_oid, sizeof(h->cache_oid), "%s", CACHE_OID);
+	if ((rc = ns_erasure(d, h, pool, ns)) < 0) {
+		rados_ns_close(h);
+		return rc;
+	}
 	*out = h;
 	return 0;
 }
@@ -283,6 +358,10 @@ static void rados_ns_close(struct nkv_kvns *h)
 	rados_aio_flush(h->ioctx);
 	rados_aio_flush(h->list_ioctx);
 	rados_aio_flush(h->exec_ro_ioctx);
+	if (h->meta_own) {
+		rados_aio_flush(h->meta_ioctx);
+		rados_ioctx_destroy(h->meta_ioctx);
+	}
 	rados_ioctx_destroy(h->exec_ro_ioctx);
 	rados_ioctx_destroy(h->list_ioctx);
 	rados_ioctx_destroy(h->ioctx);
@@ -301,6 +380,9 @@ static int rados_ns_info(struct nkv_kvns *h, struct nkv_kvns_info *info)
 	if (rados_cluster_stat(h->dev->cluster, &cs) == 0)
 		info->capacity = cs.kb * 1024;
 	nkv_id128(h->dev->fsid, h->name, info->id);
+	info->erasure = h->erasure;
+	info->no_shared = h->erasure && !h->meta_ioctx;
+	snprintf(info->pool, sizeof(info->pool), "%.*s", (int)strcspn(h->name, "/"), h->name);
 	return 0;
 }
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rados_cache.c - the RADOS backend's calls for the target's cache thread (docs/cache.md): the
- * namespace's shared state (the omap of CACHE_OID), its eviction lease (cls_lock on the same object,
+ * namespace's shared state (the omap of CACHE_OID, or on an erasure-coded pool of its object in the
+ * meta pool: h->meta_ioctx, h->cache_oid), its eviction lease (cls_lock on the same object,
  * with a duration, so a gateway that dies hands it over when the lease ends), random samples and
  * passes over the namespace's entries with their records, and guarded removals.
  *
@@ -30,14 +31,16 @@ static int rc_of(int rc)
 
 int rados_cache_shared_put(struct nkv_kvns *h, const char *key, const char *val)
 {
-	rados_write_op_t op = rados_create_write_op();
+	rados_write_op_t op;
 	size_t vlen = strlen(val);
 	int rc;
 
-	if (!op)
+	if (!h->meta_ioctx) /* an erasure-coded pool without a meta pool: never a cache namespace */
+		return -EOPNOTSUPP;
+	if (!(op = rados_create_write_op()))
 		return -ENOMEM;
 	rados_write_op_omap_set(op, &key, &val, &vlen, 1);
-	rc = rados_write_op_operate(op, h->list_ioctx, CACHE_OID, NULL, LIBRADOS_OPERATION_FULL_TRY);
+	rc = rados_write_op_operate(op, h->meta_ioctx, h->cache_oid, NULL, LIBRADOS_OPERATION_FULL_TRY);
 	rados_release_write_op(op);
 	return rc_of(rc);
 }
@@ -48,6 +51,8 @@ int rados_cache_shared_get(struct nkv_kvns *h, const char *prefix,
 	char after[256] = "";
 	int rc;
 
+	if (!h->meta_ioctx)
+		return -EOPNOTSUPP;
 	for (;;) { /* page by page: one share per gateway, rarely more than one page */
 		rados_read_op_t op = rados_create_read_op();
 		rados_omap_iter_t it = NULL;
@@ -58,7 +63,7 @@ int rados_cache_shared_get(struct nkv_kvns *h, const char *prefix,
 		if (!op)
 			return -ENOMEM;
 		rados_read_op_omap_get_vals2(op, after, prefix, SHARED_PAGE, &it, &more, &prval);
-		rc = rados_read_op_operate(op, h->list_ioctx, CACHE_OID, 0);
+		rc = rados_read_op_operate(op, h->meta_ioctx, h->cache_oid, 0);
 		if (rc == 0 && prval < 0)
 			rc = prval;
 		if (rc == 0) {
@@ -85,18 +90,22 @@ int rados_cache_shared_get(struct nkv_kvns *h, const char *prefix,
 int rados_cache_lease(struct nkv_kvns *h, const char *owner, uint32_t lease_ms, bool renew)
 {
 	struct timeval d = {.tv_sec = lease_ms / 1000, .tv_usec = (lease_ms % 1000) * 1000};
+	if (!h->meta_ioctx)
+		return -EOPNOTSUPP;
 	/* The cookie is the owner: a renewal by the same gateway extends its own lock. */
-	int rc = rados_lock_exclusive(h->list_ioctx, CACHE_OID, LEASE_NAME, owner, "eviction lease", &d,
+	int rc = rados_lock_exclusive(h->meta_ioctx, h->cache_oid, LEASE_NAME, owner, "eviction lease", &d,
 				      renew ? LIBRADOS_LOCK_FLAG_RENEW : 0);
 	if (rc == -EEXIST && !renew) /* ours already (the thread restarted its tick): renew it */
-		rc = rados_lock_exclusive(h->list_ioctx, CACHE_OID, LEASE_NAME, owner, "eviction lease", &d,
+		rc = rados_lock_exclusive(h->meta_ioctx, h->cache_oid, LEASE_NAME, owner, "eviction lease", &d,
 					  LIBRADOS_LOCK_FLAG_RENEW);
 	return rc == -EEXIST ? -EBUSY : rc_of(rc);
 }
 
 void rados_cache_lease_release(struct nkv_kvns *h, const char *owner)
 {
-	rados_unlock(h->list_ioctx, CACHE_OID, LEASE_NAME, owner);
+	if (!h->meta_ioctx)
+		return;
+	rados_unlock(h->meta_ioctx, h->cache_oid, LEASE_NAME, owner);
 }
 
 /* A final write is over (done, failed or timed out): nothing waits for its result. */
@@ -116,19 +125,21 @@ void rados_cache_final(struct nkv_kvns *h, const char *key, const char *val, con
 {
 	rados_completion_t c;
 
+	if (!h->meta_ioctx)
+		return;
 	if (key) {
 		rados_write_op_t op = rados_create_write_op();
 		size_t vlen = strlen(val);
 		if (op && rados_aio_create_completion2(op, final_done, &c) == 0) {
 			rados_write_op_omap_set(op, &key, &val, &vlen, 1);
-			if (rados_aio_write_op_operate(op, h->list_ioctx, c, CACHE_OID, NULL, LIBRADOS_OPERATION_FULL_TRY) < 0)
+			if (rados_aio_write_op_operate(op, h->meta_ioctx, c, h->cache_oid, NULL, LIBRADOS_OPERATION_FULL_TRY) < 0)
 				final_done(c, op);
 		} else if (op) {
 			rados_release_write_op(op);
 		}
 	}
 	if (owner && rados_aio_create_completion2(NULL, final_done, &c) == 0 &&
-	    rados_aio_unlock(h->list_ioctx, CACHE_OID, LEASE_NAME, owner, c) < 0)
+	    rados_aio_unlock(h->meta_ioctx, h->cache_oid, LEASE_NAME, owner, c) < 0)
 		final_done(c, NULL);
 }
 

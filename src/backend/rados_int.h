@@ -18,6 +18,9 @@
 /* The object holding a cache namespace's shared state (omap) and eviction lease (cls_lock). Its
  * name is no key's (keys are hex), so List and the cache's scans skip it. */
 #define CACHE_OID "rados_nkv.cache"
+/* ... and its name in a meta pool (an erasure-coded data pool has no omap): CACHE_OID "@" the data
+ * pool, so that namespaces of several data pools never share one object there. */
+#define CACHE_OID_MAX 200
 #define XATTR_META "nkv.m"
 #define XATTR_ATIME "nkv.a"
 /* Touches (last-use refreshes) in flight at most; more are skipped, not queued. */
@@ -62,6 +65,7 @@ struct nkv_kvdev {
 	atomic_uint touches;          /* last-use refreshes in flight */
 	atomic_uint range_reads;      /* Retrieves being read in ranges (rados_range.c) */
 	uint64_t range_min;           /* host buffers at least this large are read in ranges; 0: never */
+	char meta_pool[128];          /* --meta-pool ("": none) */
 };
 
 struct nkv_kvns {
@@ -72,6 +76,12 @@ struct nkv_kvns {
 	 * them from the current object, but refuses (-EINVAL, before it runs) any op that may write,
 	 * which includes every class method flagged as a writer: the gateway need not know which are. */
 	rados_ioctx_t exec_ro_ioctx;
+	/* The cache's shared state and lease object: list_ioctx and CACHE_OID on a replicated pool; on
+	 * an erasure-coded one, the meta pool's (same RADOS namespace) or NULL when there is none. */
+	rados_ioctx_t meta_ioctx;
+	bool meta_own;            /* meta_ioctx is an ioctx of its own (the meta pool's) */
+	char cache_oid[CACHE_OID_MAX];
+	bool erasure;
 	char name[512]; /* "pool/ns", for logs and the NGUID */
 };
 

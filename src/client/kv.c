@@ -342,6 +342,10 @@ static const struct status_info g_status[] = {
 	{0x191, EACCES, "Authentication Required (SCT 1h SC 91h)"},
 	{0x281, EIO, "Unrecovered Read Error (SCT 2h SC 81h)"},
 	{0x300, EIO, "Internal Path Error (SCT 3h SC 00h)"},
+	/* ANA: the path (gateway) is drained or lost for this namespace; another path may serve it */
+	{0x301, ENOTCONN, "Asymmetric Access Persistent Loss (SCT 3h SC 01h)"},
+	{0x302, ENOTCONN, "Asymmetric Access Inaccessible (SCT 3h SC 02h)"},
+	{0x303, ENOTCONN, "Asymmetric Access Transition (SCT 3h SC 03h)"},
 	{0x360, ENOTCONN, "Controller Pathing Error (SCT 3h SC 60h)"},
 	{0x370, ENOTCONN, "Host Pathing Error: connection lost (SCT 3h SC 70h)"},
 };

@@ -91,6 +91,9 @@ static json_object *ns_msg(const char *nqn, json_object *ns)
 	json_object_object_add(o, "rados_namespace", json_object_new_string(st_str(ns, "rados_namespace") ? st_str(ns, "rados_namespace") : ""));
 	json_object_object_add(o, "max_value", json_object_new_uint64(maxv));
 	json_object_object_add(o, "read_only", json_object_new_boolean(st_bool(ns, "read_only")));
+	uint64_t grp;
+	st_u64(ns, "ana_group", 1, &grp);
+	json_object_object_add(o, "ana_group", json_object_new_int64((int64_t)grp));
 	if (st_get(ns, "cache")) /* absent: not a cache (the message field's presence says so) */
 		json_object_object_add(o, "cache", json_object_get(st_get(ns, "cache")));
 	return o;
@@ -312,6 +315,9 @@ static int m_add_namespace(struct call *c, json_object *st)
 		return fail(c, -EINVAL, "%s: rados_namespace longer than 127 bytes", nqn);
 	if ((rc = check_max_value(c, ss, nqn, maxv)) < 0)
 		return rc;
+	uint64_t grp = 0;
+	if (req_u64(c, "ana_group", &grp) < 0 || grp > NKV_ANA_GROUPS)
+		return fail(c, -EINVAL, "%s: ana_group must be 1-%u (0: 1)", nqn, NKV_ANA_GROUPS);
 	json_object *jc = st_get(c->req, "cache");
 	struct nkv_cache_policy pol = {0};
 	char why[256];
@@ -322,6 +328,8 @@ static int m_add_namespace(struct call *c, json_object *st)
 	json_object_object_add(ns, "rados_namespace", json_object_new_string(rns));
 	json_object_object_add(ns, "max_value", json_object_new_uint64(maxv));
 	json_object_object_add(ns, "read_only", json_object_new_boolean(st_bool(c->req, "read_only")));
+	if (grp > 1) /* absent: group 1, so that states written before ANA read the same */
+		json_object_object_add(ns, "ana_group", json_object_new_int64((int64_t)grp));
 	if (jc && !json_object_is_type(jc, json_type_null))
 		json_object_object_add(ns, "cache", ctl_cache_policy_to_json(&pol));
 	json_object_object_add(nss, key, ns);
@@ -812,6 +820,115 @@ static int r_gateway_info(struct call *c, json_object *st)
 	json_object_object_add(o, "listeners", ls);
 	json_object_object_add(o, "connections", connections(ctl, NULL));
 	json_object_object_add(o, "state_store", json_object_new_string(store_name(ctl->store)));
+	uint64_t r = ST_CNTLID_RANGES;
+	st_u64(st_get(st_gateways(ctl->applied), ctl->gateway), "cntlid_range", ST_CNTLID_RANGES, &r);
+	bool whole = !ctl->group[0], some = r < ST_CNTLID_RANGES;
+	int64_t lo = whole ? 1 : some ? (int64_t)(r * ST_CNTLID_RANGE + 1) : 0;
+	int64_t hi = whole ? NKV_CNTLID_MAX : some ? (int64_t)((r + 1) * ST_CNTLID_RANGE) : 0;
+	json_object_object_add(o, "cntlid_min", json_object_new_int64(lo));
+	json_object_object_add(o, "cntlid_max", json_object_new_int64(hi));
+	return 0;
+}
+
+/* ---- ANA states ------------------------------------------------------------------------------------- */
+
+/* The gateway a request names ("": this one) in state @st's gateways: NULL (and *@rc) when not in a
+ * group or unknown. */
+static json_object *ana_gateway(struct call *c, json_object *st, const char **name, int *rc)
+{
+	const char *gw = *req_str(c, "gateway") ? req_str(c, "gateway") : c->ctl->gateway;
+	json_object *g = st_get(st_gateways(st), gw);
+
+	*name = gw;
+	if (!c->ctl->group[0])
+		*rc = fail(c, -EPERM, "ANA states are per gateway of a group: this gateway runs without --group");
+	else if (!g)
+		*rc = fail(c, -ENOENT, "group %s has no gateway '%.64s' (nkv-ctl ana get names them)", c->ctl->group,
+			   gw);
+	return c->ctl->group[0] ? g : NULL;
+}
+
+/* SetAnaState: a gateway's state for one ANA group; its controllers get an ANA Change notice when it
+ * applies. "optimized" is the default, so it removes the entry. */
+static int m_set_ana_state(struct call *c, json_object *st)
+{
+	const char *gw, *name = req_str(c, "state");
+	uint64_t grp = 0;
+	int rc = 0;
+	enum nkv_ana_state s = st_ana_parse(name);
+	json_object *g = ana_gateway(c, st, &gw, &rc);
+
+	if (!g)
+		return rc;
+	if (req_u64(c, "ana_group", &grp) < 0 || grp == 0 || grp > NKV_ANA_GROUPS)
+		return fail(c, -EINVAL, "ana_group must be 1-%u", NKV_ANA_GROUPS);
+	if (!s)
+		return fail(c, -EINVAL, "state '%.32s' is not optimized, non-optimized or inaccessible", name);
+	char k[16];
+	snprintf(k, sizeof(k), "%" PRIu64, grp);
+	json_object *ana = st_get(g, "ana");
+	if (s == NKV_ANA_OPTIMIZED) {
+		if (ana)
+			json_object_object_del(ana, k);
+		if (ana && !json_object_object_length(ana))
+			json_object_object_del(g, "ana");
+	} else {
+		if (!ana)
+			json_object_object_add(g, "ana", ana = json_object_new_object());
+		json_object_object_add(ana, k, json_object_new_string(name));
+	}
+	json_object *o = c->resp = json_object_new_object();
+	json_object_object_add(o, "gateway", json_object_new_string(gw));
+	json_object_object_add(o, "ana_group", json_object_new_int64((int64_t)grp));
+	json_object_object_add(o, "state", json_object_new_string(name));
+	return 0;
+}
+
+/* GetAnaState: for each gateway (or the one named), the state of every ANA group that holds a
+ * namespace or has a state set, and of group 1. */
+static int r_get_ana_state(struct call *c, json_object *st)
+{
+	const char *gw;
+	int rc = 0;
+	bool used[NKV_ANA_GROUPS + 1] = {false, true};
+
+	if (*req_str(c, "gateway") && !ana_gateway(c, st, &gw, &rc))
+		return rc;
+	if (!c->ctl->group[0])
+		return fail(c, -EPERM, "ANA states are per gateway of a group: this gateway runs without --group");
+	json_object_object_foreach(st_subsystems(st), nqn, ss) {
+		(void)nqn;
+		json_object_object_foreach(st_get(ss, "namespaces"), n, ns) {
+			uint64_t g = 1;
+			(void)n;
+			if (st_u64(ns, "ana_group", 1, &g) == 0 && g >= 1 && g <= NKV_ANA_GROUPS)
+				used[g] = true;
+		}
+	}
+	json_object *gws = st_gateways(st) ? st_gateways(st) : json_object_new_object();
+	json_object_object_foreach(gws, k, g) {
+		(void)k;
+		for (unsigned x = 1; x <= NKV_ANA_GROUPS; x++)
+			used[x] = used[x] || st_ana_of(g, x) != NKV_ANA_OPTIMIZED;
+	}
+	json_object *arr = json_object_new_array();
+	json_object_object_foreach(gws, name, gv) {
+		if (*req_str(c, "gateway") && strcmp(name, req_str(c, "gateway")) != 0)
+			continue;
+		for (unsigned x = 1; x <= NKV_ANA_GROUPS; x++) {
+			if (!used[x])
+				continue;
+			json_object *o = json_object_new_object();
+			json_object_object_add(o, "gateway", json_object_new_string(name));
+			json_object_object_add(o, "ana_group", json_object_new_int64(x));
+			json_object_object_add(o, "state", json_object_new_string(st_ana_name(st_ana_of(gv, x))));
+			json_object_array_add(arr, o);
+		}
+	}
+	if (gws != st_gateways(st))
+		json_object_put(gws);
+	c->resp = json_object_new_object();
+	json_object_object_add(c->resp, "states", arr);
 	return 0;
 }
 
@@ -930,6 +1047,8 @@ static const struct method g_methods[] = {
 	{"GetGatewayInfo", r_gateway_info, false},
 	{"CheckState", r_check_state, false},
 	{"RepairState", m_repair_state, false}, /* its own commit (store_repair) */
+	{"SetAnaState", m_set_ana_state, true},
+	{"GetAnaState", r_get_ana_state, false},
 };
 
 /* Say, once each time it starts, that this gateway refuses a subsystem's Connects through one of its
@@ -1200,18 +1319,15 @@ static bool has_listeners_of(json_object *st, const char *gw)
 }
 
 /* This gateway joins stored state *@stored (ctl->mu held, or not shared yet): the first time (the
- * state has no listener of this gateway) its listeners from the flags go in, one commit, retried;
- * later the state's listeners win, and a flag listener the state does not name is closed by the
- * reconciler: said here, so that it is never dropped silently. @return 0 or -errno. */
+ * state has no listener of this gateway) its listeners from the flags go in, and in a group the
+ * first time it has no controller ID range it takes one; one commit, retried. Later the state's
+ * listeners win, and a flag listener the state does not name is closed by the reconciler: said
+ * here, so that it is never dropped silently. @return 0 or -errno (-ENOSPC: every range is held). */
 static int join(struct nkv_ctl *ctl, json_object **stored)
 {
 	int rc = 0;
 
-	if (!json_object_object_length(st_listeners(ctl->applied))) {
-		ctl->joined = true;
-		return 0;
-	}
-	if (has_listeners_of(*stored, ctl->gateway)) {
+	if (json_object_object_length(st_listeners(ctl->applied)) && has_listeners_of(*stored, ctl->gateway)) {
 		json_object_object_foreach(st_listeners(ctl->applied), k, l) {
 			uint64_t port;
 			st_u64(l, "port", 0, &port);
@@ -1220,13 +1336,27 @@ static int join(struct nkv_ctl *ctl, json_object **stored)
 					 "has other listeners of gateway %s: it is closed (the state wins; nkv-ctl listener "
 					 "add serves it again)", ctl->group, st_str(l, "address"), port, ctl->gateway);
 		}
-		ctl->joined = true;
-		return 0;
 	}
 	for (int tries = 0; tries < COMMIT_TRIES; tries++) {
+		bool add = json_object_object_length(st_listeners(ctl->applied)) && !has_listeners_of(*stored, ctl->gateway);
 		json_object *next = st_copy(*stored);
-		json_object_object_foreach(st_listeners(ctl->applied), k, l)
-			json_object_object_add(st_listeners(next), k, json_object_get(l));
+		if (add) {
+			json_object_object_foreach(st_listeners(ctl->applied), k, l)
+				json_object_object_add(st_listeners(next), k, json_object_get(l));
+		}
+		int r = ctl->group[0] ? st_claim_range(next, ctl->gateway) : 0;
+		if (r < 0) {
+			NKV_ERR("group %s: all %u controller ID ranges are held by other gateway names, so gateway %s "
+				"cannot join: a group has at most %u gateway names (each keeps its range across restarts)",
+				ctl->group, ST_CNTLID_RANGES, ctl->gateway, ST_CNTLID_RANGES);
+			json_object_put(next);
+			return r;
+		}
+		if (!add && r == 0) {
+			json_object_put(next);
+			ctl->joined = true;
+			return 0;
+		}
 		json_object_object_add(next, "epoch", json_object_new_int64((int64_t)st_epoch(*stored) + 1));
 		if ((rc = store_commit(ctl->store, *stored, next)) == 0) {
 			json_object_put(*stored);
@@ -1319,6 +1449,7 @@ int nkv_ctl_create(const struct nkv_ctl_conf *conf, const char *seed_json, struc
 			if (!st_get(st_listeners(stored), k))
 				json_object_object_add(st_listeners(stored), k, json_object_get(l));
 	} else if (stored && (rc = join(ctl, &stored)) < 0) {
+		json_object_put(stored);
 		goto fail;
 	}
 	if (stored) { /* the stored state wins */
@@ -1328,6 +1459,8 @@ int nkv_ctl_create(const struct nkv_ctl_conf *conf, const char *seed_json, struc
 		apply(ctl);
 	} else { /* nothing stored yet: the flags and file seed it */
 		json_object_object_add(ctl->want, "epoch", json_object_new_int64(1));
+		if (ctl->group[0])
+			st_claim_range(ctl->want, ctl->gateway); /* the first range of an empty group */
 		if ((rc = store_commit(ctl->store, NULL, ctl->want)) < 0 && rc != -ECANCELED)
 			goto fail;
 		if (rc == -ECANCELED) { /* another gateway seeded the group meanwhile: take its state */
@@ -1337,6 +1470,7 @@ int nkv_ctl_create(const struct nkv_ctl_conf *conf, const char *seed_json, struc
 		} else {
 			ctl->joined = true;
 			json_object_object_add(ctl->applied, "epoch", json_object_new_int64(1));
+			st_reconcile_gateways(ctl, ctl->applied, ctl->want);
 			NKV_INFO("state %s seeded from the configuration (epoch 1)", store_name(ctl->store));
 		}
 	}
@@ -1376,6 +1510,37 @@ void nkv_ctl_destroy(struct nkv_ctl *ctl)
 	pthread_mutex_destroy(&ctl->kick_mu);
 	pthread_cond_destroy(&ctl->cv);
 	free(ctl);
+}
+
+int nkv_ctl_group_range(const struct nkv_ctl_conf *conf, uint16_t *min, uint16_t *max)
+{
+	const char *gw = conf->gateway ? conf->gateway : "gateway";
+	struct ctl_store *s = NULL;
+	json_object *st = NULL;
+	uint64_t r = 0;
+	int rc;
+
+	*min = 1, *max = NKV_CNTLID_MAX;
+	if (!conf->group || !*conf->group)
+		return 0;
+	*min = *max = 0;
+	if ((rc = store_open(conf, &s)) < 0)
+		return rc;
+	if ((rc = store_load(s, &st, NULL)) == 0 && st) { /* nothing stored: the first range */
+		json_object *c = st_copy(st);
+		if (st_claim_range(c, gw) < 0)
+			rc = -ENOSPC;
+		else
+			st_u64(st_get(st_gateways(c), gw), "cntlid_range", 0, &r);
+		json_object_put(c);
+	}
+	json_object_put(st);
+	store_close(s);
+	if (rc < 0)
+		return rc;
+	*min = (uint16_t)(r * ST_CNTLID_RANGE + 1);
+	*max = (uint16_t)((r + 1) * ST_CNTLID_RANGE);
+	return 0;
 }
 
 int nkv_ctl_stored_state(const struct nkv_ctl_conf *conf, char **state_json, char *where, size_t n)

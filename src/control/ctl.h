@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -70,6 +71,15 @@ int nkv_ctl_create(const struct nkv_ctl_conf *conf, const char *seed_json, struc
  * nothing stored yet), or -errno (unreachable, unreadable, -EINVAL: not a state).
  */
 int nkv_ctl_stored_state(const struct nkv_ctl_conf *conf, char **state_json, char *where, size_t n);
+
+/**
+ * The controller IDs gateway conf->gateway of group conf->group gives, read from the group's state
+ * before the daemon listens (so that no Connect finds it without a range): its own range when the
+ * state holds it (a restart), else the lowest free one, which nkv_ctl_create() then claims (two
+ * names joining at once: the loser moves to the next range when it commits). Not a group: the
+ * whole 1..FFEFh. @return 0, -ENOSPC (every range is held by other names), or -errno (unreadable).
+ */
+int nkv_ctl_group_range(const struct nkv_ctl_conf *conf, uint16_t *min, uint16_t *max);
 
 /** Stop watching and free. Leaves the target as it is. */
 void nkv_ctl_destroy(struct nkv_ctl *ctl);

@@ -8,8 +8,11 @@
  *    "subsystems": {NQN: {"nqn", "pool", "max_namespaces", "allow_any_host", "loopback_any_host", "shm_socket",
  *                         "hosts": {HOSTNQN: {"host_nqn", "dhchap_key", "dhchap_ctrl_key"}},
  *                         "namespaces": {"NSID": {"nsid", "rados_namespace", "max_value", "read_only",
+ *                                                 "ana_group" (absent: 1),
  *                                                 "cache": CachePolicy (present: a cache namespace)}}}},
- *    "listeners": {"GATEWAY/ADDRESS/PORT": {"gateway", "address", "port", "tls"}}}
+ *    "listeners": {"GATEWAY/ADDRESS/PORT": {"gateway", "address", "port", "tls"}},
+ *    "gateways": {GATEWAY: {"gateway", "cntlid_range",       (a group's only; may be absent)
+ *                           "ana": {"GROUP": "non-optimized"|"inaccessible"} (absent: optimized)}}}
  * Objects keyed by name, so that two states compare entry by entry.
  * Who may connect to a subsystem (st_access): "allow_any_host" true: any host, through every
  * listener (the operator said so); else "loopback_any_host" true and no hosts: any host, but never
@@ -21,15 +24,37 @@
 
 #include <json-c/json.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "control/ctl.h"
+#include "nkv/nkv_target.h"
 
 /* ---- state.c ---- */
 json_object *st_new(void);
 uint64_t st_epoch(json_object *st);
 json_object *st_subsystems(json_object *st);
 json_object *st_listeners(json_object *st);
+/** The group's gateways (NULL: none recorded: not a group, or a state from before ranges). */
+json_object *st_gateways(json_object *st);
+/* Controller ID ranges of a group's gateways: range i is i * 2040 + 1 .. (i + 1) * 2040, as
+ * ceph-nvmeof divides the CNTLID space; 32 of them fit under FFEFh. */
+#define ST_CNTLID_RANGE 2040u
+#define ST_CNTLID_RANGES 32u
+/**
+ * Give gateway @gw of state @st a controller ID range if it has none: the lowest one no gateway of
+ * @st holds. @return 1 (added), 0 (it has one), -ENOSPC (all ST_CNTLID_RANGES are held).
+ */
+int st_claim_range(json_object *st, const char *gw);
+/** An ANA state's name ("optimized", "non-optimized", "inaccessible") as the state and the RPCs
+ *  write it, or NULL. */
+const char *st_ana_name(enum nkv_ana_state s);
+/** The state a name gives, or 0 (not one of the three). */
+enum nkv_ana_state st_ana_parse(const char *name);
+/** Is @ana a gateway's "ana" object of the model (absent is)? */
+bool st_ana_ok(json_object *ana);
+/** Gateway @g's state for ANA group @grp in its "ana" object (optimized when unnamed). */
+enum nkv_ana_state st_ana_of(json_object *g, unsigned grp);
 /** The member @key of object @o, or NULL. */
 json_object *st_get(json_object *o, const char *key);
 /** Member @key as an unsigned integer (a number or a decimal string, as proto3 JSON writes 64-bit
@@ -57,6 +82,12 @@ int st_check(json_object *st, const char **why);
  * @return 0 when everything applied, else the first error.
  */
 int st_reconcile(struct nkv_ctl *ctl, json_object *applied, json_object *want);
+/**
+ * The group-wide part of st_reconcile: this gateway's controller ID range (none in a group whose
+ * state has no entry for it yet: Connects are refused until it has one; the whole range outside a
+ * group) and the other gateways' listeners in the discovery log.
+ */
+void st_reconcile_gateways(struct nkv_ctl *ctl, json_object *applied, json_object *want);
 
 /* ---- group_state.c: the state as a group object's omap entries (no RADOS) ---- */
 #define GROUP_KEY_MAX 2048         /* longest key read (a gateway writes at most 1,341 bytes) */

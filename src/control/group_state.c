@@ -4,7 +4,8 @@
  * without RADOS (store.c does the I/O; test/fuzz/fuzz_group.c feeds group_parse hostile entries).
  *
  * Keys: "s/SUB" (a subsystem), "h/SUB/HOST" (an allowed host), "n/SUB/NSID" (a namespace),
- * "l/GATEWAY/ADDRESS/PORT" (a listener) and "epoch". SUB and HOST are NQNs written with '%' as "%25"
+ * "l/GATEWAY/ADDRESS/PORT" (a listener), "g/GATEWAY" (a gateway: its controller ID range) and
+ * "epoch". SUB and HOST are NQNs written with '%' as "%25"
  * and '/' as "%2F", so that a key names one entry whatever the NQNs hold (NVMe allows '/' in an
  * NQN: unescaped, subsystem "nqn.x" with host "nqn.y/nqn.z" and subsystem "nqn.x/nqn.y" with host
  * "nqn.z" were one key). An NQN without '%' or '/' is written as it is, so the keys of groups
@@ -106,6 +107,12 @@ json_object *group_flatten(json_object *st)
 	json_object_object_foreach(st_listeners(st), k, lv) {
 		snprintf(lk, sizeof(lk), "l/%s", k);
 		json_object_object_add(out, lk, jstring(lv));
+	}
+	if (st_gateways(st)) {
+		json_object_object_foreach(st_gateways(st), g, gv) {
+			snprintf(lk, sizeof(lk), "g/%s", g);
+			json_object_object_add(out, lk, jstring(gv));
+		}
 	}
 	return out;
 }
@@ -213,8 +220,9 @@ static const char *parse_namespace(const struct group_entry *e, json_object *o, 
 	char n[24], why[256];
 	struct nkv_cache_policy pol;
 
-	if (st_u64(o, "nsid", 0, &nsid) < 0 || nsid == 0 || nsid > NKV_MAX_NSID || st_u64(o, "max_value", 0, &x) < 0)
-		return "a namespace with a bad nsid or max_value";
+	if (st_u64(o, "nsid", 0, &nsid) < 0 || nsid == 0 || nsid > NKV_MAX_NSID || st_u64(o, "max_value", 0, &x) < 0 ||
+	    st_u64(o, "ana_group", 1, &x) < 0 || x == 0 || x > NKV_ANA_GROUPS)
+		return "a namespace with a bad nsid, max_value or ana_group";
 	snprintf(n, sizeof(n), "%" PRIu64, nsid);
 	if (!key_is(e, 'n', st_str(o, "nqn"), n))
 		return "the key is not the one its nqn and nsid give";
@@ -248,6 +256,30 @@ static const char *parse_listener(struct parse *p, const struct group_entry *e, 
 	return NULL;
 }
 
+static const char *parse_gateway(struct parse *p, const struct group_entry *e, json_object *o)
+{
+	const char *gw = st_str(o, "gateway");
+	uint64_t r;
+
+	if (!gw || !*gw || strlen(gw) > 255 || st_u64(o, "cntlid_range", ST_CNTLID_RANGES, &r) < 0 ||
+	    r >= ST_CNTLID_RANGES)
+		return "a gateway without a name (1-255 bytes) or a controller ID range (0-31)";
+	if (!st_ana_ok(st_get(o, "ana")))
+		return "a gateway whose ANA states are not {\"GROUP\": \"non-optimized\"|\"inaccessible\"|\"optimized\"}";
+	if (e->klen != strlen(gw) + 2 || memcmp(e->key + 2, gw, e->klen - 2) != 0)
+		return "the key is not the one its gateway gives";
+	if (st_get(st_gateways(p->st), gw))
+		return "a second entry for this gateway";
+	json_object_object_foreach(st_gateways(p->st), k, g) {
+		uint64_t x;
+		(void)k;
+		if (st_u64(g, "cntlid_range", 0, &x) == 0 && x == r)
+			return "a controller ID range another gateway holds";
+	}
+	json_object_object_add(st_gateways(p->st), gw, json_object_get(o));
+	return NULL;
+}
+
 /* One entry in pass @pass (0: subsystems, 1: the rest). */
 static void parse_one(struct parse *p, const struct group_entry *e, int pass)
 {
@@ -259,8 +291,8 @@ static void parse_one(struct parse *p, const struct group_entry *e, int pass)
 		return;
 	if (e->klen > GROUP_KEY_MAX) {
 		why = "the key is longer than " GROUP_KEY_MAX_STR " bytes";
-	} else if (kind != 's' && kind != 'h' && kind != 'n' && kind != 'l') {
-		why = "not a kind of entry (s/, h/, n/, l/ or epoch)";
+	} else if (kind != 's' && kind != 'h' && kind != 'n' && kind != 'l' && kind != 'g') {
+		why = "not a kind of entry (s/, h/, n/, l/, g/ or epoch)";
 	} else if (e->vlen > GROUP_VALUE_MAX) {
 		why = "the value is longer than " GROUP_VALUE_MAX_STR " bytes";
 	} else {
@@ -278,11 +310,13 @@ static void parse_one(struct parse *p, const struct group_entry *e, int pass)
 	}
 	if (!why) {
 		const char *nqn = st_str(o, "nqn");
-		json_object *ss = nqn && kind != 's' && kind != 'l' ? st_get(st_subsystems(p->st), nqn) : NULL;
+		json_object *ss = nqn && kind != 's' && kind != 'l' && kind != 'g' ? st_get(st_subsystems(p->st), nqn) : NULL;
 		if (kind == 's')
 			why = parse_subsystem(p, e, o);
 		else if (kind == 'l')
 			why = parse_listener(p, e, o);
+		else if (kind == 'g')
+			why = parse_gateway(p, e, o);
 		else if (!ss)
 			why = "its subsystem (\"nqn\") has no entry";
 		else

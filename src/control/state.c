@@ -22,6 +22,7 @@ json_object *st_new(void)
 	json_object_object_add(st, "epoch", json_object_new_int64(0));
 	json_object_object_add(st, "subsystems", json_object_new_object());
 	json_object_object_add(st, "listeners", json_object_new_object());
+	json_object_object_add(st, "gateways", json_object_new_object());
 	return st;
 }
 
@@ -46,6 +47,80 @@ json_object *st_subsystems(json_object *st)
 json_object *st_listeners(json_object *st)
 {
 	return st_get(st, "listeners");
+}
+
+json_object *st_gateways(json_object *st)
+{
+	return st_get(st, "gateways");
+}
+
+const char *st_ana_name(enum nkv_ana_state s)
+{
+	switch (s) {
+	case NKV_ANA_OPTIMIZED: return "optimized";
+	case NKV_ANA_NON_OPTIMIZED: return "non-optimized";
+	case NKV_ANA_INACCESSIBLE: return "inaccessible";
+	default: return NULL;
+	}
+}
+
+enum nkv_ana_state st_ana_parse(const char *name)
+{
+	for (enum nkv_ana_state s = NKV_ANA_OPTIMIZED; s <= NKV_ANA_INACCESSIBLE; s++)
+		if (name && strcmp(name, st_ana_name(s)) == 0)
+			return s;
+	return 0;
+}
+
+bool st_ana_ok(json_object *ana)
+{
+	if (!ana)
+		return true;
+	if (!json_object_is_type(ana, json_type_object))
+		return false;
+	json_object_object_foreach(ana, k, v) {
+		char *end;
+		unsigned long g = strtoul(k, &end, 10);
+		char canon[16];
+		snprintf(canon, sizeof(canon), "%lu", g);
+		if (!*k || *end || g == 0 || g > NKV_ANA_GROUPS || strcmp(canon, k) != 0 ||
+		    !json_object_is_type(v, json_type_string) || !st_ana_parse(json_object_get_string(v)))
+			return false;
+	}
+	return true;
+}
+
+enum nkv_ana_state st_ana_of(json_object *g, unsigned grp)
+{
+	char k[16];
+	snprintf(k, sizeof(k), "%u", grp);
+	enum nkv_ana_state s = st_ana_parse(st_str(st_get(g, "ana"), k));
+	return s ? s : NKV_ANA_OPTIMIZED;
+}
+
+int st_claim_range(json_object *st, const char *gw)
+{
+	bool used[ST_CNTLID_RANGES] = {0};
+	uint64_t r;
+
+	if (st_get(st_gateways(st), gw))
+		return 0;
+	if (!st_gateways(st))
+		json_object_object_add(st, "gateways", json_object_new_object());
+	json_object_object_foreach(st_gateways(st), k, held) {
+		(void)k;
+		if (st_u64(held, "cntlid_range", 0, &r) == 0 && r < ST_CNTLID_RANGES)
+			used[r] = true;
+	}
+	for (r = 0; r < ST_CNTLID_RANGES && used[r]; r++)
+		;
+	if (r == ST_CNTLID_RANGES)
+		return -ENOSPC;
+	json_object *g = json_object_new_object();
+	json_object_object_add(g, "gateway", json_object_new_string(gw));
+	json_object_object_add(g, "cntlid_range", json_object_new_int64((int64_t)r));
+	json_object_object_add(st_gateways(st), gw, g);
+	return 1;
 }
 
 int st_u64(json_object *o, const char *key, uint64_t def, uint64_t *out)
@@ -128,8 +203,9 @@ int st_check(json_object *st, const char **why)
 		}
 		json_object_object_foreach(st_get(ss, "namespaces"), k, ns) {
 			(void)k;
-			if (st_u64(ns, "nsid", 0, &x) < 0 || x == 0 || x > NKV_MAX_NSID || st_u64(ns, "max_value", 0, &x) < 0) {
-				*why = "a namespace with a bad nsid or max_value";
+			if (st_u64(ns, "nsid", 0, &x) < 0 || x == 0 || x > NKV_MAX_NSID || st_u64(ns, "max_value", 0, &x) < 0 ||
+			    st_u64(ns, "ana_group", 1, &x) < 0 || x == 0 || x > NKV_ANA_GROUPS) {
+				*why = "a namespace with a bad nsid, max_value or ana_group";
 				return -EINVAL;
 			}
 			struct nkv_cache_policy p = {0};
@@ -146,6 +222,22 @@ int st_check(json_object *st, const char **why)
 			*why = "a listener without gateway, address or port";
 			return -EINVAL;
 		}
+	}
+	if (st_gateways(st) && !json_object_is_type(st_gateways(st), json_type_object)) {
+		*why = "'gateways' must be an object";
+		return -EINVAL;
+	}
+	uint32_t held = 0;
+	if (!st_gateways(st))
+		return 0; /* a state from before ranges, or not a group's */
+	json_object_object_foreach(st_gateways(st), gk, g) {
+		if (!st_str(g, "gateway") || strcmp(st_str(g, "gateway"), gk) != 0 ||
+		    st_u64(g, "cntlid_range", 0, &x) < 0 || x >= ST_CNTLID_RANGES || (held & (1u << x)) ||
+		    !st_ana_ok(st_get(g, "ana"))) {
+			*why = "a gateway without its name, with a bad or twice held controller ID range, or bad ANA states";
+			return -EINVAL;
+		}
+		held |= 1u << x;
 	}
 	return 0;
 }
@@ -184,12 +276,14 @@ static const struct nkv_cache_policy *ns_cache(json_object *ns, struct nkv_cache
 
 static int ns_apply(struct nkv_subsys *ss, json_object *ns)
 {
-	uint64_t nsid, maxv;
+	uint64_t nsid, maxv, grp;
 	struct nkv_cache_policy pol;
 	st_u64(ns, "nsid", 0, &nsid);
 	st_u64(ns, "max_value", 0, &maxv);
+	st_u64(ns, "ana_group", 1, &grp);
 	struct nkv_ns_conf c = {.nsid = (uint32_t)nsid, .rados_ns = st_str(ns, "rados_namespace"),
-				.max_value = maxv, .read_only = st_bool(ns, "read_only"), .cache = ns_cache(ns, &pol)};
+				.max_value = maxv, .read_only = st_bool(ns, "read_only"), .cache = ns_cache(ns, &pol),
+				.ana_group = (uint32_t)grp};
 	return nkv_ns_add(ss, &c);
 }
 
@@ -252,8 +346,12 @@ static int subsys_reconcile(struct nkv_ctl *ctl, struct nkv_subsys *ss, json_obj
 		json_object *w = st_get(wn, n);
 		uint64_t nsid;
 		st_u64(nv, "nsid", 0, &nsid);
-		/* A cache is given when a namespace is added: one that gains or loses its cache is added again. */
-		if (w && same(w, nv, "rados_namespace") && !st_get(w, "cache") == !st_get(nv, "cache"))
+		/* A cache and an ANA group are given when a namespace is added: one that gains or loses its
+		 * cache, or moves to another ANA group, is added again. */
+		uint64_t wg = 1, hg = 1;
+		st_u64(w, "ana_group", 1, &wg);
+		st_u64(nv, "ana_group", 1, &hg);
+		if (w && same(w, nv, "rados_namespace") && !st_get(w, "cache") == !st_get(nv, "cache") && wg == hg)
 			continue;
 		nkv_ns_remove(ss, (uint32_t)nsid, ctl->conf.drain_ms);
 		json_object_object_del(hn, n);
@@ -354,6 +452,69 @@ static int listeners_reconcile(struct nkv_ctl *ctl, json_object *have, json_obje
 	return first;
 }
 
+static int key_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+void st_reconcile_gateways(struct nkv_ctl *ctl, json_object *applied, json_object *want)
+{
+	json_object *mine = st_get(st_gateways(want), ctl->gateway), *had = st_get(st_gateways(applied), ctl->gateway);
+	uint64_t r = ST_CNTLID_RANGES, was = ST_CNTLID_RANGES;
+	uint16_t lo = 1, hi = NKV_CNTLID_MAX;
+
+	if (ctl->group[0]) {
+		st_u64(mine, "cntlid_range", ST_CNTLID_RANGES, &r);
+		st_u64(had, "cntlid_range", ST_CNTLID_RANGES, &was);
+		lo = r < ST_CNTLID_RANGES ? (uint16_t)(r * ST_CNTLID_RANGE + 1) : 0;
+		hi = r < ST_CNTLID_RANGES ? (uint16_t)((r + 1) * ST_CNTLID_RANGE) : 0;
+		if (r != was || !st_get(applied, "gateways")) {
+			if (lo)
+				NKV_INFO("group %s: gateway %s gives controller IDs %u-%u", ctl->group, ctl->gateway, lo, hi);
+			else
+				NKV_ERR("group %s: gateway %s has no controller ID range in the group's state yet: Connects "
+					"are refused until it joins (see the log above)", ctl->group, ctl->gateway);
+		}
+	}
+	nkv_target_set_cntlid_range(ctl->conf.tgt, lo, hi);
+	/* This gateway's ANA states: a change notifies every controller here (nkv_target_set_ana_state). */
+	for (unsigned g = 1; g <= NKV_ANA_GROUPS; g++) {
+		enum nkv_ana_state s = st_ana_of(mine, g);
+		if (nkv_target_set_ana_state(ctl->conf.tgt, g, s) > 0)
+			NKV_INFO("group %s: gateway %s: ANA group %u is %s now (ANA Change notices sent)", ctl->group,
+				 ctl->gateway, g, st_ana_name(s));
+	}
+	json_object_object_add(applied, "gateways",
+			       st_gateways(want) ? st_copy(st_gateways(want)) : json_object_new_object());
+
+	/* The other gateways' listeners, in key order so that every pass gives the same port IDs. */
+	size_t n = 0, cap = (size_t)json_object_object_length(st_listeners(want));
+	const char **keys = calloc(cap + 1, sizeof(*keys));
+	struct nkv_peer_listener *pl = calloc(cap + 1, sizeof(*pl));
+	if (!keys || !pl) {
+		free(keys);
+		free(pl);
+		return;
+	}
+	json_object_object_foreach(st_listeners(want), k, l)
+		if (ctl->group[0] && strcmp(st_str(l, "gateway"), ctl->gateway) != 0) /* no group: no other gateway */
+			keys[n++] = k;
+	qsort(keys, n, sizeof(*keys), key_cmp);
+	for (size_t i = 0; i < n; i++) {
+		json_object *l = st_get(st_listeners(want), keys[i]);
+		uint64_t port;
+		st_u64(l, "port", 0, &port);
+		/* Port IDs of their own (this gateway's transports number theirs from 1). */
+		pl[i] = (struct nkv_peer_listener){.traddr = st_str(l, "address"), .port = (unsigned)port,
+						   .tls = st_bool(l, "tls"), .portid = (uint16_t)(0x8000u + i)};
+	}
+	int rc = nkv_target_set_peer_listeners(ctl->conf.tgt, pl, (unsigned)n);
+	if (rc < 0)
+		NKV_ERR("group %s: the discovery log cannot list the other gateways' listeners: %s", ctl->group, strerror(-rc));
+	free(keys);
+	free(pl);
+}
+
 int st_reconcile(struct nkv_ctl *ctl, json_object *applied, json_object *want)
 {
 	json_object *have_ss = st_subsystems(applied), *want_ss = st_subsystems(want);
@@ -375,6 +536,7 @@ int st_reconcile(struct nkv_ctl *ctl, json_object *applied, json_object *want)
 	}
 	rc = listeners_reconcile(ctl, st_listeners(applied), st_listeners(want));
 	first = first ? first : rc;
+	st_reconcile_gateways(ctl, applied, want);
 	json_object_object_add(applied, "epoch", json_object_new_int64((int64_t)st_epoch(want)));
 	return first;
 }

@@ -33,6 +33,8 @@
 
 #ifdef NKV_HAVE_RADOS
 #include <rados/librados.h>
+
+#include "backend/rados_pool.h"
 #endif
 
 enum store_kind { STORE_MEMORY, STORE_FILE, STORE_RADOS };
@@ -154,6 +156,16 @@ int store_open(const struct nkv_ctl_conf *c, struct ctl_store **out)
 			rados_shutdown(s->cluster);
 			free(s);
 			return rc;
+		}
+		/* The state is an omap: on an erasure-coded pool a commit fails and a load reads an empty
+		 * group, as if no gateway had ever written one (backend/rados_pool.h). */
+		if (nkv_rados_pool_erasure(s->cluster, c->group_pool) == 1) {
+			NKV_ERR("group %s: pool '%s' is erasure-coded and keeps no omap, where the group state lives: "
+				"use a replicated --group-pool", c->group, c->group_pool);
+			rados_ioctx_destroy(s->io);
+			rados_shutdown(s->cluster);
+			free(s);
+			return -EOPNOTSUPP;
 		}
 #else
 		free(s);

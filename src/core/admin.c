@@ -41,7 +41,9 @@ static void id_ctrlr(struct nkv_req *req, uint8_t *buf)
 	pad_copy(id->mn, sizeof(id->mn), "rados-nkv");
 	pad_copy(id->fr, sizeof(id->fr), NKV_FW_REV);
 	id->rab = 6;
-	id->cmic = 0x2; /* the subsystem may have several controllers */
+	/* The subsystem may have several controllers (the gateways of a group), and ANA reports which
+	 * paths to use. Linux builds a multipath head on bit 1 and reads log 0Ch on bit 3. */
+	id->cmic = NKV_CMIC_MULTI_CTRL | (c->ss->discovery ? 0 : NKV_CMIC_ANA);
 	while ((4096u << mdts) < nkv_ctrlr_max_xfer(c))
 		mdts++;
 	id->mdts = (uint8_t)mdts;
@@ -51,8 +53,18 @@ static void id_ctrlr(struct nkv_req *req, uint8_t *buf)
 	id->cntrltype = c->ss->discovery ? NKV_CNTRLTYPE_DISCOVERY : NKV_CNTRLTYPE_IO;
 	id->acl = 3;
 	id->aerl = NKV_AERL;
-	if (!c->ss->discovery) /* namespaces come and go live (control plane): hosts rescan on the notice */
-		nkv_put32(&id->oaes, NKV_OAES_NS_ATTR);
+	if (!c->ss->discovery) { /* namespaces come and go live (control plane): hosts rescan on the notice */
+		nkv_put32(&id->oaes, NKV_OAES_NS_ATTR | NKV_OAES_ANA_CHANGE);
+		/* ANA: states optimized, non-optimized and inaccessible (the control plane sets them); a
+		 * namespace's group is fixed while it is attached. Linux sizes its log buffer from
+		 * NANAGRPID and MNAN (MNAN 0 with CMIC bit 3 fails its controller: "Invalid MNAN"). */
+		id->anacap = NKV_ANACAP_OPTIMIZED | NKV_ANACAP_NON_OPTIMIZED | NKV_ANACAP_INACCESSIBLE |
+			     NKV_ANACAP_GRPID_FIXED;
+		id->anatt = 10; /* seconds; states change at once, never through "change" */
+		nkv_put32(&id->anagrpmax, NKV_ANA_GROUPS);
+		nkv_put32(&id->nanagrpid, NKV_ANA_GROUPS);
+		nkv_put32(&id->mnan, NKV_MAX_NSID);
+	}
 	id->frmw = 0x3; /* one read-only slot */
 	id->lpa = NKV_LPA_CMD_EFFECTS | NKV_LPA_EXT_DATA;
 	nkv_put16(&id->kas, NKV_KAS);
@@ -77,7 +89,8 @@ static void id_ns_kv(const struct nkv_ns *ns, uint8_t *buf)
 	nkv_put64(&id->nsze, cap ? cap : used);
 	nkv_put64(&id->nuse, used);
 	id->nkvf = 0; /* one format */
-	id->nmic = 0x1;
+	id->nmic = NKV_NMIC_SHARED;
+	nkv_put32(&id->anagrpid, ns->anagrpid);
 	id->nsattr = ns->read_only ? 1 : 0;
 	memcpy(id->nguid, ns->nguid, 16);
 	memcpy(id->eui64, ns->eui64, 8);
@@ -99,7 +112,8 @@ static void id_ns_nvm(const struct nkv_ns *ns, uint8_t *buf)
 	nkv_put64(&id->nsze, cap);
 	nkv_put64(&id->ncap, cap);
 	nkv_put64(&id->nuse, used);
-	id->nmic = 0x1;
+	id->nmic = NKV_NMIC_SHARED;
+	nkv_put32(buf + NKV_ID_NS_NVM_ANAGRPID, ns->anagrpid);
 	memcpy(buf + NKV_ID_NS_NVM_NGUID, ns->nguid, 16);
 	memcpy(buf + NKV_ID_NS_NVM_EUI64, ns->eui64, 8);
 }
@@ -108,7 +122,8 @@ static void id_ns_indep(const struct nkv_ns *ns, uint8_t *buf)
 {
 	struct nkv_id_ns_indep_head *id = (struct nkv_id_ns_indep_head *)buf;
 
-	id->nmic = 0x1;
+	id->nmic = NKV_NMIC_SHARED;
+	nkv_put32(&id->anagrpid, ns->anagrpid);
 	id->nsattr = ns->read_only ? 1 : 0;
 	id->nstat = 0x1; /* ready: Linux skips a namespace without it */
 }
@@ -226,16 +241,19 @@ static void put128(uint8_t *p, uint64_t v)
 	nkv_put64(p + 8, 0);
 }
 
-/* Build log @lid for CSI @csi into @buf; @return its size, or 0 when the log does not exist. */
-static uint32_t build_log(struct nkv_ctrlr *c, unsigned lid, unsigned csi, bool rae, uint8_t *buf)
+/* Build log @lid for CSI @csi (@lsp) into @buf; @return its size, or 0 when the log does not exist. */
+static uint32_t build_log(struct nkv_ctrlr *c, unsigned lid, unsigned csi, unsigned lsp, bool rae, uint8_t *buf)
 {
 	switch (lid) {
+	case NKV_LID_ANA:
+		return nkv_aen_ana_log(c, buf, lsp & NKV_ANA_LSP_RGO, !rae);
 	case NKV_LID_CHANGED_NS:
 		nkv_aen_changed_ns_log(c, buf, !rae); /* RAE clear: read, so cleared and unmasked */
 		return 4096;
 	case NKV_LID_SUPPORTED: {
 		static const uint8_t lids[] = {NKV_LID_SUPPORTED, NKV_LID_ERROR, NKV_LID_SMART,
-					       NKV_LID_FW_SLOT, NKV_LID_CHANGED_NS, NKV_LID_CMD_EFFECTS};
+					       NKV_LID_FW_SLOT, NKV_LID_CHANGED_NS, NKV_LID_CMD_EFFECTS,
+					       NKV_LID_ANA};
 		for (size_t i = 0; i < sizeof(lids); i++)
 			nkv_put32(buf + 4 * lids[i], 1); /* LSUPP */
 		return 1024;
@@ -303,8 +321,8 @@ static void exec_get_disc_log(struct nkv_req *req)
 
 static void exec_get_log(struct nkv_req *req)
 {
-	static _Thread_local uint8_t buf[4096];
-	unsigned lid = cdw(req, 10) & 0xff, csi = cdw(req, 14) >> 24;
+	static _Thread_local uint8_t buf[NKV_ANA_LOG_MAX];
+	unsigned lid = cdw(req, 10) & 0xff, csi = cdw(req, 14) >> 24, lsp = cdw(req, 10) >> 8 & 0x7f;
 	uint64_t ofs = ((uint64_t)cdw(req, 13) << 32) | cdw(req, 12);
 	uint32_t size;
 
@@ -316,7 +334,7 @@ static void exec_get_log(struct nkv_req *req)
 		return;
 	}
 	memset(buf, 0, sizeof(buf));
-	if ((size = build_log(req->qp->ctrlr, lid, csi, cdw(req, 10) >> 15 & 1, buf)) == 0) {
+	if ((size = build_log(req->qp->ctrlr, lid, csi, lsp, cdw(req, 10) >> 15 & 1, buf)) == 0) {
 		nkv_req_complete(req, lid == NKV_LID_CMD_EFFECTS ? ST(GENERIC, INVALID_FIELD) : ST(CMD, INVALID_LOG_PAGE));
 		return;
 	}
@@ -503,8 +521,11 @@ static nkv_status parse_get_log(struct nkv_req *req)
 
 	if (cdw(req, 14) & (1u << 23)) /* offset type: index. No log here is indexed. */
 		return ST(GENERIC, INVALID_FIELD);
-	/* LPO is dword aligned; no log here exceeds 4 KiB, except the discovery log. */
-	if ((ofs & 3) || numd * 4 > (req->qp->ctrlr->ss->discovery ? NKV_DISC_LOG_MAX_READ : 4096u))
+	/* LPO is dword aligned; no log here exceeds 4 KiB, except the discovery log and the ANA log
+	 * (Linux reads 16 + NANAGRPID x 32 + MNAN x 4 bytes of it at once; past the log: zeros). */
+	unsigned lid = cdw(req, 10) & 0xff;
+	uint32_t max = req->qp->ctrlr->ss->discovery ? NKV_DISC_LOG_MAX_READ : lid == NKV_LID_ANA ? 65536u : 4096u;
+	if ((ofs & 3) || numd * 4 > max)
 		return ST(GENERIC, INVALID_FIELD);
 	req->length = (uint32_t)(numd * 4);
 	return OK;

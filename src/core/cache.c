@@ -141,6 +141,12 @@ int nkv_cache_open(struct nkv_subsys *ss, struct nkv_ns *ns, const char *rados_n
 		return rc;
 	if (!ss->tgt->be->lease)
 		return -EOPNOTSUPP;
+	if (ns->info.no_shared) {
+		NKV_ERR("%s: nsid %u: pool '%s' is erasure-coded and keeps no omap, where a cache namespace keeps its "
+			"usage shares and eviction lease: set a replicated meta pool (--meta-pool, \"meta_pool\")",
+			ss->nqn, ns->nsid, ns->info.pool);
+		return -EOPNOTSUPP;
+	}
 	if (!(c = calloc(1, sizeof(*c))))
 		return -ENOMEM;
 	pthread_mutex_init(&c->lock, NULL);

@@ -46,8 +46,12 @@ struct nkv_target {
 	struct nkv_subsys *subsystems;
 	struct nkv_subsys *discovery;  /* the discovery subsystem, once a fabrics transport exists */
 	atomic_uint next_cntlid;
-	pthread_mutex_t lock;          /* ports, and each subsystem's controller list */
+	pthread_mutex_t lock;          /* ports, the CNTLID range, and each subsystem's controller list */
+	uint16_t cntlid_min, cntlid_max; /* IDs given to new controllers (0: none: Connect refused) */
 	struct nkv_port *ports;
+	struct nkv_port *peer_ports;   /* other gateways' listeners of the group (discovery log only) */
+	_Atomic uint8_t ana_state[NKV_ANA_GROUPS + 1]; /* per ANA group 1..32: enum nkv_ana_state */
+	_Atomic uint64_t ana_chgcnt;   /* ANA log CHGCNT: moves on every state change */
 	_Atomic uint64_t genctr;       /* discovery log generation: bumped on every change */
 	pthread_t stats_thread;        /* refreshes namespace usage every stats_ms */
 	pthread_cond_t stats_cv;
@@ -131,6 +135,7 @@ struct nkv_ns {
 	atomic_uint active;
 	struct nkv_ns_counters stats;
 	struct nkv_cache *cache;  /* NULL: not a cache namespace (set before publication) */
+	uint32_t anagrpid;        /* its ANA group (1..NKV_ANA_GROUPS), fixed while it is attached */
 };
 
 struct nkv_subsys {
@@ -212,6 +217,8 @@ struct nkv_ctrlr {
 	uint8_t ns_changed[(NKV_MAX_NSID + 8) / 8];
 	bool aen_pending;      /* a Namespace Attribute Changed notice waits for an AER */
 	bool aen_masked;       /* one was sent; masked until the host reads log 04h (RAE clear) */
+	bool ana_pending;      /* an ANA Change notice waits for an AER */
+	bool ana_masked;       /* one was sent; masked until the host reads log 0Ch (RAE clear) */
 	struct nkv_msgq *aen_msgq; /* the admin queue owner's, once it sent an AER */
 	atomic_bool evict;     /* the control plane ended the association: every transport closes it */
 	/* SMART counters, updated from every I/O thread */
@@ -382,6 +389,11 @@ void nkv_aen_attach(struct nkv_ctrlr *c, struct nkv_msgq *q);
 void nkv_aen_deliver(struct nkv_ctrlr *c);
 /** Build the Changed Namespace List (log 04h) into @buf (4096 bytes); @clear (RAE clear) empties it. */
 void nkv_aen_changed_ns_log(struct nkv_ctrlr *c, uint8_t *buf, bool clear);
+/** The ANA log (0Ch) of @c's subsystem on this target into @buf (NKV_ANA_LOG_MAX bytes): groups that
+ *  hold namespaces, ascending, each with its NSIDs ascending (none with @rgo). @clear (RAE clear)
+ *  ends the ANA Change notice. @return its length. */
+uint32_t nkv_aen_ana_log(struct nkv_ctrlr *c, uint8_t *buf, bool rgo, bool clear);
+#define NKV_ANA_LOG_MAX (16u + 32u * NKV_ANA_GROUPS + 4u * NKV_MAX_NSID)
 /** Should a transport close this controller's queues (association ended or evicted)? */
 static inline bool nkv_ctrlr_closing(struct nkv_ctrlr *c)
 {

@@ -38,10 +38,14 @@ int nkv_ctrlr_create(struct nkv_subsys *ss, const char *hostnqn, const uint8_t h
 	atomic_init(&c->refs, 1);
 	atomic_init(&c->dead, false);
 	atomic_init(&c->auth_ok, false);
-	/* Dynamic controller IDs 1..FFEFh (the fabrics spec reserves the rest), unique in the subsystem. */
+	/* Dynamic controller IDs in the target's range (1..FFEFh, the fabrics spec reserves the rest;
+	 * a gateway of a group has a range of its own, so no two gateways' controllers share an ID:
+	 * Linux native multipath refuses a second controller of one CNTLID in a subsystem), unique in
+	 * the subsystem. */
 	pthread_mutex_lock(&ss->tgt->lock);
-	for (unsigned tries = 0; tries <= NKV_CNTLID_MAX; tries++) {
-		c->cntlid = (uint16_t)(atomic_fetch_add(&ss->tgt->next_cntlid, 1) % NKV_CNTLID_MAX + 1);
+	unsigned lo = ss->tgt->cntlid_min, n = lo ? ss->tgt->cntlid_max - lo + 1u : 0;
+	for (unsigned tries = 0; tries < n; tries++) {
+		c->cntlid = (uint16_t)(lo + atomic_fetch_add(&ss->tgt->next_cntlid, 1) % n);
 		struct nkv_ctrlr *o = ss->ctrlrs;
 		while (o && o->cntlid != c->cntlid)
 			o = o->next;
@@ -53,8 +57,15 @@ int nkv_ctrlr_create(struct nkv_subsys *ss, const char *hostnqn, const uint8_t h
 		c->next = ss->ctrlrs;
 		ss->ctrlrs = c;
 	}
+	unsigned hi = ss->tgt->cntlid_max;
 	pthread_mutex_unlock(&ss->tgt->lock);
-	if (c->cntlid == 0) { /* 65,519 live controllers */
+	if (c->cntlid == 0) { /* every ID of the range is live (65,519 without a group) */
+		if (n)
+			NKV_WARN("%s: Connect of host %s refused (Controller Busy): all %u controller IDs of this "
+				 "gateway's range %u-%u are in use", ss->nqn, hostnqn ? hostnqn : "", n, lo, hi);
+		else
+			NKV_WARN("%s: Connect of host %s refused (Controller Busy): this gateway has no controller "
+				 "ID range yet (its group's state gives one; see the log)", ss->nqn, hostnqn ? hostnqn : "");
 		free(c->qids);
 		free(c);
 		nkv_subsys_put(ss);

@@ -314,6 +314,9 @@ int nkv_exec_init(struct nkv_subsys *ss, struct nkv_ns *ns, const struct nkv_exe
 	atomic_init(&ns->exec_readers, 0);
 	ns->exec_version = 1;
 	log_table(ss, ns->nsid, t);
+	if (t && t->n && ns->info.erasure)
+		NKV_WARN("%s: nsid %u: pool '%s' is erasure-coded: a method that reads the object's data or writes "
+			 "omap is refused there (C0h), and omap reads find nothing", ss->nqn, ns->nsid, ns->info.pool);
 	return rc;
 }
 
@@ -439,6 +442,14 @@ nkv_status nkv_exec_status(struct nkv_req *req, int rc)
 		nkv_put32(&req->cpl.dw0, (uint32_t)req->io.value_size);
 		return 0;
 	case -EOPNOTSUPP: /* the OSD has no such class, or the class no such method */
+		/* ... or, on an erasure-coded pool, the method read the object's data or wrote omap, which
+		 * the OSD refuses there with the same errno (backend/rados_pool.h): the log says so. */
+		if (req->ns->info.erasure)
+			NKV_WARN("%s: nsid %u: opcode %02xh (%s.%s) answered C0h: pool '%s' is erasure-coded, where the OSD "
+				 "refuses a method that reads the object's data or writes omap (or the class is missing)",
+				 req->qp->ctrlr->ss->nqn, req->ns->nsid, req->cmd.opc, req->io.cls, req->io.method,
+				 req->ns->info.pool);
+		return ST(GENERIC, EXEC_UNAVAILABLE);
 	case -ENOSYS:
 		return ST(GENERIC, EXEC_UNAVAILABLE);
 	/* What the errno table already says precisely (absent key, cluster not ready, sizes, space). */

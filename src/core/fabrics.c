@@ -5,9 +5,11 @@
  * discovery subsystem's log page (70h). Wire rules: docs/nvme-kv-wire.md C.1, C.2, C.10, C.12.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/exposure.h"
 #include "common/log.h"
 #include "core.h"
 
@@ -309,6 +311,70 @@ void nkv_target_del_port(struct nkv_target *t, uint16_t portid)
 	free(gone);
 }
 
+int nkv_target_set_cntlid_range(struct nkv_target *t, uint16_t min, uint16_t max)
+{
+	if (min > max || max > NKV_CNTLID_MAX || (min == 0 && max != 0))
+		return -EINVAL;
+	pthread_mutex_lock(&t->lock);
+	t->cntlid_min = min;
+	t->cntlid_max = max;
+	pthread_mutex_unlock(&t->lock);
+	return 0;
+}
+
+static void nkv_ports_free(struct nkv_port *p)
+{
+	while (p) {
+		struct nkv_port *next = p->next;
+		free(p);
+		p = next;
+	}
+}
+
+static bool same_port(const struct nkv_port *a, const struct nkv_port *b)
+{
+	return a->portid == b->portid && a->adrfam == b->adrfam && a->treq == b->treq && a->sectype == b->sectype &&
+	       a->exposed == b->exposed && strcmp(a->traddr, b->traddr) == 0 && strcmp(a->trsvcid, b->trsvcid) == 0;
+}
+
+int nkv_target_set_peer_listeners(struct nkv_target *t, const struct nkv_peer_listener *l, unsigned n)
+{
+	struct nkv_port *head = NULL, **tail = &head;
+
+	for (unsigned i = 0; i < n; i++) {
+		if (!l[i].traddr || strlen(l[i].traddr) >= sizeof(head->traddr) || l[i].port == 0 || l[i].port > 65535) {
+			nkv_ports_free(head);
+			return -EINVAL;
+		}
+		struct nkv_port *p = calloc(1, sizeof(*p));
+		if (!p) {
+			nkv_ports_free(head);
+			return -ENOMEM;
+		}
+		*p = (struct nkv_port){.trtype = NKV_TRTYPE_TCP, .portid = l[i].portid,
+				       .adrfam = strchr(l[i].traddr, ':') ? NKV_ADRFAM_IPV6 : NKV_ADRFAM_IPV4,
+				       .treq = l[i].tls ? NKV_TREQ_REQUIRED : NKV_TREQ_NOT_REQUIRED,
+				       .sectype = l[i].tls ? NKV_TCP_SECTYPE_TLS13 : NKV_TCP_SECTYPE_NONE,
+				       .exposed = nkv_listener_exposes(l[i].traddr, l[i].tls)};
+		snprintf(p->traddr, sizeof(p->traddr), "%s", l[i].traddr);
+		snprintf(p->trsvcid, sizeof(p->trsvcid), "%u", l[i].port);
+		*tail = p;
+		tail = &p->next;
+	}
+	pthread_mutex_lock(&t->lock);
+	struct nkv_port *a = t->peer_ports, *b = head;
+	while (a && b && same_port(a, b))
+		a = a->next, b = b->next;
+	bool changed = a || b;
+	struct nkv_port *old = t->peer_ports;
+	t->peer_ports = head;
+	pthread_mutex_unlock(&t->lock);
+	nkv_ports_free(old);
+	if (changed)
+		atomic_fetch_add(&t->genctr, 1);
+	return 0;
+}
+
 /* ASCII fields of a discovery entry are space padded. */
 static void space_pad(char *dst, size_t n, const char *src)
 {
@@ -324,28 +390,32 @@ uint32_t nkv_disc_log_build(struct nkv_target *t, const char *hostnqn, uint8_t *
 	uint8_t *buf;
 
 	pthread_mutex_lock(&t->lock);
-	for (struct nkv_port *p = t->ports; p; p = p->next)
-		for (struct nkv_subsys *ss = t->subsystems; ss; ss = ss->next)
-			cap++;
+	for (int peer = 0; peer < 2; peer++)
+		for (struct nkv_port *p = peer ? t->peer_ports : t->ports; p; p = p->next)
+			for (struct nkv_subsys *ss = t->subsystems; ss; ss = ss->next)
+				cap++;
 	buf = calloc(1 + cap, 1024);
-	for (struct nkv_port *p = t->ports; buf && p; p = p->next) {
-		for (struct nkv_subsys *ss = t->subsystems; ss; ss = ss->next) {
-			if (!nkv_subsys_admits(ss, hostnqn, p->exposed))
-				continue; /* a host sees only the subsystems it may connect to, where it may */
-			struct nkv_disc_log_entry *e = (struct nkv_disc_log_entry *)(buf + 1024 * (1 + n++));
-			e->trtype = p->trtype;
-			e->adrfam = p->adrfam;
-			e->subtype = NKV_SUBTYPE_NVME;
-			e->treq = (p->treq ? p->treq : NKV_TREQ_NOT_REQUIRED) | NKV_TREQ_DISABLE_SQFC;
-			nkv_put16(&e->portid, p->portid);
-			nkv_put16(&e->cntlid, NKV_CNTLID_DYNAMIC);
-			nkv_put16(&e->asqsz, 32);
-			space_pad(e->trsvcid, sizeof(e->trsvcid), p->trsvcid);
-			strncpy(e->subnqn, ss->nqn, sizeof(e->subnqn) - 1);
-			space_pad(e->traddr, sizeof(e->traddr), p->traddr);
-			e->tsas[0] = p->sectype; /* SECTYPE: none, or TLS 1.3 on a secure port */
+	/* This gateway's ports, then the other gateways' of its group: a host learns every path from
+	 * the discovery controller of any gateway. */
+	for (int peer = 0; peer < 2; peer++)
+		for (struct nkv_port *p = peer ? t->peer_ports : t->ports; buf && p; p = p->next) {
+			for (struct nkv_subsys *ss = t->subsystems; ss; ss = ss->next) {
+				if (!nkv_subsys_admits(ss, hostnqn, p->exposed))
+					continue; /* a host sees only the subsystems it may connect to, where it may */
+				struct nkv_disc_log_entry *e = (struct nkv_disc_log_entry *)(buf + 1024 * (1 + n++));
+				e->trtype = p->trtype;
+				e->adrfam = p->adrfam;
+				e->subtype = NKV_SUBTYPE_NVME;
+				e->treq = (p->treq ? p->treq : NKV_TREQ_NOT_REQUIRED) | NKV_TREQ_DISABLE_SQFC;
+				nkv_put16(&e->portid, p->portid);
+				nkv_put16(&e->cntlid, NKV_CNTLID_DYNAMIC);
+				nkv_put16(&e->asqsz, 32);
+				space_pad(e->trsvcid, sizeof(e->trsvcid), p->trsvcid);
+				strncpy(e->subnqn, ss->nqn, sizeof(e->subnqn) - 1);
+				space_pad(e->traddr, sizeof(e->traddr), p->traddr);
+				e->tsas[0] = p->sectype; /* SECTYPE: none, or TLS 1.3 on a secure port */
+			}
 		}
-	}
 	pthread_mutex_unlock(&t->lock);
 	if (!buf)
 		return 0;

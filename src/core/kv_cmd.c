@@ -153,6 +153,11 @@ nkv_status nkv_kv_parse(struct nkv_req *req)
 		return ST(GENERIC, INVALID_NS);
 	if (NKV_CC_CSS(c->cc) != NKV_CC_CSS_IOCS) /* KV is enabled only through the IOCS profile */
 		return ST(GENERIC, INVALID_NS);
+	/* A path the operator made inaccessible (a gateway drained for maintenance): a path error with
+	 * DNR clear, so the host's multipath retries the command on another gateway. */
+	if (atomic_load_explicit(&c->ss->tgt->ana_state[req->ns->anagrpid], memory_order_relaxed) ==
+	    NKV_ANA_INACCESSIBLE)
+		return nkv_status_make(NKV_SCT_PATH, NKV_SC_ANA_INACCESSIBLE, 0);
 	if (cmd->opc == NKV_KV_FLUSH) {
 		req->execute = exec_flush;
 		return OK;

@@ -415,12 +415,23 @@ static void aen_msg_run(struct nkv_msg *m)
 	free(a);
 }
 
+/* Under tgt->lock: the notice @c may be sent now (its type enabled in AEC, not masked), or 0. Each
+ * type is masked from its notice until the host reads its log with RAE clear (NVMe 2.0 5.2). */
+static uint32_t aen_ready(const struct nkv_ctrlr *c)
+{
+	if (c->aen_pending && !c->aen_masked && (c->aec & NKV_OAES_NS_ATTR))
+		return NKV_AEN_NS_ATTR_CHANGED;
+	if (c->ana_pending && !c->ana_masked && (c->aec & NKV_OAES_ANA_CHANGE))
+		return NKV_AEN_ANA_CHANGE;
+	return 0;
+}
+
 /* Under tgt->lock: wake @c's admin queue thread if a notice can go now. */
 static void aen_kick(struct nkv_ctrlr *c)
 {
 	struct aen_msg *a;
 
-	if (!c->aen_msgq || c->aen_masked || !c->aen_pending || !(a = malloc(sizeof(*a))))
+	if (!c->aen_msgq || !aen_ready(c) || !(a = malloc(sizeof(*a))))
 		return; /* no AER yet, or masked: the next AER or log read delivers it */
 	a->c = c;
 	nkv_ctrlr_get(c);
@@ -447,21 +458,99 @@ void nkv_aen_attach(struct nkv_ctrlr *c, struct nkv_msgq *q)
 
 void nkv_aen_deliver(struct nkv_ctrlr *c)
 {
-	bool go;
-
-	pthread_mutex_lock(&c->ss->tgt->lock);
-	go = c->aen_pending && !c->aen_masked && (c->aec & NKV_OAES_NS_ATTR) && c->naer > 0 &&
-	     !atomic_load(&c->dead);
-	if (go) {
-		c->aen_pending = false;
-		c->aen_masked = true; /* until the host reads log 04h (NVMe 2.0 5.2: one per type) */
-	}
-	pthread_mutex_unlock(&c->ss->tgt->lock);
-	if (go) {
+	for (;;) { /* both types may be ready, each for an AER of its own */
+		pthread_mutex_lock(&c->ss->tgt->lock);
+		uint32_t ev = c->naer > 0 && !atomic_load(&c->dead) ? aen_ready(c) : 0;
+		if (ev == NKV_AEN_NS_ATTR_CHANGED) {
+			c->aen_pending = false;
+			c->aen_masked = true; /* until the host reads log 04h (NVMe 2.0 5.2: one per type) */
+		} else if (ev == NKV_AEN_ANA_CHANGE) {
+			c->ana_pending = false;
+			c->ana_masked = true; /* until the host reads log 0Ch */
+		}
+		pthread_mutex_unlock(&c->ss->tgt->lock);
+		if (!ev)
+			return;
 		struct nkv_req *req = c->aer[--c->naer];
-		nkv_put32(&req->cpl.dw0, NKV_AEN_NS_ATTR_CHANGED);
+		nkv_put32(&req->cpl.dw0, ev);
 		nkv_req_complete(req, 0);
 	}
+}
+
+int nkv_target_set_ana_state(struct nkv_target *t, uint32_t grp, enum nkv_ana_state state)
+{
+	if (grp == 0 || grp > NKV_ANA_GROUPS ||
+	    (state != NKV_ANA_OPTIMIZED && state != NKV_ANA_NON_OPTIMIZED && state != NKV_ANA_INACCESSIBLE))
+		return -EINVAL;
+	pthread_mutex_lock(&t->lock);
+	bool changed = atomic_exchange(&t->ana_state[grp], (uint8_t)state) != state;
+	if (changed) {
+		atomic_fetch_add(&t->ana_chgcnt, 1);
+		/* Every I/O controller: its host re-reads log 0Ch (Linux: nvme_ana_work). */
+		for (struct nkv_subsys *ss = t->subsystems; ss; ss = ss->next)
+			for (struct nkv_ctrlr *c = ss->ctrlrs; c; c = c->next) {
+				c->ana_pending = true;
+				aen_kick(c);
+			}
+	}
+	pthread_mutex_unlock(&t->lock);
+	return changed;
+}
+
+enum nkv_ana_state nkv_target_ana_state(struct nkv_target *t, uint32_t grp)
+{
+	return grp && grp <= NKV_ANA_GROUPS ? (enum nkv_ana_state)atomic_load(&t->ana_state[grp]) : 0;
+}
+
+uint32_t nkv_aen_ana_log(struct nkv_ctrlr *c, uint8_t *buf, bool rgo, bool clear)
+{
+	struct nkv_subsys *ss = c->ss;
+	struct nkv_target *t = ss->tgt;
+	uint32_t off = sizeof(struct nkv_ana_log_hdr), ngrps = 0;
+
+	if (clear) { /* before the log is built: a change after this sends a notice again */
+		pthread_mutex_lock(&t->lock);
+		c->ana_pending = false;
+		c->ana_masked = false;
+		pthread_mutex_unlock(&t->lock);
+	}
+	/* One pass over the NSIDs (ascending: Linux's nvme_update_ana_state walks them in order). */
+	uint8_t grp_of[NKV_MAX_NSID + 1] = {0};
+	uint32_t count[NKV_ANA_GROUPS + 1] = {0};
+	for (uint32_t i = 1; i <= NKV_MAX_NSID; i++) {
+		struct nkv_ns *ns = nkv_ns_get(ss, i);
+		if (ns) {
+			grp_of[i] = (uint8_t)ns->anagrpid;
+			count[ns->anagrpid]++;
+			nkv_ns_put(ns);
+		}
+	}
+	uint64_t chgcnt = atomic_load(&t->ana_chgcnt);
+	for (uint32_t g = 1; g <= NKV_ANA_GROUPS; g++) {
+		if (!count[g])
+			continue; /* a group without namespaces here has no descriptor */
+		/* Built aside: a descriptor after an odd number of NSIDs is not 8-byte aligned. */
+		struct nkv_ana_group_desc d = {0};
+		uint32_t n = 0;
+		for (uint32_t i = 1; !rgo && i <= NKV_MAX_NSID; i++)
+			if (grp_of[i] == g) {
+				uint32_t le;
+				nkv_put32(&le, i);
+				memcpy(buf + off + sizeof(d) + 4 * n++, &le, 4);
+			}
+		nkv_put32(&d.anagrpid, g);
+		nkv_put32(&d.nnsids, n);
+		nkv_put64(&d.chgcnt, chgcnt);
+		d.state = atomic_load(&t->ana_state[g]);
+		memcpy(buf + off, &d, sizeof(d));
+		off += sizeof(d) + 4 * n;
+		ngrps++;
+	}
+	struct nkv_ana_log_hdr h = {0};
+	nkv_put64(&h.chgcnt, chgcnt);
+	nkv_put16(&h.ngrps, (uint16_t)ngrps);
+	memcpy(buf, &h, sizeof(h));
+	return off;
 }
 
 void nkv_aen_changed_ns_log(struct nkv_ctrlr *c, uint8_t *buf, bool clear)

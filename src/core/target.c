@@ -86,7 +86,12 @@ int nkv_target_create(const struct nkv_backend_conf *conf, struct nkv_target **o
 	if (!(t = calloc(1, sizeof(*t))))
 		return -ENOMEM;
 	t->be = be;
-	atomic_init(&t->next_cntlid, 1);
+	atomic_init(&t->next_cntlid, 0);
+	t->cntlid_min = 1;
+	t->cntlid_max = NKV_CNTLID_MAX;
+	for (unsigned g = 0; g <= NKV_ANA_GROUPS; g++)
+		atomic_init(&t->ana_state[g], NKV_ANA_OPTIMIZED);
+	atomic_init(&t->ana_chgcnt, 0);
 	atomic_init(&t->genctr, 1);
 	unsigned seq = 0;
 	nkv_dhchap_random(&seq, sizeof(seq)); /* S1 starts anywhere: a restart does not replay numbers */
@@ -146,10 +151,13 @@ void nkv_target_destroy(struct nkv_target *t)
 		t->subsystems = ss->next;
 		nkv_subsys_free(ss);
 	}
-	while (t->ports) {
-		struct nkv_port *p = t->ports;
-		t->ports = p->next;
-		free(p);
+	for (int peer = 0; peer < 2; peer++) {
+		struct nkv_port *p = peer ? t->peer_ports : t->ports;
+		while (p) {
+			struct nkv_port *next = p->next;
+			free(p);
+			p = next;
+		}
 	}
 	free(t->discovery);
 	pthread_mutex_destroy(&t->lock);
@@ -261,6 +269,7 @@ static int ns_open(struct nkv_subsys *ss, struct nkv_ns *ns, const struct nkv_ns
 
 	ns->nsid = conf->nsid;
 	ns->read_only = conf->read_only;
+	ns->anagrpid = conf->ana_group ? conf->ana_group : 1;
 	ns->kvns = NULL;
 	if ((rc = t->be->ns_open(t->dev, ss->pool, conf->rados_ns ? conf->rados_ns : "", &ns->kvns)) < 0 ||
 	    (rc = t->be->ns_info(ns->kvns, &ns->info)) < 0)
@@ -293,7 +302,7 @@ int nkv_ns_add(struct nkv_subsys *ss, const struct nkv_ns_conf *conf)
 	struct nkv_ns *ns;
 	int rc;
 
-	if (conf->nsid == 0 || conf->nsid > NKV_MAX_NSID)
+	if (conf->nsid == 0 || conf->nsid > NKV_MAX_NSID || conf->ana_group > NKV_ANA_GROUPS)
 		return -EINVAL;
 	if (atomic_load(&ss->ns[conf->nsid]))
 		return -EEXIST;

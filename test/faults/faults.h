@@ -118,7 +118,8 @@ void load_run(struct load *l);
 void load_halt(struct load *l);
 /**
  * Read every key once through new controllers and judge it (the workers, one pass, retrying a read
- * answered 82h or Host Pathing Error up to 5 times). Call after load_halt(). Fills the final_* counts.
+ * answered 82h or Host Pathing Error up to 5 times). Call after load_halt(). Fills the final_* counts
+ * (of this pass: a second call starts them again; load_run() may follow).
  */
 void load_verify(struct load *l);
 /** Counts summed over the workers: exact after load_halt()/load_verify(); while the workers run they
@@ -141,6 +142,7 @@ void load_destroy(struct load *l);
 struct gw {
 	const char *bin;           /* rados-nkv */
 	const char *backend;       /* "rados" or "mem" */
+	const char *pool;          /* the subsystem's pool (NULL: $NKV_CEPH_POOL, else nkv) */
 	char addr[64], port[16];   /* NVMe/TCP listener */
 	char rados_ns[96];         /* namespace 1's RADOS namespace (unique per run) */
 	char shm[200];             /* shared-memory socket, or "" */

@@ -90,7 +90,7 @@ static bool accepts(const struct gw *g)
 /* The subsystem as a configuration file, for a cache namespace (no flag makes one). */
 static int write_conf(struct gw *g)
 {
-	const char *pool = getenv("NKV_CEPH_POOL") ? getenv("NKV_CEPH_POOL") : "nkv";
+	const char *pool = g->pool ? g->pool : getenv("NKV_CEPH_POOL") ? getenv("NKV_CEPH_POOL") : "nkv";
 	FILE *f;
 
 	snprintf(g->conf, sizeof(g->conf), "%s/conf.json", g->dir);
@@ -145,7 +145,7 @@ int gw_start(struct gw *g)
 		argv[n++] = "--subsys";
 		argv[n++] = FAULT_SUBNQN;
 		argv[n++] = "--pool";
-		argv[n++] = getenv("NKV_CEPH_POOL") ? getenv("NKV_CEPH_POOL") : "nkv";
+		argv[n++] = g->pool ? g->pool : getenv("NKV_CEPH_POOL") ? getenv("NKV_CEPH_POOL") : "nkv";
 		argv[n++] = "--ns";
 		argv[n++] = ns;
 		argv[n++] = "--allow-host";

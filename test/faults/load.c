@@ -383,8 +383,11 @@ void load_halt(struct load *l)
 
 void load_verify(struct load *l)
 {
-	for (unsigned i = 0; i < l->c.workers; i++)
+	for (unsigned i = 0; i < l->c.workers; i++) {
+		struct load_stats *s = &l->w[i].st; /* the counts of this pass only */
+		s->final_keys = s->final_acked = s->final_verified = s->final_absent = s->final_lost = 0;
 		memset(l->w[i].ktries, 0, l->c.keys * sizeof(unsigned));
+	}
 	start(l, MODE_VERIFY);
 	join(l);
 	for (unsigned i = 0; i < l->c.workers; i++)

@@ -25,6 +25,13 @@
  *            then removed (test/faults/netem.sh sets up the namespace and runs this)
  *   soak     64 connections x QD 16, 4 KiB-1 MiB, 60 s (--long 10 min), RSS and descriptors sampled
  *            every second: flat
+ *   replica  one OSD of three (osd.1) killed (SIGKILL) under load for 10 s (--long 30 s) on the size-3
+ *            min_size-2 pool: no command may fail at all; every value read back with the OSD down and
+ *            again after it came back; the time until the monitor marked it down, the longest command
+ *   ec       the same on the erasure-coded pool (k=2, m=1, min_size 2: one OSD down leaves k)
+ *   hang     replica with osd.1 paused (SIGSTOP) instead: its connections stay open, so only missed
+ *            heartbeats get it marked down (ceph-dev.sh --osds tunes them to seconds); then resumed
+ *            (both need scripts/ceph-dev.sh start --osds 3 --ec-pool NAME; test/faults/topology.sh)
  *   selftest the value format and the ledger against torn, stale, foreign and lost values (no daemon)
  * Each prints a RESULT line: Stores acknowledged and failed (by status), reads verified, the final
  * read-back (keys, verified, lost, unread), the longest command, RSS and descriptors before/after;
@@ -255,6 +262,89 @@ static void scen_cluster(const char *name, const char *const *daemons, unsigned 
 		      (last - healthy) / 1000.0, recovery_ms / 1000.0);
 	}
 	run_end(&r);
+out:
+	gw_cleanup(&r.g);
+}
+
+/* ---- one OSD of three: the replicated size-3 pool, the k=2 m=1 erasure-coded pool ---------------- */
+
+#define TOPO_OSD "osd.1"
+/* The op timeout of these runs: above the time the cluster needs to mark the OSD down (heartbeat
+ * grace 4 s, ceph-dev.sh --osds) and peer again, so that no command fails; the longest is printed. */
+#define TOPO_OP_TIMEOUT_S 10
+/* A paused OSD is found by missed heartbeats only (grace 4 s, about 6-7 s to marked down): its
+ * commands take up to about 8 s, so the hang's op timeout leaves room for a loaded machine. */
+#define TOPO_HANG_OP_TIMEOUT_S 20
+
+/* Until @osd is @state ("up" or "down") in the OSD map, at most @limit_s. @return ms waited, or -1. */
+static long osd_wait(const char *osd, const char *state, unsigned limit_s)
+{
+	char cmd[1024];
+	uint64_t t0 = f_now_ms();
+	snprintf(cmd, sizeof(cmd),
+		 "timeout 10 ceph -c '%s' -n 'client.%s' --keyring '%s' --connect-timeout 5 osd dump 2>/dev/null | "
+		 "grep -q '^%s %s '", getenv("NKV_CEPH_CONF"), getenv("NKV_CEPH_USER") ? getenv("NKV_CEPH_USER") : "admin",
+		 getenv("NKV_CEPH_KEYRING"), osd, state);
+	while (f_now_ms() - t0 < limit_s * 1000ull) {
+		if (system(cmd) == 0)
+			return (long)(f_now_ms() - t0);
+		sleep_ms(100);
+	}
+	return -1;
+}
+
+/* replica, ec: osd.1 of three SIGKILLed under load on @pool, revived; hang: paused, resumed.
+ * Nothing may fail. */
+static void scen_osd_of_three(const char *name, const char *pool, bool hang)
+{
+	struct run r = {.lc = {.workers = 4, .qd = 4, .keys = 32, .sizes = MIXED, .nsizes = 4, .store_pct = 60},
+			.no_failures = true};
+	unsigned down_s = O.lng ? 30 : 10;
+	struct load_stats s, v;
+
+	if (gw_init(&r.g, O.bin, "rados", "127.0.0.1"))
+		goto out;
+	r.g.pool = pool;
+	r.g.op_timeout_s = hang ? TOPO_HANG_OP_TIMEOUT_S : TOPO_OP_TIMEOUT_S;
+	if (!run_begin(&r, name, 3000))
+		goto out;
+	sleep_ms(2000);
+	load_stats(r.l, &s);
+	printf("%s: pool %s; %s %s of 3 (%s) for %u s under load; longest command so far %llu ms\n", name, pool,
+	       hang ? "pausing" : "killing", TOPO_OSD, hang ? "SIGSTOP" : "SIGKILL", down_s, (unsigned long long)s.max_ms);
+	uint64_t t_kill = f_now_ms(), ops0 = load_ops(r.l);
+	CHECK(ceph_dev(hang ? "pause" : "kill", TOPO_OSD) == 0, "%s: %s %s", name, hang ? "pause" : "kill", TOPO_OSD);
+	long down_ms = osd_wait(TOPO_OSD, "down", hang ? 30 : 60);
+	CHECK(down_ms >= 0, "%s: the monitor marked %s down within %u s", name, TOPO_OSD, hang ? 30 : 60);
+	if (down_ms >= 0)
+		printf("%s: %s marked down %.1f s after the %s\n", name, TOPO_OSD, down_ms / 1000.0,
+		       hang ? "pause" : "kill");
+	while (f_now_ms() < t_kill + down_s * 1000ull)
+		sleep_ms(100);
+	load_halt(r.l);
+	load_stats(r.l, &s);
+	printf("%s: %llu commands completed in the %u s since the %s, %llu failed; longest command %llu ms\n", name,
+	       (unsigned long long)(load_ops(r.l) - ops0), down_s, hang ? "pause" : "kill",
+	       (unsigned long long)(s.stores_failed + s.reads_failed), (unsigned long long)s.max_ms);
+	load_verify(r.l); /* every acknowledged value, with the OSD still down */
+	load_stats(r.l, &v);
+	printf("%s: read-back with %s down: %llu keys, %llu with an acknowledged Store, %llu verified, %llu absent "
+	       "(never stored), %llu lost, %llu unread\n", name, TOPO_OSD, (unsigned long long)v.final_keys,
+	       (unsigned long long)v.final_acked, (unsigned long long)v.final_verified,
+	       (unsigned long long)v.final_absent, (unsigned long long)v.final_lost, (unsigned long long)v.final_unread);
+	CHECK(v.final_lost == 0 && v.final_unread == 0, "%s: read-back with %s down: %llu lost, %llu unread", name,
+	      TOPO_OSD, (unsigned long long)v.final_lost, (unsigned long long)v.final_unread);
+	CHECK(v.stores_failed + v.reads_failed == 0, "%s: %llu commands failed with one OSD of three down", name,
+	      (unsigned long long)(v.stores_failed + v.reads_failed));
+	CHECK(ceph_dev(hang ? "resume" : "revive", TOPO_OSD) == 0, "%s: %s %s", name, hang ? "resume" : "revive",
+	      TOPO_OSD);
+	long up_ms = osd_wait(TOPO_OSD, "up", 60);
+	CHECK(up_ms >= 0, "%s: %s up again within 60 s", name, TOPO_OSD);
+	printf("%s: %s up again %.1f s after it was %s; the load runs on for 5 s\n", name, TOPO_OSD, up_ms / 1000.0,
+	       hang ? "resumed" : "restarted");
+	load_run(r.l);
+	sleep_ms(5000);
+	run_end(&r); /* read back once more; no failed command over the whole run, the longest command */
 out:
 	gw_cleanup(&r.g);
 }
@@ -681,7 +771,7 @@ static void scen_selftest(void)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: fault_suite osd|mon|both|gateway|host|netem|soak --daemon PATH/rados-nkv [--long] "
+	fprintf(stderr, "usage: fault_suite osd|mon|both|gateway|host|netem|soak|replica|ec|hang --daemon PATH/rados-nkv [--long] "
 			"[--backend rados|mem] [--cache]\n       fault_suite selftest\n");
 	return 2;
 }
@@ -717,7 +807,8 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 
-	bool cluster = strcmp(scen, "osd") == 0 || strcmp(scen, "mon") == 0 || strcmp(scen, "both") == 0;
+	bool topo = strcmp(scen, "replica") == 0 || strcmp(scen, "ec") == 0 || strcmp(scen, "hang") == 0;
+	bool cluster = strcmp(scen, "osd") == 0 || strcmp(scen, "mon") == 0 || strcmp(scen, "both") == 0 || topo;
 	bool rados = cluster || strcmp(scen, "netem") == 0 || strcmp(O.backend, "rados") == 0;
 	if (rados && (!getenv("NKV_CEPH_CONF") || (cluster && !getenv("NKV_CEPH_DIR")))) {
 		if (getenv("NKV_REQUIRE_RADOS") && strcmp(getenv("NKV_REQUIRE_RADOS"), "1") == 0) {
@@ -732,6 +823,13 @@ int main(int argc, char **argv)
 		/* memstore keeps its objects in the OSD's memory: a killed OSD takes them along */
 		fprintf(stderr, "fault_suite %s: the cluster in %s is not durable: start it with scripts/ceph-dev.sh start "
 				"--durable (bluestore)\n", scen, getenv("NKV_CEPH_DIR"));
+		return 1;
+	}
+	const char *osds = getenv("NKV_CEPH_OSDS"), *ec = getenv("NKV_CEPH_EC_POOL");
+	if (topo && (!osds || atoi(osds) < 3 || (strcmp(scen, "ec") == 0 && !(ec && *ec)))) {
+		fprintf(stderr, "fault_suite %s: needs a cluster of 3 OSDs%s (scripts/ceph-dev.sh start --osds 3 --ec-pool "
+				"NAME; test/faults/topology.sh); %s has %s\n", scen, strcmp(scen, "ec") == 0 ? " with an EC pool" : "",
+			getenv("NKV_CEPH_DIR"), osds ? osds : "1");
 		return 1;
 	}
 	static const char *const osd[] = {"osd.0"}, *mon[] = {"mon.a"}, *both[] = {"mon.a", "osd.0"};
@@ -749,6 +847,12 @@ int main(int argc, char **argv)
 		scen_netem();
 	else if (strcmp(scen, "soak") == 0)
 		scen_soak();
+	else if (strcmp(scen, "replica") == 0)
+		scen_osd_of_three("replica", getenv("NKV_CEPH_POOL") ? getenv("NKV_CEPH_POOL") : "nkv", false);
+	else if (strcmp(scen, "ec") == 0)
+		scen_osd_of_three("ec", ec, false);
+	else if (strcmp(scen, "hang") == 0)
+		scen_osd_of_three("hang", getenv("NKV_CEPH_POOL") ? getenv("NKV_CEPH_POOL") : "nkv", true);
 	else
 		return usage();
 	printf("%u passed, %u failed\n", h_pass, h_fail);

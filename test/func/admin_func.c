@@ -12,7 +12,7 @@
 #include "harness.h"
 
 #define G 0
-static uint8_t B[8192];
+static uint8_t B[65540];
 
 static struct nkv_sqe cmd(uint8_t opc, uint32_t nsid, uint32_t c10, uint32_t c11)
 {
@@ -134,6 +134,19 @@ static void test_identify(struct h_qp *a)
 			      nkv_get32(&id->iorcsz) == 1 && nkv_get16(&id->icdoff) == 0 && id->msdbd == 1 &&
 			      nkv_get16(&id->kas) != 0, "SGLS %x IOCCSZ %u IORCSZ %u", nkv_get32(&id->sgls),
 		      nkv_get32(&id->ioccsz), nkv_get32(&id->iorcsz));
+	/* Multipath and ANA, as Linux needs them: CMIC bits 1 and 3, MNAN nonzero and <= NN (else "Invalid
+	 * MNAN"), the whole ANA log (16 + 32 x 32 + 4 x MNAN bytes) within MDTS, OAES bit 11. */
+	CHECK((id->cmic & (NKV_CMIC_MULTI_CTRL | NKV_CMIC_ANA)) == (NKV_CMIC_MULTI_CTRL | NKV_CMIC_ANA) &&
+		      id->anacap == 0x47 && id->anatt != 0 && nkv_get32(&id->anagrpmax) == 32 &&
+		      nkv_get32(&id->nanagrpid) == 32 && nkv_get32(&id->mnan) == NKV_MAX_NSID &&
+		      (id->mdts == 0 || (4096ull << id->mdts) >= 16 + 32 * 32 + 4 * NKV_MAX_NSID) &&
+		      (nkv_get32(&id->oaes) & 0x900) == 0x900,
+	      "ANA: CMIC %#x ANACAP %#x ANATT %u ANAGRPMAX %u NANAGRPID %u MNAN %u OAES %#x", id->cmic, id->anacap,
+	      id->anatt, nkv_get32(&id->anagrpmax), nkv_get32(&id->nanagrpid), nkv_get32(&id->mnan), nkv_get32(&id->oaes));
+	CHECK(identify(a, 1, NKV_CNS_NS, 0) == G && nkv_get32(B + NKV_ID_NS_NVM_ANAGRPID) == 1 && (B[30] & NKV_NMIC_SHARED) &&
+		      identify(a, 1, NKV_CNS_CSI_NS, NKV_CSI_KV) == G && nkv_get32(B + 36) == 1 &&
+		      identify(a, 1, NKV_CNS_INDEP_NS, 0) == G && nkv_get32(B + 4) == 1,
+	      "ANAGRPID 1 in CNS 00h, 05h and 08h; NMIC shared");
 
 	CHECK(identify(a, 0, NKV_CNS_ACTIVE_NS, 0) == G && nkv_get32(B) == 1 && nkv_get32(B + 4) == 2 &&
 		      nkv_get32(B + 8) == 7 && nkv_get32(B + 12) == 0, "active NSID list 1,2,7");
@@ -324,7 +337,8 @@ static void test_logs(struct h_qp *a)
 	static uint8_t full[4096];
 
 	CHECK(get_log(a, NKV_LID_SUPPORTED, 0, 1024, 0) == G && nkv_get32(B) == 1 && nkv_get32(B + 8) == 1 &&
-		      nkv_get32(B + 20) == 1 && nkv_get32(B + 16) == 1, "supported log pages (04h too)");
+		      nkv_get32(B + 20) == 1 && nkv_get32(B + 16) == 1 && nkv_get32(B + 4 * NKV_LID_ANA) == 1,
+	      "supported log pages (04h and 0Ch too)");
 	CHECK(get_log(a, NKV_LID_ERROR, 0, 64, 0) == G && nkv_get64(B) == 0, "error log");
 	CHECK(get_log(a, NKV_LID_SMART, 0, 512, 0) == G, "SMART");
 	memcpy(full, B, 512);
@@ -344,6 +358,10 @@ static void test_logs(struct h_qp *a)
 	CHECK(get_log(a, NKV_LID_CMD_EFFECTS, NKV_CSI_ZNS, 4096, 0) == SC(0, NKV_SC_INVALID_FIELD), "effects CSI 2");
 	CHECK(get_log(a, 0x42, 0, 512, 0) == SC(NKV_SCT_CMD, NKV_SC_INVALID_LOG_PAGE), "unknown log page");
 	CHECK(get_log(a, NKV_LID_SMART, 0, 8192, 0) == SC(0, NKV_SC_INVALID_FIELD), "log longer than 4 KiB");
+	/* ANA (0Ch): the 5136 bytes Linux reads at once (16 + NANAGRPID x 32 + MNAN x 4); at most 64 KiB. */
+	CHECK(get_log(a, NKV_LID_ANA, 0, 16 + 32 * 32 + 4 * 1024, 0) == G && nkv_get16(B + 8) >= 1 && nkv_get32(B + 16) == 1 &&
+		      B[32] == NKV_ANA_OPTIMIZED, "ANA log as Linux reads it: group 1 optimized");
+	CHECK(get_log(a, NKV_LID_ANA, 0, 65540, 0) == SC(0, NKV_SC_INVALID_FIELD), "ANA log longer than 64 KiB");
 }
 
 static void test_features(struct h_qp *a)
@@ -476,6 +494,53 @@ static void test_aen_ns(void)
 	h_disconnect(hc);
 }
 
+/* ANA Change notices: enabled by AEC bit 11, one per change until log 0Ch is read with RAE clear;
+ * I/O to an inaccessible group fails with SCT 3h SC 02h and DNR clear. */
+static void test_aen_ana(void)
+{
+	struct h_ctrl *hc = h_connect();
+	struct nkv_loop_ctrlr *c = h_loop(hc);
+	struct nkv_loop_qp *a = nkv_loop_admin_qp(c);
+	struct nkv_sqe aer = cmd(NKV_ADM_ASYNC_EVENT, 0, 0, 0);
+	struct aer_seen seen = {0};
+	uint32_t dw0 = 0;
+	struct nkv_cqe cq;
+
+	CHECK(nkv_loop_qp_submit(a, &aer, NULL, 0, aer_cb, &seen) == 0, "AER held");
+	CHECK(nkv_target_set_ana_state(H.tgt, 1, NKV_ANA_NON_OPTIMIZED) == 1, "group 1 non-optimized");
+	nkv_loop_qp_poll(a, 50);
+	CHECK(seen.n == 0, "no ANA notice while AEC bit 11 is clear");
+	struct nkv_sqe sf = cmd(NKV_ADM_SET_FEATURES, 0, NKV_FEAT_ASYNC_EVENT, NKV_OAES_ANA_CHANGE);
+	CHECK(loop_admin(a, &sf, &dw0) == G, "enable ANA Change notices");
+	nkv_loop_qp_poll(a, 50);
+	CHECK(seen.n == 1 && seen.status == G, "the waiting notice goes once enabled: %d", seen.n);
+	struct nkv_sqe lg = cmd(NKV_ADM_GET_LOG_PAGE, 0xffffffffu, NKV_LID_ANA | (1023u << 16) | (1u << 15), 0); /* RAE */
+	CHECK(nkv_loop_qp_exec(a, &lg, B, 4096, &cq, NULL) == 0 && h_status(&cq) == G && B[32] == NKV_ANA_NON_OPTIMIZED,
+	      "log 0Ch with RAE: group 1 non-optimized");
+	CHECK(nkv_loop_qp_submit(a, &aer, NULL, 0, aer_cb, &seen) == 0, "second AER");
+	CHECK(nkv_target_set_ana_state(H.tgt, 1, NKV_ANA_INACCESSIBLE) == 1, "group 1 inaccessible");
+	nkv_loop_qp_poll(a, 50);
+	CHECK(seen.n == 1, "masked until the log is read with RAE clear");
+	lg = cmd(NKV_ADM_GET_LOG_PAGE, 0xffffffffu, NKV_LID_ANA | (1023u << 16), 0);
+	CHECK(nkv_loop_qp_exec(a, &lg, B, 4096, &cq, NULL) == 0 && h_status(&cq) == G && B[32] == NKV_ANA_INACCESSIBLE,
+	      "log 0Ch read (RAE clear): group 1 inaccessible");
+	CHECK(nkv_target_set_ana_state(H.tgt, 1, NKV_ANA_INACCESSIBLE) == 0, "the same state again: no change");
+	struct h_qp *q = h_qp_create(hc, 1, 4);
+	uint8_t v[8] = "abcdefgh";
+	CHECK(q != NULL, "an I/O queue");
+	unsigned st = q ? h_kv(q, NKV_KV_STORE, 1, "ana", 3, sizeof(v), 0, v, sizeof(v), NULL, NULL) : 0xffff;
+	CHECK(st == SC(NKV_SCT_PATH, NKV_SC_ANA_INACCESSIBLE), "Store to an inaccessible group: %03x", st);
+	CHECK(q && h_kv(q, NKV_KV_EXIST, 7, "ana", 3, 0, 0, NULL, 0, NULL, NULL) == SC(NKV_SCT_PATH, NKV_SC_ANA_INACCESSIBLE),
+	      "every namespace of group 1 (NSID 7 too)");
+	CHECK(nkv_target_set_ana_state(H.tgt, 1, NKV_ANA_OPTIMIZED) == 1 &&
+		      (!q || h_kv(q, NKV_KV_STORE, 1, "ana", 3, sizeof(v), 0, v, sizeof(v), NULL, NULL) == G),
+	      "optimized again: served");
+	nkv_loop_qp_poll(a, 50);
+	CHECK(seen.n == 2 && seen.status == G, "the notice for that change: %d", seen.n);
+	h_qp_destroy(q);
+	h_disconnect(hc);
+}
+
 /* shm: nkv_connect's "shm:/path" form, the socket's own SUBNQN, and connect errors. */
 static void test_shm_connect(void)
 {
@@ -520,6 +585,7 @@ int main(int argc, char **argv)
 	if (h_is_loop()) {
 		test_aer_abort();
 		test_aen_ns();
+		test_aen_ana();
 	}
 	if (h_is_shm())
 		test_shm_connect();

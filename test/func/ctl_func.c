@@ -6,12 +6,17 @@
  *                   transport (I/O on a namespace added, 0Bh once removed), a restart from the file
  *                   and cache namespaces: policies in AddNamespace (bad values refused), changed
  *                   live with SetCachePolicy (whole or some fields), GetUsage after Store TTLs,
- *                   the policy back after a restart, a malformed stored policy refused
+ *                   the policy back after a restart, a malformed stored policy refused; a CNTLID
+ *                   range honoured and a full one refusing Connect; no ANA states without a group
  *   ctl_func rados  two gateways of one group on the real cluster: a change through A is served by
  *                   B within 1 s (a value stored through A read through B), 2 x 20 concurrent
  *                   changes through A and B all present, a restart of both gives the same state;
  *                   a cache namespace added through A runs B's policy, a policy change through B
- *                   reaches A, usage stored through A is seen through B, and a restart keeps it
+ *                   reaches A, usage stored through A is seen through B, and a restart keeps it;
+ *                   multipath: disjoint controller ID ranges (kept across a restart, four gateways
+ *                   joining at once, 32 held, hostile g/ entries), the same namespace IDs through
+ *                   both; ANA: Identify fields, log 0Ch, SetAnaState through B notifying A's
+ *                   controllers, 0302h through the drained gateway, hostile requests, a flood
  * Prints "ok - ..." / "FAIL - ...", then "N passed, N failed". Exit 0/1/77 (no cluster).
  */
 #include <errno.h>
@@ -146,6 +151,95 @@ static unsigned kv(struct host *h, uint8_t opc, uint32_t nsid, const char *key, 
 	if (nkv_loop_qp_exec(h->q, &s, buf, len, &c, NULL) < 0)
 		return 0xffff;
 	return (nkv_get16(&c.status) >> 1) & 0x7ff; /* SCT and SC */
+}
+
+/* Identify @cns (@nsid, @csi) through @c's admin queue into @buf (4096 bytes). @return SCT|SC. */
+static unsigned identify(struct nkv_loop_ctrlr *c, unsigned cns, uint32_t nsid, unsigned csi, void *buf)
+{
+	struct nkv_sqe s = {.opc = NKV_ADM_IDENTIFY};
+	struct nkv_cqe cq;
+	nkv_put32(&s.nsid, nsid);
+	nkv_put32(&s.cdw10, cns);
+	nkv_put32(&s.cdw11, csi << 24);
+	memset(buf, 0, NKV_IDENTIFY_SIZE);
+	if (nkv_loop_qp_exec(nkv_loop_admin_qp(c), &s, buf, NKV_IDENTIFY_SIZE, &cq, NULL) < 0)
+		return 0xffff;
+	return (nkv_get16(&cq.status) >> 1) & 0x7ff;
+}
+
+/* A loop controller on @t's g_nqn, enabled; its CNTLID in *@id (Identify Controller). */
+static int ctrlr_open(struct nkv_target *t, struct nkv_loop_ctrlr **c, unsigned *id)
+{
+	static uint8_t buf[NKV_IDENTIFY_SIZE];
+	int rc = nkv_loop_connect(t, g_nqn, "nqn.2026-12.io.test:host", c);
+	if (rc == 0 && (rc = nkv_loop_enable(*c)) == 0 && identify(*c, NKV_CNS_CTRLR, 0, 0, buf) != 0)
+		rc = -EIO;
+	*id = rc == 0 ? nkv_get16(&((struct nkv_id_ctrlr *)buf)->cntlid) : 0;
+	return rc;
+}
+
+/* A gateway's controller ID range as GetGatewayInfo gives it: "MIN-MAX" into @out. */
+static const char *info_range(struct nkv_ctl *ctl, char *out, size_t n)
+{
+	char *a = NULL;
+	snprintf(out, n, "?");
+	if (ctl && call(ctl, "GetGatewayInfo", &a, "{}") == 0 && a) {
+		json_object *o = json_tokener_parse(a);
+		snprintf(out, n, "%" PRIu64 "-%" PRIu64, (uint64_t)json_object_get_int64(st_get(o, "cntlid_min")),
+			 (uint64_t)json_object_get_int64(st_get(o, "cntlid_max")));
+		json_object_put(o);
+	}
+	free(a);
+	return out;
+}
+
+/* Outside a group the whole CNTLID space; a range is honoured, and a full one refuses Connect. */
+static void test_cntlid_range(void)
+{
+	char file[256], r[32];
+	struct nkv_target *t = NULL;
+	struct nkv_ctl *ctl = mk_file("range", file, sizeof(file), &t);
+	struct nkv_loop_ctrlr *c[4] = {0};
+	unsigned id[4] = {0};
+	if (!ctl)
+		return;
+	CHECK(call(ctl, "CreateSubsystem", NULL, "{\"nqn\":\"%s\",\"pool\":\"%s\",\"allow_any_host\":true}", g_nqn, g_pool) == 0,
+	      "CreateSubsystem");
+	CHECK(strcmp(info_range(ctl, r, sizeof(r)), "1-65519") == 0, "without a group: controller IDs 1-65519 (%s)", r);
+	int arc = call(ctl, "SetAnaState", NULL, "{\"gateway\":\"\",\"ana_group\":1,\"state\":\"inaccessible\"}");
+	CHECK(arc == -EPERM && call(ctl, "GetAnaState", NULL, "{\"gateway\":\"\"}") == -EPERM,
+	      "without a group: SetAnaState and GetAnaState FAILED_PRECONDITION (%d)", arc);
+	CHECK(nkv_target_set_ana_state(t, 0, NKV_ANA_INACCESSIBLE) == -EINVAL &&
+		      nkv_target_set_ana_state(t, 33, NKV_ANA_INACCESSIBLE) == -EINVAL &&
+		      nkv_target_set_ana_state(t, 1, NKV_ANA_PERSISTENT_LOSS) == -EINVAL &&
+		      nkv_target_set_ana_state(t, 1, NKV_ANA_NON_OPTIMIZED) == 1 && nkv_target_set_ana_state(t, 1, NKV_ANA_NON_OPTIMIZED) == 0 &&
+		      nkv_target_set_ana_state(t, 1, NKV_ANA_OPTIMIZED) == 1,
+	      "nkv_target_set_ana_state: groups 1-32, three states; 1 on a change, 0 on none");
+	CHECK(nkv_target_set_cntlid_range(t, 5, 4) == -EINVAL && nkv_target_set_cntlid_range(t, 0, 3) == -EINVAL &&
+		      nkv_target_set_cntlid_range(t, 1, 0xfff0) == -EINVAL, "bad ranges: -EINVAL");
+	CHECK(nkv_target_set_cntlid_range(t, 10, 12) == 0, "range 10-12");
+	int ok = 0;
+	for (int i = 0; i < 3; i++)
+		ok += ctrlr_open(t, &c[i], &id[i]) == 0 && id[i] >= 10 && id[i] <= 12;
+	CHECK(ok == 3 && id[0] != id[1] && id[1] != id[2] && id[0] != id[2], "three controllers get 10-12 (%u %u %u)",
+	      id[0], id[1], id[2]);
+	int rc = nkv_loop_connect(t, g_nqn, "nqn.2026-12.io.test:host", &c[3]);
+	CHECK(rc == -EBUSY, "a fourth Connect is refused: the range is full (%d)", rc);
+	if (rc == 0)
+		nkv_loop_disconnect(c[3]);
+	nkv_loop_disconnect(c[1]);
+	CHECK(ctrlr_open(t, &c[3], &id[3]) == 0 && id[3] == id[1], "a freed ID is given again (%u)", id[3]);
+	struct nkv_loop_ctrlr *none = NULL;
+	rc = nkv_target_set_cntlid_range(t, 0, 0) == 0 ? nkv_loop_connect(t, g_nqn, "nqn.2026-12.io.test:host", &none) : -1;
+	CHECK(rc == -EBUSY, "no range: Connect refused (%d)", rc);
+	if (rc == 0)
+		nkv_loop_disconnect(none);
+	c[1] = NULL;
+	for (int i = 0; i < 4; i++)
+		nkv_loop_disconnect(c[i]);
+	nkv_ctl_destroy(ctl);
+	nkv_target_destroy(t);
+	unlink(file);
 }
 
 static void test_file(void)
@@ -1075,6 +1169,97 @@ static void test_group_malformed(void)
 	rados_remove(g_io, oid);
 }
 
+struct range_racer {
+	char group[64], name[16], range[32];
+	struct nkv_target *t;
+	struct nkv_ctl *ctl;
+	int rc;
+};
+static void *range_race(void *arg)
+{
+	struct range_racer *r = arg;
+	r->rc = nkv_target_create(&g_bc, &r->t);
+	if (r->rc == 0)
+		r->rc = mk_rc(r->t, r->name, r->group, NULL, &r->ctl);
+	return NULL;
+}
+
+/* Four gateways joining an empty group at once: each commit is compared with the epoch, so each
+ * takes a range of its own. */
+static void test_group_range_race(void)
+{
+	struct range_racer r[4];
+	pthread_t th[4];
+	char group[64], oid[128];
+	snprintf(group, sizeof(group), "ctl-race-%d-%ld", (int)getpid(), (long)time(NULL));
+	for (int i = 0; i < 4; i++) {
+		r[i] = (struct range_racer){0};
+		snprintf(r[i].group, sizeof(r[i].group), "%s", group);
+		snprintf(r[i].name, sizeof(r[i].name), "gw-%d", i);
+		pthread_create(&th[i], NULL, range_race, &r[i]);
+	}
+	for (int i = 0; i < 4; i++)
+		pthread_join(th[i], NULL);
+	int ok = 0;
+	for (int i = 0; i < 4; i++) {
+		ok += r[i].rc == 0;
+		info_range(r[i].ctl, r[i].range, sizeof(r[i].range));
+	}
+	printf("four gateways joining at once: %s %s %s %s\n", r[0].range, r[1].range, r[2].range, r[3].range);
+	int distinct = 1;
+	for (int i = 0; i < 4; i++)
+		for (int j = i + 1; j < 4; j++)
+			distinct &= strcmp(r[i].range, r[j].range) != 0 && strcmp(r[i].range, "0-0") != 0;
+	CHECK(ok == 4 && distinct, "four gateways joining an empty group at once: four ranges (%d started)", ok);
+	for (int i = 0; i < 4; i++) {
+		nkv_ctl_destroy(r[i].ctl);
+		nkv_target_destroy(r[i].t);
+	}
+	snprintf(oid, sizeof(oid), "rados_nkv.group.%s", group);
+	rados_remove(g_io, oid);
+}
+
+/* Controller ID ranges in a hostile group object: an entry that takes a held range or one past the
+ * 32 is malformed (the other runs); when all 32 are held a new gateway name cannot join, while a
+ * gateway that holds one restarts with it. */
+static void test_group_ranges(void)
+{
+	char group[64], oid[128], names[32][16], vals[32][80], *a = NULL, r[32];
+	const char *k[32], *v[32];
+	size_t kl[32], vl[32];
+	struct nkv_target *t;
+	struct nkv_ctl *X = NULL;
+	snprintf(group, sizeof(group), "ctl-ranges-%d-%ld", (int)getpid(), (long)time(NULL));
+	snprintf(oid, sizeof(oid), "rados_nkv.group.%s", group);
+	CHECK(nkv_target_create(&g_bc, &t) == 0, "a target");
+	for (int i = 0; i < 32; i++) {
+		snprintf(names[i], sizeof(names[i]), "g/old-%d", i);
+		snprintf(vals[i], sizeof(vals[i]), "{\"gateway\":\"old-%d\",\"cntlid_range\":%d}", i, i);
+		k[i] = names[i], v[i] = vals[i], kl[i] = strlen(names[i]), vl[i] = strlen(vals[i]);
+	}
+	CHECK(raw_set(oid, k, kl, v, vl, 32) == 0, "32 gateways with a range each written to the group's object");
+	int rc = mk_rc(t, "gw-new", group, NULL, &X);
+	CHECK(rc == -ENOSPC && !X, "a 33rd gateway name cannot join: every range is held (%d)", rc);
+	nkv_ctl_destroy(X);
+	rc = mk_rc(t, "old-5", group, NULL, &X);
+	CHECK(rc == 0 && strcmp(info_range(X, r, sizeof(r)), "10201-12240") == 0,
+	      "gateway old-5 (re)starts with its range 5: %s (%d)", r, rc);
+	const char *bk[] = {"g/dup", "g/big", "g/other"};
+	const char *bv[] = {"{\"gateway\":\"dup\",\"cntlid_range\":3}", "{\"gateway\":\"big\",\"cntlid_range\":99}",
+			    "{\"gateway\":\"not-other\",\"cntlid_range\":1}"};
+	size_t bkl[] = {5, 5, 7}, bvl[] = {strlen(bv[0]), strlen(bv[1]), strlen(bv[2])};
+	CHECK(raw_set(oid, bk, bkl, bv, bvl, 3) == 0, "entries with a held range, range 99, a key not its name");
+	usleep(300 * 1000);
+	CHECK(X && call(X, "CheckState", &a, "{}") == 0 && a && strstr(a, "\"malformed\":3") &&
+		      strstr(a, "a controller ID range another gateway holds") && strstr(a, "(0-31)") &&
+		      strstr(a, "not the one its gateway gives"), "CheckState lists the three: %.300s", a ? a : "");
+	free(a);
+	CHECK(strcmp(info_range(X, r, sizeof(r)), "10201-12240") == 0, "old-5 keeps its range: %s", r);
+	nkv_ctl_destroy(X);
+	nkv_target_destroy(t);
+	rados_remove(g_io, oid);
+}
+
 static void test_group_hostile(void)
 {
 	if (raw_open() < 0) {
@@ -1087,9 +1272,323 @@ static void test_group_hostile(void)
 	test_group_name_clash();
 	test_group_watch_lost();
 	test_group_long_keys();
+	test_group_ranges();
+	test_group_range_race();
 	raw_close();
 }
 #endif
+
+/* Two gateways of one group serve one subsystem as two controllers of one NVM subsystem (Linux
+ * native multipath): CNTLIDs from disjoint ranges recorded in the group's state (kept across a
+ * restart), CMIC multi-controller, NMIC shared and the same NGUID/EUI64/UUID through both. */
+static void test_group_multipath(void)
+{
+	char group[64], ra[32], rb[32];
+	static uint8_t x[NKV_IDENTIFY_SIZE], y[NKV_IDENTIFY_SIZE];
+	struct nkv_target *ta, *tb;
+	struct nkv_loop_ctrlr *ca[3] = {0}, *cb[3] = {0};
+	unsigned ia[3] = {0}, ib[3] = {0};
+	snprintf(group, sizeof(group), "ctl-mp-%d-%ld", (int)getpid(), (long)time(NULL));
+	CHECK(nkv_target_create(&g_bc, &ta) == 0 && nkv_target_create(&g_bc, &tb) == 0, "two targets");
+	struct nkv_ctl *A = mk(ta, "gw-a", group, NULL), *B = mk(tb, "gw-b", group, NULL);
+	if (!A || !B)
+		return;
+	CHECK(call(A, "CreateSubsystem", NULL, "{\"nqn\":\"%s\",\"pool\":\"%s\",\"allow_any_host\":true}", g_nqn, g_pool) == 0 &&
+		      call(A, "AddNamespace", NULL, "{\"nqn\":\"%s\",\"nsid\":1,\"rados_namespace\":\"%s\"}", g_nqn, group) == 0,
+	      "a subsystem and a namespace through A");
+	struct nkv_ns_stats nst;
+	CHECK(WAIT_FOR(5000, nkv_target_subsys(tb, g_nqn) && nkv_ns_stats(nkv_target_subsys(tb, g_nqn), 1, &nst) == 0),
+	      "B serves it");
+	CHECK(strcmp(info_range(A, ra, sizeof(ra)), "1-2040") == 0 && strcmp(info_range(B, rb, sizeof(rb)), "2041-4080") == 0,
+	      "controller ID ranges: A %s, B %s", ra, rb);
+	int in = 0;
+	for (int i = 0; i < 3; i++)
+		in += ctrlr_open(ta, &ca[i], &ia[i]) == 0 && ia[i] >= 1 && ia[i] <= 2040 &&
+		      ctrlr_open(tb, &cb[i], &ib[i]) == 0 && ib[i] >= 2041 && ib[i] <= 4080;
+	printf("CNTLIDs through A: %u %u %u, through B: %u %u %u\n", ia[0], ia[1], ia[2], ib[0], ib[1], ib[2]);
+	CHECK(in == 3, "three controllers on each gateway, each within its gateway's range");
+	struct nkv_id_ctrlr *cx = (struct nkv_id_ctrlr *)x, *cy = (struct nkv_id_ctrlr *)y;
+	CHECK(ca[0] && cb[0] && identify(ca[0], NKV_CNS_CTRLR, 0, 0, x) == 0 && identify(cb[0], NKV_CNS_CTRLR, 0, 0, y) == 0 &&
+		      (cx->cmic & NKV_CMIC_MULTI_CTRL) && (cy->cmic & NKV_CMIC_MULTI_CTRL) &&
+		      memcmp(cx->subnqn, cy->subnqn, sizeof(cx->subnqn)) == 0 && memcmp(cx->sn, cy->sn, sizeof(cx->sn)) == 0,
+	      "Identify Controller: CMIC multi-controller, the same SUBNQN and serial number through both");
+	static const uint8_t zero[16];
+	CHECK(ca[0] && cb[0] && identify(ca[0], NKV_CNS_NS, 1, 0, x) == 0 && identify(cb[0], NKV_CNS_NS, 1, 0, y) == 0 &&
+		      (((struct nkv_id_ns_nvm_head *)x)->nmic & NKV_NMIC_SHARED) &&
+		      (((struct nkv_id_ns_nvm_head *)y)->nmic & NKV_NMIC_SHARED) &&
+		      memcmp(x + NKV_ID_NS_NVM_NGUID, y + NKV_ID_NS_NVM_NGUID, 16) == 0 &&
+		      memcmp(x + NKV_ID_NS_NVM_NGUID, zero, 16) != 0 &&
+		      memcmp(x + NKV_ID_NS_NVM_EUI64, y + NKV_ID_NS_NVM_EUI64, 8) == 0,
+	      "CNS 00h: NMIC shared, NGUID and EUI64 the same through both");
+	struct nkv_id_ns_kv *kx = (struct nkv_id_ns_kv *)x, *ky = (struct nkv_id_ns_kv *)y;
+	CHECK(ca[0] && cb[0] && identify(ca[0], NKV_CNS_CSI_NS, 1, NKV_CSI_KV, x) == 0 &&
+		      identify(cb[0], NKV_CNS_CSI_NS, 1, NKV_CSI_KV, y) == 0 && (kx->nmic & NKV_NMIC_SHARED) &&
+		      (ky->nmic & NKV_NMIC_SHARED) && memcmp(kx->nguid, ky->nguid, 16) == 0 && memcmp(kx->eui64, ky->eui64, 8) == 0,
+	      "CNS 05h (KV): NMIC shared, NGUID and EUI64 the same through both");
+	CHECK(ca[0] && cb[0] && identify(ca[0], NKV_CNS_INDEP_NS, 1, 0, x) == 0 && identify(cb[0], NKV_CNS_INDEP_NS, 1, 0, y) == 0 &&
+		      (((struct nkv_id_ns_indep_head *)x)->nmic & NKV_NMIC_SHARED) &&
+		      (((struct nkv_id_ns_indep_head *)y)->nmic & NKV_NMIC_SHARED),
+	      "CNS 08h: NMIC shared through both");
+	CHECK(ca[0] && cb[0] && identify(ca[0], NKV_CNS_NS_DESC, 1, 0, x) == 0 && identify(cb[0], NKV_CNS_NS_DESC, 1, 0, y) == 0 &&
+		      x[0] && memcmp(x, y, NKV_IDENTIFY_SIZE) == 0,
+	      "CNS 03h: the same EUI64, NGUID and UUID descriptors through both");
+	for (int i = 0; i < 3; i++) {
+		nkv_loop_disconnect(ca[i]);
+		nkv_loop_disconnect(cb[i]);
+	}
+	/* B restarted under its name keeps its range; A's is untouched. */
+	nkv_ctl_destroy(B);
+	nkv_target_destroy(tb);
+	CHECK(nkv_target_create(&g_bc, &tb) == 0, "a fresh target for B");
+	B = mk(tb, "gw-b", group, NULL);
+	CHECK(strcmp(info_range(B, rb, sizeof(rb)), "2041-4080") == 0 && strcmp(info_range(A, ra, sizeof(ra)), "1-2040") == 0,
+	      "after B's restart: B %s, A %s", rb, ra);
+	nkv_ctl_destroy(A);
+	nkv_ctl_destroy(B);
+	nkv_target_destroy(ta);
+	nkv_target_destroy(tb);
+#ifdef NKV_HAVE_RADOS
+	char oid[128];
+	snprintf(oid, sizeof(oid), "rados_nkv.group.%s", group);
+	if (raw_open() == 0) {
+		CHECK(raw_has(oid, "g/gw-a") && raw_has(oid, "g/gw-b"), "the group's object holds g/gw-a and g/gw-b");
+		rados_remove(g_io, oid);
+		raw_close();
+	}
+#endif
+}
+
+/* An admin command through @c's admin queue; @return the CQE's status field (SF: bits 15:1, DNR in
+ * bit 14 of the result), or 0xffff. */
+static unsigned admin(struct nkv_loop_ctrlr *c, uint8_t opc, uint32_t nsid, uint32_t cdw10, uint32_t cdw11,
+		      uint64_t lpo, void *buf, uint32_t len)
+{
+	struct nkv_sqe s = {.opc = opc};
+	struct nkv_cqe cq;
+	nkv_put32(&s.nsid, nsid);
+	nkv_put32(&s.cdw10, cdw10);
+	nkv_put32(&s.cdw11, cdw11);
+	nkv_put32(&s.cdw12, (uint32_t)lpo);
+	nkv_put32(&s.cdw13, (uint32_t)(lpo >> 32));
+	if (buf)
+		memset(buf, 0xee, len);
+	if (nkv_loop_qp_exec(nkv_loop_admin_qp(c), &s, buf, len, &cq, NULL) < 0)
+		return 0xffff;
+	return nkv_get16(&cq.status) >> 1;
+}
+
+/* Get Log Page 0Ch (@rgo: groups only) of @len bytes at @lpo. @return SF. */
+static unsigned ana_log(struct nkv_loop_ctrlr *c, bool rgo, uint64_t lpo, void *buf, uint32_t len)
+{
+	uint32_t numd = len / 4 - 1;
+	return admin(c, NKV_ADM_GET_LOG_PAGE, 0xffffffffu, NKV_LID_ANA | (rgo ? NKV_ANA_LSP_RGO << 8 : 0) | (numd & 0xffff) << 16,
+		     numd >> 16, lpo, buf, len);
+}
+
+/* An AER held by the target: its completion's DW0 lands in *@dw0 (0 until then). */
+static void aer_done(void *arg, const struct nkv_cqe *cqe, uint32_t xfer)
+{
+	(void)xfer;
+	*(uint32_t *)arg = nkv_get32(&cqe->dw0) | 0x80000000u; /* marked: completed */
+}
+static int aer_post(struct nkv_loop_ctrlr *c, uint32_t *dw0)
+{
+	struct nkv_sqe s = {.opc = NKV_ADM_ASYNC_EVENT};
+	*dw0 = 0;
+	return nkv_loop_qp_submit(nkv_loop_admin_qp(c), &s, NULL, 0, aer_done, dw0);
+}
+static bool aer_wait(struct nkv_loop_ctrlr *c, uint32_t *dw0, int ms)
+{
+	for (uint64_t t0 = nkv_now_ms(); !*dw0 && nkv_now_ms() - t0 < (uint64_t)ms;)
+		nkv_loop_qp_poll(nkv_loop_admin_qp(c), 20);
+	return *dw0 != 0;
+}
+
+/* A KV command's whole status field (SCT, SC and DNR), or 0xffff. */
+static unsigned kv_sf(struct host *h, uint8_t opc, uint32_t nsid, const char *key, void *buf, uint32_t len)
+{
+	struct nkv_sqe s;
+	struct nkv_cqe c;
+	nkv_sqe_kv(&s, opc, nsid, (const uint8_t *)key, (unsigned)strlen(key), len, 0);
+	if (nkv_loop_qp_exec(h->q, &s, buf, len, &c, NULL) < 0)
+		return 0xffff;
+	return nkv_get16(&c.status) >> 1;
+}
+
+struct ana_flood {
+	struct nkv_ctl *ctl;
+	int ok;
+};
+static void *ana_flood_run(void *arg)
+{
+	struct ana_flood *f = arg;
+	for (int i = 0; i < 25; i++)
+		f->ok += call(f->ctl, "SetAnaState", NULL, "{\"gateway\":\"gw-a\",\"ana_group\":2,\"state\":\"%s\"}",
+			      i % 2 ? "optimized" : "non-optimized") == 0;
+	return NULL;
+}
+
+/* ANA across two gateways: Identify fields, log page 0Ch with and without RGO, SetAnaState through B
+ * reaching A's controllers as an ANA Change notice, I/O through an inaccessible path failing with
+ * 0302h (DNR clear) while the other gateway serves it, hostile requests, and a flood of changes. */
+static void test_group_ana(void)
+{
+	char group[64], *a = NULL;
+	static uint8_t x[8192];
+	struct nkv_target *ta, *tb;
+	struct host ha = {0}, hb = {0};
+	uint32_t aer = 0;
+	snprintf(group, sizeof(group), "ctl-ana-%d-%ld", (int)getpid(), (long)time(NULL));
+	CHECK(nkv_target_create(&g_bc, &ta) == 0 && nkv_target_create(&g_bc, &tb) == 0, "two targets");
+	struct nkv_ctl *A = mk(ta, "gw-a", group, NULL), *B = mk(tb, "gw-b", group, NULL);
+	if (!A || !B)
+		return;
+	CHECK(call(A, "CreateSubsystem", NULL, "{\"nqn\":\"%s\",\"pool\":\"%s\",\"allow_any_host\":true}", g_nqn, g_pool) == 0 &&
+		      call(A, "AddNamespace", NULL, "{\"nqn\":\"%s\",\"nsid\":1,\"rados_namespace\":\"%s\"}", g_nqn, group) == 0 &&
+		      call(A, "AddNamespace", &a, "{\"nqn\":\"%s\",\"nsid\":2,\"rados_namespace\":\"%s\",\"ana_group\":2}", g_nqn,
+			   group) == 0 && a && strstr(a, "\"ana_group\":2"),
+	      "namespaces 1 (ANA group 1) and 2 (ANA group 2) through A: %s", a ? a : "");
+	free(a);
+	a = NULL;
+	CHECK(call(A, "AddNamespace", NULL, "{\"nqn\":\"%s\",\"nsid\":3,\"ana_group\":33}", g_nqn) == -EINVAL,
+	      "ANA group 33: refused");
+	struct nkv_ns_stats nst;
+	CHECK(WAIT_FOR(5000, nkv_target_subsys(tb, g_nqn) && nkv_ns_stats(nkv_target_subsys(tb, g_nqn), 2, &nst) == 0),
+	      "B serves both");
+	CHECK(host_open(ta, &ha) == 0 && host_open(tb, &hb) == 0, "a host on each gateway");
+	if (!ha.c || !hb.c)
+		return;
+	struct nkv_id_ctrlr *id = (struct nkv_id_ctrlr *)x;
+	CHECK(identify(ha.c, NKV_CNS_CTRLR, 0, 0, x) == 0 && (id->cmic & NKV_CMIC_ANA) && (id->cmic & NKV_CMIC_MULTI_CTRL) &&
+		      id->anacap == (NKV_ANACAP_OPTIMIZED | NKV_ANACAP_NON_OPTIMIZED | NKV_ANACAP_INACCESSIBLE | NKV_ANACAP_GRPID_FIXED) &&
+		      id->anatt > 0 && nkv_get32(&id->anagrpmax) == 32 && nkv_get32(&id->nanagrpid) == 32 &&
+		      nkv_get32(&id->mnan) == NKV_MAX_NSID && nkv_get32(&id->mnan) <= nkv_get32(&id->nn) &&
+		      (nkv_get32(&id->oaes) & NKV_OAES_ANA_CHANGE),
+	      "Identify Controller: CMIC %#x, ANACAP %#x, ANATT %u, ANAGRPMAX %u, NANAGRPID %u, MNAN %u, OAES %#x", id->cmic,
+	      id->anacap, id->anatt, nkv_get32(&id->anagrpmax), nkv_get32(&id->nanagrpid), nkv_get32(&id->mnan),
+	      nkv_get32(&id->oaes));
+	CHECK(identify(ha.c, NKV_CNS_NS, 1, 0, x) == 0 && nkv_get32(x + NKV_ID_NS_NVM_ANAGRPID) == 1 &&
+		      identify(ha.c, NKV_CNS_CSI_NS, 2, NKV_CSI_KV, x) == 0 && nkv_get32(&((struct nkv_id_ns_kv *)x)->anagrpid) == 2 &&
+		      identify(ha.c, NKV_CNS_INDEP_NS, 2, 0, x) == 0 && nkv_get32(&((struct nkv_id_ns_indep_head *)x)->anagrpid) == 2,
+	      "ANAGRPID in CNS 00h (ns 1: 1), 05h and 08h (ns 2: 2)");
+	/* The whole log as Linux reads it: 16 + NANAGRPID x 32 + MNAN x 4 bytes. */
+	uint32_t linux_len = 16 + 32 * 32 + 4 * NKV_MAX_NSID;
+	/* Descriptors at byte offsets (one after an odd number of NSIDs is not 8-byte aligned). */
+#define GRPID(o) nkv_get32(x + (o))
+#define NNSIDS(o) nkv_get32(x + (o) + 4)
+#define CHGCNT(o) nkv_get64(x + (o) + 8)
+#define STATE(o) x[(o) + 16]
+	CHECK(ana_log(ha.c, false, 0, x, linux_len) == 0 && nkv_get16(x + 8) == 2 && GRPID(16) == 1 && NNSIDS(16) == 1 &&
+		      nkv_get32(x + 48) == 1 && STATE(16) == NKV_ANA_OPTIMIZED && GRPID(52) == 2 && NNSIDS(52) == 1 &&
+		      nkv_get32(x + 84) == 2 && STATE(52) == NKV_ANA_OPTIMIZED && x[88] == 0 && x[linux_len - 1] == 0,
+	      "log 0Ch (%u bytes): 2 groups, NSIDs 1 and 2, optimized, zeros after", linux_len);
+	uint64_t cc0 = nkv_get64(x);
+	CHECK(ana_log(ha.c, true, 0, x, 4096) == 0 && nkv_get16(x + 8) == 2 && GRPID(16) == 1 && NNSIDS(16) == 0 &&
+		      GRPID(48) == 2 && NNSIDS(48) == 0 && x[16 + 64] == 0,
+	      "log 0Ch with RGO: 2 descriptors without NSIDs");
+	CHECK(ana_log(ha.c, false, 16, x, 32) == 0 && nkv_get32(x) == 1 && nkv_get32(x + 4) == 1,
+	      "log 0Ch at LPO 16: the first descriptor");
+	unsigned sf = ana_log(ha.c, false, 16 + 36 + 36 + 4, x, 4);
+	CHECK((sf & 0x7ff) == NKV_SC_INVALID_FIELD, "log 0Ch at an LPO past its end: Invalid Field (%#x)", sf);
+	sf = ana_log(ha.c, false, 2, x, 4);
+	CHECK((sf & 0x7ff) == NKV_SC_INVALID_FIELD, "log 0Ch at an LPO not dword aligned: Invalid Field (%#x)", sf);
+	sf = ana_log(ha.c, false, 0, x, 8192);
+	CHECK(sf == 0, "log 0Ch read with an 8 KiB buffer (%#x)", sf);
+	/* Enable both notice types, hold an AER, and drain A for group 1 through B. */
+	CHECK(admin(ha.c, NKV_ADM_SET_FEATURES, 0, NKV_FEAT_ASYNC_EVENT, NKV_OAES_NS_ATTR | NKV_OAES_ANA_CHANGE, 0, NULL, 0) == 0 &&
+		      aer_post(ha.c, &aer) == 0, "AEC: namespace and ANA notices; an AER held");
+	char v[512], r[512];
+	memset(v, 'v', sizeof(v));
+	CHECK(kv_sf(&ha, NKV_KV_STORE, 1, "ana-k", v, sizeof(v)) == 0, "Store through A while optimized");
+	uint64_t t0 = nkv_now_ms();
+	CHECK(call(B, "SetAnaState", &a, "{\"gateway\":\"gw-a\",\"ana_group\":1,\"state\":\"inaccessible\"}") == 0 && a &&
+		      strstr(a, "\"state\":\"inaccessible\""), "SetAnaState gw-a group 1 inaccessible, through B: %s", a ? a : "");
+	free(a);
+	a = NULL;
+	CHECK(aer_wait(ha.c, &aer, 5000) && (aer & 0x7fffffffu) == NKV_AEN_ANA_CHANGE,
+	      "A's controller gets the ANA Change notice (DW0 %#x) %llu ms after the change through B", aer & 0x7fffffffu,
+	      (unsigned long long)(nkv_now_ms() - t0));
+	printf("ANA Change notice on gw-a's controller %llu ms after SetAnaState through gw-b\n",
+	       (unsigned long long)(nkv_now_ms() - t0));
+	CHECK(ana_log(ha.c, false, 0, x, 4096) == 0 && nkv_get64(x) > cc0 && STATE(16) == NKV_ANA_INACCESSIBLE &&
+		      CHGCNT(16) == nkv_get64(x) && STATE(52) == NKV_ANA_OPTIMIZED,
+	      "A's log: CHGCNT %" PRIu64 " -> %" PRIu64 ", group 1 inaccessible, group 2 optimized", cc0, nkv_get64(x));
+	sf = kv_sf(&ha, NKV_KV_RETRIEVE, 1, "ana-k", r, sizeof(r));
+	CHECK((sf & 0x7ff) == (NKV_SCT_PATH << 8 | NKV_SC_ANA_INACCESSIBLE) && !(sf & 0x4000),
+	      "Retrieve of ns 1 through A: SCT 3h SC 02h, DNR clear (status field %#x)", sf);
+	sf = kv_sf(&ha, NKV_KV_STORE, 1, "ana-k2", v, sizeof(v));
+	CHECK((sf & 0x7ff) == 0x302 && !(sf & 0x4000), "Store of ns 1 through A: 0302h (%#x)", sf);
+	CHECK(kv_sf(&ha, NKV_KV_STORE, 2, "ana-k", v, sizeof(v)) == 0, "ns 2 (group 2) through A still served");
+	CHECK(kv_sf(&hb, NKV_KV_RETRIEVE, 1, "ana-k", r, sizeof(r)) == 0 && memcmp(v, r, sizeof(v)) == 0,
+	      "ns 1 through B: the value stored through A");
+	CHECK(ana_log(hb.c, false, 0, x, 4096) == 0 && STATE(16) == NKV_ANA_OPTIMIZED, "B's log: group 1 optimized");
+	/* Hostile requests. */
+	int rc = call(A, "SetAnaState", NULL, "{\"gateway\":\"gw-a\",\"ana_group\":1,\"state\":\"drained\"}");
+	CHECK(rc == -EINVAL, "a bad state name: INVALID_ARGUMENT (%d)", rc);
+	rc = call(A, "SetAnaState", NULL, "{\"gateway\":\"gw-a\",\"ana_group\":0,\"state\":\"optimized\"}");
+	CHECK(rc == -EINVAL, "ANA group 0: INVALID_ARGUMENT (%d)", rc);
+	rc = call(A, "SetAnaState", NULL, "{\"gateway\":\"gw-a\",\"ana_group\":33,\"state\":\"optimized\"}");
+	CHECK(rc == -EINVAL, "ANA group 33: INVALID_ARGUMENT (%d)", rc);
+	rc = call(A, "SetAnaState", NULL, "{\"gateway\":\"gw-nobody\",\"ana_group\":1,\"state\":\"optimized\"}");
+	CHECK(rc == -ENOENT, "an unknown gateway: NOT_FOUND (%d)", rc);
+	rc = call(A, "GetAnaState", NULL, "{\"gateway\":\"gw-nobody\"}");
+	CHECK(rc == -ENOENT, "GetAnaState of an unknown gateway: NOT_FOUND (%d)", rc);
+	CHECK(call(B, "GetAnaState", &a, "{}") == 0 && a &&
+		      strstr(a, "{\"gateway\":\"gw-a\",\"ana_group\":1,\"state\":\"inaccessible\"}") &&
+		      strstr(a, "{\"gateway\":\"gw-b\",\"ana_group\":1,\"state\":\"optimized\"}") &&
+		      strstr(a, "{\"gateway\":\"gw-a\",\"ana_group\":2,\"state\":\"optimized\"}"),
+	      "GetAnaState through B: %s", a ? a : "");
+	free(a);
+	a = NULL;
+	/* A flood of changes through both gateways: every one commits, the host sees one notice at a
+	 * time (masked until it reads the log), and the last state wins. */
+	CHECK(aer_post(ha.c, &aer) == 0, "another AER held");
+	struct ana_flood fa = {A, 0}, fb = {B, 0};
+	pthread_t p1, p2;
+	t0 = nkv_now_ms();
+	pthread_create(&p1, NULL, ana_flood_run, &fa);
+	pthread_create(&p2, NULL, ana_flood_run, &fb);
+	pthread_join(p1, NULL);
+	pthread_join(p2, NULL);
+	printf("50 SetAnaState calls through two gateways in %llu ms\n", (unsigned long long)(nkv_now_ms() - t0));
+	CHECK(fa.ok == 25 && fb.ok == 25, "50 concurrent SetAnaState calls succeeded (%d + %d)", fa.ok, fb.ok);
+	CHECK(call(A, "SetAnaState", NULL, "{\"gateway\":\"gw-a\",\"ana_group\":2,\"state\":\"non-optimized\"}") == 0,
+	      "then group 2 non-optimized");
+	CHECK(WAIT_FOR(5000, nkv_target_ana_state(ta, 2) == NKV_ANA_NON_OPTIMIZED), "A runs the last state");
+	CHECK(aer_wait(ha.c, &aer, 5000) && (aer & 0x7fffffffu) == NKV_AEN_ANA_CHANGE, "one ANA Change notice");
+	uint32_t aer2 = 0;
+	CHECK(aer_post(ha.c, &aer2) == 0 && !aer_wait(ha.c, &aer2, 300), "no second notice until the host reads the log");
+	CHECK(ana_log(ha.c, false, 0, x, 4096) == 0 && STATE(52) == NKV_ANA_NON_OPTIMIZED, "the log: group 2 non-optimized");
+	CHECK(call(B, "SetAnaState", NULL, "{\"gateway\":\"gw-a\",\"ana_group\":1,\"state\":\"optimized\"}") == 0 &&
+		      aer_wait(ha.c, &aer2, 5000) && (aer2 & 0x7fffffffu) == NKV_AEN_ANA_CHANGE,
+	      "after the log read, the next change notifies again");
+	CHECK(WAIT_FOR(5000, kv_sf(&ha, NKV_KV_RETRIEVE, 1, "ana-k", r, sizeof(r)) == 0), "group 1 optimized: A serves ns 1 again");
+	host_close(&ha);
+	host_close(&hb);
+	/* A restart keeps the states (the group's state). */
+	nkv_ctl_destroy(A);
+	nkv_target_destroy(ta);
+	CHECK(nkv_target_create(&g_bc, &ta) == 0, "a fresh target for A");
+	A = mk(ta, "gw-a", group, NULL);
+	CHECK(nkv_target_ana_state(ta, 2) == NKV_ANA_NON_OPTIMIZED && nkv_target_ana_state(ta, 1) == NKV_ANA_OPTIMIZED,
+	      "A restarted runs group 2 non-optimized, group 1 optimized");
+#undef GRPID
+#undef NNSIDS
+#undef CHGCNT
+#undef STATE
+	nkv_ctl_destroy(A);
+	nkv_ctl_destroy(B);
+	nkv_target_destroy(ta);
+	nkv_target_destroy(tb);
+#ifdef NKV_HAVE_RADOS
+	if (raw_open() == 0) {
+		char oid[128];
+		snprintf(oid, sizeof(oid), "rados_nkv.group.%s", group);
+		rados_remove(g_io, oid);
+		raw_close();
+	}
+#endif
+}
 
 int main(int argc, char **argv)
 {
@@ -1108,6 +1607,8 @@ int main(int argc, char **argv)
 		g_pool = getenv("NKV_CEPH_POOL") ? getenv("NKV_CEPH_POOL") : "nkv";
 		test_group();
 		test_group_cache();
+		test_group_multipath();
+		test_group_ana();
 #ifdef NKV_HAVE_RADOS
 		test_group_hostile();
 #endif
@@ -1116,6 +1617,7 @@ int main(int argc, char **argv)
 		test_cache_file();
 		test_exposure();
 		test_state_file_links();
+		test_cntlid_range();
 	}
 	printf("%d passed, %d failed\n", g_pass, g_fail);
 	return g_fail ? 1 : 0;

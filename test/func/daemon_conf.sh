@@ -236,6 +236,22 @@ run 10 bash "$ROOT/scripts/ceph-dev.sh" no-such-command
 check "ceph-dev.sh exits 64 on an unknown command" 64 "unknown command 'no-such-command'"
 run 10 bash "$ROOT/scripts/ceph-dev.sh" start --bogus
 check "ceph-dev.sh exits 64 on an unknown argument" 64 "unknown argument '--bogus'"
+# Topology options: refused before anything is built (nothing appears in the directory).
+for bad in 0 10 x -1 ''; do
+	run 10 bash "$ROOT/scripts/ceph-dev.sh" start --osds "$bad" --dir "$T/cdev"
+	check "ceph-dev.sh start --osds '$bad' exits 64" 64 "is not a number from 1 to 9"
+done
+for bad in 'a b' '../x' '-x' '' "$(printf 'p%.0s' $(seq 70))"; do
+	run 10 bash "$ROOT/scripts/ceph-dev.sh" start --osds 3 --ec-pool "$bad" --dir "$T/cdev"
+	check "ceph-dev.sh start --ec-pool '${bad:0:10}' exits 64" 64 "is not a pool name"
+done
+run 10 bash "$ROOT/scripts/ceph-dev.sh" start --osds 2 --ec-pool ec --dir "$T/cdev"
+check "ceph-dev.sh --ec-pool with 2 OSDs exits 64 (k=2 + m=1 needs 3)" 64 "needs --osds 3 or more"
+run 10 bash "$ROOT/scripts/ceph-dev.sh" kill osd.5 --dir "$T/cdev"
+check "ceph-dev.sh kill of an OSD the cluster does not have exits 64" 64 "osd.5 is not a daemon of the cluster"
+run 10 bash "$ROOT/scripts/ceph-dev.sh" pause osd.3 --dir "$T/cdev"
+check "ceph-dev.sh pause of an OSD the cluster does not have exits 64" 64 "osd.3 is not a daemon of the cluster"
+[ -e "$T/cdev/ceph.conf" ] && fail "a refused start left a ceph.conf" || ok "the refused starts built nothing"
 OUT=$(cd "$T" && timeout 10 bash "$(realpath --relative-to="$T" "$ROOT/bench/compare.sh")" --help 2>&1); RC=$?
 check "bench/compare.sh --help by a relative path from another directory" 0 "^compare.sh - rados-nkv side by side"
 grep -q "set -euo" <<<"$OUT" && fail "compare.sh --help prints script lines" || ok "compare.sh --help is only the help"

@@ -116,6 +116,7 @@ static int b_ns_add(struct ctl_cli *c, json_object *req)
 	put_str(req, "rados_namespace", c->rados_ns ? c->rados_ns : "");
 	jput_u64(req, "max_value", c->max_value);
 	put_bool(req, "read_only", c->given & O_READ_ONLY);
+	put_u32(req, "ana_group", c->ana_group);
 	if ((c->given & O_POLICY_ALL) && !(c->given & O_CACHE))
 		return ctl_usage(c, "ns add: the cache policy options (--capacity, ...) need --cache");
 	if (c->given & O_CACHE) /* present, even empty: a cache namespace */
@@ -403,6 +404,7 @@ static void show_namespace(const struct ctl_cli *c, json_object *o)
 	kv("max value", "%s", max_value_str(ju64(o, "max_value"), mv));
 	kv("mode", "%s", jbool(o, "read_only") ? "read-only" : "read-write");
 	kv("nguid", "%s", dash(jstr(o, "nguid")));
+	kv("ana group", "%" PRIu64, ju64(o, "ana_group"));
 	json_object *p = member(o, "cache");
 	kv("cache", "%s", p ? "yes" : "no");
 	if (p)
@@ -624,6 +626,10 @@ static void show_gateway(const struct ctl_cli *c, json_object *o)
 	kv("group", "%s", *jstr(o, "group") ? jstr(o, "group") : "- (not in a group)");
 	kv("state epoch", "%" PRIu64, ju64(o, "epoch"));
 	kv("state store", "%s", dash(jstr(o, "state_store")));
+	if (ju64(o, "cntlid_min"))
+		kv("controller IDs", "%" PRIu64 "-%" PRIu64, ju64(o, "cntlid_min"), ju64(o, "cntlid_max"));
+	else
+		kv("controller IDs", "none yet (Connects refused until it joins its group)");
 	kv("backend", "%s", dash(jstr(o, "backend")));
 	kv("uptime", "%" PRIu64 "d %02" PRIu64 ":%02" PRIu64 ":%02" PRIu64 " (%" PRIu64 " s)", up / 86400,
 	   up / 3600 % 24, up / 60 % 60, up % 60, up);
@@ -633,6 +639,44 @@ static void show_gateway(const struct ctl_cli *c, json_object *o)
 	kv("connections", "%zu", jlen(o, "connections"));
 	if (jlen(o, "connections"))
 		conn_table(o, 2);
+}
+
+static int b_ana_set(struct ctl_cli *c, json_object *req)
+{
+	uint64_t g;
+	if (parse_u64(c->args[0], 1, 32, &g))
+		return ctl_usage(c, "ana set: bad ANA group '%s' (1 to 32)", c->args[0]);
+	if (strcmp(c->args[1], "optimized") != 0 && strcmp(c->args[1], "non-optimized") != 0 &&
+	    strcmp(c->args[1], "inaccessible") != 0)
+		return ctl_usage(c, "ana set: bad state '%s' (optimized, non-optimized or inaccessible)", c->args[1]);
+	put_str(req, "gateway", c->gateway ? c->gateway : "");
+	put_u32(req, "ana_group", (uint32_t)g);
+	put_str(req, "state", c->args[1]);
+	return EXIT_OK;
+}
+
+static int b_ana_get(struct ctl_cli *c, json_object *req)
+{
+	put_str(req, "gateway", c->gateway ? c->gateway : "");
+	return EXIT_OK;
+}
+
+static void show_ana_state(const struct ctl_cli *c, json_object *o)
+{
+	(void)c;
+	printf("gateway %s: ANA group %" PRIu64 " %s\n", dash(jstr(o, "gateway")), ju64(o, "ana_group"), dash(jstr(o, "state")));
+}
+
+static void show_ana_states(const struct ctl_cli *c, json_object *o)
+{
+	json_object *a = NULL;
+	(void)c;
+	json_object_object_get_ex(o, "states", &a);
+	printf("%-24s %-9s %s\n", "GATEWAY", "ANA GROUP", "STATE");
+	for (size_t i = 0; a && i < json_object_array_length(a); i++) {
+		json_object *x = json_object_array_get_idx(a, i);
+		printf("%-24s %-9" PRIu64 " %s\n", dash(jstr(x, "gateway")), ju64(x, "ana_group"), dash(jstr(x, "state")));
+	}
 }
 
 static int b_repair(struct ctl_cli *c, json_object *req)
@@ -678,10 +722,11 @@ const struct ctl_cmd g_ctl_cmds[] = {
 	 "subsystem list\n  The subsystems of the group."},
 	{"subsystem", "get", "a subsystem, its hosts and namespaces", "GetSubsystem", 1, 1, 0, b_nqn, show_subsystem,
 	 "subsystem get NQN\n  Subsystem NQN with its hosts and namespaces."},
-	{"ns", "add", "add a namespace (a RADOS namespace of the pool)", "AddNamespace", 1, 1, O_NSID | O_RADOS_NS | O_MAX_VALUE | O_READ_ONLY | O_CACHE | O_POLICY_ALL, b_ns_add, show_namespace,
-	 "ns add NQN [--nsid N] [--rados-ns NAME] [--max-value SIZE] [--read-only] [--cache [POLICY]]\n"
+	{"ns", "add", "add a namespace (a RADOS namespace of the pool)", "AddNamespace", 1, 1, O_NSID | O_RADOS_NS | O_MAX_VALUE | O_READ_ONLY | O_CACHE | O_POLICY_ALL | O_ANA_GROUP, b_ns_add, show_namespace,
+	 "ns add NQN [--nsid N] [--rados-ns NAME] [--max-value SIZE] [--read-only] [--ana-group G] [--cache [POLICY]]\n"
 	 "  Add a namespace to NQN: NSID N (default: the lowest free one) on RADOS namespace NAME of the\n"
-	 "  subsystem's pool; --max-value: its largest value (default 64M or the cluster's limit).\n"
+	 "  subsystem's pool; --max-value: its largest value (default 64M or the cluster's limit);\n"
+	 "  --ana-group: its ANA group, 1-32 (default 1; see ana set).\n"
 	 "  --cache: a cache namespace (TTLs, pins, capacity with eviction), with the POLICY options\n"
 	 "  (see ns cache-policy; none: TTLs and pins, no limits). Only at creation."},
 	{"ns", "del", "remove a namespace", "RemoveNamespace", 2, 2, 0, b_nqn_nsid, show_ns_removed,
@@ -728,7 +773,7 @@ const struct ctl_cmd g_ctl_cmds[] = {
 	 "listener del ADDR:PORT [--gateway NAME]\n  Stop serving ADDR:PORT on gateway NAME (default: the answering one)."},
 	{"listener", "list", "the listeners of one gateway or of all", "ListListeners", 0, 0, O_GATEWAY, b_listener_list, show_listeners,
 	 "listener list [--gateway NAME]\n  The listeners of gateway NAME, or of every gateway of the group."},
-	{"gateway", "info", "the answering gateway: version, group, state epoch", "GetGatewayInfo", 0, 0, 0, b_none, show_gateway,
+	{"gateway", "info", "the answering gateway: version, group, state epoch, controller IDs", "GetGatewayInfo", 0, 0, 0, b_none, show_gateway,
 	 "gateway info\n  The answering gateway: name, version, group, state epoch, listeners, connections."},
 	{"group", "check", "the group's state: epochs, malformed entries", "CheckState", 0, 0, 0, b_none, show_state,
 	 "group check\n  The group's stored epoch, the epoch the answering gateway runs, and the entries of the\n"
@@ -737,6 +782,16 @@ const struct ctl_cmd g_ctl_cmds[] = {
 	{"group", "repair", "remove malformed entries from the group's state", "RepairState", 0, 256, O_ALL, b_repair, show_state,
 	 "group repair [KEY...] [--all]\n  Remove the malformed entries KEY (as group check writes them), or all of them, in one\n"
 	 "  commit; well-formed entries cannot be removed this way. Every gateway then runs the repaired state."},
+	{"ana", "set", "a gateway's ANA state for an ANA group (drain before maintenance)", "SetAnaState", 2, 2, O_GATEWAY, b_ana_set, show_ana_state,
+	 "ana set GROUP optimized|non-optimized|inaccessible [--gateway NAME]\n"
+	 "  The ANA state of ANA group GROUP (1-32) on gateway NAME (default: the answering one), kept in\n"
+	 "  the group's state. Hosts with native multipath send I/O to optimized paths; non-optimized ones\n"
+	 "  are used when no optimized path is left; I/O through an inaccessible one fails with a path\n"
+	 "  error that the host retries on another gateway. The gateway's controllers get an ANA Change\n"
+	 "  notice. Drain a gateway with non-optimized (or inaccessible), then stop it."},
+	{"ana", "get", "the ANA states of the group's gateways", "GetAnaState", 0, 0, O_GATEWAY, b_ana_get, show_ana_states,
+	 "ana get [--gateway NAME]\n  Each gateway's (or NAME's) state of ANA group 1, of every group that holds a namespace\n"
+	 "  and of every group whose state was set."},
 };
 
 const unsigned g_ctl_ncmds = sizeof(g_ctl_cmds) / sizeof(g_ctl_cmds[0]);

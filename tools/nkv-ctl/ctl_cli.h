@@ -40,6 +40,7 @@ enum {
 	O_REPLACE = 1u << 13,       /* ns cache-policy --replace */
 	O_POLICY_FIRST = 14,        /* bit of the first cache policy option (g_ctl_policy_opts) */
 	O_ALL = 1u << 27,           /* group repair --all */
+	O_ANA_GROUP = 1u << 28,     /* ns add --ana-group */
 };
 #define O_POLICY(i) (1u << (O_POLICY_FIRST + (i)))
 #define CTL_NPOLICY 13
@@ -65,7 +66,7 @@ struct ctl_cli {
 	/* command option values */
 	const char *pool, *shm, *rados_ns, *gateway;
 	char *dhchap_key, *dhchap_ctrl_key; /* malloc'ed (read from @FILE or copied); wiped at exit */
-	uint32_t max_ns, nsid;
+	uint32_t max_ns, nsid, ana_group;
 	uint64_t max_value;
 	uint64_t policy[CTL_NPOLICY];  /* cache policy option values (given: O_POLICY(i)) */
 	const char *eviction;          /* --eviction: "lru", "fifo" or "off" */

@@ -121,6 +121,7 @@ enum {
 	OPT_CACHE,
 	OPT_REPLACE,
 	OPT_ALL,
+	OPT_ANA_GROUP,
 	OPT_POLICY, /* + i: g_ctl_policy_opts[i] */
 };
 
@@ -152,6 +153,7 @@ static const struct option g_opts[] = {
 	{"cache", no_argument, NULL, OPT_CACHE},
 	{"replace", no_argument, NULL, OPT_REPLACE},
 	{"all", no_argument, NULL, OPT_ALL},
+	{"ana-group", required_argument, NULL, OPT_ANA_GROUP},
 	/* the cache policy options, in g_ctl_policy_opts' order */
 	{"capacity", required_argument, NULL, OPT_POLICY + 0},
 	{"capacity-keys", required_argument, NULL, OPT_POLICY + 1},
@@ -181,6 +183,8 @@ static const char *opt_name(unsigned b)
 {
 	if ((1u << b) == O_ALL)
 		return "--all";
+	if ((1u << b) == O_ANA_GROUP)
+		return "--ana-group";
 	if (b >= O_POLICY_FIRST && b < O_POLICY_FIRST + CTL_NPOLICY)
 		return g_ctl_policy_opts[b - O_POLICY_FIRST].opt;
 	return b < sizeof(g_opt_names) / sizeof(g_opt_names[0]) ? g_opt_names[b] : "an option";
@@ -513,6 +517,12 @@ static int run(struct ctl_cli *c, int argc, char **argv)
 			break;
 		case OPT_ALL:
 			c->given |= O_ALL;
+			break;
+		case OPT_ANA_GROUP:
+			if (parse_u64(optarg, 1, 32, &v))
+				return ctl_usage(c, "bad --ana-group '%s' (1 to 32)", optarg);
+			c->ana_group = (uint32_t)v;
+			c->given |= O_ANA_GROUP;
 			break;
 		case OPT_REPLACE:
 			c->given |= O_REPLACE;

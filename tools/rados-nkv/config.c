@@ -36,6 +36,8 @@ static void usage(FILE *f)
 		"      --list-workers N      threads scanning namespaces for List, 1..64 (default 4)\n"
 		"      --cut-through MIB     Retrieves into host buffers of at least MIB MiB are read in ranges and\n"
 		"                            sent over NVMe/TCP as they land; 0 turns it off (default 2)\n"
+		"      --meta-pool POOL      replicated pool for the omap of namespaces on erasure-coded pools (a\n"
+		"                            cache namespace's usage and lease); without it such a cache is refused\n"
 		"  -l, --listen ADDR:PORT    NVMe/TCP listener, repeatable (default 127.0.0.1:4420; IPv6 as [::1]:4420)\n"
 		"      --listen-tls ADDR:PORT\n"
 		"                            NVMe/TCP listener that requires TLS 1.3 with a PSK (TP 8011), repeatable;\n"
@@ -1085,7 +1087,7 @@ int conf_load_file(struct daemon_conf *c, const char *path)
 	static const char *const group_keys[] = {"name", "pool", NULL};
 	static const char *const backend_keys[] = {"type", "ceph_conf", "keyring", "client_id", "op_timeout_s",
 						   "connect_timeout_s", "list_workers", "cut_through_mb", "mem_max_object",
-						   NULL};
+						   "meta_pool", NULL};
 	static const char *const tcp_keys[] = {"reactors", "in_capsule", "maxh2cdata", "max_queue_depth",
 					       "max_io_queues", "buffer_budget_mb", "conn_buffer_mb", "host_buffer_mb",
 					       "r2t_timeout_ms", "pdu_timeout_ms", "send_timeout_ms", "icreq_timeout_ms",
@@ -1129,6 +1131,11 @@ int conf_load_file(struct daemon_conf *c, const char *path)
 											   : NKV_CUT_THROUGH_DEFAULT_MB;
 		jnum(&j, o, "backend", "cut_through_mb", 0, 4096, &v);
 		c->backend.cut_through_mb = v ? (unsigned)v : NKV_CUT_THROUGH_OFF;
+		const char *mp = jstr(&j, o, "backend", "meta_pool");
+		if (mp && (!*mp || strlen(mp) >= sizeof(c->meta_pool) || strpbrk(mp, "\"\\")))
+			jfail(&j, "backend", "meta_pool", "must be a pool name (1-127 bytes, no quote or backslash)");
+		else
+			copy(c->meta_pool, sizeof(c->meta_pool), mp);
 		v = (int64_t)c->backend.mem_max_object;
 		jnum(&j, o, "backend", "mem_max_object", 0, INT64_MAX, &v);
 		c->backend.mem_max_object = (uint64_t)v;
@@ -1283,7 +1290,7 @@ enum { OPT_CEPH_CONF = 256, OPT_KEYRING, OPT_CLIENT_ID, OPT_OP_TIMEOUT, OPT_CONN
        OPT_CONTROL_CERT, OPT_CONTROL_KEY, OPT_CONTROL_CA, OPT_GROUP, OPT_GROUP_POOL, OPT_GATEWAY_NAME,
        OPT_STATE_FILE, OPT_METRICS, OPT_EVENTS, OPT_EVENTS_FORMAT, OPT_EVENTS_MEDIUM, OPT_EVENTS_MODE,
        OPT_SHM_NOTIFY, OPT_SCHED,
-       OPT_CONTROL_GROUP, OPT_CONTROL_INSECURE_TCP, OPT_RUN_DIR, OPT_SHM_DIR };
+       OPT_CONTROL_GROUP, OPT_CONTROL_INSECURE_TCP, OPT_RUN_DIR, OPT_SHM_DIR, OPT_META_POOL };
 
 int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 {
@@ -1293,6 +1300,7 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 		{"client-id", required_argument, 0, OPT_CLIENT_ID}, {"op-timeout", required_argument, 0, OPT_OP_TIMEOUT},
 		{"connect-timeout", required_argument, 0, OPT_CONNECT_TIMEOUT},
 		{"list-workers", required_argument, 0, OPT_LIST_WORKERS}, {"cut-through", required_argument, 0, OPT_CUT_THROUGH},
+		{"meta-pool", required_argument, 0, OPT_META_POOL},
 		{"allow-any-host", no_argument, 0, OPT_ALLOW_ANY}, {"shm-mode", required_argument, 0, OPT_SHM_MODE},
 		{"shm-group", required_argument, 0, OPT_SHM_GROUP}, {"check", no_argument, 0, OPT_CHECK},
 		{"listen", required_argument, 0, 'l'}, {"discovery", required_argument, 0, 'd'},
@@ -1580,6 +1588,11 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 			copy(c->group, sizeof(c->group), optarg);
 			break;
 		case OPT_GROUP_POOL: copy(c->group_pool, sizeof(c->group_pool), optarg); break;
+		case OPT_META_POOL:
+			if (!*optarg || strlen(optarg) >= sizeof(c->meta_pool) || strpbrk(optarg, "\"\\"))
+				goto bad;
+			copy(c->meta_pool, sizeof(c->meta_pool), optarg);
+			break;
 		case OPT_GATEWAY_NAME:
 			if (!*optarg || strlen(optarg) >= sizeof(c->gateway_name) || strchr(optarg, '/'))
 				goto bad;
@@ -1767,6 +1780,7 @@ int conf_finish(struct daemon_conf *c)
 	c->backend.ceph_conf = *c->ceph_conf ? c->ceph_conf : NULL;
 	c->backend.keyring = *c->keyring ? c->keyring : NULL;
 	c->backend.client_id = *c->client_id ? c->client_id : NULL;
+	c->backend.meta_pool = *c->meta_pool ? c->meta_pool : NULL;
 	c->backend.gateway = c->gateway_name; /* a cache's usage share and eviction lease are kept under it */
 	if (c->log_level < 0)
 		c->log_level = 2; /* info: a daemon says what it serves */

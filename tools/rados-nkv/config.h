@@ -62,6 +62,7 @@ struct conf_subsys {
 struct daemon_conf {
 	struct nkv_backend_conf backend;
 	char backend_name[16], ceph_conf[4096], keyring[4096], client_id[128];
+	char meta_pool[128]; /* --meta-pool: omap of namespaces on erasure-coded pools ("": none) */
 	struct nkv_tcp_conf tcp;
 	struct nkv_shm_conf shm;
 	struct conf_listener listeners[CONF_MAX_LISTENERS];

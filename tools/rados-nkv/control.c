@@ -154,6 +154,23 @@ static struct nkv_ctl_conf store_conf(const struct daemon_conf *c)
 				     .client_id = *c->client_id ? c->client_id : NULL, .state_file = c->state_file};
 }
 
+int daemon_control_range(const struct daemon_conf *c, struct nkv_target *tgt)
+{
+	struct nkv_ctl_conf cc = store_conf(c);
+	uint16_t lo, hi;
+	int rc;
+
+	if (!*c->group)
+		return 0;
+	if ((rc = nkv_ctl_group_range(&cc, &lo, &hi)) < 0) {
+		NKV_ERR("group %s: cannot give gateway %s a controller ID range: %s", c->group, c->gateway_name,
+			rc == -ENOSPC ? "all 32 ranges are held by other gateway names (a group has at most 32)"
+				      : strerror(-rc));
+		return -1;
+	}
+	return nkv_target_set_cntlid_range(tgt, lo, hi) < 0 ? -1 : 0;
+}
+
 static json_object *jget(json_object *o, const char *k)
 {
 	json_object *v = NULL;

@@ -20,6 +20,13 @@ struct daemon_control;
 int daemon_control_start(const struct daemon_conf *c, struct nkv_target *tgt, struct nkv_tcp *tcp,
 			 struct nkv_shm **shm, struct daemon_control **out);
 
+/**
+ * Give @tgt the controller IDs of this gateway's range in its group (nkv_ctl_group_range), before it
+ * listens. Outside a group nothing changes. @return 0 or -1 (logged: every range held, or the
+ * group's state unreadable).
+ */
+int daemon_control_range(const struct daemon_conf *c, struct nkv_target *tgt);
+
 /** Stop the gRPC server and the watcher (before the transports go). */
 void daemon_control_stop(struct daemon_control *dc);
 

@@ -540,6 +540,11 @@ int main(int argc, char **argv)
 
 	if (build(&conf, &tgt, &events) < 0)
 		goto out;
+	/* A gateway of a group gives controller IDs of its own range from its first Connect on. */
+	if (daemon_control_range(&conf, tgt) < 0) {
+		rc = 1;
+		goto out;
+	}
 	if ((rc = nkv_tcp_create(tgt, &conf.tcp, &tcp)) < 0) {
 		NKV_ERR("cannot start the NVMe/TCP transport: %s", strerror(-rc));
 		rc = 1;
