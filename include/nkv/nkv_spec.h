@@ -1081,8 +1081,9 @@ NKV_OFF(struct nkv_disc_log_entry, tsas, 768);
 #define NKV_ADRFAM_IPV6 2
 #define NKV_SUBTYPE_NVME 2
 #define NKV_SUBTYPE_CURRENT_DISCOVERY 3
-#define NKV_TREQ_REQUIRED 0x1u     /* a secure channel (TLS) is required */
-#define NKV_TREQ_NOT_REQUIRED 0x2u
+#define NKV_TREQ_NOT_SPECIFIED 0x0u /* a port without a secure channel (as Linux nvmet's) */
+#define NKV_TREQ_REQUIRED 0x1u      /* a secure channel (TLS) is required */
+#define NKV_TREQ_NOT_REQUIRED 0x2u /* TLS offered, plain allowed (some hosts then try TLS) */
 #define NKV_TREQ_DISABLE_SQFC 0x4u
 #define NKV_TCP_SECTYPE_NONE 0   /* TSAS byte 0 for TCP */
 #define NKV_TCP_SECTYPE_TLS12 1

@@ -32,7 +32,7 @@ _Static_assert(sizeof(NKV_FW_REV) <= 9, "the project version must fit Identify's
 struct nkv_port {
 	struct nkv_port *next;
 	uint8_t trtype, adrfam;
-	uint8_t treq;        /* secure channel: NKV_TREQ_REQUIRED or _NOT_REQUIRED (0: not required) */
+	uint8_t treq;        /* secure channel: NKV_TREQ_REQUIRED (TLS) or _NOT_SPECIFIED (plain) */
 	uint8_t sectype;     /* TSAS SECTYPE: NKV_TCP_SECTYPE_* */
 	uint16_t portid;
 	bool exposed;        /* a plain listener off loopback (nkv_listener_exposes) */

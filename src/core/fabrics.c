@@ -353,7 +353,7 @@ int nkv_target_set_peer_listeners(struct nkv_target *t, const struct nkv_peer_li
 		}
 		*p = (struct nkv_port){.trtype = NKV_TRTYPE_TCP, .portid = l[i].portid,
 				       .adrfam = strchr(l[i].traddr, ':') ? NKV_ADRFAM_IPV6 : NKV_ADRFAM_IPV4,
-				       .treq = l[i].tls ? NKV_TREQ_REQUIRED : NKV_TREQ_NOT_REQUIRED,
+				       .treq = l[i].tls ? NKV_TREQ_REQUIRED : NKV_TREQ_NOT_SPECIFIED,
 				       .sectype = l[i].tls ? NKV_TCP_SECTYPE_TLS13 : NKV_TCP_SECTYPE_NONE,
 				       .exposed = nkv_listener_exposes(l[i].traddr, l[i].tls)};
 		snprintf(p->traddr, sizeof(p->traddr), "%s", l[i].traddr);
@@ -406,7 +406,7 @@ uint32_t nkv_disc_log_build(struct nkv_target *t, const char *hostnqn, uint8_t *
 				e->trtype = p->trtype;
 				e->adrfam = p->adrfam;
 				e->subtype = NKV_SUBTYPE_NVME;
-				e->treq = (p->treq ? p->treq : NKV_TREQ_NOT_REQUIRED) | NKV_TREQ_DISABLE_SQFC;
+				e->treq = p->treq | NKV_TREQ_DISABLE_SQFC;
 				nkv_put16(&e->portid, p->portid);
 				nkv_put16(&e->cntlid, NKV_CNTLID_DYNAMIC);
 				nkv_put16(&e->asqsz, 32);

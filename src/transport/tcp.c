@@ -1707,10 +1707,15 @@ static int listen_on(struct nkv_tcp *t, const char *addr, const char *port, bool
 	l->bound = bound;
 	snprintf(l->addr, sizeof(l->addr), "%s", addr ? addr : "");
 	if (advertise) {
-		/* A secure port: TREQ "required", TSAS SECTYPE TLS 1.3 (docs/nvme-kv-wire.md C.10, C.12). */
+		/*
+		 * A secure port: TREQ "required", TSAS SECTYPE TLS 1.3 (docs/nvme-kv-wire.md C.10, C.12). A
+		 * plain one: "not specified" (as Linux nvmet's), never "not required": on that, libnvme 1.3
+		 * (Debian 12's nvme-cli 2.3; linux-nvme/libnvme#612) makes nvme connect-all ask the kernel
+		 * for TLS, which 6.1 refuses ("unknown parameter ... 'tls'").
+		 */
 		struct nkv_port p = {.trtype = NKV_TRTYPE_TCP, .portid = l->portid = ++t->next_portid,
 				     .adrfam = ss.ss_family == AF_INET6 ? NKV_ADRFAM_IPV6 : NKV_ADRFAM_IPV4,
-				     .treq = tls ? NKV_TREQ_REQUIRED : NKV_TREQ_NOT_REQUIRED,
+				     .treq = tls ? NKV_TREQ_REQUIRED : NKV_TREQ_NOT_SPECIFIED,
 				     .sectype = tls ? NKV_TCP_SECTYPE_TLS13 : NKV_TCP_SECTYPE_NONE,
 				     .exposed = l->exposed};
 		char host[INET6_ADDRSTRLEN];

@@ -371,7 +371,7 @@ static void check_raw_log(const char *what, const char *port, struct nkv_conn_op
 			      "%s: TLS port entry TREQ %#x SECTYPE %u", what, e->treq, e->tsas[0]);
 		} else if ((int)p == g_plain) {
 			plainn++;
-			CHECK((e->treq & 3) == NKV_TREQ_NOT_REQUIRED && e->tsas[0] == NKV_TCP_SECTYPE_NONE,
+			CHECK((e->treq & 3) == NKV_TREQ_NOT_SPECIFIED && e->tsas[0] == NKV_TCP_SECTYPE_NONE,
 			      "%s: plain port entry TREQ %#x SECTYPE %u", what, e->treq, e->tsas[0]);
 		}
 	}
@@ -390,9 +390,9 @@ static void t_discovery(void)
 	for (unsigned i = 0; rc == 0 && i < n; i++) {
 		unsigned p = (unsigned)strtoul(e[i].trsvcid, NULL, 10);
 		req += (int)p == g_tls && (e[i].treq & 3) == NKV_TREQ_REQUIRED;
-		notreq += (int)p == g_plain && (e[i].treq & 3) == NKV_TREQ_NOT_REQUIRED;
+		notreq += (int)p == g_plain && (e[i].treq & 3) == NKV_TREQ_NOT_SPECIFIED;
 	}
-	CHECK(req == 2 && notreq == 2, "TREQ: %u TLS entries 'required', %u plain 'not required' (want 2 and 2)", req, notreq);
+	CHECK(req == 2 && notreq == 2, "TREQ: %u TLS entries 'required', %u plain 'not specified' (want 2 and 2)", req, notreq);
 	free(e);
 	e = NULL;
 	/* Over TLS on the secure port: host B's key admits it to the discovery subsystem too. */

@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # Runs inside the QEMU guest (busybox sh, Linux 6.1 nvme-tcp, nvme-cli 2.3), started by /init.
 # /interop/env (written by run.sh): HOST (10.0.2.2 = the host's 127.0.0.1), PORT, DPORT, NQN, SUITE
-# (kv: the KV checks below on 6.1; auth: the DH-HMAC-CHAP checks, on 6.12), and the DH-HMAC-CHAP
+# (kv: the KV checks below on 6.1; auth: the DH-HMAC-CHAP checks, on 6.12; mpath: native multipath
+# on 6.1, gateway A at HOST:PORT, B at HOST:PB, HOST the machine's address; DRAIN: 1 when run.sh can
+# run nkv-ctl, else why not), and the DH-HMAC-CHAP
 # secrets KA (with controller secret KAC) for $NQN-a, KB/KBC for $NQN-b, KC for $NQN-c, KW (wrong).
 # Each check prints "ok - ..." or "FAIL - ..." (then its output, indented); exit 1 if any failed.
 # KV commands go through `nvme io-passthru` on the generic char device /dev/ngXnY, with the SQE
@@ -404,6 +406,205 @@ disconnect() {
 	! ls /dev/ng*n$NSID >/dev/null 2>&1
 }
 
+# ---- Linux native multipath (SUITE=mpath): gateways A ($HOST:$PORT) and B ($HOST:$PB) of one group ----
+# Two controllers are one subsystem when they report the same SUBNQN, CMIC bit 1 (several
+# controllers) and different CNTLIDs (6.1: "Duplicate cntlid ... rejecting" otherwise); a namespace
+# is one multipath head when both report it with NMIC bit 0 (shared) and the same EUI64/NGUID/UUID
+# ("IDs don't match for shared namespace" otherwise). With nvme_core.multipath=Y (the default) the
+# head gets the only /dev/ngXnY (X: the subsystem's instance); commands on it go to one live path.
+# Passthrough commands are not requeued by the kernel on a path failure (REQ_FAILFAST_DRIVER): they
+# fail, and the loop below retries them.
+ctrl_at() { # PORT: the controller of $NQN whose address has trsvcid=PORT
+	for c in /sys/class/nvme/nvme*; do
+		[ -e "$c/subsysnqn" ] || continue
+		read -r n <$c/subsysnqn
+		read -r a <$c/address
+		[ "$n" = "$NQN" ] || continue
+		case "$a," in *trsvcid=$1,*) echo ${c##*/}; return 0 ;; esac
+	done
+	return 1
+}
+state_of() { read -r s </sys/class/nvme/$1/state; echo $s; }
+t_mdiscover() { # gateway A's discovery log: $NQN at $HOST on both ports
+	nvme discover -t tcp -a $HOST -s $PORT >$T/disc 2>&1 || { cat $T/disc; return 1; }
+	awk -v nqn=$NQN '
+		function flush() { if (snqn == nqn) print addr ":" port; snqn = "" }
+		/^=====Discovery Log Entry/ { flush() }
+		/^trsvcid:/ { port = $2 }
+		/^traddr:/ { addr = $2 }
+		/^subnqn:/ { snqn = $2 }
+		END { flush() }' $T/disc | sort >$T/got
+	printf '%s\n' $HOST:$PORT $HOST:$PB | sort >$T/want
+	echo "entries for $NQN: $(tr '\n' ' ' <$T/got)"
+	cmp $T/want $T/got
+}
+t_connect_all() { # both paths live, and the head's /dev/ngXnY
+	nvme connect-all -t tcp -a $HOST -s $PORT --reconnect-delay=2 --ctrl-loss-tmo=60 >$T/out 2>&1 || return 1
+	CA="" CB="" NG=""
+	for i in $(seq 100); do
+		CA=$(ctrl_at $PORT) && CB=$(ctrl_at $PB) && [ "$(state_of $CA)" = live ] && [ "$(state_of $CB)" = live ] &&
+			NG=$(ng_of 1) && break
+		sleep 0.1
+	done
+	echo "A: ${CA:-none} B: ${CB:-none} head: ${NG:-none}"
+	[ -n "$NG" ]
+}
+t_paths() { # list-subsys: $NQN once, both paths under it live
+	nvme list-subsys >$T/subsys 2>&1 || return 1
+	cat $T/subsys
+	[ $(grep -c "NQN=$NQN\$" $T/subsys) -eq 1 ] &&
+		grep -q "^ +- $CA tcp traddr=$HOST,trsvcid=$PORT.* live" $T/subsys &&
+		grep -q "^ +- $CB tcp traddr=$HOST,trsvcid=$PB.* live" $T/subsys
+}
+t_cntlid() { # the kernel took both: CNTLIDs differ, CMIC bit 1
+	read -r a </sys/class/nvme/$CA/cntlid
+	read -r b </sys/class/nvme/$CB/cntlid
+	nvme id-ctrl /dev/$CA >$T/out 2>&1 || return 1
+	cmic=$(sed -n 's/^cmic *: *//p' $T/out)
+	echo "cntlid A $a, B $b; cmic $cmic"
+	[ "$a" != "$b" ] && [ $((cmic & 2)) -eq 2 ] && ! dmesg | grep -Ei 'duplicate|IDs don.t match'
+}
+t_head() { # one /dev/ngXnY, the subsystem's (not a controller's); a hidden path disk per controller
+	SUBSYS=""
+	for s in /sys/class/nvme-subsystem/nvme-subsys*; do
+		[ -e $s/$CA ] && [ -e $s/$CB ] && SUBSYS=${s##*/}
+	done
+	n=0
+	for d in /dev/ng*; do [ -c $d ] && n=$((n + 1)); done
+	dev=$(readlink /sys/class/nvme-generic/${NG#/dev/}/device)
+	echo "subsystem ${SUBSYS:-none}; char devices: $(ls /dev/ng* | tr '\n' ' '); ${NG#/dev/} -> ${dev##*/}"
+	echo "disks: $(ls /sys/block | tr '\n' ' ')"
+	p=$(ls -d /sys/block/nvme*c*n1 2>/dev/null | wc -l)
+	[ -n "$SUBSYS" ] && [ $n -eq 1 ] && [ "${dev##*/}" = "$SUBSYS" ] && [ $p -eq 2 ]
+}
+t_rr() { # round-robin: 8 Stores and Retrieves alternate over the paths; each value read back
+	echo round-robin >/sys/class/nvme-subsystem/$SUBSYS/iopolicy || return 1
+	read -r pol </sys/class/nvme-subsystem/$SUBSYS/iopolicy
+	echo "iopolicy $pol"
+	for i in 1 2 3 4; do
+		store rr$i $T/v4k && retrieve rr$i 4096 $T/got && is_result 4096 && cmp $T/v4k $T/got || return 1
+	done
+	t_store_retrieve rr1m $T/v1m
+}
+# ANA (CMIC bit 3): the kernel reads each controller's log 0Ch and keeps a state per path, the
+# ana_state of the path's hidden disk. nvme-cli 2.3's list-subsys cannot print it for a KV namespace:
+# libnvme 1.3 skips a namespace it cannot open as /dev/nvmeXnY, and the head has /dev/ngXnY only.
+ana_of() { for d in /sys/class/nvme/$1/nvme*c*n1; do read -r a <$d/ana_state; echo $a; done; }
+ana_wait() { # CTRL STATE: that path's ANA state becomes STATE (10 s at most)
+	for i in $(seq 100); do [ "$(ana_of $1)" = $2 ] && return 0; sleep 0.1; done
+	return 1
+}
+ana_paths() { echo "ANA states: A ($CA) $(ana_of $CA), B ($CB) $(ana_of $CB)"; }
+t_ana() { ana_paths; [ "$(ana_of $CA)" = optimized ] && [ "$(ana_of $CB)" = optimized ]; }
+# The drain: NKV-MPATH-DRAIN makes run.sh set gateway B's state of ANA group 1 to non-optimized
+# through A's control plane (nkv-ctl ana set); B sends its controller an ANA Change notice and the
+# kernel rereads B's log 0Ch. Then 4 x Store/Retrieve/Delete go to A only (run.sh counts B's
+# Stores), round-robin notwithstanding; NKV-MPATH-UNDRAIN sets optimized again.
+t_drain() {
+	echo NKV-MPATH-DRAIN >/dev/console
+	read -r t0 _ </proc/uptime
+	ana_wait $CB non-optimized || { ana_paths; return 1; }
+	read -r t1 _ </proc/uptime
+	echo "B's path non-optimized $(awk -v a=$t0 -v b=$t1 'BEGIN { printf "%.1f", b - a }') s after the marker"
+	ana_paths
+	[ "$(ana_of $CA)" = optimized ] || return 1
+	for i in 1 2 3 4; do
+		store dr$i $T/v4k && retrieve dr$i 4096 $T/got && is_result 4096 && delete dr$i || return 1
+	done
+	echo NKV-MPATH-UNDRAIN >/dev/console
+	ana_wait $CB optimized || { ana_paths; return 1; }
+	echo "after the undrain: $(ana_paths)"
+}
+# now_cs: /proc/uptime in centiseconds (no fork).
+now_cs() { read -r u _ </proc/uptime; f=${u#*.}; echo $((${u%.*} * 100 + ${f#0})); }
+# mp_cmd CMD...: the KV command through the head, retried at once until it succeeds (30 s at most).
+# Counts the failures (MP_FAILED), the longest time from a failure to the success of its retry
+# (MP_SWITCH) and between two successful commands (MP_GAP), in centiseconds.
+mp_cmd() {
+	f=""
+	while ! "$@"; do
+		MP_FAILED=$((MP_FAILED + 1))
+		[ -n "$f" ] || { f=$(now_cs); echo "failure at guest uptime $(cs $f) s"; }
+		echo "retry $MP_FAILED: $1 $2 failed (${STATUS:+status $STATUS, }$(tail -n 1 $T/out))"
+		[ $(($(now_cs) - MP_LAST)) -lt 3000 ] || return 1
+	done
+	t=$(now_cs)
+	[ $((t - MP_LAST)) -lt 100 ] || echo "pause: $1 $2 succeeded $(cs $((t - MP_LAST))) s after the previous success"
+	[ $((t - MP_LAST)) -le $MP_GAP ] || MP_GAP=$((t - MP_LAST))
+	[ -z "$f" ] || [ $((t - f)) -le $MP_SWITCH ] || MP_SWITCH=$((t - f))
+	MP_LAST=$t MP_OK=$((MP_OK + 1))
+}
+cs() { echo "$(($1 / 100)).$(printf %02d $(($1 % 100)))"; }
+t_loop() { # Store + Retrieve; B stopped then killed by run.sh from round 4; 8 rounds after B's path left live
+	MP_FAILED=0 MP_GAP=0 MP_SWITCH=0 MP_OK=0 MP_LAST=$(now_cs) down=""
+	t0=$MP_LAST
+	i=0
+	while [ $i -lt 100 ]; do
+		i=$((i + 1))
+		if [ $i -eq 4 ]; then
+			# run.sh stops B within the second (it polls the console every 0.2 s), so that B cannot
+			# read the next command routed to it before it is stopped; then kills it
+			echo NKV-MPATH-KILL >/dev/console
+			sleep 1
+			MP_LAST=$(now_cs)
+		fi
+		mp_cmd store mp$i $T/v4k || return 1
+		mp_cmd retrieve mp$i 4096 $T/got || return 1
+		is_result 4096 || return 1
+		[ -n "$down" ] || [ "$(state_of $CB)" = live ] || down=$i
+		[ -n "$down" ] && [ $i -ge $((down + 8)) ] && break
+	done
+	MP_ROUNDS=$i
+	dmesg | grep " $CB: " | grep -Ev 'Reconnecting|failed to connect socket|Failed reconnect' | tail -n 3 | sed 's/^/kernel: /'
+	echo "loop: $i rounds, $MP_OK commands in $(cs $(($(now_cs) - t0))) s; B's path left live in round ${down:-never}"
+	echo "failed commands (retried): $MP_FAILED; from a failure to its retry's success: $(cs $MP_SWITCH) s at most;" \
+		"longest time between two successful commands: $(cs $MP_GAP) s (B stopped, then killed, in it)"
+	[ -n "$down" ]
+}
+t_readback() { # every value the loop stored, through the remaining path
+	for i in $(seq $MP_ROUNDS); do
+		retrieve mp$i 4096 $T/got && cmp $T/v4k $T/got && delete mp$i || { echo "mp$i"; return 1; }
+	done
+}
+t_after() { # list-subsys: A live, B not
+	nvme list-subsys >$T/subsys 2>&1 || return 1
+	cat $T/subsys
+	grep -q "^ +- $CA tcp .*trsvcid=$PORT.* live" $T/subsys && grep -q "^ +- $CB tcp .*trsvcid=$PB" $T/subsys &&
+		! grep -q "^ +- $CB tcp .* live" $T/subsys
+}
+t_mdisconnect() {
+	nvme disconnect -n $NQN >$T/out 2>&1 && grep -q 'disconnected 2 controller' $T/out
+}
+show() { sed 's/^/# [mpath] /' $T/check; } # the output of the last check
+mpath_suite() {
+	check "[mpath] nvme discover at gateway A: $NQN on both gateways ($HOST:$PORT and :$PB)" t_mdiscover
+	sed 's/^/# [mpath] discover: /' $T/disc
+	check "[mpath] nvme connect-all: a controller per gateway, both live, and the head's /dev/ngXnY" t_connect_all
+	[ -n "$NG" ] || return
+	check "[mpath] list-subsys: one subsystem, two live tcp paths" t_paths
+	sed 's/^/# [mpath] list-subsys: /' $T/subsys
+	check "[mpath] the kernel took both controllers: CNTLIDs differ, CMIC multi-controller" t_cntlid
+	show
+	check "[mpath] NSID 1 is one multipath head: $NG belongs to the subsystem, a hidden disk per path" t_head
+	show
+	check "[mpath] iopolicy round-robin: Store + Retrieve 4 x 4 KiB and 1 MiB through the head" t_rr
+	for k in rr1 rr2 rr3 rr4 rr1m; do delete $k; done
+	check "[mpath] ANA: the kernel reads both paths as optimized (log 0Ch)" t_ana
+	show
+	if [ "$DRAIN" = 1 ]; then
+		check "[mpath] ANA drain: gateway B non-optimized (nkv-ctl ana set), I/O through A only, then optimized again" t_drain
+		show
+	else
+		echo "# [mpath] ANA drain skipped: $DRAIN"
+	fi
+	check "[mpath] gateway B killed (SIGKILL) during a Store/Retrieve loop: the loop goes on through A" t_loop
+	show
+	check "[mpath] list-subsys after the kill: A's path live, B's not" t_after
+	sed 's/^/# [mpath] list-subsys after the kill: /' $T/subsys
+	check "[mpath] every value the loop stored reads back through the head (then deleted)" t_readback
+	check "[mpath] nvme disconnect -n $NQN: both controllers" t_mdisconnect
+}
+
 # ---- main ----
 head -c 4096 /dev/urandom >$T/v4k
 head -c 1048576 /dev/urandom >$T/v1m
@@ -416,6 +617,17 @@ t_discover() {
 	cat $T/out
 	grep -q "subnqn: *$NQN" $T/out && grep -q "trsvcid: *$PORT" $T/out && grep -q 'trtype: *tcp' $T/out
 }
+if [ "$SUITE" = mpath ]; then
+	echo "# [mpath] kernel $(uname -r), nvme_core.multipath=$(cat /sys/module/nvme_core/parameters/multipath)"
+	mpath_suite
+	if [ $NFAIL -gt 0 ]; then
+		echo "---- guest dmesg, nvme lines (last 30) ----"
+		dmesg | grep -i nvme | tail -n 30
+	fi
+	echo "guest: $NPASS passed, $NFAIL failed"
+	[ $NFAIL -eq 0 ]
+	exit
+fi
 if [ "$SUITE" = auth ]; then
 	echo "# kernel $(uname -r)"
 	auth_suite

@@ -4,12 +4,24 @@
 # guest) attaches to rados-nkv and drives KV commands through /dev/ngXnY (test/interop/guest.sh).
 #   test/interop/run.sh mem|rados [RADOS_NKV_BINARY]
 #   test/interop/run.sh auth [RADOS_NKV_BINARY]
+#   test/interop/run.sh mpath [RADOS_NKV_BINARY]
 # mem|rados also serve a subsystem that requires DH-HMAC-CHAP from the guest's host NQN: Debian's 6.1
 # has no in-band authentication (CONFIG_NVME_AUTH unset), so it must be refused, secret or not.
 # auth boots Debian 12's other kernel, 6.12 (linux-image-6.12-amd64, CONFIG_NVME_HOST_AUTH), against
 # three subsystems that require DH-HMAC-CHAP (mem backend): nvme connect --dhchap-secret (and
 # --dhchap-ctrl-secret), every hash function, DH groups null, ffdhe2048 and ffdhe3072, Store/Retrieve,
 # re-authentication through sysfs, and a wrong secret, a wrong controller secret and no secret refused.
+# mpath (rados backend, needs the cluster) starts two gateways of one group (--group, state in RADOS)
+# on this machine's IPv4 address (the default route's source), which the guest reaches through
+# QEMU's user network (the discovery log gives each listener's own address, and 127.0.0.1 would be
+# the guest's own):
+# Linux native multipath on 6.1. The guest runs `nvme connect-all` against gateway A's discovery
+# log, finds both paths under one subsystem, drives KV commands through the multipath head's
+# /dev/ngXnY; on NKV-MPATH-DRAIN / NKV-MPATH-UNDRAIN this script sets B's ANA state of group 1 to
+# non-optimized / optimized (nkv-ctl ana set, through A). Then a Store/Retrieve loop: on
+# NKV-MPATH-KILL (the guest then waits 1 s) this script stops gateway B (SIGSTOP) until a command of
+# the guest is in flight on it, then kills it (SIGKILL), and the loop, retrying each failed
+# command, goes on through gateway A.
 # mem|rados also check namespace notices: the daemon serves its control plane on a Unix socket in the
 # run's directory; when the guest, connected, prints NKV-AEN-ADD / NKV-AEN-DEL on the console, this
 # script runs `nkv-ctl ns add NQN --nsid 3` / `nkv-ctl ns del NQN 3`, and the guest waits for the
@@ -29,12 +41,17 @@ set -uo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 BACKEND="${1:-}"
-case "$BACKEND" in mem|rados) SUITE=kv ;; auth) SUITE=auth; BACKEND=mem ;; *) echo "usage: $0 mem|rados|auth" >&2; exit 64 ;; esac
+case "$BACKEND" in
+  mem|rados) SUITE=kv ;;
+  auth) SUITE=auth; BACKEND=mem ;;
+  mpath) SUITE=mpath; BACKEND=rados ;;
+  *) echo "usage: $0 mem|rados|auth|mpath" >&2; exit 64 ;;
+esac
 [ "$SUITE" = auth ] && export NKV_INTEROP_KERNEL_PKG="${NKV_INTEROP_KERNEL_PKG:-linux-image-6.12-amd64}"
 TIMEOUT="${NKV_INTEROP_TIMEOUT:-180}"
 t_start=$(date +%s.%N)
 elapsed() { awk -v a="$t_start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
-say() { echo "interop[$BACKEND${SUITE/#kv/}]: $*"; }
+say() { echo "interop[${SUITE/#kv/$BACKEND}]: $*"; }
 skip_or_fail() { # $1 = variable that turns a skip into a failure
   if [ "${!1:-0}" = 1 ]; then say "$2 (and $1=1): FAIL"; echo "0 passed, 1 failed"; exit 1; fi
   say "$2: skipped"; exit 77
@@ -70,17 +87,34 @@ prep_out="$(bash "$HERE/prepare.sh" 2>&1)" || { echo "$prep_out" >&2; skip_or_fa
 IDIR="$(echo "$prep_out" | sed -n 's/^NKV_INTEROP_DIR=//p' | tail -1)"
 t_prep=$(elapsed)
 
+# mpath: the gateways' address, one the guest can reach by the discovery log's TRADDR: the source
+# address of the default route (a route lookup, nothing is sent), else the first global address
+# (other tests add and remove addresses of their own, on veth pairs, say, at any time).
+HOSTIP=""
+if [ "$SUITE" = mpath ]; then
+  HOSTIP=$(ip -4 -o route get 1.1.1.1 2>/dev/null | sed -n 's/.* src \([0-9.]*\).*/\1/p')
+  [ -n "$HOSTIP" ] || HOSTIP=$(ip -4 -o addr show scope global 2>/dev/null | awk '{ sub(/\/.*/, "", $4); print $4; exit }')
+  [ -n "$HOSTIP" ] || skip_or_fail NKV_REQUIRE_INTEROP "no global IPv4 address on this machine for the gateways"
+fi
+
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/nkv-interop-$BACKEND.XXXXXX")"
 DAEMON_PID=""
+GWB_PID=""   # mpath: gateway B (DAEMON_PID is gateway A)
+GROUP=""     # mpath: the group, whose state object is removed at the end
 QEMU_PID=""
 cleanup() {
   local p
-  for p in $QEMU_PID $DAEMON_PID; do
+  for p in $QEMU_PID $DAEMON_PID $GWB_PID; do
     kill -TERM "$p" 2>/dev/null || continue
+    kill -CONT "$p" 2>/dev/null   # mpath: gateway B may be stopped
     for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
     kill -KILL "$p" 2>/dev/null
     wait "$p" 2>/dev/null
   done
+  if [ -n "$GROUP" ]; then
+    rados -c "$NKV_CEPH_CONF" --id "${NKV_CEPH_USER:-admin}" ${NKV_CEPH_KEYRING:+--keyring "$NKV_CEPH_KEYRING"} \
+      -p "$POOL" rm "rados_nkv.group.$GROUP" 2>/dev/null
+  fi
   if [ -n "${NKV_INTEROP_KEEP:-}" ]; then
     mkdir -p "$NKV_INTEROP_KEEP" && cp "$WORK"/*.log "$NKV_INTEROP_KEEP"/ 2>/dev/null
   fi
@@ -93,8 +127,9 @@ trap 'exit 1' INT TERM
 # --ns 2:tenant-a::ro`): the kernel must accept both, which needs distinct namespace IDs.
 # Free ports: ask the kernel for two ephemeral ports, then let the daemon bind them (retried if
 # somebody else took one in between).
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+free_port() { python3 -c 'import socket, sys; s=socket.socket(); s.bind((sys.argv[1],0)); print(s.getsockname()[1])' "${1:-127.0.0.1}"; }
 NQN="nqn.2026-11.io.rados-nkv:interop-$BACKEND"
+[ "$SUITE" = mpath ] && NQN="$NQN-mpath"
 RADOS_NS=""
 [ "$BACKEND" = rados ] && RADOS_NS="interop-$$-$(date +%s)"
 # The subsystem comes from a JSON configuration, the only place Exec allowlists live (issue 13): NSID 1
@@ -124,6 +159,13 @@ if [ "$SUITE" = auth ]; then
   { "nqn": "$NQN-c", "pool": "$POOL", "allowed_hosts": [ { "nqn": "$GNQN", "dhchap_key": "$KC",
       "dhchap_hash": ["sha384"], "dhchap_dhgroup": ["ffdhe3072"] } ], $(two_ns) } ] }
 EOF
+elif [ "$SUITE" = mpath ]; then
+  # Both gateways read this file; the first seeds the group's state with it, the second finds that
+  # state and serves it. Off loopback, a subsystem needs an allowlist: the guest's host NQN.
+  cat >"$WORK/rados-nkv.json" <<EOF
+{ "subsystems": [ { "nqn": "$NQN", "pool": "$POOL", "allowed_hosts": [ "$GNQN" ], "namespaces": [
+    { "nsid": 1, "rados_namespace": "$RADOS_NS", "max_value": "4M" } ] } ] }
+EOF
 else
   cat >"$WORK/rados-nkv.json" <<EOF
 { "subsystems": [ { "nqn": "$NQN", "pool": "$POOL", "namespaces": [
@@ -141,26 +183,66 @@ if [ "$BACKEND" = rados ]; then
   args+=(--ceph-conf "$NKV_CEPH_CONF" --client-id "${NKV_CEPH_USER:-admin}" --op-timeout 20)
   [ -n "${NKV_CEPH_KEYRING:-}" ] && args+=(--keyring "$NKV_CEPH_KEYRING")
 fi
-for _ in 1 2 3 4 5; do
-  PORT=$(free_port); DPORT=$(free_port)
-  [ "$PORT" != "$DPORT" ] || continue
-  rm -f "$WORK/daemon.pid"
-  "$DAEMON" "${args[@]}" --listen "127.0.0.1:$PORT" --discovery "127.0.0.1:$DPORT" \
-    --pid-file "$WORK/daemon.pid" >"$WORK/daemon.log" 2>&1 &
-  DAEMON_PID=$!
-  for _ in $(seq 300); do
-    [ -s "$WORK/daemon.pid" ] && break
-    kill -0 "$DAEMON_PID" 2>/dev/null || break
-    sleep 0.05
+# start_daemon NAME ADDR DISCOVERY ARGS...: the daemon with ARGS on a free port of ADDR (SPORT),
+# with a discovery listener on another (SDPORT) when DISCOVERY is 1, else none; log and pid file
+# WORK/NAME.log, WORK/NAME.pid. Retried when somebody took a port in between. Sets SPID; 1 when the
+# daemon did not start (its log says why).
+start_daemon() {
+  local name=$1 addr=$2 disc=$3 d
+  shift 3
+  for _ in 1 2 3 4 5; do
+    SPORT=$(free_port "$addr") SDPORT="" d=none
+    if [ "$disc" = 1 ]; then
+      SDPORT=$(free_port "$addr")
+      [ "$SPORT" != "$SDPORT" ] || continue
+      d="$addr:$SDPORT"
+    fi
+    rm -f "$WORK/$name.pid"
+    "$DAEMON" "$@" --listen "$addr:$SPORT" --discovery "$d" --pid-file "$WORK/$name.pid" >"$WORK/$name.log" 2>&1 &
+    SPID=$!
+    for _ in $(seq 400); do
+      [ -s "$WORK/$name.pid" ] && return 0
+      kill -0 "$SPID" 2>/dev/null || break
+      sleep 0.05
+    done
+    kill -KILL "$SPID" 2>/dev/null
+    wait "$SPID" 2>/dev/null; SPID=""
+    grep -qi 'in use' "$WORK/$name.log" || return 1
   done
-  [ -s "$WORK/daemon.pid" ] && break
-  wait "$DAEMON_PID" 2>/dev/null; DAEMON_PID=""
-  grep -qi 'in use' "$WORK/daemon.log" || break
-done
-if [ -z "$DAEMON_PID" ]; then
-  say "rados-nkv did not start:"; cat "$WORK/daemon.log"; echo "0 passed, 1 failed"; exit 1
+  return 1
+}
+if [ "$SUITE" = mpath ]; then
+  # Gateway A (DAEMON_PID, daemon.log) first: it seeds the group's state; then B joins and adds its
+  # listener to that state. Each serves discovery on its NVMe/TCP listener.
+  GROUP="interop-$$-$(date +%s)"
+  args+=(--group "$GROUP" --group-pool "$POOL")
+  bargs=("${args[@]}")
+  [ -n "$CTL" ] && args+=(--control "unix:$WORK/ctl.sock") && bargs+=(--control "unix:$WORK/ctl-b.sock")
+  if start_daemon daemon "$HOSTIP" 0 "${args[@]}" --gateway-name gw-a; then DAEMON_PID=$SPID PORT=$SPORT; fi
+  if [ -z "$DAEMON_PID" ]; then
+    say "gateway A did not start:"; cat "$WORK/daemon.log"; echo "0 passed, 1 failed"; exit 1
+  fi
+  if start_daemon gw-b "$HOSTIP" 0 "${bargs[@]}" --gateway-name gw-b; then GWB_PID=$SPID PB=$SPORT; fi
+  if [ -z "$GWB_PID" ]; then
+    say "gateway B did not start:"; cat "$WORK/gw-b.log"; echo "0 passed, 1 failed"; exit 1
+  fi
+  DPORT=$PORT
+  say "group $GROUP (pool $POOL): gateway A on $HOSTIP:$PORT, gateway B on $HOSTIP:$PB, $NQN"
+  # The listeners are off loopback: a host not on the allowlist must neither see nor reach the
+  # subsystem there (nkv, next to the daemon, as that host).
+  NKVCLI="$(dirname "$DAEMON")/nkv" STRANGER=nqn.2026-12.io.test:interop-stranger
+  if [ -x "$NKVCLI" ]; then
+    "$NKVCLI" -a "$HOSTIP" -s "$PB" -q "$STRANGER" discover >"$WORK/stranger.disc" 2>&1
+    "$NKVCLI" -a "$HOSTIP" -s "$PORT" -n "$NQN" -q "$STRANGER" exist k >"$WORK/stranger.conn" 2>&1
+    echo "exit $?" >>"$WORK/stranger.conn"
+  fi
+else
+  if start_daemon daemon 127.0.0.1 1 "${args[@]}"; then DAEMON_PID=$SPID PORT=$SPORT DPORT=$SDPORT; fi
+  if [ -z "$DAEMON_PID" ]; then
+    say "rados-nkv did not start:"; cat "$WORK/daemon.log"; echo "0 passed, 1 failed"; exit 1
+  fi
+  say "rados-nkv ($BACKEND) on 127.0.0.1:$PORT, discovery :$DPORT, $NQN (guest sees 10.0.2.2)"
 fi
-say "rados-nkv ($BACKEND) on 127.0.0.1:$PORT, discovery :$DPORT, $NQN (guest sees 10.0.2.2)"
 if [ "$AEN" = 1 ]; then say "control plane on unix:$WORK/ctl.sock, nkv-ctl $CTL"
 elif [ "$SUITE" = kv ]; then say "namespace notice checks skipped: $AEN"; fi
 
@@ -168,8 +250,10 @@ elif [ "$SUITE" = kv ]; then say "namespace notice checks skipped: $AEN"; fi
 mkdir -p "$WORK/ov/interop"
 cp "$HERE/guest.sh" "$WORK/ov/interop/guest.sh"
 cat >"$WORK/ov/interop/env" <<EOF
-HOST=10.0.2.2
+HOST=${HOSTIP:-10.0.2.2}
 PORT=$PORT
+PB=${PB:-}
+DRAIN=$([ -n "$CTL" ] && echo 1 || echo "no nkv-ctl next to $DAEMON (set NKV_CTL)")
 DPORT=$DPORT
 NQN=$NQN
 BACKEND=$BACKEND
@@ -214,11 +298,56 @@ aen_poll() {
     aen_del=$(aen_ctl ns del "$NQN" 3)
   fi
 }
+# mpath: NKV-MPATH-KILL on the console stops gateway B (SIGSTOP), so that the guest's next command
+# routed to it stays in flight; once one of B's I/O queue connections holds unread bytes (ss: the
+# command arrived, B cannot answer), or after 10 s, B is killed with SIGKILL. mp_stopped/mp_killed:
+# when (seconds into the run); mp_inflight: whether a command was in flight at the kill.
+mp_stopped="" mp_killed="" mp_inflight=no
+mp_io_peers() { # the peers (ADDR:PORT) of B's I/O queues, from its log
+  sed -n 's/.* tcp \([0-9.]*:[0-9]*\): qid [1-9][0-9]* .*/\1/p' "$WORK/gw-b.log" | sort -u
+}
+mp_poll() {
+  [ "$SUITE" = mpath ] && [ -z "$mp_killed" ] || return 0
+  if [ -z "$mp_stopped" ]; then
+    grep -aq '^NKV-MPATH-KILL' "$SERIAL" 2>/dev/null || return 0
+    kill -STOP "$GWB_PID" 2>/dev/null
+    mp_stopped=$(elapsed)
+    return 0
+  fi
+  local q p
+  for p in $(mp_io_peers); do
+    q=$(ss -Htn state established "( sport = :$PB )" 2>/dev/null | awk -v p="$p" '$4 == p { print $1 }')
+    [ "${q:-0}" -gt 0 ] && mp_inflight=yes
+  done
+  [ "$mp_inflight" = yes ] || awk -v a="$mp_stopped" -v b="$(elapsed)" 'BEGIN { exit !(b - a > 10) }' || return 0
+  kill -KILL "$GWB_PID" 2>/dev/null && mp_killed=$(elapsed)
+  wait "$GWB_PID" 2>/dev/null
+  GWB_PID=""
+  say "gateway B stopped (SIGSTOP) at ${mp_stopped}s, killed (SIGKILL) at ${mp_killed:-never}s; a guest command in flight on it: $mp_inflight"
+}
+# mpath, ANA: NKV-MPATH-DRAIN sets gateway B's state of ANA group 1 to non-optimized through A's
+# control plane, NKV-MPATH-UNDRAIN to optimized again; B's and A's Store counts are taken after the
+# first and before the second (ana_drain/ana_undrain: "EXIT-STATUS MILLISECONDS OUTPUT").
+ana_drain="" ana_undrain="" sa0="" sb0="" sa1="" sb1=""
+stores() { grep -c ' qid [1-9][0-9]* cid [0-9]* cmd opc 01h ' "$1"; }
+ana_poll() {
+  [ "$SUITE" = mpath ] && [ -n "$CTL" ] && [ -z "$ana_undrain" ] || return 0
+  if [ -z "$ana_drain" ] && grep -aq '^NKV-MPATH-DRAIN' "$SERIAL" 2>/dev/null; then
+    ana_drain=$(aen_ctl ana set 1 non-optimized --gateway gw-b)
+    sa0=$(stores "$WORK/daemon.log") sb0=$(stores "$WORK/gw-b.log")
+  fi
+  if [ -n "$ana_drain" ] && grep -aq '^NKV-MPATH-UNDRAIN' "$SERIAL" 2>/dev/null; then
+    sa1=$(stores "$WORK/daemon.log") sb1=$(stores "$WORK/gw-b.log")
+    ana_undrain=$(aen_ctl ana set 1 optimized --gateway gw-b)
+  fi
+}
 deadline=$(( $(date +%s) + TIMEOUT ))
 timed_out=0
 while kill -0 "$QEMU_PID" 2>/dev/null; do
   if [ "$(date +%s)" -ge "$deadline" ]; then timed_out=1; break; fi
   aen_poll
+  mp_poll
+  ana_poll
   sleep 0.2
 done
 if [ "$timed_out" = 1 ]; then
@@ -228,6 +357,8 @@ wait "$QEMU_PID" 2>/dev/null
 qrc=$?
 QEMU_PID=""
 t_end=$(elapsed)
+# mpath: the group's listeners as gateway A serves them, while it runs.
+[ "$SUITE" = mpath ] && [ -n "$CTL" ] && "$CTL" --server "unix:$WORK/ctl.sock" listener list >"$WORK/listeners" 2>&1
 
 # Results.
 tr -d '\r' <"$SERIAL" >"$WORK/console.log" 2>/dev/null
@@ -247,6 +378,7 @@ if [ "$bad" = 1 ] || [ "$fail" -gt 0 ] || [ "$pass" -eq 0 ] || [ -n "${NKV_INTER
   echo "---- guest console ----"; cat "$WORK/console.log"
   echo "---- qemu ----"; cat "$WORK/qemu.log"
   echo "---- rados-nkv log (last 80 lines) ----"; tail -n 80 "$WORK/daemon.log"
+  if [ "$SUITE" = mpath ]; then echo "---- gateway B log (last 40 lines) ----"; tail -n 40 "$WORK/gw-b.log"; fi
   echo "----"
 fi
 # The daemon must still be alive and stop cleanly.
@@ -256,13 +388,46 @@ if kill -0 "$DAEMON_PID" 2>/dev/null; then
 else
   echo "FAIL - rados-nkv died during the run"; fail=$((fail + 1)); DAEMON_PID=""
 fi
-grep -E '^(ok|FAIL) - |^# NSID 3 ' "$WORK/console.log" | sed 's/^/  guest: /'
+grep -E '^(ok|FAIL) - |^# NSID 3 |^# \[mpath\]' "$WORK/console.log" | sed 's/^/  guest: /'
 
 # Host-side checks on the target's debug log (one "cmd" line per command received).
 DL="$WORK/daemon.log"
 hcheck() {
   if eval "$2"; then echo "ok - target: $1"; pass=$((pass + 1)); else echo "FAIL - target: $1"; fail=$((fail + 1)); fi
 }
+if [ "$SUITE" = mpath ]; then
+  BL="$WORK/gw-b.log"
+  cid() { sed -n "s/.*$NQN: controller \([0-9]*\) for host $GNQN\$/\1/p" "$1" | head -n 1; }
+  ca=$(cid "$DL") cb=$(cid "$BL")
+  hcheck "gateways A and B each made an I/O controller for the guest, CNTLIDs differ (A ${ca:-none}, B ${cb:-none})" \
+    '[ -n "$ca" ] && [ -n "$cb" ] && [ "$ca" != "$cb" ]'
+  sa=$(grep -c ' qid [1-9][0-9]* cid [0-9]* cmd opc 01h ' "$DL") sb=$(grep -c ' qid [1-9][0-9]* cid [0-9]* cmd opc 01h ' "$BL")
+  hcheck "both paths carried the guest's Stores (A $sa, B $sb)" '[ "$sa" -gt 0 ] && [ "$sb" -gt 0 ]'
+  if [ -x "$NKVCLI" ]; then
+    cat "$WORK/stranger.disc" "$WORK/stranger.conn" | sed 's/^/# another host: /'
+    hcheck "a host not on the allowlist: no entry for $NQN in B's discovery log, Connect to A refused" \
+      '! grep -q "$NQN" "$WORK/stranger.disc" && grep -q "Number of Records 0" "$WORK/stranger.disc" &&
+       ! grep -q "^exit 0" "$WORK/stranger.conn"'
+  fi
+  hcheck "gateway B was killed with SIGKILL while the guest's loop ran, a command of the guest in flight on it" \
+    '[ -n "$mp_killed" ] && [ "$mp_inflight" = yes ]'
+  if [ -n "$CTL" ]; then
+    read -r rc ms out <<<"$ana_drain"
+    hcheck "nkv-ctl ana set 1 non-optimized --gateway gw-b through A when the guest asked (exit ${rc:-none}, ${ms:-0} ms)" '[ "$rc" = 0 ]'
+    hcheck "B drained: no Store reached B (B $sb0 -> $sb1), A took them (A $sa0 -> $sa1)" \
+      '[ -n "$sb1" ] && [ "$sb1" = "$sb0" ] && [ "$sa1" -gt "$sa0" ]'
+    read -r rc ms out <<<"$ana_undrain"
+    hcheck "nkv-ctl ana set 1 optimized --gateway gw-b afterwards (exit ${rc:-none}, ${ms:-0} ms)" '[ "$rc" = 0 ]'
+    sed 's/^/# group listeners: /' "$WORK/listeners"
+    hcheck "the group's state lists both gateways' listeners (nkv-ctl listener list on A)" \
+      'grep -q "gw-a.*$PORT" "$WORK/listeners" && grep -q "gw-b.*$PB" "$WORK/listeners"'
+  fi
+  say "timings: prepare ${t_prep}s, boot+guest $(awk -v a="$t_boot" -v b="$t_end" 'BEGIN { printf "%.1f", b - a }')s, total $(elapsed)s"
+  [ "$bad" = 1 ] && fail=$((fail + 1))
+  echo "$pass passed, $fail failed"
+  [ "$fail" -eq 0 ] && [ "$pass" -gt 0 ]
+  exit
+fi
 if [ "$SUITE" = auth ]; then
   # One line per queue that authenticated (admin and I/O), and one per refusal.
   na=$(grep -c "$NQN-a: controller [0-9]* qid [0-9]*: host [^ ]* authenticated (DH-HMAC-CHAP, sha256, ffdhe2048" "$DL")
