@@ -561,6 +561,9 @@ NKV_API void nkv_engine_destroy(struct nkv_engine *e);
 NKV_API int nkv_engine_submit(struct nkv_engine *e, struct nkv_op *ops, unsigned n, uint64_t tag);
 /**
  * Submit @n ops and wait for all of them (any thread; several threads may run batches at once).
+ * A small batch (one op, or up to 64 ops and 256 KiB) runs on the calling thread when one of the
+ * engine's queue pairs is idle: the caller drives that queue pair itself (one thread at a time on
+ * it still), with the same deadline and recovery, and no hand-off to the queue's thread and back.
  * @return the number of ops that failed (rc != 0; a miss counts), or -errno as nkv_engine_submit().
  */
 NKV_API int nkv_engine_run(struct nkv_engine *e, struct nkv_op *ops, unsigned n);

@@ -26,10 +26,19 @@
  * never sent. Workers also watch their connection (TCP socket, shm control socket) for a hang-up
  * while idle, so a restart is noticed, and repaired, before the next op arrives.
  *
+ * Small batches of nkv_engine_run() skip the hand-off: when the worker that would get the batch is
+ * idle (nothing queued or in flight), the calling thread takes its queue pair (the worker's qp_mu,
+ * which the worker holds whenever it drives the queue and lets go of only while it sleeps idle),
+ * sends the ops and polls for their completions itself, exactly as the worker would, deadlines and
+ * failures included. A QD 1 command then costs what it costs on a bare queue pair: no eventfd write
+ * to wake the worker, no condition variable to wake the caller (two thread wake-ups, each several
+ * microseconds, more on a busy machine). The queue pair still has one thread at a time on it.
+ *
  * Waiting: an idle worker sleeps in poll() on its eventfd. A busy NVMe/TCP worker sleeps in poll()
  * on the socket and the eventfd together; a busy shm worker polls the CQ, spinning first, then sleeps
  * on the eventfd and the CQ's interrupt eventfd together (nkv_shm.h notifications), or, when the
- * target offers no interrupts, naps a few microseconds on the eventfd.
+ * target offers no interrupts, naps a few microseconds on the eventfd. Callers write the eventfd
+ * only while the worker sleeps (or is about to): a busy worker is not sent a system call per batch.
  */
 #include <errno.h>
 #include <poll.h>
@@ -42,17 +51,24 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "client/doneq.h"
 #include "client/internal.h"
+#include "common/clock.h"
+#include "common/cpu.h"
 #include "common/log.h"
 
 #define ENG_DEFAULT_QUEUES 4u
 #define ENG_DEFAULT_MAX_OPS 65536u
 #define ENG_SHM_SPINS 2000u          /* empty CQ polls before napping (as shm.c's own poll) */
 #define ENG_SHM_NAP_NS 10000L        /* then 10 us naps, cut short by new work */
-#define ENG_SHM_IRQ_SPINS 200u       /* with CQ interrupts: empty polls before arming and sleeping */
+#define ENG_SHM_SPIN_NS 20000u       /* empty CQ polls for this long before arming the CQ interrupt and
+				      * sleeping (as shm.c's own poll): time, not a count, so that a
+				      * slower loop (the caller's, sanitizers) spins no longer */
 #define ENG_RECONNECT_MIN_MS 50      /* first retry of a lost controller */
 #define ENG_RECONNECT_MAX_MS 1000    /* backoff cap: a target back after a restart is found within ~1 s */
 #define ENG_IDLE_TICK_MS 1000        /* an idle worker still wakes up now and then to check stop */
+#define ENG_INLINE_OPS 64u           /* nkv_engine_run() batches up to this many ops ... */
+#define ENG_INLINE_BYTES (256u << 10) /* ... and bytes (or one op of any size) may run on the caller */
 
 struct eng_batch;
 
@@ -69,12 +85,11 @@ struct eng_item {
 struct eng_batch {
 	atomic_uint left;
 	unsigned n;
-	uint64_t tag;
 	bool run;                  /* nkv_engine_run(): a thread waits on cv; else reap */
 	bool done;                 /* run: set under mu */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	struct eng_batch *next;    /* the engine's completed list (reap) */
+	struct nkv_doneq_node dn;  /* the tag, and the link on the engine's completed list (reap) */
 	struct eng_item items[];
 };
 
@@ -88,18 +103,23 @@ struct eng_worker {
 	struct nkv_engine *e;
 	pthread_t th;
 	bool started;
-	struct nkv_qpair *qp;
 	int wake_fd;
+	atomic_uint sleepers;      /* threads blocked in poll() on wake_fd (or about to): the worker, and a
+				    * caller on its queue pair (run_inline); new work must write wake_fd */
 	pthread_mutex_t mu;
 	struct eng_list inbox;     /* guarded by mu */
 	bool stop;                 /* guarded by mu */
 	atomic_uint load;          /* ops given to this worker and not completed */
-	/* the worker thread's own */
+	/* Guarded by qp_mu: whoever holds it drives the queue pair. The worker thread holds it except
+	 * while it sleeps with nothing in flight; a caller may take it then (run_inline). */
+	pthread_mutex_t qp_mu;
+	struct nkv_qpair *qp;
 	struct eng_list pend;      /* taken from the inbox, not yet sent */
 	struct eng_list inflight;  /* sent, in send order (oldest first) */
 	int64_t reopen_at;         /* no queue pair for want of a free queue (-ENOSPC): next try */
 	int reopen_ms;
 	unsigned spins;
+	uint64_t spin_until;       /* shm: end of the current busy poll (0: none started) */
 	bool hup;                  /* the connection hung up while the worker slept */
 };
 
@@ -123,10 +143,7 @@ struct nkv_engine {
 	atomic_uint rr;            /* where the next batch starts */
 	atomic_bool closing;
 	atomic_uint entering;      /* submit calls between their closing check and their last push */
-	int done_fd;               /* readable while done_head != NULL */
-	pthread_mutex_t done_mu;
-	pthread_cond_t done_cv;
-	struct eng_batch *done_head, *done_tail;
+	struct nkv_doneq done;     /* completed batches of nkv_engine_submit(), for reap */
 	struct eng_worker w[];
 };
 
@@ -183,6 +200,11 @@ static void batch_free(struct eng_batch *b)
 	free(b);
 }
 
+static void batch_free_dn(struct nkv_doneq_node *n)
+{
+	batch_free((struct eng_batch *)((char *)n - offsetof(struct eng_batch, dn)));
+}
+
 /** The batch's last op completed: wake its waiter, or queue its tag for reap. */
 static void batch_finish(struct nkv_engine *e, struct eng_batch *b)
 {
@@ -194,21 +216,7 @@ static void batch_finish(struct nkv_engine *e, struct eng_batch *b)
 		pthread_mutex_unlock(&b->mu);
 		return;
 	}
-	pthread_mutex_lock(&e->done_mu);
-	b->next = NULL;
-	if (e->done_tail)
-		e->done_tail->next = b;
-	else
-		e->done_head = b;
-	bool was_empty = e->done_tail == NULL;
-	e->done_tail = b;
-	if (was_empty) {
-		uint64_t one = 1;
-		if (write(e->done_fd, &one, sizeof(one)) < 0)
-			NKV_WARN("engine: eventfd write: %s", strerror(errno));
-	}
-	pthread_cond_broadcast(&e->done_cv);
-	pthread_mutex_unlock(&e->done_mu);
+	nkv_doneq_push(&e->done, &b->dn);
 }
 
 /** Complete one op with @rc (and, when it reached the controller, its CQE). */
@@ -391,8 +399,9 @@ static void worker_reopen(struct eng_worker *w, int64_t now)
 	engine_lost(e, rc);
 }
 
-/** Send pending ops while the queue takes them. @return ops sent. */
-static unsigned worker_send(struct eng_worker *w, int64_t now)
+/** Send pending ops while the queue takes them; a queue pair that failed is dropped when @own (the
+ *  worker thread), else left to the worker (run_inline). @return ops sent. */
+static unsigned worker_send(struct eng_worker *w, int64_t now, bool own)
 {
 	unsigned sent = 0;
 	while (w->qp && w->pend.head) {
@@ -412,6 +421,8 @@ static unsigned worker_send(struct eng_worker *w, int64_t now)
 			sent++;
 		} else if (rc == -ENOTCONN) {
 			list_push(&w->pend, it); /* back in line (at the end: order is not promised) */
+			if (!own)
+				break;
 			worker_drop_qp(w, w->qp->err ? w->qp->err : rc);
 		} else {
 			item_complete(w, it, rc, NULL);
@@ -443,8 +454,36 @@ static void worker_expire(struct eng_worker *w, int64_t now, bool stop)
 	}
 }
 
-/** Sleep until new work, I/O on the queue, a hang-up of the connection, or the next deadline. */
-static void worker_wait(struct eng_worker *w, int64_t now)
+/**
+ * Block in poll() (ppoll() when @ts) on @p, whose first entry is wake_fd, unless work already waits
+ * in the inbox. `sleepers` is raised first and the inbox looked at after it, under mu: a caller that
+ * queued work after that look sees the count and writes wake_fd (engine_submit). With nothing in
+ * flight the worker lets go of its queue pair meanwhile, so a caller may run a small batch on it
+ * (run_inline); such a caller never closes the queue pair, so the fds in @p stay the ones polled.
+ */
+static void worker_block(struct eng_worker *w, struct pollfd *p, nfds_t n, int tmo, const struct timespec *ts)
+{
+	bool idle = !w->inflight.head;
+	atomic_fetch_add(&w->sleepers, 1);
+	pthread_mutex_lock(&w->mu);
+	bool work = w->inbox.head != NULL;
+	pthread_mutex_unlock(&w->mu);
+	if (!work) {
+		if (idle)
+			pthread_mutex_unlock(&w->qp_mu);
+		if (ts)
+			ppoll(p, n, ts, NULL);
+		else
+			poll(p, n, tmo);
+		if (idle)
+			pthread_mutex_lock(&w->qp_mu);
+	}
+	atomic_fetch_sub(&w->sleepers, 1);
+}
+
+/** Sleep until new work, I/O on the queue, a hang-up of the connection, or the next deadline.
+ *  @return true when it read (took) a wake-up from wake_fd. */
+static bool worker_wait(struct eng_worker *w, int64_t now)
 {
 	struct nkv_engine *e = w->e;
 	int64_t until = now + ENG_IDLE_TICK_MS;
@@ -469,33 +508,36 @@ static void worker_wait(struct eng_worker *w, int64_t now)
 	}
 	if (w->qp && w->inflight.head) {
 		if (w->qp->shm) {
-			if (w->spins < ENG_SHM_IRQ_SPINS) {
-				w->spins++;
-				return;
+			uint64_t t = nkv_now_ns();
+			if (!w->spin_until)
+				w->spin_until = t + ENG_SHM_SPIN_NS;
+			if (t < w->spin_until) {
+				nkv_cpu_relax();
+				return false;
 			}
 			int irq = nkv_shm_qp_arm(w->qp); /* -1: no interrupts; -2: a CQE is there */
 			if (irq == -2)
-				return;
+				return false;
 			if (irq >= 0) { /* sleep until the CQ interrupts, new work, a hang-up, or the next deadline */
 				p[n] = (struct pollfd){.fd = irq, .events = POLLIN};
-				poll(p, n + 1, tmo);
+				worker_block(w, p, n + 1, tmo, NULL);
 				nkv_shm_qp_disarm(w->qp);
 				goto drain;
 			}
 			if (w->spins < ENG_SHM_SPINS) {
 				w->spins++;
-				return;
+				return false;
 			}
 			struct timespec ts = {.tv_sec = 0, .tv_nsec = ENG_SHM_NAP_NS};
-			ppoll(p, n, &ts, NULL);
+			worker_block(w, p, n, 0, &ts);
 			goto drain;
 		}
 		short ev = nkv_tcp_qp_events(w->qp);
 		if (!ev)
-			return; /* TLS holds decrypted bytes the socket will not signal: poll the queue again */
+			return false; /* TLS holds decrypted bytes the socket will not signal: poll the queue again */
 		p[n++] = (struct pollfd){.fd = w->qp->fd, .events = ev};
 	}
-	poll(p, n, tmo);
+	worker_block(w, p, n, tmo, NULL);
 drain:
 	if (hup >= 0 && (p[hup].revents & (POLLHUP | POLLERR | POLLRDHUP | POLLNVAL)))
 		w->hup = true;
@@ -503,13 +545,16 @@ drain:
 		uint64_t v;
 		if (read(w->wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 			NKV_WARN("engine: eventfd read: %s", strerror(errno));
+		return true;
 	}
+	return false;
 }
 
 static void *worker_main(void *arg)
 {
 	struct eng_worker *w = arg;
 	struct nkv_engine *e = w->e;
+	pthread_mutex_lock(&w->qp_mu);
 	for (;;) {
 		int64_t now = nkv_client_now_ms();
 		pthread_mutex_lock(&w->mu);
@@ -521,15 +566,15 @@ static void *worker_main(void *arg)
 		if (stop && !w->pend.head && !w->inflight.head)
 			break;
 		bool down = atomic_load(&e->down);
-		if (w->qp && (w->hup || down)) {
+		if (w->qp && (w->hup || down || w->qp->err)) { /* err: it failed under a caller (run_inline) */
 			if (w->hup)
 				NKV_WARN("engine: qid %u: the target closed the connection", w->qp->qid);
-			worker_drop_qp(w, -ECONNRESET);
+			worker_drop_qp(w, w->qp->err ? w->qp->err : -ECONNRESET);
 		}
 		w->hup = false;
 		if (!w->qp && !down && (w->pend.head || !stop))
 			worker_reopen(w, now); /* eagerly: a hang-up is then seen while idle */
-		unsigned sent = worker_send(w, now);
+		unsigned sent = worker_send(w, now, true);
 		int got = 0;
 		if (w->qp && w->inflight.head) {
 			got = nkv_qpair_poll(w->qp, 0);
@@ -541,13 +586,14 @@ static void *worker_main(void *arg)
 		}
 		worker_expire(w, nkv_client_now_ms(), stop);
 		if (sent || got > 0) {
-			w->spins = 0;
+			w->spins = 0, w->spin_until = 0;
 			continue;
 		}
 		if (!w->qp && !atomic_load(&e->down) && !w->reopen_at && (w->pend.head || !stop))
 			continue; /* the queue pair just failed: open another now */
 		worker_wait(w, nkv_client_now_ms());
 	}
+	pthread_mutex_unlock(&w->qp_mu);
 	return NULL;
 }
 
@@ -648,15 +694,9 @@ void nkv_engine_destroy(struct nkv_engine *e)
 		if (w->wake_fd >= 0)
 			close(w->wake_fd);
 		pthread_mutex_destroy(&w->mu);
+		pthread_mutex_destroy(&w->qp_mu);
 	}
-	for (struct eng_batch *b = e->done_head, *nb; b; b = nb) {
-		nb = b->next;
-		batch_free(b);
-	}
-	if (e->done_fd >= 0)
-		close(e->done_fd);
-	pthread_mutex_destroy(&e->done_mu);
-	pthread_cond_destroy(&e->done_cv);
+	nkv_doneq_fini(&e->done, batch_free_dn);
 	pthread_mutex_destroy(&e->sup_mu);
 	pthread_cond_destroy(&e->sup_cv);
 	free(e);
@@ -684,21 +724,19 @@ int nkv_engine_create(struct nkv_ctrl *ctrl, const struct nkv_engine_opts *opts,
 	e->rc_max_ms = o.reconnect_max_ms ? o.reconnect_max_ms : ENG_RECONNECT_MAX_MS;
 	if (e->rc_max_ms < e->rc_min_ms)
 		e->rc_max_ms = e->rc_min_ms;
-	pthread_mutex_init(&e->done_mu, NULL);
-	pthread_cond_init(&e->done_cv, NULL);
+	int rc = nkv_doneq_init(&e->done);
 	pthread_mutex_init(&e->sup_mu, NULL);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* nkv_abstime_in_ms() */
 	pthread_cond_init(&e->sup_cv, &ca);
 	pthread_condattr_destroy(&ca);
-	e->done_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	int rc = e->done_fd < 0 ? -errno : 0;
 	for (unsigned i = 0; i < nw; i++) {
 		struct eng_worker *w = &e->w[i];
 		w->e = e;
 		w->wake_fd = -1;
 		pthread_mutex_init(&w->mu, NULL);
+		pthread_mutex_init(&w->qp_mu, NULL);
 		e->nw = i + 1;
 		if (rc)
 			break;
@@ -711,6 +749,7 @@ int nkv_engine_create(struct nkv_ctrl *ctrl, const struct nkv_engine_opts *opts,
 		if (rc == -ENOSPC && i > 0) { /* fewer queues than asked: run with those */
 			close(w->wake_fd);
 			pthread_mutex_destroy(&w->mu);
+			pthread_mutex_destroy(&w->qp_mu);
 			e->nw = i;
 			rc = 0;
 			break;
@@ -735,7 +774,101 @@ int nkv_engine_create(struct nkv_ctrl *ctrl, const struct nkv_engine_opts *opts,
 	return 0;
 }
 
-/** Check the ops, then hand them to the workers as one batch. */
+/** May @ops run on the calling thread (run_inline)? One op, or up to a queue's worth of small ones
+ *  (64 x 4 KiB Retrieves inline: 0.55x the bare queue pair's ops/s over shm at QD 64, handed to a
+ *  worker: 0.28x); more bytes are better spread over every queue. */
+static bool inline_ok(const struct nkv_op *ops, unsigned n)
+{
+	uint64_t bytes = 0;
+	for (unsigned i = 0; i < n && n <= ENG_INLINE_OPS; i++)
+		bytes += ops[i].len;
+	return n == 1 || (n <= ENG_INLINE_OPS && bytes <= ENG_INLINE_BYTES);
+}
+
+/** Is @w idle, its queue pair open and sound? Under w->qp_mu. */
+static bool worker_idle(struct eng_worker *w)
+{
+	if (!w->qp || w->qp->err || w->hup || w->pend.head || w->inflight.head || atomic_load(&w->e->down))
+		return false;
+	pthread_mutex_lock(&w->mu);
+	bool idle = !w->inbox.head && !w->stop;
+	pthread_mutex_unlock(&w->mu);
+	return idle;
+}
+
+/**
+ * Run batch @b of nkv_engine_run() on the calling thread, on the queue pair of the first idle worker
+ * from the round-robin position (see the head of this file). The caller holds that worker's qp_mu and
+ * runs the worker's own loop for as long as its batch is out: sends, polls, and waits as the worker
+ * waits (worker_wait: spin, then sleep on the queue and wake_fd; its timeout is the oldest op's
+ * deadline). It gives the queue pair back as soon as the batch completed, or early when the worker
+ * is needed: another caller queued work for it (which wakes this sleep through wake_fd), an op
+ * outlived its deadline, the queue pair failed (its ops then completed with Host Pathing Error) or
+ * hung up, or the controller was lost. What is left stays on the worker's lists and the worker,
+ * woken, does the rest as it would have: fails the queue pair under a late op (worker_expire),
+ * drops and reopens a failed one. The caller itself never closes a queue pair: teardown can block
+ * (an shm Delete SQ on a frozen target waits for the admin timeout) and is the worker's to wait for.
+ * @return false when no worker was idle (nothing taken: dispatch as usual); true when the ops were
+ * taken (entering dropped), complete or left to the worker, which then wakes the waiter as usual.
+ */
+static bool run_inline(struct nkv_engine *e, struct eng_batch *b, struct nkv_op *ops, unsigned n)
+{
+	struct eng_worker *w = NULL;
+	unsigned first = atomic_fetch_add(&e->rr, 1);
+	for (unsigned k = 0; k < e->nw && !w; k++) {
+		struct eng_worker *c = &e->w[(first + k) % e->nw];
+		if (pthread_mutex_trylock(&c->qp_mu) == 0) { /* never wait for a busy worker */
+			if (worker_idle(c))
+				w = c;
+			else
+				pthread_mutex_unlock(&c->qp_mu);
+		}
+	}
+	if (!w)
+		return false;
+	int64_t now = nkv_client_now_ms();
+	atomic_fetch_add(&w->load, n);
+	for (unsigned i = 0; i < n; i++) {
+		b->items[i] = (struct eng_item){.op = &ops[i], .b = b, .w = w, .t_ms = now};
+		list_push(&w->pend, &b->items[i]);
+	}
+	atomic_fetch_sub(&e->entering, 1); /* on the worker's lists: it will not stop before they complete */
+	w->spins = 0, w->spin_until = 0;
+	bool queued = false, took_wake = false;
+	for (;;) { /* worker_main's loop, less what only the worker does */
+		unsigned sent = worker_send(w, nkv_client_now_ms(), false);
+		int got = 0;
+		if (w->inflight.head && !w->qp->err) {
+			got = nkv_qpair_poll(w->qp, 0);
+			if (got < 0)
+				NKV_WARN("engine: qid %u failed: %s; reopening", w->qp->qid, strerror(-got));
+		}
+		if (!atomic_load(&b->left))
+			break;
+		pthread_mutex_lock(&w->mu);
+		queued = w->inbox.head || w->stop;
+		pthread_mutex_unlock(&w->mu);
+		struct eng_item *old = w->inflight.head;
+		bool late = old && nkv_client_now_ms() - old->t_ms >= e->timeout_ms;
+		/* work for the worker, or what only it does (expiring, reopening, reconnecting): give the
+		 * queue back */
+		if (queued || late || w->qp->err || w->hup || atomic_load(&e->down) || (w->pend.head && !old))
+			break;
+		if (sent || got > 0)
+			w->spins = 0, w->spin_until = 0;
+		else
+			took_wake |= worker_wait(w, nkv_client_now_ms());
+	}
+	/* Work left, or a wake-up meant for the worker taken from wake_fd (new work, a lost controller,
+	 * stop: all seen above): wake it. Under qp_mu: it cannot have stopped and closed wake_fd. */
+	if (took_wake || w->pend.head || w->inflight.head || w->qp->err || w->hup)
+		worker_wake(w);
+	pthread_mutex_unlock(&w->qp_mu);
+	return true;
+}
+
+/** Check the ops, then hand them to the workers as one batch (nkv_engine_run: a small one may run
+ *  on the calling thread instead, run_inline; it has completed or been left to a worker on return). */
 static int engine_submit(struct nkv_engine *e, struct nkv_op *ops, unsigned n, uint64_t tag, bool run,
 			 struct eng_batch **bout)
 {
@@ -771,12 +904,14 @@ static int engine_submit(struct nkv_engine *e, struct nkv_op *ops, unsigned n, u
 	}
 	atomic_init(&b->left, n);
 	b->n = n;
-	b->tag = tag;
+	b->dn.tag = tag;
 	b->run = run;
 	pthread_mutex_init(&b->mu, NULL);
 	pthread_cond_init(&b->cv, NULL);
 	if (bout)
 		*bout = b;
+	if (run && inline_ok(ops, n) && run_inline(e, b, ops, n))
+		return 0;
 	/*
 	 * Contiguous slices, one per worker, starting where the last batch stopped: a big batch uses
 	 * every queue; single ops rotate over them.
@@ -793,9 +928,8 @@ static int engine_submit(struct nkv_engine *e, struct nkv_op *ops, unsigned n, u
 			list_push(&w->inbox, &b->items[i]);
 		}
 		pthread_mutex_unlock(&w->mu);
-		uint64_t one = 1;
-		if (write(w->wake_fd, &one, sizeof(one)) < 0)
-			NKV_WARN("engine: eventfd write: %s", strerror(errno));
+		if (atomic_load(&w->sleepers)) /* else it looks at its inbox before it sleeps: worker_block */
+			worker_wake(w);
 	}
 	atomic_fetch_sub(&e->entering, 1);
 	return 0;
@@ -833,41 +967,12 @@ int nkv_engine_reap(struct nkv_engine *e, uint64_t *tags, unsigned max, int time
 		return -EINVAL;
 	if (e->mp)
 		return nkv_mp_reap(e->mp, tags, max, timeout_ms);
-	pthread_mutex_lock(&e->done_mu);
-	if (!e->done_head && timeout_ms != 0) {
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		int64_t ns = (int64_t)ts.tv_nsec + (int64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000;
-		ts.tv_sec += ns / 1000000000;
-		ts.tv_nsec = ns % 1000000000;
-		while (!e->done_head) {
-			if (timeout_ms < 0)
-				pthread_cond_wait(&e->done_cv, &e->done_mu);
-			else if (pthread_cond_timedwait(&e->done_cv, &e->done_mu, &ts) == ETIMEDOUT)
-				break;
-		}
-	}
-	unsigned got = 0;
-	while (got < max && e->done_head) {
-		struct eng_batch *b = e->done_head;
-		e->done_head = b->next;
-		if (!e->done_head)
-			e->done_tail = NULL;
-		tags[got++] = b->tag;
-		batch_free(b);
-	}
-	if (!e->done_head) {
-		uint64_t v;
-		if (read(e->done_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-			NKV_WARN("engine: eventfd read: %s", strerror(errno));
-	}
-	pthread_mutex_unlock(&e->done_mu);
-	return (int)got;
+	return nkv_doneq_reap(&e->done, tags, max, timeout_ms, batch_free_dn);
 }
 
 int nkv_engine_eventfd(const struct nkv_engine *e)
 {
-	return !e ? -EINVAL : e->mp ? nkv_mp_eventfd(e->mp) : e->done_fd;
+	return !e ? -EINVAL : e->mp ? nkv_mp_eventfd(e->mp) : e->done.fd;
 }
 
 unsigned nkv_engine_queues(const struct nkv_engine *e)

@@ -37,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "client/doneq.h"
 #include "client/internal.h"
 #include "common/log.h"
 
@@ -65,11 +66,10 @@ struct mp_item {
 struct mp_batch {
 	atomic_uint left;
 	unsigned n;
-	uint64_t tag;
 	bool run, done;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	struct mp_batch *next;
+	struct nkv_doneq_node dn; /* the tag, and the link on the completed list (reap) */
 	struct mp_item items[];
 };
 
@@ -116,10 +116,7 @@ struct nkv_mp {
 	pthread_mutex_t watch_mu;
 	pthread_cond_t watch_cv;
 	/* completed batches for reap, as engine.c */
-	int done_fd;
-	pthread_mutex_t done_mu;
-	pthread_cond_t done_cv;
-	struct mp_batch *done_head, *done_tail;
+	struct nkv_doneq done;
 	struct mp_path p[];
 };
 
@@ -261,6 +258,11 @@ static void batch_free(struct mp_batch *b)
 	free(b);
 }
 
+static void batch_free_dn(struct nkv_doneq_node *n)
+{
+	batch_free((struct mp_batch *)((char *)n - offsetof(struct mp_batch, dn)));
+}
+
 static void batch_finish(struct nkv_mp *mp, struct mp_batch *b)
 {
 	atomic_fetch_sub(&mp->ops, b->n);
@@ -271,21 +273,7 @@ static void batch_finish(struct nkv_mp *mp, struct mp_batch *b)
 		pthread_mutex_unlock(&b->mu);
 		return;
 	}
-	pthread_mutex_lock(&mp->done_mu);
-	b->next = NULL;
-	bool was_empty = mp->done_tail == NULL;
-	if (mp->done_tail)
-		mp->done_tail->next = b;
-	else
-		mp->done_head = b;
-	mp->done_tail = b;
-	if (was_empty) {
-		uint64_t one = 1;
-		if (write(mp->done_fd, &one, sizeof(one)) < 0)
-			NKV_WARN("multipath: eventfd write: %s", strerror(errno));
-	}
-	pthread_cond_broadcast(&mp->done_cv);
-	pthread_mutex_unlock(&mp->done_mu);
+	nkv_doneq_push(&mp->done, &b->dn);
 }
 
 /** Complete @it with the result in @s (NULL: with its last path error, or -EAGAIN if never sent). */
@@ -607,7 +595,7 @@ static int mp_submit(struct nkv_mp *mp, struct nkv_op *ops, unsigned n, uint64_t
 	}
 	atomic_init(&b->left, n);
 	b->n = n;
-	b->tag = tag;
+	b->dn.tag = tag;
 	b->run = run;
 	pthread_mutex_init(&b->mu, NULL);
 	pthread_cond_init(&b->cv, NULL);
@@ -655,41 +643,12 @@ int nkv_mp_run(struct nkv_mp *mp, struct nkv_op *ops, unsigned n)
 
 int nkv_mp_reap(struct nkv_mp *mp, uint64_t *tags, unsigned max, int timeout_ms)
 {
-	pthread_mutex_lock(&mp->done_mu);
-	if (!mp->done_head && timeout_ms != 0) {
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		int64_t ns = (int64_t)ts.tv_nsec + (int64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000;
-		ts.tv_sec += ns / 1000000000;
-		ts.tv_nsec = ns % 1000000000;
-		while (!mp->done_head) {
-			if (timeout_ms < 0)
-				pthread_cond_wait(&mp->done_cv, &mp->done_mu);
-			else if (pthread_cond_timedwait(&mp->done_cv, &mp->done_mu, &ts) == ETIMEDOUT)
-				break;
-		}
-	}
-	unsigned got = 0;
-	while (got < max && mp->done_head) {
-		struct mp_batch *b = mp->done_head;
-		mp->done_head = b->next;
-		if (!mp->done_head)
-			mp->done_tail = NULL;
-		tags[got++] = b->tag;
-		batch_free(b);
-	}
-	if (!mp->done_head) {
-		uint64_t v;
-		if (read(mp->done_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-			NKV_WARN("multipath: eventfd read: %s", strerror(errno));
-	}
-	pthread_mutex_unlock(&mp->done_mu);
-	return (int)got;
+	return nkv_doneq_reap(&mp->done, tags, max, timeout_ms, batch_free_dn);
 }
 
 int nkv_mp_eventfd(const struct nkv_mp *mp)
 {
-	return mp->done_fd;
+	return mp->done.fd;
 }
 
 unsigned nkv_mp_queues(const struct nkv_mp *mp)
@@ -739,19 +698,12 @@ void nkv_mp_destroy(struct nkv_mp *mp)
 		nkv_disconnect(atomic_load(&p->ctrl));
 		pthread_mutex_destroy(&p->ana_mu);
 	}
-	for (struct mp_batch *b = mp->done_head, *nb; b; b = nb) {
-		nb = b->next;
-		batch_free(b);
-	}
+	nkv_doneq_fini(&mp->done, batch_free_dn);
 	if (mp->wake_fd >= 0)
 		close(mp->wake_fd);
-	if (mp->done_fd >= 0)
-		close(mp->done_fd);
 	pthread_mutex_destroy(&mp->in_mu);
 	pthread_mutex_destroy(&mp->watch_mu);
 	pthread_cond_destroy(&mp->watch_cv);
-	pthread_mutex_destroy(&mp->done_mu);
-	pthread_cond_destroy(&mp->done_cv);
 	char *own[] = {mp->own_hostnqn, mp->own_secret, mp->own_ctrl_secret, mp->own_tls_key};
 	for (unsigned i = 0; i < 4; i++)
 		if (own[i]) {
@@ -892,10 +844,9 @@ int nkv_engine_connect(const char *paths, const char *subnqn, const struct nkv_c
 	struct nkv_mp *mp = calloc(1, sizeof(*mp) + NKV_ENGINE_PATHS_MAX * sizeof(mp->p[0]));
 	if (!mp)
 		return -ENOMEM;
-	mp->wake_fd = mp->done_fd = -1;
+	mp->wake_fd = -1;
+	int qrc = nkv_doneq_init(&mp->done);
 	pthread_mutex_init(&mp->in_mu, NULL);
-	pthread_mutex_init(&mp->done_mu, NULL);
-	pthread_cond_init(&mp->done_cv, NULL);
 	pthread_mutex_init(&mp->watch_mu, NULL);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
@@ -973,10 +924,9 @@ int nkv_engine_connect(const char *paths, const char *subnqn, const struct nkv_c
 	if (mp->rc_max_ms < mp->rc_min_ms)
 		mp->rc_max_ms = mp->rc_min_ms;
 	mp->max_ops = eo.max_ops ? eo.max_ops : MP_DEFAULT_MAX_OPS;
-	if (rc == 0) {
+	if (rc == 0 && (rc = qrc) == 0) {
 		mp->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-		mp->done_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-		if (mp->wake_fd < 0 || mp->done_fd < 0)
+		if (mp->wake_fd < 0)
 			rc = -errno;
 	}
 	if (rc == 0) {

@@ -6,6 +6,9 @@
  *     then Retrieves verifying every byte, Exist, Retrieve of absent keys (-ENOENT, 87h), Delete, a
  *     List, and a Retrieve into a short buffer (value size in value_size, only len bytes moved);
  *   - 8 threads running batches at once on one engine;
+ *   - one-op batches of nkv_engine_run() (which a caller runs on an idle worker's queue pair itself)
+ *     from 6 threads at once, while the main thread keeps 32 one-op nkv_engine_submit() batches in
+ *     flight on the same queue pairs: every value reads back intact, every tag comes back once;
  *   - nkv_engine_submit + eventfd + nkv_engine_reap: 64 batches in flight, every tag back once, the
  *     eventfd readable exactly while tags wait;
  *   - bad ops (type, key length, NULL buffer, offset on a Store) refuse the whole batch with -EINVAL
@@ -178,6 +181,92 @@ static void test_threads(void)
 		bad += (unsigned)(uintptr_t)r;
 	}
 	CHECK(bad == 0, "%u threads x 8 batches x 32 ops store/verify: %u bad", THREADS, bad);
+}
+
+/* One-op runs: Store, Retrieve and check, INLINE_ROUNDS times, on keys of its own. */
+enum { INLINE_THREADS = 6, INLINE_ROUNDS = 300, INLINE_LEN = 4096, STREAM_QD = 32 };
+
+static void *inline_main(void *arg)
+{
+	unsigned t = (unsigned)(uintptr_t)arg, bad = 0;
+	uint8_t *buf = malloc(INLINE_LEN);
+	for (unsigned r = 0; r < INLINE_ROUNDS; r++) {
+		struct nkv_op op = {.type = NKV_OP_STORE, .buf = buf, .len = INLINE_LEN};
+		char pfx[8];
+		snprintf(pfx, sizeof(pfx), "i%u_", t);
+		op_key(&op, pfx, r % 16);
+		h_fill(buf, INLINE_LEN, t * 100000 + r);
+		bad += nkv_engine_run(g_e, &op, 1) != 0 || op.rc != 0;
+		memset(buf, 0, INLINE_LEN);
+		op.type = NKV_OP_RETRIEVE;
+		bad += nkv_engine_run(g_e, &op, 1) != 0 || op.rc != 0 || op.xfer != INLINE_LEN ||
+		       !h_verify(buf, INLINE_LEN, t * 100000 + r);
+	}
+	free(buf);
+	return (void *)(uintptr_t)bad;
+}
+
+static void test_inline_mix(void)
+{
+	pthread_t th[INLINE_THREADS];
+	struct nkv_op ops[STREAM_QD];
+	uint8_t *sbuf = malloc((size_t)STREAM_QD * INLINE_LEN);
+	unsigned bad = 0, inflight = 0, reaped = 0, bad_tags = 0;
+	bool out[STREAM_QD] = {false};
+	for (unsigned k = 0; k < STREAM_QD; k++) { /* values the stream reads back over and over */
+		ops[k] = (struct nkv_op){.type = NKV_OP_STORE, .buf = sbuf + (size_t)k * INLINE_LEN, .len = INLINE_LEN};
+		op_key(&ops[k], "st", k);
+		h_fill(ops[k].buf, INLINE_LEN, 7000 + k);
+	}
+	int rc = nkv_engine_run(g_e, ops, STREAM_QD);
+	CHECK(rc == 0, "stream keys stored: %d failed", rc);
+	for (unsigned t = 0; t < INLINE_THREADS; t++)
+		pthread_create(&th[t], NULL, inline_main, (void *)(uintptr_t)t);
+	/* keep STREAM_QD one-op batches in flight until the inline threads are done */
+	bool stop = false;
+	unsigned joined = 0;
+	while (!stop || inflight) {
+		for (unsigned k = 0; k < STREAM_QD && !stop; k++) {
+			if (out[k])
+				continue;
+			ops[k].type = NKV_OP_RETRIEVE;
+			memset(ops[k].buf, 0, INLINE_LEN);
+			if (nkv_engine_submit(g_e, &ops[k], 1, k) == 0) {
+				out[k] = true;
+				inflight++;
+			} else {
+				bad++;
+			}
+		}
+		uint64_t tags[STREAM_QD];
+		int n = nkv_engine_reap(g_e, tags, STREAM_QD, 2000);
+		if (n <= 0) {
+			bad++;
+			break;
+		}
+		for (int i = 0; i < n; i++) {
+			unsigned k = (unsigned)tags[i];
+			if (k >= STREAM_QD || !out[k]) {
+				bad_tags++;
+				continue;
+			}
+			out[k] = false;
+			inflight--;
+			reaped++;
+			bad += ops[k].rc != 0 || !h_verify(ops[k].buf, INLINE_LEN, 7000 + k);
+		}
+		void *r;
+		while (joined < INLINE_THREADS && pthread_tryjoin_np(th[joined], &r) == 0) {
+			bad += (unsigned)(uintptr_t)r;
+			joined++;
+		}
+		stop = joined == INLINE_THREADS;
+	}
+	CHECK(bad == 0 && bad_tags == 0 && joined == INLINE_THREADS && reaped > 0,
+	      "%u threads x %u one-op store/retrieve runs beside %u streamed retrieves (%u reaped): %u bad, "
+	      "%u unknown tags",
+	      INLINE_THREADS, INLINE_ROUNDS, STREAM_QD, reaped, bad, bad_tags);
+	free(sbuf);
 }
 
 static bool fd_readable(int fd)
@@ -415,6 +504,7 @@ int main(int argc, char **argv)
 	if (rc == 0) {
 		test_run();
 		test_threads();
+		test_inline_mix();
 		test_async();
 		test_bad_ops();
 		test_bufreg();

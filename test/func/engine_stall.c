@@ -6,7 +6,10 @@
  *     grace, none hangs; after SIGCONT the engine has reopened its queue pairs and a new batch of
  *     Stores and Retrieves succeeds, values intact;
  *   - shared memory: the same batch completes within the deadline plus a grace (the queue cannot be
- *     deleted while the controller is frozen, so what follows is the controller's fate, not checked).
+ *     deleted while the controller is frozen, so what follows is the controller's fate, not checked);
+ *   - both: first a one-op nkv_engine_run(), which the calling thread runs on an idle worker's queue
+ *     pair itself, ends the same way (-ETIMEDOUT or -ENOTCONN within the deadline plus the grace), and
+ *     after SIGCONT the engine serves every queue again (a batch over all of them answers).
  * Usage: engine_stall PATH_TO_RADOS_NKV   (77: no daemon binary)
  */
 #include <dirent.h>
@@ -28,6 +31,7 @@
 #define NQN "nqn.2026-11.io.rados-nkv:stall"
 #define DEADLINE_MS 1500
 #define GRACE_MS 2500
+#define ONE_GRACE_MS 1000
 #define NOPS 16
 
 unsigned h_pass, h_fail;
@@ -109,6 +113,37 @@ static void frozen_batch(const char *what, struct nkv_engine *e, pid_t pid)
 	      what, took, DEADLINE_MS);
 }
 
+/** The same with a one-op run (the caller drives the queue pair), then SIGCONT: every queue serves again. */
+static void frozen_one(const char *what, struct nkv_engine *e, pid_t pid)
+{
+	struct nkv_op ops[NOPS];
+	fill_ops(ops, NKV_OP_EXIST, NULL, 0);
+	freeze(pid);
+	double t0 = now_ms();
+	int rc = nkv_engine_run(e, ops, 1);
+	double took = now_ms() - t0;
+	printf("%s: frozen target, one op: rc %d, op rc %d (%s) in %.0f ms\n", what, rc, ops[0].rc,
+	       strerror(-ops[0].rc), took);
+	CHECK(rc == 1 && (ops[0].rc == -ETIMEDOUT || ops[0].rc == -ENOTCONN),
+	      "%s: the one-op run fails with -ETIMEDOUT/-ENOTCONN (%d, rc %d)", what, rc, ops[0].rc);
+	/* the caller returns when the op fails, not after the queue pair's teardown (an shm Delete SQ then
+	 * waits for the admin timeout, another DEADLINE_MS): that is the worker's to wait for */
+	CHECK(took >= DEADLINE_MS - 50 && took < DEADLINE_MS + ONE_GRACE_MS, "%s: one op ended in %.0f ms (deadline %d ms)",
+	      what, took, DEADLINE_MS);
+	kill(pid, SIGCONT);
+	t0 = now_ms();
+	unsigned answered;
+	do { /* the engine reopens its queue pair (or reconnects) by itself; a batch spans every queue */
+		fill_ops(ops, NKV_OP_EXIST, NULL, 0);
+		nkv_engine_run(e, ops, NOPS);
+		answered = 0;
+		for (unsigned i = 0; i < NOPS; i++)
+			answered += ops[i].rc == 0 || ops[i].rc == -ENOENT; /* hit or miss: the target answered */
+	} while (answered < NOPS && now_ms() - t0 < 10000 && usleep(20000) == 0);
+	printf("%s: after SIGCONT: a batch over every queue answered after %.0f ms\n", what, now_ms() - t0);
+	CHECK(answered == NOPS, "%s: every queue serves again after SIGCONT (%u of %d answered)", what, answered, NOPS);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2 || access(argv[1], X_OK)) {
@@ -136,6 +171,7 @@ int main(int argc, char **argv)
 	int rc = nkv_connect("127.0.0.1", port, NQN, &o, &c);
 	CHECK(rc == 0, "connect over TCP: %d", rc);
 	if (rc == 0 && (rc = nkv_engine_create(c, &eo, &e)) == 0) {
+		frozen_one("tcp", e, pid);
 		frozen_batch("tcp", e, pid);
 		kill(pid, SIGCONT);
 		/* the engine reopens its queue pairs; ops sent now succeed */
@@ -167,6 +203,7 @@ int main(int argc, char **argv)
 	rc = nkv_connect_shm(sock, &o, &c);
 	CHECK(rc == 0, "connect over shm: %d", rc);
 	if (rc == 0 && (rc = nkv_engine_create(c, &eo, &e)) == 0) {
+		frozen_one("shm", e, pid);
 		frozen_batch("shm", e, pid);
 		kill(pid, SIGCONT);
 		double t0 = now_ms();
