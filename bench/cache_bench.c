@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cache_bench.c - what a cache namespace costs on the command path (docs/cache.md 2.6): p50 and p99
  * of 4 KiB Store (new key), Store (replacing a key), Retrieve and Exist at queue depth 1, on a plain

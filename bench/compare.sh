@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # compare.sh - rados-nkv side by side with what one would use instead, in one run on one micro cluster:
 #   rados  raw librados (bench/rados_bench: aio write_full / read)          <- the baseline (ratio 1.00)
 #   tcp    rados-nkv over NVMe/TCP           (nkv bench, rados backend)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * engine_bench.c - what libnkv's engine (nkv.h "engine") adds to a command, against a bare queue pair
  * of the same controller, in the same run:

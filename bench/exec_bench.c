@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * exec_bench.c - computational storage (issue 13): reduce a large value inside the OSD with a vendor
  * Exec command (lua.eval_json, a Lua script bound in the daemon's allowlist, that sums the object's

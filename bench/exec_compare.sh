@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # exec_compare.sh - computational storage (issue 13): a reduction of a large value run inside the OSD by
 # a vendor Exec command, against Retrieve of the value + the same reduction on the client, in one run:
 #   Exec 8Ah   lua.eval_json with the Lua word-sum script bound in the allowlist (bench/exec_bench.c

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * lua_sum.h - the computational-storage example shared by exec_bench and the exec_func test: a Lua
  * script for the OSD's cls_lua (an allowlist rule binds it, handler "sum") that sums an object's

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Python retrieve_many() against the C client for the same shape: N blocks of S bytes read into one
 preallocated buffer, over shared memory and NVMe/TCP (docs/benchmarks.md, "Python client").
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rados_bench.c - the raw librados baseline for bench/compare.sh: the same workload engine, key
  * naming and value verification as `nkv bench` (tools/nkv/bench_engine.c), straight on librados aio

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * redis_bench.c - the Redis baseline for bench/compare.sh (against rados-nkv's mem backend): the same
  * workload engine and value verification as `nkv bench`, as SET / GET / EXISTS / DEL in RESP. Requests

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """report.py - turn bench/compare.sh's JSON lines into the results page (markdown tables with each
 figure and its ratio to raw librados, the issue's targets met or missed), PREFIX-summary.jsonl (the
 aggregated figures, one object per point, system and phase) and gnuplot scripts for the charts.

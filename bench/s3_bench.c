@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * s3_bench.c - the Ceph RGW (S3) baseline for bench/compare.sh: the same workload engine and value
  * verification as `nkv bench`, as S3 PutObject / GetObject / HeadObject / DeleteObject over HTTP with

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # smoke.sh BUILD_DIR - the CI version of bench/compare.sh (ctest bench_smoke): its own micro cluster,
 # tiny values at QD 1 and 16 through raw librados, rados-nkv over NVMe/TCP and (when built) shm; passes
 # when every point ran and verified its data. Speed is not checked. Exit 77 (skip) without Ceph.

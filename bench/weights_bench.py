@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Model weights through rados-nkv against local disk: upload and load GB/s, one run, one table.
 
     bench/weights_bench.py [--size 1G] [--files 2] [--backends mem[,rados]] [--transports tcp,shm]

@@ -1,6 +1,7 @@
+# SPDX-License-Identifier: Apache-2.0
 # install.cmake - install rules (included from the top-level CMakeLists.txt): the daemon and the CLI,
 # libnkv (shared with a versioned SONAME, static, public headers, libnkv.pc), the example configuration,
-# the systemd unit rados-nkv@.service and man pages made with help2man where it exists.
+# the systemd unit rados-nkv@.service and the man pages (man/*.scd, where scdoc is installed).
 #
 # Destinations follow GNUInstallDirs and stay under the install prefix (cmake --install --prefix DIR
 # relocates everything), except those given as absolute paths: packagers pass
@@ -31,6 +32,13 @@ install(FILES ${CMAKE_SOURCE_DIR}/conf/rados-nkv.json RENAME example.json
 # libnkv.pc and the unit name installed paths, which are known only at install time (--prefix, and
 # DESTDIR must not appear in them): configure them then, from the prefix the install runs with.
 set(NKV_PKG_DIR ${CMAKE_BINARY_DIR}/packaging)
+# Type=notify only where the daemon sends READY=1 (built with libsystemd): systemctl start then returns
+# once it serves. Type=simple otherwise, which never waits for a notification that cannot come.
+if(NKV_SYSTEMD)
+  set(NKV_SERVICE_TYPE notify)
+else()
+  set(NKV_SERVICE_TYPE simple)
+endif()
 install(CODE "
   set(p \"\${CMAKE_INSTALL_PREFIX}\")
   foreach(d LIBDIR:${CMAKE_INSTALL_LIBDIR} INCLUDEDIR:${CMAKE_INSTALL_INCLUDEDIR}
@@ -45,30 +53,36 @@ install(CODE "
   endforeach()
   set(NKV_PREFIX \"\${p}\")
   set(NKV_VERSION \"${PROJECT_VERSION}\")
+  set(NKV_SERVICE_TYPE \"${NKV_SERVICE_TYPE}\")
   configure_file(\"${CMAKE_SOURCE_DIR}/packaging/libnkv.pc.in\" \"${NKV_PKG_DIR}/libnkv.pc\" @ONLY)
   configure_file(\"${CMAKE_SOURCE_DIR}/packaging/rados-nkv@.service.in\" \"${NKV_PKG_DIR}/rados-nkv@.service\" @ONLY)
 ")
 install(FILES ${NKV_PKG_DIR}/libnkv.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 install(FILES ${NKV_PKG_DIR}/rados-nkv@.service DESTINATION ${NKV_SYSTEMD_UNITDIR})
 
-# Man pages from --help and --version (Debian: help2man). Without help2man none are built or installed.
-find_program(HELP2MAN help2man)
-if(HELP2MAN AND NOT CMAKE_CROSSCOMPILING)
+# Man pages, written in scdoc(5) in man/ (Debian: scdoc) and turned into roff at build time: rados-nkv(8),
+# nkv(1), nkv-ctl(8), with this version in their footer. CTest man_pages checks that they name every option the programs' --help prints.
+# Without scdoc none are built or installed.
+find_program(SCDOC scdoc)
+if(SCDOC AND NOT CMAKE_CROSSCOMPILING)
   set(NKV_MAN_DIR ${CMAKE_BINARY_DIR}/man)
-  add_custom_command(OUTPUT ${NKV_MAN_DIR}/rados-nkv.8
-    COMMAND ${CMAKE_COMMAND} -E make_directory ${NKV_MAN_DIR}
-    COMMAND ${HELP2MAN} --no-info --section=8 "--name=NVMe Key-Value target over Ceph RADOS"
-            --output=${NKV_MAN_DIR}/rados-nkv.8 $<TARGET_FILE:rados-nkv>
-    DEPENDS rados-nkv VERBATIM)
-  add_custom_command(OUTPUT ${NKV_MAN_DIR}/nkv.1
-    COMMAND ${CMAKE_COMMAND} -E make_directory ${NKV_MAN_DIR}
-    COMMAND ${HELP2MAN} --no-info --section=1 "--name=NVMe Key-Value client for rados-nkv"
-            --output=${NKV_MAN_DIR}/nkv.1 $<TARGET_FILE:nkv>
-    DEPENDS nkv VERBATIM)
-  add_custom_target(man ALL DEPENDS ${NKV_MAN_DIR}/rados-nkv.8 ${NKV_MAN_DIR}/nkv.1)
-  install(FILES ${NKV_MAN_DIR}/rados-nkv.8 DESTINATION ${CMAKE_INSTALL_MANDIR}/man8)
-  install(FILES ${NKV_MAN_DIR}/nkv.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
-  message(STATUS "man pages: ${HELP2MAN}")
+  set(NKV_MAN_PAGES rados-nkv.8 nkv.1)
+  if(TARGET nkv-ctl)
+    list(APPEND NKV_MAN_PAGES nkv-ctl.8)
+  endif()
+  set(NKV_MAN_OUT "")
+  foreach(page ${NKV_MAN_PAGES})
+    add_custom_command(OUTPUT ${NKV_MAN_DIR}/${page}
+      COMMAND ${CMAKE_COMMAND} -E make_directory ${NKV_MAN_DIR}
+      COMMAND sh -c "sed \"s/@NKV_VERSION@/$3/\" \"$1\" | \"$0\" > \"$2\"" ${SCDOC} ${CMAKE_SOURCE_DIR}/man/${page}.scd
+              ${NKV_MAN_DIR}/${page} ${PROJECT_VERSION}
+      DEPENDS ${CMAKE_SOURCE_DIR}/man/${page}.scd VERBATIM)
+    list(APPEND NKV_MAN_OUT ${NKV_MAN_DIR}/${page})
+    string(REGEX REPLACE ".*\\.([0-9])$" "\\1" section ${page})
+    install(FILES ${NKV_MAN_DIR}/${page} DESTINATION ${CMAKE_INSTALL_MANDIR}/man${section})
+  endforeach()
+  add_custom_target(man ALL DEPENDS ${NKV_MAN_OUT})
+  message(STATUS "man pages: ${SCDOC}")
 else()
-  message(STATUS "man pages: help2man not found, none built")
+  message(STATUS "man pages: scdoc not found, none built")
 endif()

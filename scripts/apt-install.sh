@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # apt-install.sh LABEL PKG... - install the Debian packages among PKG that are missing, with one
 # `apt-get update` only when something is missing; already-present packages cost a dpkg query each.
 # Shared by scripts/deps.sh, scripts/bench-deps.sh and test/interop/prepare.sh.

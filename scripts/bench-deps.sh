@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs the Debian 12 packages the benchmark suite (bench/compare.sh) needs on top of
 # scripts/deps.sh: Ceph RGW, Redis, the S3 and Redis client headers, gnuplot for the charts.
 # Kept apart from scripts/deps.sh so CI stays lean (bench_smoke needs none of these).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Micro Ceph cluster (1 mon + 1 OSD, or --osds N; no mgr) on 127.0.0.1 (or --addr) for development and CI.
 # Run with -h for usage. Needs ceph-mon, ceph-osd, ceph-common (scripts/deps.sh).
 set -euo pipefail

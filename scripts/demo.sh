@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # demo.sh - the main job, end to end: (micro Ceph cluster,) the rados-nkv daemon on loopback, and
 # the nkv CLI storing, listing, retrieving and deleting keys through NVMe/TCP.
 #   BACKEND=rados (default) | mem     NKV_PORT (4420)  NKV_DISC_PORT (8009)  BUILD (build/release)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The long tier of the fault suite (not in CI; run before a release note, about 20 minutes): its own
 # durable (bluestore) micro cluster, then every scenario of test/faults with --long: 20 s OSD, monitor
 # and monitor+OSD outages, 10 gateway kills, 100 raw hosts cut mid-H2C and 50 shared-memory hosts

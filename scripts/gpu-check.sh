@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # gpu-check.sh - the one prepared check for a GPU machine (an NVIDIA H200; no Ceph there): build,
 # run the CPU-emulated queue test and the CUDA build check, start rados-nkv with the mem backend and
 # the shared-memory transport, then run nkv-gpu-demo for values of 4 KiB, 256 KiB and 32 MiB, batch

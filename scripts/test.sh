@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The whole test suite, as CI runs it: install the Debian packages, build the asan preset, start a
 # micro Ceph cluster, run every CTest test (unit, functional on mem and on RADOS, fuzz replay), stop the
 # cluster, then the topology tier (label topology: a 3-OSD cluster of its own, after the main suite

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * nkv-demo - the foundation end to end in one process: build a target over `mem` or `rados`,
  * export pool $NKV_CEPH_POOL (default "nkv") as a subsystem with one KV namespace (RADOS namespace

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * nkv.h - libnkv, the rados-nkv client library: an initiator for the NVMe Key Value command set
  * over two transports, NVMe/TCP (nkv_connect) and the target's shared-memory PCIe-style controller

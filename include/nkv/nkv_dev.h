@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * nkv_dev.h - the PCIe-style queue pair, as a host driver sees it: SQ ring + tail doorbell, CQ ring
  * + phase bit + head doorbell. One header for the CPU driver (libnkv's shm transport) and for GPU

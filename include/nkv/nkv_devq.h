@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * nkv_devq.h - device queue pairs on a shared-memory (shm) controller from libnkv: I/O SQ/CQ rings in
  * memory registered with the target, driven directly through struct nkv_dev_qp (nkv_dev.h) by any

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * nkv_shm.h - the shared-memory (PCIe-style) transport's control protocol. A host connects to the
  * target's Unix socket (SOCK_SEQPACKET: one message per send, file descriptors with SCM_RIGHTS),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * nkv_spec.h - NVMe wire structures used by rados-nkv: SQE/CQE, status codes, the Key Value command
  * set (CSI 01h), Identify data, log pages and feature identifiers.

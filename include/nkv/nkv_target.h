@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * nkv_target.h - embedding API of the rados-nkv target: build a target over a kvdev backend
  * (`rados` or `mem`), add subsystems (RADOS pools) and KV namespaces (RADOS namespaces), and drive a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # nixl_layout.cmake - where a NIXL keeps its headers, libnixl and its plugins, and how the RADOS_NKV
 # plugin is installed among them. Used by CMakeLists.txt here, at configure time and (as an
 # install script) at install time, and by test/nixl_install_test.cmake, which runs the same

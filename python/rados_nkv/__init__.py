@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """rados_nkv: Python client for rados-nkv (NVMe Key-Value over Ceph RADOS), over libnkv.
 
     import rados_nkv
@@ -5,7 +6,7 @@
         c.store(b"key", b"value")
         assert c.retrieve(b"key") == b"value"
 
-See the README's "Python" section. The integrations (rados_nkv.lmcache, rados_nkv.weights) are
+See docs/python.md. The integrations (rados_nkv.lmcache, rados_nkv.weights) are
 subpackages imported on their own; nothing here imports them.
 """
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ctypes mirror of libnkv's public API (include/nkv/nkv.h): the library, its structures and the
 prototypes of the functions the package calls.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """AsyncClient: the Client's calls as asyncio coroutines, over the same engine.
 
 Each batch goes to the engine with nkv_engine_submit() under a fresh tag, and the coroutine awaits

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Memory the library reads from or writes into: any C-contiguous buffer (bytes, bytearray,
 memoryview, array.array, mmap, numpy arrays) or a contiguous CPU torch tensor.
 

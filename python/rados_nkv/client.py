@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """connect(), discover() and Client: the synchronous API over libnkv's engine.
 
 Every call is a "plan": a generator that checks its arguments, builds one or more batches of

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """NkvError and BatchError: failures with the errno libnkv returned and, when the command reached a
 controller, the exact NVMe status it answered."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Long names: keys of any length up to 4096 bytes over 16-byte NVMe KV keys (libnkv's nkv_lname_*).
 
 The key is SHA-256(name)[0:16]; the value is a header carrying the whole name, then the payload:

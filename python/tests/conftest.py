@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Fixtures: a rados-nkv daemon per backend (mem, and rados on the micro cluster), clients over
 NVMe/TCP and shared memory, per-test keys.
 

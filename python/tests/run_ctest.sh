@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # ctest entry of the Python suites: run_ctest.sh core|lmcache|weights mem|rados [PYTHON]
 #   core     python/tests (the package itself; not the integrations' own suites)
 #   lmcache  python/tests/lmcache (LMCache's classes re-created in lmcache/standins)

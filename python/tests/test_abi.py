@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The ctypes structures against the C compiler's layout of include/nkv/nkv.h (every field's
 offset and each size), and the identify offsets the package reads."""
 

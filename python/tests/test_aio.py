@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """AsyncClient: the calls as coroutines over the engine's eventfd; many tasks at once."""
 
 import asyncio

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Batched calls: one engine batch of many ops (many commands in flight over several queues)."""
 
 import errno

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Store TTL from Python (Client.store(..., ttl=, pin=), store_many, put_named, the aio calls, make_op)
 against a rados-nkv daemon whose JSON configuration gives namespaces a cache; and the argument checks,
 which need no daemon.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """connect(), discover(), close(), and every argument refused before anything is sent."""
 
 import errno

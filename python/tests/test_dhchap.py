@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """DH-HMAC-CHAP from Python: connect(dhchap_secret=, dhchap_ctrl_secret=) against a mem daemon of
 its own whose subsystem requires authentication of one host NQN (with a controller secret)."""
 

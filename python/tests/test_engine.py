@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Client.engine: the low-level batch interface the integrations use (Op arrays, submit, the
 eventfd, reap), and its one-consumer rule with Client.aio."""
 

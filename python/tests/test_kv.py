@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The synchronous single-key calls, on every backend and transport (the client fixture)."""
 
 import errno

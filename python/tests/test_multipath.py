@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Several paths to one subsystem: connect() with a list of targets runs libnkv's multipath engine.
 Two gateways of one group on the cluster (rados-nkv --group, one configuration); a store_many load
 through connect([A, B]); A is killed (SIGKILL): no call fails, every stored value reads back, the time

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Long names: SHA-256 keys, the header with the whole name, payloads read straight into the
 caller's buffer; hash collisions and foreign objects are misses."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The package as shipped: version, imports, and a wheel built the way `pip install ./python` does."""
 
 import os

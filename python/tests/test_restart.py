@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A daemon killed (SIGKILL) and started again under a batch load: the client's engine reconnects the
 whole controller by itself, over NVMe/TCP and shm. Every batch ends (none hangs); each item is stored
 or fails with a retryable errno (ENOTCONN: in flight when the connection went, it may have run;

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A Retrieve moves exactly min(value size - offset, buffer) bytes, or fails: for values above the
 namespace's current max value (another NSID's over the same RADOS namespace, another gateway's with
 a higher limit), and against a target that reports more than it moved (the client must notice)."""

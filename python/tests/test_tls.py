@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """TLS from Python: connect(tls_key=, tls_identity=) against a mem daemon of its own with a plain
 listener and a --listen-tls listener, whose subsystem has a TLS PSK for one host NQN."""
 

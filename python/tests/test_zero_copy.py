@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Zero copy: values land in the very memory the caller passed (numpy arrays, torch tensors,
 Client.alloc() buffers, registered memory), and are stored from it."""
 

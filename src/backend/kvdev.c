@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kvdev.c - backend registry and the completion hop shared by every backend. */
 #include "kvdev.h"
 

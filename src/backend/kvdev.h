@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kvdev.h - the key-value device backend interface (ops table). A kvdev is one connection to a
  * store (a RADOS cluster, or the in-process mem table); a kvns is one namespace of one pool in it.

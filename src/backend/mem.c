@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * mem.c - in-process kvdev: a sorted table per (pool, namespace). For unit tests, fuzzing and demos
  * without Ceph; same semantics and List order as the rados backend. Values are copied whole under

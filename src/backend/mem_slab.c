@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * mem_slab.c - the mem backend's allocator for values up to 64 KiB: size classes of powers of two,
  * each carved from 2 MiB chunks mapped and populated in one system call, freed blocks kept on a list

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * mem_slab.h - the mem backend's allocator for small values (mem_slab.c).
  */

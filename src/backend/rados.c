@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rados.c - kvdev over librados: one RADOS object per key-value pair, named by the lowercase hex of
  * the key, in the pool's RADOS namespace. Each command is one compound op (docs/design.md section 2.3).

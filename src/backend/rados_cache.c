@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rados_cache.c - the RADOS backend's calls for the target's cache thread (docs/cache.md): the
  * namespace's shared state (the omap of CACHE_OID, or on an erasure-coded pool of its object in the

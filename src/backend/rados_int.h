@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rados_int.h - the RADOS backend's internals, shared by its I/O path (rados.c) and the cache
  * thread's calls (rados_cache.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rados_pool.h - is a pool erasure-coded? Shared by the RADOS backend (namespaces, the cache's meta
  * pool, Exec) and the control plane's group store.

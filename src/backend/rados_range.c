@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rados_range.c - a large Retrieve read in ranges, so that the transport sends the value's first
  * bytes while the OSD still reads the rest (cut-through; docs/design.md section 2.3).

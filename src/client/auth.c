@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * auth.c - libnkv's side of DH-HMAC-CHAP (NVMe base specification 2.0 section 8.13): one
  * authentication transaction on a queue pair, right after its Connect when the controller asks

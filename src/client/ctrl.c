@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctrl.c - controller association for libnkv: Fabrics Connect, Property Get/Set, CC.EN/CSTS.RDY,
  * Identify, Number of Queues, I/O queue pairs, the admin queue lock and the keep-alive thread

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * disc.c - discovery for libnkv: connect to the discovery controller, read log page 70h the way
  * libnvme does (header, then entries at LPO 1024 in chunks of <= 4096 bytes, then the header again

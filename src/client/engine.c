@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * engine.c - many KV commands in flight on several queue pairs, from any thread (nkv.h "engine").
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * host.c - the host identity (host NQN and host ID) libnkv and nkv present to controllers, found
  * the way nvme-cli finds it: /etc/nvme/hostnqn and /etc/nvme/hostid, else derived from the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * internal.h - libnkv internals shared by tcp.c (PDU engine), ctrl.c (controller bring-up, admin,
  * discovery, keep alive) and kv.c (KV commands, status helpers). Not installed.

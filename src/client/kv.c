@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kv.c - the KV command helpers of libnkv (Store, Store TTL, Retrieve, Retrieve Range, Delete, Exist,
  * List, vendor Exec), the List data walker, and the NVMe status -> errno/name tables

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * lname.c - long names (nkv.h "long names"): keys longer than 16 bytes as SHA-256's first 16 bytes
  * of the name, and the value header that carries the whole name so that a reader can tell its own

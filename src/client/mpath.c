@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * mpath.c - one engine over several paths to one subsystem (nkv.h "multipath").
  *

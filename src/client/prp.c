@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* prp.c - PRP1/PRP2/PRP list construction (docs/nvme-kv-wire.md B.5); see prp.h. */
 #include "client/prp.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * prp.h - PRP (Physical Region Page) data pointers for the shm transport (docs/nvme-kv-wire.md B.5), with
  * 4 KiB memory pages (CC.MPS 0). Pure functions over IOVAs: unit-tested in test/unit/test_prp.c.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * qpair.c - the transport-independent queue pair API of libnkv: nkv_submit / flush / poll dispatch
  * through the queue pair's transport ops, synchronous execution (nkv_exec) on top of them, and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * shm.c - queue pairs of libnkv's shared-memory (PCIe-style) transport: rings and PRP lists in
  * registered memory, Create/Delete I/O CQ/SQ (docs/nvme-kv-wire.md B.4), PRP data pointers (B.5), a bounce area

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * shm_bufreg.c - nkv_buf_register() over shared memory: the caller's memory becomes registered in
  * place. The controller can only reach memory passed to it as a sealed memfd, and the caller's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * shm_ctrl.c - the controller side of libnkv's shared-memory (PCIe-style) transport: the Unix
  * socket protocol of nkv_shm.h (HELLO and the register memfd, REG/DEREG of memory regions), the

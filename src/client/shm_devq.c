@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * shm_devq.c - device queue pairs (nkv_devq.h): rings registered with an shm controller, created
  * with Create I/O CQ/SQ on the admin queue, then left to struct nkv_dev_qp submitters.

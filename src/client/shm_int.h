@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * shm_int.h - libnkv's shared-memory (PCIe-style) transport, shared by shm_ctrl.c (socket protocol,
  * registers, bring-up, registered buffers) and shm.c (queue pairs: rings, PRPs, bounce area,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tcp.c - the NVMe/TCP initiator engine of libnkv: socket setup, ICReq/ICResp, command capsules,
  * R2T/H2CData, C2HData, CapsuleResp, digests, and the submit/poll API (docs/nvme-kv-wire.md C.3-C.9).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tls.c - libnkv's side of NVMe/TCP TLS (TP 8011): each connection of a controller opened with
  * opts.tls runs a TLS 1.3 handshake right after the TCP connect, offering one PSK identity (version

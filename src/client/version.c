@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* version.c - nkv_version(): the version libnkv was built as (see nkv_version.h). */
 #include "nkv/nkv.h"
 #include "nkv/nkv_version.h"

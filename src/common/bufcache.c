@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bufcache.c - a cache of large data buffers for one thread (see bufcache.h). */
 #include "common/bufcache.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bufcache.h - a cache of large data buffers for one thread (a reactor).
  *

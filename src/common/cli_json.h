@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli_json.h - what the command-line tools (nkv, nkv-ctl) share about "-o json". */
 #ifndef NKV_COMMON_CLI_JSON_H
 #define NKV_COMMON_CLI_JSON_H

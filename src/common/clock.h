@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* clock.h - monotonic time, shared by the target and the client library. */
 #ifndef NKV_CLOCK_H
 #define NKV_CLOCK_H

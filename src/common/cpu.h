@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cpu.h - a spin-wait hint for busy-polling loops (the shared-memory poller and libnkv's CQ spin).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* crc32c.c - CRC32C over ISA-L (see crc32c.h). */
 #include "crc32c.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * crc32c.h - CRC32C (Castagnoli) for NVMe/TCP header and data digests, on ISA-L's crc32_iscsi
  * (Debian libisal-dev), which picks the SSE4.2/PCLMUL or AArch64 CRC instructions at run time.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dhchap.c - DH-HMAC-CHAP computations over OpenSSL 3 (see dhchap.h). */
 #include "common/dhchap.h"
 

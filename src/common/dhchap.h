@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * dhchap.h - the computations of DH-HMAC-CHAP (NVMe in-band authentication, base specification 2.0
  * section 8.13), shared by the target (src/core/auth.c) and libnkv (src/client/auth.c): secrets in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * exposure.h - the one rule on subsystems that admit any host by default.
  *

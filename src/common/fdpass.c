@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fdpass.c - a message and one file descriptor over a Unix socket (see fdpass.h). */
 #include "fdpass.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fdpass.h - one message with at most one file descriptor over a Unix socket (SCM_RIGHTS), as the
  * shared-memory transport's control protocol uses it on both sides.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* key.c - KV keys: object-name mapping, ordering, the List data format and a top-K collector. */
 #include "key.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* key.h - KV keys: object-name mapping, ordering, and the List data format. */
 #ifndef NKV_KEY_H
 #define NKV_KEY_H

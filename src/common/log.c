@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* log.c - leveled logging: one line format, per-call-site rate limiting, stderr or syslog (log.h). */
 #include "log.h"
 

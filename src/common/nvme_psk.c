@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* nvme_psk.c - the NVMe/TCP PSK interchange format, PSK identities and TLS PSK derivation (nvme_psk.h). */
 #include "common/nvme_psk.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * nvme_psk.h - NVMe/TCP TLS pre-shared keys (TP 8011, NVMe/TCP transport 1.0c and later): the PSK
  * interchange format "NVMeTLSkey-1:hh:<base64(PSK || CRC-32)>:", the PSK identity and the derivation

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* status.c - the single errno -> NVMe status table (docs/design.md section 2.4). */
 #include "status.h"
 

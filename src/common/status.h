@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* status.h - the single errno -> NVMe status table. */
 #ifndef NKV_STATUS_H
 #define NKV_STATUS_H

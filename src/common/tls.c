@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tls.c - a TLS 1.3 PSK session over a nonblocking socket (tls.h). */
 #include "common/tls.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tls.h - one TLS 1.3 session over a nonblocking socket, for NVMe/TCP with a PSK (TP 8011), shared by
  * the target's reactors (src/transport/tcp_tls.c) and libnkv (src/client/tls.c). OpenSSL's libssl

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* unix_sock.c - Unix socket files created race-free, the runtime directory, peer checks (unix_sock.h). */
 #include "common/unix_sock.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * unix_sock.h - Unix socket files created race-free (the control plane's socket, the shared-memory
  * transport's), the daemon's runtime directory, and who is on the other end of a connection.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cache_policy.c - struct nkv_cache_policy <-> the CachePolicy message as JSON, and its rules
  * (cache_policy.h). One table of fields: the proto's names are the struct's, so the daemon's state,

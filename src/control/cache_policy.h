@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cache_policy.h - a cache namespace's policy (struct nkv_cache_policy, nkv_target.h) as the control
  * plane and the daemon's configuration read and write it: the CachePolicy message of

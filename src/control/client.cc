@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * client.cc - the control plane's gRPC client (ctl.h: nkv_ctl_client_call), for nkv-ctl. Generic
  * like the server: the method's descriptor names its request and response messages, the request

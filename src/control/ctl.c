@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl.c - the control plane's methods (one per RPC of proto/rados_nkv/v1/control.proto, JSON in and
  * out, ctl.h) and the watcher that applies the group's changes.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl.h - the control plane's C side. The gRPC server (server.cc) is glue only: it turns each RPC's
  * request message into JSON (proto3 JSON mapping with the original field names, as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_int.h - inside the control plane: the state model (state.c), where it is kept (store.c) and
  * the methods (ctl.c).

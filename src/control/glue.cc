@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * glue.cc - what the control plane's gRPC server and client share (glue.h): the service's
  * descriptor, the JSON options, the errno <-> status tables and the address check.

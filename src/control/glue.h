@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * glue.h - what the control plane's gRPC glue (server.cc, client.cc) adds to the contract of ctl.h:
  * a few C functions for the daemon, nkv-ctl and the tests, and (C++ only) the pieces the server and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * group_state.c - a gateway group's state as the omap entries of its RADOS object, both ways,
  * without RADOS (store.c does the I/O; test/fuzz/fuzz_group.c feeds group_parse hostile entries).

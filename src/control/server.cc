@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * server.cc - the control plane's gRPC server (ctl.h: nkv_ctl_server_start/stop). Glue only: one
  * generic handler serves every method of rados_nkv.v1.Control. It parses the request message the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * state.c - the control plane's state model (ctl_int.h) and the reconciler that makes the running
  * target match it: subsystems, namespaces, hosts and this gateway's listeners are added, changed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * admin.c - admin command set (docs/nvme-kv-wire.md D.1): Identify, Get Log Page, Get/Set Features, Keep Alive,
  * Asynchronous Event Request, Abort. Parse validates the SQE and picks the execute function from an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * auth.c - the controller's side of DH-HMAC-CHAP (NVMe base specification 2.0 section 8.13, in-band
  * authentication over the fabrics commands Authentication Send 05h and Receive 06h; docs/nvme-kv-wire.md

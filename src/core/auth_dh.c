@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* auth_dh.c - DH-HMAC-CHAP's Diffie-Hellman jobs on worker threads, and the token buckets that bound
  * what unauthenticated peers may ask for (see auth_dh.h). */
 #include "core/auth_dh.h"

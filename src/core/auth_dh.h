@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * auth_dh.h - the Diffie-Hellman computations of DH-HMAC-CHAP (auth.c), run off the reactor threads
  * and bounded per peer. A key generation on ffdhe8192 costs about 9 ms, and any peer that knows an

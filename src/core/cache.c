@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cache.c - a cache over a KV namespace (docs/cache.md): TTLs and pins on the command path, usage
  * and byte-hours accounting, and the target's cache thread, which shares each gateway's usage

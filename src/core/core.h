@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core.h - the transport-agnostic controller core: target, subsystems, namespaces, controllers,
  * queue pairs and the request lifecycle. A transport embeds struct nkv_req in its own request,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ctrlr.c - controller state: properties (CAP, VS, CC, CSTS), enable/reset/shutdown, limits. */
 #include <errno.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * exec.c - vendor Exec commands (KV command set, opcodes 80h-EFh): each namespace allowlists opcodes
  * that run a RADOS class method on the object a key names (wire format: "vendor Exec" in nkv_spec.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fabrics.c - NVMe over Fabrics commands (opcode 7Fh): Connect, which binds a transport queue to a
  * controller; Property Get/Set; Disconnect; Authentication Send/Receive go to auth.c. Also the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kv_cmd.c - the Key Value I/O command set (CSI 01h): parse each SQE into a kvdev I/O or a status,
  * execute it on the namespace's backend, and map the result to a CQE. Vendor opcodes 80h-EFh are

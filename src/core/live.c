@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * live.c - configuration changes while hosts are connected (the control plane's core half):
  * subsystems and namespaces removed under I/O, hosts disallowed, namespace attributes changed, and

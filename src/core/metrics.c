@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * metrics.c - per-namespace command metrics (kind x status class, bytes, latency histograms),
  * counted once per command in nkv_req_complete, and the snapshots a monitoring exporter reads:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* request.c - request lifecycle: parse, then execute, then one completion exit. */
 #include <string.h>
 

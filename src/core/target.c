@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* target.c - target, subsystem (pool) and namespace (RADOS namespace) registries. */
 #include <errno.h>
 #include <inttypes.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* nkv_gpu.cu - host glue for GPU-initiated KV I/O (nkv_gpu.h). */
 #include <errno.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * nkv_gpu.h - host glue for GPU-initiated KV I/O (issue 7; built only where CMake finds nvcc).
  *

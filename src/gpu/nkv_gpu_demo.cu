@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * nkv-gpu-demo - GPU-initiated KV I/O against an shm target (rados-nkv --shm SOCK): a CUDA kernel
  * builds Store/Retrieve SQEs, reserves tickets, publishes a batch with one system-scope fence and one

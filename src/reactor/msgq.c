@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* msgq.c - intrusive MPSC queue (Vyukov's algorithm) woken through an eventfd. */
 #include "msgq.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * msgq.h - multi-producer, single-consumer message queue with an eventfd, the hand-off that brings
  * backend completions (fired on librados threads) back to the thread that owns the queue pair.

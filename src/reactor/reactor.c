@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* reactor.c - epoll event loop thread with a message queue and a tick (see reactor.h). */
 #include "reactor.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * reactor.h - one event-loop thread: epoll over the file descriptors it owns, a message queue that
  * other threads (librados callbacks, the acceptor) use to hand work to it, and a periodic tick.

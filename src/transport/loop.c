@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * loop.c - in-process transport: 64-byte SQEs and flat data buffers in, 16-byte CQEs out. It drives
  * the controller core exactly as the network and shared-memory transports do (embedded requests,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * shm.c - the shared-memory (PCIe-style) transport: an NVMe controller whose BAR0 registers and
  * doorbells live in a page shared with the host, and whose queues and data buffers are host memory

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* shm_cuda.c - GPU memory for the shared-memory transport, through a dlopen'd CUDA runtime. */
 #include "shm_cuda.h"
 

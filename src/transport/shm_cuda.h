@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * shm_cuda.h - the shared-memory transport's access to GPU memory registered by CUDA IPC handle.
  * The CUDA runtime is loaded with dlopen the first time a GPU region is registered, so the daemon

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * shm_data.c - the shared-memory transport's data path: IOVA translation against the registered
  * regions, PRP walks, and bounce memory for buffers that are not contiguous in one region.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * shm_int.h - internals shared by the shared-memory transport's files: shm.c (registers, queues,
  * pollers, control socket, API) and shm_data.c (IOVA translation, PRP walks, bounce memory and the

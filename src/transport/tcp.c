@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tcp.c - the NVMe/TCP transport (docs/nvme-kv-wire.md C and D).
  *

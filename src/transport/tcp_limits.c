@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tcp_limits.c - per-host and transport-wide limits of the NVMe/TCP transport (see tcp_limits.h). */
 #include "tcp_limits.h"
 

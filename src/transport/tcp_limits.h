@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tcp_limits.h - what one NVMe/TCP peer may hold (issue 18): connections, controllers and command
  * buffer bytes, per host and in total, so that no single host can take the gateway from the others.

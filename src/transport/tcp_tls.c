@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tcp_tls.c - TLS 1.3 with configured PSKs on the target's secure NVMe/TCP listeners (tcp_tls.h). */
 #include "transport/tcp_tls.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tcp_tls.h - TLS on the target's NVMe/TCP listeners (TP 8011; docs/nvme-kv-wire.md C.12).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cli_test.c - nkv-ctl as a user runs it, against the glue's gRPC server in this process with the
  * fake nkv_ctl_call() of fake_ctl.c: for every command, the request that reaches the C core (method

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fake_ctl.c - the fake nkv_ctl_call() of the glue tests (fake_ctl.h). */
 #include <errno.h>
 #include <pthread.h>

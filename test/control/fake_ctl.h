@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fake_ctl.h - a fake nkv_ctl_call() for the control plane's glue tests: it records what reaches it
  * (method, request JSON, the ctl pointer) and answers what the test set: a response JSON, or an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * glue_test.c - the control plane's gRPC glue (src/control/server.cc, client.cc) over real gRPC
  * connections on 127.0.0.1 (port 0), [::1] where it exists, and Unix sockets, against the fake

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* glue_test.h - what glue_test.c shares with its C++ part, stub_check.cc. */
 #ifndef NKV_TEST_GLUE_TEST_H
 #define NKV_TEST_GLUE_TEST_H

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # mkcerts.sh DIR - throwaway certificates for the control plane's TLS tests (P-256 keys, 2 days):
 #   ca.pem/ca.key         the test CA
 #   srv.pem/srv.key       server, signed by ca: SAN localhost, 127.0.0.1, ::1

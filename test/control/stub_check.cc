@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * stub_check.cc - the part of glue_test that needs C++ (grpc's generated code):
  *   - the generated rados_nkv::v1::Control::Stub against the glue's generic server: typed requests

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * faults.h - the fault suite (test/faults): a rados-nkv daemon started by the test, hosts loading it
  * through libnkv over NVMe/TCP, and one fault per scenario (suite.c). Every scenario checks the same

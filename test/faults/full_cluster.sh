@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # full_cluster.sh - a full cluster under load: Stores answer 81h (Capacity Exceeded) at once instead
 # of hanging, Retrieve and Delete keep working (a Delete frees space), values stored before stay
 # intact, and Stores succeed again within seconds once the cluster has room. The micro cluster is made

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gateway.c - the rados-nkv daemon of a fault scenario as a child process (see faults.h). */
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -224,7 +225,7 @@ unsigned gw_log_count(const struct gw *g, const char *needle)
 	while (f && fgets(line, sizeof(line), f)) {
 		if (!strstr(line, needle))
 			continue;
-		/* The daemon's rate limiter folds bursts into one line with a count (README, "Logs"). */
+		/* The daemon's rate limiter folds bursts into one line with a count (docs/operations.md, "Logs"). */
 		const char *p = strstr(line, " (the last of "), *q = strstr(line, " (repeated ");
 		unsigned k = 0;
 		if (p && sscanf(p, " (the last of %u similar", &k) == 1)

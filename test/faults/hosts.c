@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * hosts.c - hosts that vanish in the middle of a transfer (the "host" scenario of suite.c):
  *   - a raw NVMe/TCP host (no libnkv: libnkv never stops half way) that sends half of a Store's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hosts.h - hosts that vanish mid-transfer, for the fault suite's "host" scenario (hosts.c). */
 #ifndef NKV_TEST_FAULTS_HOSTS_H
 #define NKV_TEST_FAULTS_HOSTS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ledger.c - self-describing values and the per-key ledger of the fault suite (see faults.h). */
 #include <stdio.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * load.c - the fault suite's hosts (see faults.h): worker threads, each with its own controller and
  * one I/O queue pair, keep up to qd asynchronous Stores and Retrieves in flight on keys of their own

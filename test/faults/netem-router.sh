@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # netem-router.sh - the guest side of the fault suite's router VM (test/faults/netem.sh boots it when
 # the host kernel has no netem). It runs under busybox sh as the guest script of the interop
 # initramfs (test/interop/init.sh has loaded virtio_net and sch_netem by then). The guest has two

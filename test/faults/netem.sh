@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # netem.sh - the fault suite's network scenario: netem delay 100 ms and loss 5 % between the rados-nkv
 # daemon and the cluster, under load, for 10 s (--long: 120 s). The daemon runs in a network namespace
 # with a micro cluster of its own (memstore); the suite's hosts stay outside and reach the daemon

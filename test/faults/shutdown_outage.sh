@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # shutdown_outage.sh - the daemon stops within its deadlines while the whole cluster is down: monitor
 # and OSD killed with a Store in flight, then SIGTERM; it must exit 0 within grace + op timeout + 5 s
 # (a blocking OSD map request without a timeout once held shutdown forever). A second daemon serves

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * suite.c - the fault suite: one fault per run, under load, against a rados-nkv daemon the test
  * starts, every scenario checking the same invariant (faults.h):

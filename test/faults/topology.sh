@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # topology.sh - the topology tier's cluster (CTest label "topology"; scripts/test.sh runs it after the main
 # suite): 1 mon + 3 bluestore OSDs of its own (scripts/ceph-dev.sh start --osds 3 --ec-pool nkv-ec),
 # a replicated size-3 pool "nkv" (also the meta pool) and a k=2 m=1 erasure-coded pool "nkv-ec".

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * admin_func.c - controller properties and admin commands through the loop transport: CAP/VS/CC/
  * CSTS behaviour, Identify (every CNS served), Get Log Page with offsets, Get/Set Features, Keep

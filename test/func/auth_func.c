@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * auth_func.c - DH-HMAC-CHAP end to end: libnkv (and the nkv CLI) against a rados-nkv daemon on the
  * mem backend that this test starts, with a subsystem whose allowed hosts have secrets and policies

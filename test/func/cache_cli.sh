@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # cache_cli.sh - `nkv store --ttl/--pin` (Store TTL, F1h) against a rados-nkv daemon whose JSON
 # configuration gives namespaces a "cache": a TTL'd value is there before it expires and gone (exit 2,
 # 87h) after; a pin past the pin quota says "pin quota exceeded"; a pin without a finite TTL and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cache_client_func.c - Store TTL (F1h) from the host side against the target's caches, through the
  * transport named on the command line (loop, tcp, tcp-digest, shm), on mem or the micro cluster:

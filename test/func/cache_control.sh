@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # cache_control.sh - cache policies in the daemon's configuration and through its control plane,
 # mem backend, no cluster:
 #   1. the JSON file's per-namespace "cache" object: a full policy and {} as --check prints them;

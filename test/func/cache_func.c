@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cache_func.c - cache namespaces (docs/cache.md) end to end, through the target: TTL expiry as
  * hosts see it (and through a second gateway), the reaper's bound, pins and the pin quota, tenant

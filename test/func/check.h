@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* check.h - the CHECK macro of the functional tests: count a pass, or print the failure and count it. */
 #ifndef NKV_TEST_CHECK_H
 #define NKV_TEST_CHECK_H

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # cli_lib.sh - sourced by the shell tests that drive the daemon and the CLIs (exec_cli.sh,
 # cache_cli.sh): arguments BUILD_DIR mem|rados, the skip rule for rados without a cluster, a temporary
 # directory T, counting (ok, fail; the caller prints "N passed, N failed"), run/check of a command's

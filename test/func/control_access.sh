@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # control_access.sh - who may call the control plane, and the files it makes (mem backend, no cluster):
 #   - the default control address is a Unix socket in --run-dir (made 0755 if missing), mode 0660;
 #     the daemon's user works; `nobody` is refused by the socket's mode and, with the socket opened up

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # control_group.sh - issue 12's gateway-group tests with the real binaries on the micro cluster:
 # two rados-nkv daemons of one group (gw-a, gw-b), nkv-ctl against each, nkv as the host.
 #   1. a subsystem and a namespace created through gateway A are served by B within 1 s; a value

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # control_live.sh - issue 12's live-change test: while `nkv bench` (mix of Stores and Retrieves,
 # every value verified, QD 8 on 2 connections) runs on namespace 1, nkv-ctl adds and removes
 # namespace 2 and adds and removes a host on the allowlist, 20 times each. Namespace 1 must see zero

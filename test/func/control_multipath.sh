@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # control_multipath.sh - two gateways of one group as two paths to one NVM subsystem, with the real
 # binaries on the micro cluster (rados-nkv gw-a and gw-b, nkv-ctl, nkv as the host):
 #   1. controller IDs: each gateway gives IDs from a range of its own (gateway info), hosts

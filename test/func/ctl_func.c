@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_func - the control plane's C side (src/control) through nkv_ctl_call, the JSON contract the
  * gRPC glue calls, with targets in this process:

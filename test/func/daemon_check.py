@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Shared by the Python tests that drive the daemon (metrics_test.py, events_test.py): pass/fail
 counting with the summary line CTest reads, and the daemon's backend flags for `mem` or the micro
 cluster ($NKV_CEPH_CONF...; exit 77 without one unless $NKV_REQUIRE_RADOS=1)."""

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # daemon_cli.sh - the rados-nkv daemon and the nkv CLI end to end, as a user runs them.
 #
 #   bash test/func/daemon_cli.sh PATH/rados-nkv PATH/nkv mem|rados

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # daemon_conf.sh - the daemon is hard to deploy wrongly (issue 17: flag order, secure defaults,
 # signals and the pid file, config errors, the demo's own daemon), mem backend, no cluster.
 #
@@ -74,6 +75,13 @@ run 10 "$D" -b mem -l "[::]:$P" -d none
 check "the same on [::]" 1 "would be open to any host on ::"
 run 10 "$D" -b mem -l "0.0.0.0:$P" -s "$NQN" --allow-any-host --check
 check "--allow-any-host makes it explicit" 0 "may connect: any host \(allow-any-host\)"
+# "shm": {"socket_dir"} is the JSON form of --shm-dir: accepted, and a relative path refused by name
+printf '{"backend": {"type": "mem"}, "shm": {"socket_dir": "%s"}}\n' "$T" >"$T/shmdir.json"
+run 10 "$D" -c "$T/shmdir.json" --check
+check "shm.socket_dir (--shm-dir) is a known JSON key" 0 "backend: mem"
+printf '{"backend": {"type": "mem"}, "shm": {"socket_dir": "relative/dir"}}\n' >"$T/shmdir-rel.json"
+run 10 "$D" -c "$T/shmdir-rel.json" --check
+check "shm.socket_dir must be absolute" 1 'shm.*socket_dir.*absolute path'
 run 10 "$D" -b mem -l "0.0.0.0:$P" -s "$NQN" -a "$HOST" --check
 check "an allowlist needs no --allow-any-host" 0 "may connect: only 1 host"
 run 10 "$D" -b mem -s "$NQN" -a "$HOST" --allow-any-host --check

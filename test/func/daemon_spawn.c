@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* daemon_spawn.c - a rados-nkv daemon as a child process of a test (see daemon_spawn.h). */
 #include "daemon_spawn.h"
 

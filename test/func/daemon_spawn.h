@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * daemon_spawn.h - start a rados-nkv daemon as a child, wait until its NVMe/TCP port accepts, stop it
  * and check that it exited cleanly: what the raw-socket tests (tcp_proto.c, tcp_abuse.c) do around

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * dev_func.c - the GPU queue logic of nkv_dev.h (tickets, batches, per-slot completions, bounded
  * waits) compiled as host code and driven by CPU threads playing GPU threads and warps, against the

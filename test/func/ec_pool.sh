@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # ec_pool.sh - the daemon on an erasure-coded pool (k=2, m=1; scripts/ceph-dev.sh start --osds 3
 # --ec-pool NAME), feature by feature, each either working or failing with a clear status and a log
 # line naming the reason, never a wrong answer:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * engine_func.c - libnkv's engine (nkv_engine_*), buffer registration (nkv_buf_register) and long
  * names (nkv_lname_*) against the target over NVMe/TCP or shared memory, on mem or the micro cluster:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * engine_restart.c - the engine across a lost target: a rados-nkv daemon (mem) this test starts is
  * killed (SIGKILL) under a batch load, a gateway that accepts connections and closes them at once

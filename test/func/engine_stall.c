@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * engine_stall.c - the engine's deadlines against a target that stops answering: a rados-nkv daemon
  * (mem) this test starts is frozen with SIGSTOP while a batch is in flight.

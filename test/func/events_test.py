@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """events_test.py - the daemon's cache events (--events) and cache metrics end to end.
 
 Starts rados-nkv with two cache namespaces (one small-capacity LRU namespace that must evict, one

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # exec_cli.sh - vendor Exec as an operator and a host use it (issue 13): allowlists in the daemon's
 # JSON configuration, `nkv exec` (text, binary to a file, -o json, truncation), and SIGHUP changing
 # an allowlist live; on mem every allowlisted opcode answers C0h. Then what hosts must not do: bind

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * exec_func.c - vendor Exec commands run allowlisted RADOS class methods next to the data (issue 13),
  * on the micro cluster with the classes Debian's ceph-osd ships (hello, numops, lua):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* harness.c - shared setup and helpers of the functional tests (see harness.h). */
 #include "harness.h"
 

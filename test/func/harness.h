@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * harness.h - functional tests against the backend named by the first argument: `mem`, or `rados`
  * (the micro cluster named by $NKV_CEPH_CONF, $NKV_CEPH_KEYRING, $NKV_CEPH_USER, $NKV_CEPH_POOL),

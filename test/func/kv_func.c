@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kv_func.c - the KV command set end to end through the loop transport: every command and option,
  * every status code, value sizes 0 B..64 MiB, binary keys, truncated Retrieve, Retrieve Range (F2h),

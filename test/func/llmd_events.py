@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """llmd_events.py - llm-d's reading of a KV-event message, written in Python from llm-d's Go code, so
 that tests read what rados-nkv publishes the way llm-d's KV-cache indexer does (and fail where it
 would drop or misread an event).

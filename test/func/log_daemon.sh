@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # log_daemon.sh - issue 17 finding 11 through the rados-nkv binary (mem backend): every line has the
 # one format (ISO-8601 UTC time, rados-nkv[pid], level, component); --log-level error prints nothing
 # on a clean start and stop; a startup failure is one error line, not two; 200 port-scanner probes

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # loopback_rule.sh - a subsystem that admits any host only because nobody named its hosts (no
 # --allow-host, no --allow-any-host) is never served to the network, whichever way a listener off
 # loopback comes (src/common/exposure.h), mem backend, no cluster:

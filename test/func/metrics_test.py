@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """metrics_test.py - the daemon's Prometheus endpoint (--metrics) end to end.
 
 Starts rados-nkv with --metrics 127.0.0.1:0 (the port read from its log), runs known commands with

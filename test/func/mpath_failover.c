@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * mpath_failover.c - the multipath engine (nkv_engine_connect) across two gateways of one group on
  * the cluster: gateways A and B (rados-nkv --group, the same subsystem and namespace from one

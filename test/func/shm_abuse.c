@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * shm_abuse.c - one host must not take the shared-memory transport from the others (issue 18):
  * attackers and a victim, raw hosts over nkv_shm.h (no libnkv), against an in-process target

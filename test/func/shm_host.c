@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * shm_host.c - the raw shared-memory host shared by shm_proto.c and shm_abuse.c (see shm_host.h).
  * Nothing here counts a check: each test decides what a failure means for it.

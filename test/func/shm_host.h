@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * shm_host.h - the raw shared-memory host of the shm transport tests (shm_proto.c, shm_abuse.c):
  * one SOCK_SEQPACKET connection, HELLO and the register page, REG/DEREG of memfds, register access

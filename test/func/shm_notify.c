@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * shm_notify.c - the shared-memory transport's notifications (nkv_shm.h): doorbell kicks and CQ
  * interrupts over eventfds, against the polling they replace.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* shm_notify.h - the internals shm_notify.c looks at (shm_notify_in.c, shm_notify_lib.c). */
 #ifndef NKV_TEST_SHM_NOTIFY_H
 #define NKV_TEST_SHM_NOTIFY_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * shm_notify_in.c - what shm_notify.c reads inside the target's shm transport and inside libnkv's shm
  * queue pairs (their internal headers cannot meet in one file: both define struct nkv_qpair). Here,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* shm_notify_lib.c - what shm_notify.c reads inside libnkv's shm queue pairs (see shm_notify_in.c). */
 #include "client/shm_int.h"
 #include "shm_notify.h"

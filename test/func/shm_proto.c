@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * shm_proto.c - register-level conformance, queue and malicious-host tests of the shared-memory
  * (PCIe-style) target transport, driven by a raw host (no libnkv).

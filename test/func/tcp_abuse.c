@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tcp_abuse.c - issue 18: one NVMe/TCP host must not take the gateway from the others.
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # tcp_burst.sh - bursts of H2C data that fill whole connections: nkv bench with 4 connections x 64
 # commands of 16 KiB (every Store takes an R2T; each connection gets 1 MiB of H2C data at once, the
 # target's per-event read budget). A target that stopped reading with PDUs still in its receive

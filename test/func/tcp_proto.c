@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tcp_proto.c - NVMe/TCP protocol negative tests against the rados-nkv daemon, over raw sockets.
  *

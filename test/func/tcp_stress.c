@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tcp_stress.c - NVMe/TCP under load, libnkv against the target's TCP transport in this process:
  *   1. 16 connections (controllers) x 4 I/O queues each, all in parallel, asynchronous commands at

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * timeout_func.c - a stalled cluster never hangs a command. The test makes a pool whose placement
  * groups cannot go active (size 2 / min_size 2 on a one-OSD cluster), so every op on it blocks in

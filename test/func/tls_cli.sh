@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # tls_cli.sh - NVMe/TCP TLS as a user configures and runs it (mem backend, no cluster): the daemon's
 # JSON "tls" listeners and "tls_keys" (inline and from a file), --check, every key and listener
 # error, then the nkv CLI over TLS (store/retrieve/list, discover's TREQ, refusals and their

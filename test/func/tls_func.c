@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tls_func.c - NVMe/TCP over TLS 1.3 with PSKs (TP 8011) end to end: libnkv against a rados-nkv daemon
  * (mem backend) that the test starts with a plain listener, a TLS listener and a discovery listener,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # version.sh - issue 17 finding 12: one version, from CMake, everywhere. `rados-nkv --version`,
 # `nkv --version` (and the libnkv it runs with) and Identify Controller's FR field, read over NVMe/TCP
 # from a mem-backend daemon, must all equal project(VERSION) in CMakeLists.txt.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_ctl.c - libFuzzer target over the control plane's JSON core, nkv_ctl_call() (src/control/ctl.c):
  * what every gRPC request becomes once the glue has printed it as JSON, and what a caller of the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_group.c - libFuzzer target over the group-state loader (src/control/group_state.c): the
  * omap entries of a group's RADOS object as a hostile writer of the pool may leave them. The input

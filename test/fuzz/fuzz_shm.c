@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_shm.c - libFuzzer target playing a malicious host against the shared-memory transport's
  * controller (src/transport/shm.c, shm_data.c). Everything runs in this thread: the transport's

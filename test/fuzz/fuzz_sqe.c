@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_sqe.c - libFuzzer target over SQE parsing and execution: the input is a sequence of
  * records {queue (1 byte: even = admin, odd = I/O), SQE (64 bytes), data length (2 bytes LE),

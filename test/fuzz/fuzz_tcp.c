@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_tcp.c - libFuzzer target over the NVMe/TCP receive path (src/transport/tcp.c): every input is
  * written as a byte stream of PDUs to a fresh TCP connection to one process-wide target (mem backend,

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes the seed corpus of fuzz_sqe: one file per interesting command sequence.
 Record: queue byte (0 admin, 1 I/O), 64-byte SQE, u16 LE data length, data."""
 import os, struct, sys

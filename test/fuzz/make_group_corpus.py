@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes the seed corpus of fuzz_group: the omap entries of a gateway group's object.
 Record: u16 LE key length, key, u16 LE value length, value."""
 import json, os, struct, sys

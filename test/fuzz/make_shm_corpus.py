@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes the seed corpus of fuzz_shm (test/fuzz/fuzz_shm.c has the input format): a well-behaved
 host's bring-up, Store and Retrieve through every PRP shape, then the hostile variations a fuzzer
 would take long to find on its own (bad doorbells, queue parameters, PRP lists that chain, loop or

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes the seed corpus of fuzz_tcp (test/fuzz/fuzz_tcp.c): one file per PDU stream.
 
 Every seed is two option bytes (see fuzz_tcp.c) then the PDU bytes the harness writes after its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * replay.c - runs the fuzz target without libFuzzer (gcc builds, CI): every file of the corpus
  * directories given, then deterministic mutations of each (byte flips, truncations).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # gpu_build: the CUDA sources (src/gpu/*.cu, and nkv_dev.h's device paths through them) compile with
 # nvcc. A build-only check: 77 (skipped) where nvcc is absent, as on CI.
 set -euo pipefail

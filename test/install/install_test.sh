@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # install_test.sh - issue 17 finding 5: `cmake --install` of this build into a temporary prefix gives a
 # usable installation: the binaries (--version = the CMake version), the public headers, libnkv.so with
 # its versioned SONAME exporting only the NKV_API functions of nkv.h/nkv_devq.h, a libnkv.a that links
 # with `pkg-config --static`, libnkv.pc, the example configuration, rados-nkv@.service (checked with
-# systemd-analyze where present) and the man pages (where help2man was found). Then a small external
+# systemd-analyze where present) and the man pages (where scdoc was found). Then a small external
 # program is built against the installed libnkv.pc, shared and static, and run.
-# Usage: install_test.sh BUILD_DIR SOURCE_DIR VERSION SOVERSION HAVE_HELP2MAN(0|1) [EXTRA_CFLAGS]
+# Usage: install_test.sh BUILD_DIR SOURCE_DIR VERSION SOVERSION HAVE_MAN(0|1) [EXTRA_CFLAGS]
 # (EXTRA_CFLAGS: the sanitizer flags of a sanitized build, whose libnkv needs them). Exit 0 pass, 1 fail.
 set -uo pipefail
-BUILD=$1 SRC=$2 VERSION=$3 SOVERSION=$4 HAVE_HELP2MAN=$5 EXTRA_CFLAGS=${6:-}
+BUILD=$1 SRC=$2 VERSION=$3 SOVERSION=$4 HAVE_MAN=$5 EXTRA_CFLAGS=${6:-}
 CC=${CC:-cc}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
@@ -77,18 +78,34 @@ if [ -n "$UNIT" ]; then
 		grep -qx "ExecStart=$P/bin/rados-nkv -c $P/etc/rados-nkv/%i.json --run-dir /run/rados-nkv/%i" "$UNIT"
 	check "unit: Restart=on-failure, NoNewPrivileges, ProtectSystem=strict" \
 		bash -c "grep -qx Restart=on-failure '$UNIT' && grep -qx NoNewPrivileges=yes '$UNIT' && grep -qx ProtectSystem=strict '$UNIT'"
+	# Type=notify exactly when the daemon can send READY=1 (linked with libsystemd): else start would hang
+	if readelf -d "$P/bin/rados-nkv" | grep -q 'NEEDED.*libsystemd'; then
+		check "unit: Type=notify (the daemon sends READY=1)" grep -qx Type=notify "$UNIT"
+	else
+		check "unit: Type=simple (the daemon was built without libsystemd)" grep -qx Type=simple "$UNIT"
+	fi
 	if command -v systemd-analyze >/dev/null; then
 		cp "$UNIT" "$T/rados-nkv@test.service"
 		check "systemd-analyze verify: no complaints" \
 			bash -c "out=\$(systemd-analyze verify --man=no '$T/rados-nkv@test.service' 2>&1) && [ -z \"\$out\" ] || { echo \"\$out\"; false; }"
 	fi
 fi
-if [ "$HAVE_HELP2MAN" = 1 ]; then
-	check "share/man/man8/rados-nkv.8 (help2man, version $VERSION)" grep -q "rados-nkv $VERSION" "$P/share/man/man8/rados-nkv.8"
-	check "share/man/man1/nkv.1 (help2man, version $VERSION)" grep -q "nkv $VERSION" "$P/share/man/man1/nkv.1"
-	check "rados-nkv.8 documents --log-syslog" grep -q 'log\\-syslog' "$P/share/man/man8/rados-nkv.8"
+if [ "$HAVE_MAN" = 1 ]; then
+	check "share/man/man8/rados-nkv.8 (version $VERSION)" grep -q "rados-nkv $VERSION" "$P/share/man/man8/rados-nkv.8"
+	check "share/man/man1/nkv.1 (version $VERSION)" grep -q "rados-nkv $VERSION" "$P/share/man/man1/nkv.1"
+	check "rados-nkv.8 has CONFIGURATION, SIGNALS, FILES, EXIT STATUS" \
+		bash -c "for s in CONFIGURATION SIGNALS FILES 'EXIT STATUS'; do grep -q \"^.SH \$s\" '$P/share/man/man8/rados-nkv.8' || exit 1; done"
+	check "rados-nkv.8 documents --log-syslog" grep -q -- '--log-syslog' "$P/share/man/man8/rados-nkv.8"
+	if [ -x "$P/bin/nkv-ctl" ]; then
+		check "share/man/man8/nkv-ctl.8 beside bin/nkv-ctl" grep -q "rados-nkv $VERSION" "$P/share/man/man8/nkv-ctl.8"
+	fi
+	if [ -n "$UNIT" ] && command -v systemd-analyze >/dev/null && command -v man >/dev/null; then
+		# the unit's Documentation=man:rados-nkv(8) resolves to the installed page
+		check "systemd-analyze verify finds man:rados-nkv(8) (MANPATH=$P/share/man)" \
+			bash -c "out=\$(MANPATH='$P/share/man' systemd-analyze verify '$T/rados-nkv@test.service' 2>&1) && [ -z \"\$out\" ] || { echo \"\$out\"; false; }"
+	fi
 else
-	echo "# help2man was not found at configure time: no man pages to check"
+	echo "# scdoc was not found at configure time: no man pages to check"
 fi
 
 # --- an external program against the installed libnkv.pc ------------------------------------------

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Runs inside the QEMU guest (busybox sh, Linux 6.1 nvme-tcp, nvme-cli 2.3), started by /init.
 # /interop/env (written by run.sh): HOST (10.0.2.2 = the host's 127.0.0.1), PORT, DPORT, NQN, SUITE
 # (kv: the KV checks below on 6.1; auth: the DH-HMAC-CHAP checks, on 6.12; mpath: native multipath

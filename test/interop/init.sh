@@ -1,4 +1,5 @@
 #!/bin/busybox sh
+# SPDX-License-Identifier: Apache-2.0
 # /init of the interop initramfs (test/interop/prepare.sh puts it there). Loads the modules, brings
 # up eth0 as 10.0.2.15/24 (QEMU user networking: the host is 10.0.2.2), runs the guest script and
 # prints "NKV-INTEROP-EXIT <rc>" on the console, then powers off.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # One-time, cached preparation for the Linux kernel interop test (test/interop/run.sh) and the fault
 # suite's netem router VM (test/faults/netem.sh):
 #   - Debian packages: qemu-system-x86, busybox-static, nvme-cli, iproute2, ethtool, kmod, xz-utils,

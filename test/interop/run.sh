@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Linux kernel interop: the Debian 6.1 kernel's NVMe/TCP host (nvme-tcp + nvme-cli, in a QEMU TCG
 # guest) attaches to rados-nkv and drives KV commands through /dev/ngXnY (test/interop/guest.sh).
 #   test/interop/run.sh mem|rados [RADOS_NKV_BINARY]

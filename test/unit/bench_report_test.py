@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """bench_report_test.py REPO - bench/report.py's aggregation over repetitions (compare.sh --reps), on
 synthetic JSON lines whose medians, per-rep ratios and spreads are known: the rendered cells, the
 dagger and its footnote (spread wider than the gap to 1.00x), the targets' verdicts, the summary

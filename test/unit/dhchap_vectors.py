@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Known-answer vectors for test_dhchap.c, computed independently of the C code: Python's hmac,
 hashlib, zlib and pow() following the NVMe base specification 2.0 section 8.13 (DH-HMAC-CHAP).
 

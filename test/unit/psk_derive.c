@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * psk_derive.c - prints the PSK identity and TLS PSK (hex) that src/common/nvme_psk.c derives, for
  * test/unit/psk_vectors.py to compare with its own HKDF.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """psk_vectors.py - checks rados-nkv's NVMe/TCP TLS PSK code (src/common/nvme_psk.c) against an
 independent implementation: HKDF (RFC 5869) and HKDF-Expand-Label (RFC 8446 7.1) written here from
 Python's hmac/hashlib, the identity and derivation rules of the NVMe/TCP transport specification

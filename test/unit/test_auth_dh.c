@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_auth_dh.c - DH-HMAC-CHAP's DH workers and token buckets (src/core/auth_dh.c): a job computes
  * off the calling thread and comes back through the owner's message queue with a key pair that
  * derives the same secret as the peer's; the pool refuses jobs past its global bound; a host NQN and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_bufcache.c - the reactors' large-buffer cache (src/common/bufcache.h): size classes, reuse of
  * the same buffer, the byte cap, idle trimming, and that small and huge requests bypass it.

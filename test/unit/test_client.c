@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_client.c - libnkv pieces that need no target: the List walker and the status tables. */
 #include <errno.h>
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_client_tcp.c - libnkv end to end against a rados-nkv daemon (mem backend) that the test
  * starts itself: discovery, every digest combination, in-capsule and R2T stores, C2HData

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_client_ttl.c - libnkv's Store TTL without a target: nkv_store_ttl(), nkv_store_ttl_async() and
  * the engine's STORE ops (ttl_s, NKV_OP_PIN, NKV_OP_HASH) over a fake transport that records every SQE and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_dhchap.c - DH-HMAC-CHAP computations (src/common/dhchap.c) against known answers from two
  * independent sources: nvme-cli 2.3 (`nvme gen-dhchap-key`, whose output with --secret and --hmac is

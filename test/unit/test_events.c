@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_events.c - the daemon's cache event publisher (tools/rados-nkv/events.c) in one process:
  * BlockStored and BlockRemoved in both layouts byte for byte against encodings written out by hand

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_key.c - key <-> object name mapping, key order, List packing and the top-K collector. */
 #include <errno.h>
 #include <setjmp.h>

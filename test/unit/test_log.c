@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_log.c - the log format and its rate limiter (issue 17 finding 11): ISO-8601 UTC timestamp,
  * origin[pid], level, component; the level filter; 200 identical lines become one line and one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_metrics.c - the core's metrics (nkv_target_metrics) and the daemon's Prometheus formatter
  * (tools/rados-nkv/metrics.c) in one process: commands through the loop transport (mem backend)

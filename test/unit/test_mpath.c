@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_mpath.c - the multipath engine's pure parts: the ANA log page (0Ch) decoder on pages built
  * here byte by byte per the NVMe base specification (2.0c, 5.16.1.13: a 16-byte header with the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_msgq.c - the MPSC completion hand-off: every message from every producer runs once, on the
  * consumer, in per-producer order; a busy consumer costs producers no eventfd write; a sleeping
  * consumer is always woken (thousands of sleep/wake cycles, through nkv_msgq_poll and through the

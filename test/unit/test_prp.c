@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_prp.c - PRP1/PRP2/PRP list construction of libnkv's shm driver (docs/nvme-kv-wire.md B.5): empty
  * transfers, one page, page offsets, exactly two pages, lists, full list pages and chaining.

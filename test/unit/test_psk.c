@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_psk.c - the NVMe/TCP TLS PSK code (src/common/nvme_psk.c): the interchange format, PSK
  * identities and TLS PSKs.

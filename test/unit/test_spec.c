@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_spec.c - SQE/CQE encoders and decoders (KV, Store TTL, Retrieve Range, vendor Exec; the device
  * builders of nkv_dev.h), status words, List entry sizes. */
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_status.c - the errno -> NVMe status table. */
 #include <errno.h>
 #include <setjmp.h>

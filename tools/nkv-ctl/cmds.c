@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmds.c - nkv-ctl's commands: for each, the RPC it calls, how its arguments and options become the
  * request (proto3 JSON mapping, original field names) and how the response reads for people. The

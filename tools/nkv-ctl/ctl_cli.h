@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ctl_cli.h - nkv-ctl, the control-plane client: shared state, the command table, helpers. */
 #ifndef NKV_CTL_CLI_H
 #define NKV_CTL_CLI_H
@@ -9,7 +10,7 @@
 
 #include "control/ctl.h"
 
-/* Exit codes (nkv-ctl --help, README "Control plane: nkv-ctl"): 0-3 and 64 as nkv's; one per class
+/* Exit codes (nkv-ctl --help, docs/cli.md): 0-3 and 64 as nkv's; one per class
  * of gRPC status the server answers; sysexits' EX_UNAVAILABLE and EX_SOFTWARE for the rest. */
 #define EXIT_OK 0
 #define EXIT_NOT_FOUND 2      /* NOT_FOUND */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * main.c - nkv-ctl, the rados-nkv control-plane client: options, usage, the call through the gRPC
  * glue (nkv_ctl_client_call, src/control/ctl.h), output and exit codes. Each command builds one

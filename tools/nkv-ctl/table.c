@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* table.c - nkv-ctl's tables for people: columns padded to their widest cell. */
 #include <stdlib.h>
 #include <string.h>

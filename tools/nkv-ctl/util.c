@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* util.c - nkv-ctl helpers: numbers, sizes, listener addresses, response members. */
 #include <arpa/inet.h>
 #include <ctype.h>

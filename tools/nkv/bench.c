@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench.c - `nkv bench`: an asynchronous load generator on libnkv over NVMe/TCP or shm. The
  * workload, value verification, histogram and report live in bench_engine.c (shared with the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench_engine.c - see bench_engine.h. */
 #include "bench_engine.h"
 

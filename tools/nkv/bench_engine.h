@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench_engine.h - the load generator behind `nkv bench` and the baseline harnesses in bench/
  * (raw librados, RGW S3, Redis): one workload model, one value pattern, one histogram and one report

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli.h - the nkv command-line client: shared state and helpers. */
 #ifndef NKV_CLI_H
 #define NKV_CLI_H
@@ -9,7 +10,7 @@
 
 #include "nkv/nkv.h"
 
-/* Exit codes (documented in `nkv --help` and README "## nkv CLI") */
+/* Exit codes (documented in `nkv --help` and docs/cli.md) */
 #define EXIT_OK 0
 #define EXIT_ERR 1
 #define EXIT_NOKEY 2  /* key not found */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cmds.c - the nkv CLI commands. */
 #include <errno.h>
 #include <stdlib.h>

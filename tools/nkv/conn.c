@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * conn.c - nkv's target address (-a/-s, with the daemon's "[::1]:4420" forms) and the messages for
  * a connection that failed: each cause (name does not resolve, nothing listening, no route, no

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * exec.c - `nkv exec KEY OPCODE`: a rados-nkv vendor Exec (an allowlisted RADOS class method run on
  * the key's object; nkv_spec.h "vendor Exec", libnkv nkv_vendor_exec()). The opcode's bits 1:0 say

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * json_out.c - the `-o json` contract: exactly one JSON object on stdout per nkv run, success or
  * failure, usage errors included. Commands print their object as before; stdout is held in memory

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * main.c - nkv, the rados-nkv command-line client (in the spirit of `nvme` and `rados`): global
  * options, usage, connection setup (with NQN discovery), error reporting, command dispatch.

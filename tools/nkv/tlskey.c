@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tlskey.c - nkv gen-tls-key: a random PSK for NVMe/TCP TLS in the interchange format (TP 8011). */
 #include <errno.h>
 #include <string.h>

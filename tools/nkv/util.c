@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* util.c - nkv CLI helpers: keys, JSON strings, sizes, file input/output. */
 #include <ctype.h>
 #include <errno.h>

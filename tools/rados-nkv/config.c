@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* config.c - JSON configuration file and command-line flags of the rados-nkv daemon (see config.h). */
 #include "config.h"
 #include "common/dhchap.h"
@@ -99,7 +100,7 @@ static void usage(FILE *f)
 		"      --grace-ms MS         on SIGINT/SIGTERM, time given to commands in flight (default 10000)\n"
 		"      --sched batch|normal  scheduling policy of every daemon thread: batch (SCHED_BATCH, the\n"
 		"                            default) never preempts a running thread when it wakes; normal\n"
-		"                            (SCHED_OTHER) does (README \"Scheduling\")\n"
+		"                            (SCHED_OTHER) does (docs/design.md 2.2.1)\n"
 		"      --log-level LEVEL     error|warn|info|debug (default info)\n"
 		"      --log-syslog          log to syslog (journald) instead of stderr\n"
 		"      --pid-file PATH       lock this file for the daemon's life (refused if a live daemon\n"
@@ -1095,7 +1096,7 @@ int conf_load_file(struct daemon_conf *c, const char *path)
 	static const char *const shm_keys[] = {"pollers", "poll_idle_us", "mqes", "max_io_queues", "max_regions",
 					       "max_reg_mb", "bounce_budget_mb", "bounce_ctrl_mb", "max_cmds",
 					       "max_ctrls", "max_ctrls_per_host", "hello_timeout_ms", "socket_mode",
-					       "socket_group", "notify", NULL};
+					       "socket_group", "notify", "socket_dir", NULL};
 	struct jctx j = {.path = path};
 	json_object *root = load_json(path), *o, *arr;
 	int64_t v;
@@ -1762,7 +1763,7 @@ int conf_finish(struct daemon_conf *c)
 	if (!c->shm_mode)
 		c->shm_mode = 0660;
 	/* The control plane's default: a Unix socket in the runtime directory (only the daemon's user,
-	 * root and --control-group may call it; README "Who may call the control plane"). */
+	 * root and --control-group may call it; docs/control-plane.md "Who may call the control plane"). */
 	if (!*c->run_dir && nkv_run_dir_default(c->run_dir, sizeof(c->run_dir)) < 0) {
 		fprintf(stderr, "rados-nkv: the default runtime directory is too long ($XDG_RUNTIME_DIR): give --run-dir\n");
 		return -1;

@@ -1,6 +1,7 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * config.h - rados-nkv daemon configuration: a JSON file (parsed with json-c) and command-line
- * flags, merged into one struct. The format is documented in README.md ("Daemon configuration").
+ * flags, merged into one struct. The format is documented in docs/configuration.md and man/rados-nkv.8.scd.
  */
 #ifndef NKV_DAEMON_CONFIG_H
 #define NKV_DAEMON_CONFIG_H
@@ -78,7 +79,7 @@ struct daemon_conf {
 	unsigned shm_mode;   /* permissions of the shm sockets; 0: 0660 */
 	char shm_group[64];  /* group of the shm sockets; "": the daemon's */
 	bool check;          /* --check: validate, print the plan, exit */
-	/* the control plane (README "Control plane") */
+	/* the control plane (docs/control-plane.md) */
 	char control_addr[256];   /* --control: gRPC address; "none": no server */
 	bool control_set;         /* given (flag or file): an address in use is then an error */
 	char control_cert[4096], control_key[4096], control_ca[4096]; /* TLS / mTLS of the server */
@@ -92,7 +93,7 @@ struct daemon_conf {
 	char shm_dir[108];        /* --shm-dir: shm sockets the control plane creates; "": run_dir */
 	struct conf_listener metrics; /* --metrics: the Prometheus endpoint's address */
 	bool metrics_on;          /* off by default ("none") */
-	/* cache events (README "Cache events") */
+	/* cache events (docs/operations.md) */
 	char events[256];         /* --events: ZMQ endpoint of the PUB socket */
 	bool events_on;           /* off by default ("none") */
 	bool events_connect;      /* --events-mode connect: connect to the endpoint instead of binding it */

@@ -1,6 +1,7 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * control.c - the daemon's side of the control plane: its configuration as the state's seed, the
- * listener hooks, and the gRPC server (README "Control plane").
+ * listener hooks, and the gRPC server (docs/control-plane.md).
  *
  * Precedence: flags over the file, as everywhere; then, once a group (or a state file) holds a
  * state, that state over both for subsystems, namespaces and hosts. The flags and file seed an
@@ -273,7 +274,7 @@ int daemon_control_check(const struct daemon_conf *c)
 }
 
 /*
- * Who may call the control plane (README "Who may call the control plane"). A Unix socket: the
+ * Who may call the control plane (docs/control-plane.md, "Who may call the control plane"). A Unix socket: the
  * daemon's user, root and --control-group, in a directory only the daemon's user (or root) may
  * change; the default's directory is made if missing. TCP: anyone who reaches the port, so only with
  * client certificates (--control-client-ca), unless --control-insecure-tcp says otherwise (warned).

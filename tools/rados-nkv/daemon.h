@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* daemon.h - pieces of the rados-nkv daemon shared between its files. */
 #ifndef NKV_DAEMON_H
 #define NKV_DAEMON_H
@@ -55,7 +56,7 @@ void daemon_metrics_stop(struct daemon_metrics *m);
  */
 int metrics_render(struct nkv_target *tgt, size_t max_bytes, char **out, size_t *len);
 
-/* ---- cache events (events.c; README "Cache events") ---- */
+/* ---- cache events (events.c; docs/operations.md "Cache events") ---- */
 
 enum events_format {
 	EVENTS_ARRAY = 0, /* vLLM's array layout, as llm-d decodes it: [ts, [[tag, field...]], dp_rank] */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * events.c - the daemon's cache events (--events ENDPOINT): every entry a cache namespace stores,
  * deletes, evicts or expires is published as a KV event in the layout llm-d's indexer reads from

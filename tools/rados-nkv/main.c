@@ -1,8 +1,11 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rados-nkv - the target daemon: exports RADOS pools as NVMe Key-Value subsystems over NVMe/TCP.
  * Startup fails fast with a message naming the cause (cluster unreachable, pool missing, port in
  * use); SIGINT/SIGTERM stop accepting, let commands in flight finish (--grace-ms) and exit 0;
- * SIGHUP re-reads the configuration file's log level (everything else needs a restart).
+ * SIGHUP re-reads the configuration file's log level and Exec allowlists (everything else needs a
+ * restart). A service manager is told READY=1 once it serves, RELOADING=1/READY=1 around SIGHUP and
+ * STOPPING=1 at shutdown (notify.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +27,7 @@
 #include "control/cache_policy.h"
 #include "daemon.h"
 #include "nkv/nkv_target.h"
+#include "notify.h"
 
 static const char *backend_hint(const struct daemon_conf *c, int rc)
 {
@@ -514,8 +518,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (strcmp(conf.backend_name, "rados") == 0 && (!*conf.client_id || strcmp(conf.client_id, "admin") == 0))
-		NKV_WARN("running as client.admin: a cephx user limited to the exported pools is safer (README: "
-			 "\"A dedicated cephx user\")");
+		NKV_WARN("running as client.admin: a cephx user limited to the exported pools is safer (docs/security.md, "
+			 "\"Secure defaults\")");
 	/*
 	 * Before any thread starts, so that every one (reactors, pollers, librados' own) inherits it:
 	 * SCHED_BATCH keeps a thread's share of the CPU but stops it preempting a running thread when it
@@ -557,15 +561,22 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	NKV_INFO("ready: %u subsystem(s) on the %s backend", conf.nsubsys, conf.backend_name);
+	/* Only now: every listener, the control socket and the metrics endpoint accept connections */
+	daemon_notify("READY=1\nSTATUS=serving %u subsystem(s) on the %s backend", conf.nsubsys, conf.backend_name);
 	/* Wake every second so that rate-limited log lines report their counts within a second of their
 	 * window's end, even when nothing else is logged; SIGHUP re-reads the configuration. */
 	while ((sig = sigtimedwait(&sigs, NULL, &(struct timespec){.tv_sec = 1})) < 0 || sig == SIGHUP) {
-		if (sig == SIGHUP)
+		if (sig == SIGHUP) {
+			daemon_notify_reloading("SIGHUP: re-reading the configuration");
 			reload(tgt, &conf, cfile, argc, argv);
+			daemon_notify("READY=1\nSTATUS=serving %u subsystem(s) on the %s backend", conf.nsubsys,
+				      conf.backend_name);
+		}
 		nkv_log_tick();
 	}
 	NKV_INFO("%s: shutting down (up to %u ms for commands in flight)", strsignal(sig),
 		conf.grace_ms);
+	daemon_notify("STOPPING=1\nSTATUS=%s: shutting down", strsignal(sig));
 	rc = 0;
 out:
 	daemon_metrics_stop(metrics); /* first: it reads the transports */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * metrics.c - the Prometheus text exposition (format 0.0.4) of the target's metrics snapshot
  * (nkv_target_metrics, nkv_target_transport_metrics, nkv_target_connections). The HTTP side is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * metrics_http.c - the daemon's Prometheus endpoint (--metrics ADDR:PORT): GET /metrics over HTTP,
  * served by libmicrohttpd on a thread of its own, with the text from metrics.c.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * nixl_int.h - internals of the RADOS_NKV NIXL table shared by nixl_reg.c (backend, registrations)
  * and nixl_xfer.c (requests, query).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * nixl_params.c - the RADOS_NKV backend's parameters (NIXL's string map, the environment, the
  * defaults) and the mapping of libnkv results to NIXL status codes.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * nixl_reg.c - the RADOS_NKV backend instance (connect, engine, teardown) and its registrations:
  * DRAM regions (registered with the shared-memory controller for zero copy) and object

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * nixl_stage.c - staging buffers of the RADOS_NKV backend's writes (header + payload in one value).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * nixl_stager.c - the RADOS_NKV backend's stager thread.
  *

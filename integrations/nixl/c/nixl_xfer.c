@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * nixl_xfer.c - RADOS_NKV transfer requests over libnkv's engine: prepare (validate, resolve
  * registrations, build the ops once), post (one engine batch per request; a FIFO backlog when the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * nkv_nixl.h - the logic of the RADOS_NKV NIXL storage backend, in C: a NIXL-shaped table of
  * registrations and transfer requests over libnkv's engine (nkv_engine_*), so that the C++ plugin

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rados_nkv_plugin.cpp - the RADOS_NKV NIXL storage backend: a thin C++20 adapter from NIXL's
  * nixlBackendEngine (backend API version 1) to the C table in ../c/nkv_nixl.h, where all the logic

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * nixl_func.c - the RADOS_NKV NIXL table (integrations/nixl/c) end to end against a rados-nkv
  * daemon this test starts: whole-object writes and offset reads (several offsets, straddling

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # nixl_install_test.cmake - where the RADOS_NKV plugin is built against and installed to, for the
 # two ways NIXL is installed: with meson from source, and as a wheel. It runs nixl_layout.cmake's
 # functions (the very ones the build and `cmake --install` run) against NIXL layouts laid out here

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * nixl_log_compat.cpp - the plugin's own common/nixl_log.h (plugin/compat), which stands in for
  * NIXL's Abseil-based one when the plugin is compiled: every macro NIXL defines is there and is used

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * nixl_unit.c - the RADOS_NKV NIXL table without a target: parameters (defaults, S3's keys
  * ignored, environment fallback, empty values, bad values named), the errno and NVMe status to

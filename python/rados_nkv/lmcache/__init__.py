@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """LMCache integration of rados-nkv.
 
 - RadosNkvConnector: LMCache's RemoteConnector (remote_storage_plugins, or remote_url external://).

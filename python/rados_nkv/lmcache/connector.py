@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """RadosNkvConnector: an LMCache remote connector (RemoteConnector) over a rados-nkv target.
 
 Each chunk is one long-name value (rados_nkv.longname): the key is SHA-256(key.to_string())[0:16]

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """LMCache's value framing: the RemoteMetadata its connectors put before a chunk's bytes
 (lmcache/v1/protocol.py). Native little-endian int32: payload length, memory format, then for
 each KV layer group its dtype code and shape[0..3]: 8 + 20 x groups bytes. A model with one group

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """NativePlugin: the connector object of LMCache's multi-process mode L2 adapter "native_plugin".
 
 LMCache builds it as NativePlugin(**adapter_params) and drives it from its own threads: submits

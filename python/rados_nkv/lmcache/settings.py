@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Settings of the LMCache integration: where the rados-nkv target is and how to reach it.
 
 The remote connector reads them from LMCache's extra_config, under the plugin's names (LMCache's

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Staging buffers for stores.
 
 A long-name value is the header followed by the payload in one contiguous Store, and LMCache's

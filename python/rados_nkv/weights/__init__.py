@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """rados_nkv.weights: model weights (safetensors) stored in rados-nkv and streamed into models.
 
 - upload(), verify(), get_manifest(), remove(), read_index(): the `nkv-weights` commands (store.py)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """nkv-weights: upload safetensors models to rados-nkv, verify them, list and remove them, load them.
 
 Exit status: 0 success, 1 failure (connection, I/O, a verify that found problems), 2 no such

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The vLLM model loader `rados_nkv`: weights streamed from rados-nkv into the model.
 
     vllm serve MODEL --load-format rados_nkv \\

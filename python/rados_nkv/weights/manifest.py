@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Object names and the manifest of an uploaded model revision.
 
 Every object is a long-name value (rados_nkv.longname: key SHA-256(name)[0:16], a header carrying the

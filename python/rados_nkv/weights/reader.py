@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Stream a model revision's tensors out of the store, straight into tensor memory.
 
 For each tensor, every chunk its bytes overlap is read with a Retrieve Range (Client.retrieve_many

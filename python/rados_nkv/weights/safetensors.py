@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The safetensors file format, read and written here (the `safetensors` package is not needed).
 
 A file is:

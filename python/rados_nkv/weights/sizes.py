@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Byte sizes written as people write them: 4096, "4k", "64M", "1G", "64MiB"."""
 
 import re

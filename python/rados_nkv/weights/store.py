@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Upload, verify, list and remove model revisions (manifest.py says how they are laid out).
 
 Chunks move through memory from Client.alloc() (registered with the controller: no copy over shm),

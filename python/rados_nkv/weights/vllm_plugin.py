@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """vLLM plugin: registers the `rados_nkv` load format in every vLLM process.
 
 Declared in pyproject.toml as the `vllm.general_plugins` entry point

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Fixtures of the LMCache integration tests: the rados-nkv daemon of python/tests/conftest.py (mem
 backend; rados on the micro cluster named by NKV_CEPH_CONF; --nkv-backend picks), reached over
 NVMe/TCP and shared memory, and LMCache's classes: the stand-ins in standins/ (LMCache cannot be

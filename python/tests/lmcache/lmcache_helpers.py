@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Helpers of the LMCache integration tests (imported after conftest put the stand-ins first)."""
 
 import asyncio

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The block hash the LMCache connector gives each chunk's Store (rados_nkv.lmcache.connector): the
 key's chunk_hash, the number LMCache's own KV events name the chunk by, so that the gateway's llm-d
 events (BlockStored / BlockRemoved) name the chunk the same way. An int is masked to 64 bits as llm-d

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """RadosNkvConnector against a real rados-nkv daemon, driven as LMCache drives a remote storage
 plugin (the stand-ins of LMCache's classes: see standins/)."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """NativePlugin driven the way LMCache's multi-process L2 adapter (NativeConnectorL2Adapter) drives
 a native_plugin connector: submits from the caller's threads, and a demux thread that polls the
 eventfd, drains completions and routes them by future id."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Fixtures of the rados_nkv.weights tests, on top of python/tests/conftest.py (the package's):
 `daemon` (a real rados-nkv per backend: mem, and rados on the micro cluster; --nkv-backend),
 `transport` (tcp, shm) and `client` come from there. Here: the CLI's target options and model

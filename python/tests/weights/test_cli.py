@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """nkv-weights as a user runs it: exit codes, messages, progress bar only on a terminal."""
 
 import os

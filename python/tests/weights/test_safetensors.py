@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The safetensors reader/writer and the manifest parser (no daemon needed)."""
 
 import json

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Upload, verify and load against a real rados-nkv (mem or rados backend) over NVMe/TCP and shm."""
 
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The vLLM loader and plugin, against the stand-ins of vLLM's loader interface (standins/)."""
 
 import json

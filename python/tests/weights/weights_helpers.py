@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Test helpers: a small model in safetensors, a module with vLLM's load_weights() contract, and
 the CLI run as a user runs it."""
 

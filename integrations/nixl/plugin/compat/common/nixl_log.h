@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * common/nixl_log.h - the plugin's own version of NIXL's logging header (utils/common/nixl_log.h).
  *

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Test stand-ins for the few LMCache classes rados_nkv.lmcache touches.
 
 LMCache cannot be installed on the test machines (it needs torch >= 2.1 and PyPI), so these

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Mirrors lmcache/logging.py's init_logger() (a named stdlib logger)."""
 
 import logging as _logging

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Mirrors CacheEngineKey of lmcache/utils.py at 0353be82: the fields, the dtype names and
 to_string() = "model@world_size@worker_id@chunk_hash_hex@dtype[@tag%value...]"."""
 

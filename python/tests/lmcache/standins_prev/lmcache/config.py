@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Mirrors LMCacheEngineMetadata (lmcache/config.py; the fields RemoteConnector.init_chunk_meta()
 of base_connector.py at 01712fbd reads: kv_shape, kv_dtype, use_mla)."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Mirrors the LMCacheEngineConfig fields the remote-connector path reads (lmcache/v1/config.py):
 chunk_size, remote_url, remote_storage_plugins, remote_serde, extra_config, use_layerwise,
 local_cpu, get_extra_config_value()."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Mirrors the part of lmcache/v1/kv_layer_groups.py that LMCacheMetadata.get_shapes()/get_dtypes()
 /get_num_groups() read: a group's num_layers, hidden_dim_size and dtype, and the manager's
 kv_layer_groups and num_groups. Written for the tests (the real group info has more fields)."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Mirrors lmcache/v1/memory_management.py (MemoryFormat values of 004446a0; the KV layer groups of
 LMCache PR #2220 as read 2026-12-03): MemoryFormat, MemoryObjMetadata with shapes/dtypes lists,
 MemoryObj's interface with get_shapes()/get_dtypes(), TensorMemoryObj (a flat uint8 slice of an

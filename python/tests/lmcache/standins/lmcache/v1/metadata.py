@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Mirrors LMCacheMetadata of lmcache/v1/metadata.py (read 2026-12-03): its fields, and the
 get_shapes() / get_dtypes() / get_num_groups() that RemoteConnector.__init__ reads: with KV layer
 groups one [kv, layers, tokens, hidden] shape per group (kv 1 with MLA, else 2), without them one

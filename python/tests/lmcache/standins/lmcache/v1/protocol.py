@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Mirrors RemoteMetadata of lmcache/v1/protocol.py after LMCache PR #2315, read 2026-12-03:
 native int32 = length, memory format, then dtype code and shape[0..3] per KV layer group
 (8 + 20 x groups bytes; init_remote_metadata_info(num_groups) sets the process-wide format that

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Mirrors the LMCacheEngineConfig fields the remote-connector path read between LMCache PR #2225
 and PR #2314 (lmcache/v1/config.py): remote_url, remote_connector_plugins, extra_config,
 use_layerwise."""

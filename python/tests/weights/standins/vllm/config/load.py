@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Stand-in for vllm/config/load.py (vllm-project/vllm 030eb6656cb22709afff2f689dc92c04939a5e07):
 LoadConfig, the weights-loading part of vLLM's configuration. Upstream it is a pydantic config
 class; here a dataclass with the same field names and defaults for the fields loaders read. The

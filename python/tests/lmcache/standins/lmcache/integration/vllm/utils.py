@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Mirrors get_size_bytes() of lmcache/integration/vllm/utils.py (LMCache PR #2220): the bytes of
 all (shape, dtype) pairs together."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Mirrors StorageBackendInterface.batched_contains of lmcache/v1/storage_backend/
 abstract_backend.py: the default counts keys from the first while contains() holds."""
 

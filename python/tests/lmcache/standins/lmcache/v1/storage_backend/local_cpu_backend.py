@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Mirrors LocalCPUBackend's surface that remote connectors use (lmcache/v1/storage_backend/
 local_cpu_backend.py, read 2026-12-03): LocalCPUBackend(config, metadata=None, dst_device=,
 lmcache_worker=, memory_allocator=) keeping .config and .metadata (where LMCache's own connectors

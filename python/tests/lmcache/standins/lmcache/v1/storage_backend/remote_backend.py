@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Mirrors the construction and lookup path of RemoteBackend in lmcache/v1/storage_backend/
 remote_backend.py (read 2026-12-03): RemoteBackend(config, metadata, loop, local_cpu_backend,
 dst_device=, plugin_name=) builds its connector with CreateConnector("plugin://<plugin_name>"

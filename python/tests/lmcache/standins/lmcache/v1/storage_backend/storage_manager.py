@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Mirrors StorageManager.batched_contains of lmcache/v1/storage_backend/storage_manager.py (read
 2026-12-03): each backend, in order, answers batched_contains(keys, pin) with its hit count by
 prefix; the manager records keys[:hit_chunks] as that backend's block and goes on with the rest.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Stand-in for vllm/model_executor/model_loader/__init__.py (vllm-project/vllm
 e9234694f494887ddbeafed08095a1dfa5745369): the load-format registry.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Stand-in for vllm/model_executor/model_loader/base_loader.py (vllm-project/vllm
 01f62d3ec2d08e2e2c818871f69099831dd02f44): the abstract base of every model loader.
 

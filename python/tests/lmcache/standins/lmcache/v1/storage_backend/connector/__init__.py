@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Mirrors the plugin path of lmcache/v1/storage_backend/connector/__init__.py as on LMCache's dev
 branch after PR #2666 (2026-04-07, DynamicConnectorAdapter), read 2026-12-03: ConnectorContext
 (url, loop, local_cpu_backend, config, metadata, plugin_name), ConnectorAdapter, and

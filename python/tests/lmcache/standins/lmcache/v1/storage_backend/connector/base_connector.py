@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Mirrors RemoteConnector of lmcache/v1/storage_backend/connector/base_connector.py as on LMCache's
 dev branch after PR #2314 (2025-12-28: __init__(config, metadata), meta_shapes/meta_dtypes lists,
 full_chunk_size_bytes, remote_metadata_bytes) and PR #2315 (multi-group RemoteMetadata), read

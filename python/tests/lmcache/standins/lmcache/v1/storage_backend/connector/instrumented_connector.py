@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Mirrors InstrumentedRemoteConnector of lmcache/v1/storage_backend/connector/
 instrumented_connector.py (read 2026-12-03), without its metrics: the wrapper LMCache's remote
 backend talks to. It forwards each method to the connector; put() drops the MemoryObj's reference

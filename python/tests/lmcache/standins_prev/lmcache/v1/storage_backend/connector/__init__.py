@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Mirrors lmcache/v1/storage_backend/connector/__init__.py between LMCache PR #2225 (2025-12-10:
 remote connector plugins) and PR #2314: ConnectorContext(url, loop, local_cpu_backend, config,
 metadata); ConnectorAdapter(schema); ConnectorManager loading the adapters of

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Mirrors RemoteConnector of lmcache/v1/storage_backend/connector/base_connector.py at 01712fbd:
 the abstract methods and the optional ones with their exact names and parameters (the interface
 test compares signatures against this file), the class attributes of the header-less mode, and
