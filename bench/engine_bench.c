@@ -37,12 +37,10 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 
+#include "daemon_spawn.h"
 #include "nkv/nkv.h"
 
 #define NQN "nqn.2026-12.io.rados-nkv:engine-bench"
@@ -55,6 +53,7 @@ enum { Q_QP, Q_RUN, Q_STREAM, Q_N }; /* QD 64 */
 static const char *const g_qd_path[Q_N] = {"qpair", "engine", "stream"};
 
 static unsigned g_bad; /* ops that failed or read a wrong value */
+unsigned h_pass, h_fail; /* the test harness's counters, which daemon_spawn.c links against */
 
 static uint64_t now_ns(void)
 {
@@ -131,32 +130,6 @@ static bool check(int rc, const uint8_t *buf, uint32_t size, uint32_t vs, uint32
 }
 
 /* ---- the daemon -------------------------------------------------------------------------------- */
-
-static unsigned free_port(void)
-{
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	unsigned p = 0;
-	if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-	    getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-		p = ntohs(a.sin_port);
-	if (fd >= 0)
-		close(fd);
-	return p;
-}
-
-static pid_t spawn(const char *const argv[])
-{
-	fflush(NULL);
-	pid_t pid = fork();
-	if (pid == 0) {
-		execv(argv[0], (char *const *)argv); /* execv never writes argv */
-		perror("engine_bench: execv");
-		_exit(127);
-	}
-	return pid;
-}
 
 /** Connect over @tr until the daemon listens (10 s). */
 static int connect_tr(const char *tr, const char *port, const char *sock, pid_t pid, struct nkv_ctrl **c)
@@ -482,13 +455,13 @@ int main(int argc, char **argv)
 	}
 	signal(SIGPIPE, SIG_IGN);
 	char port[16], listen[64], sock[108];
-	snprintf(port, sizeof(port), "%u", free_port());
+	snprintf(port, sizeof(port), "%u", daemon_free_port());
 	snprintf(listen, sizeof(listen), "127.0.0.1:%s", port);
 	snprintf(sock, sizeof(sock), "%s/engine_bench.%d.sock", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
 		 (int)getpid());
 	const char *argv_d[] = {daemon, "--backend", "mem", "--listen", listen, "--discovery", "none", "--subsys", NQN,
 				"--shm", sock, "--ns", "1", "--control", "none", "--log-level", "warn", NULL};
-	pid_t pid = spawn(argv_d);
+	pid_t pid = daemon_spawn(argv_d, NULL, NULL);
 	if (pid < 0) {
 		perror("engine_bench: fork");
 		return 1;
