@@ -149,31 +149,26 @@ if page:
         check(re.search(r"\*" + re.escape(k) + r"\*", page) is not None,
               "rados-nkv.8: JSON key %s (tools/rados-nkv/config.c) is not in CONFIGURATION" % k)
 
-# --- nkv(1) -------------------------------------------------------------------------------------
+# --- nkv(1) and nkv-ctl(8): every option, and every command with its own options ------------------
+def check_tool(name, prog, page, ctl, min_cmds):
+    tool = name.rsplit(".", 1)[0]
+    check_sections(name, page, BASE + ["COMMANDS", "OPTIONS"])
+    text = help_of([prog])
+    check_options(name, page, prog, text, tool)
+    cmds = commands_in(text, ctl)
+    check(len(cmds) >= min_cmds, "%s --help lists its commands (%s)" % (tool, cmds))
+    for c in cmds:
+        check(re.search(r"^\*" + re.escape(tool + " " + c) + r"\*", page, re.M) is not None,
+              "%s: command '%s' has no entry (*%s %s* ...)" % (name, c, tool, c))
+        check_options(name, page, prog, help_of([prog] + c.split()), tool + " " + c)
+
+
 page = page_text("nkv.1")
 if page:
-    check_sections("nkv.1", page, BASE + ["COMMANDS", "OPTIONS"])
-    text = help_of([NKV])
-    check_options("nkv.1", page, NKV, text, "nkv")
-    cmds = commands_in(text, False)
-    check(len(cmds) >= 10, "nkv --help lists its commands (%s)" % cmds)
-    for c in cmds:
-        check(re.search(r"^\*nkv " + re.escape(c) + r"\*", page, re.M) is not None,
-              "nkv.1: command '%s' has no entry (*nkv %s* ...)" % (c, c))
-        check_options("nkv.1", page, NKV, help_of([NKV, c]), "nkv " + c)
-
-# --- nkv-ctl(8) ---------------------------------------------------------------------------------
+    check_tool("nkv.1", NKV, page, False, 10)
 page = page_text("nkv-ctl.8")
 if page and CTL:
-    check_sections("nkv-ctl.8", page, BASE + ["COMMANDS", "OPTIONS"])
-    text = help_of([CTL])
-    check_options("nkv-ctl.8", page, CTL, text, "nkv-ctl")
-    cmds = commands_in(text, True)
-    check(len(cmds) >= 15, "nkv-ctl --help lists its commands (%s)" % cmds)
-    for c in cmds:
-        check(re.search(r"^\*nkv-ctl " + re.escape(c) + r"\*", page, re.M) is not None,
-              "nkv-ctl.8: command '%s' has no entry (*nkv-ctl %s* ...)" % (c, c))
-        check_options("nkv-ctl.8", page, CTL, help_of([CTL] + c.split()), "nkv-ctl " + c)
+    check_tool("nkv-ctl.8", CTL, page, True, 15)
 
 print("man_pages: %d passed, %d failed" % (passes, fails))
 sys.exit(1 if fails else 0)
