@@ -24,6 +24,10 @@
 #define POLL_SLEEP_NS 10000L /* then 10 us naps: the controller's own idle poll is 50 us */
 #define IRQ_SPIN_NS 20000    /* with interrupts: busy polls for this long before arming and sleeping
 			      * (a fast backend answers within it; sleeping costs a wake-up, ~5-10 us) */
+#define SPIN_SKIP_NS 80000    /* waits that took longer than this on average (a RADOS op, ~100s of us):
+			      * arm at once, without the spin; the TCP driver never spins either */
+#define SPIN_PROBE 64         /* every this many waits spin anyway, so that a backend that became
+			      * fast is noticed (a sleep's own wake-up also counts in the average) */
 #define IRQ_WAIT_MS 100      /* longest sleep on the interrupt: CSTS.CFS is also checked then */
 #define ALIVE_CHECK_MS 5     /* how often a waiting poll checks the socket and CSTS */
 
@@ -515,6 +519,15 @@ static void irq_wait(struct nkv_qpair *qp, int ms)
 	nkv_shm_qp_disarm(qp);
 }
 
+/* How long the last waits for a completion took (moving average, 1/8 weight): the spin before sleeping
+ * pays only where the backend answers within it (mem: a few us); a RADOS op takes hundreds, and a
+ * spin for each is CPU taken from the OSD and the gateway on a machine they share. */
+static void wait_note(struct nkv_shm_qp *s, uint64_t ns)
+{
+	int64_t d = (int64_t)(ns < 10000000u ? ns : 10000000u) - (int64_t)s->wait_avg_ns;
+	s->wait_avg_ns = (uint32_t)((int64_t)s->wait_avg_ns + d / 8);
+}
+
 static int shm_poll(struct nkv_qpair *qp, int timeout_ms)
 {
 	struct nkv_shm_qp *s = qp->shm;
@@ -523,7 +536,7 @@ static int shm_poll(struct nkv_qpair *qp, int timeout_ms)
 	uint64_t start = qp->ncompleted;
 	int64_t deadline = timeout_ms > 0 ? nkv_client_now_ms() + timeout_ms : 0;
 	unsigned spins = 0;
-	uint64_t spin_end = 0;
+	uint64_t spin_end = 0, wait_start = 0;
 	for (;;) {
 		shm_flush(qp);
 		int rc = reap(qp);
@@ -533,8 +546,13 @@ static int shm_poll(struct nkv_qpair *qp, int timeout_ms)
 			shm_fail(qp, rc);
 			return rc;
 		}
-		if (qp->ncompleted != start || timeout_ms == 0 || qp->outstanding == 0)
+		if (qp->ncompleted != start || timeout_ms == 0 || qp->outstanding == 0) {
+			if (wait_start && qp->ncompleted != start)
+				wait_note(s, nkv_now_ns() - wait_start);
 			return (int)(qp->ncompleted - start);
+		}
+		if (!wait_start)
+			wait_start = nkv_now_ns();
 		int64_t now = nkv_client_now_ms();
 		if (timeout_ms > 0 && now >= deadline)
 			return 0;
@@ -546,9 +564,13 @@ static int shm_poll(struct nkv_qpair *qp, int timeout_ms)
 				return rc;
 			}
 		}
-		if (s->irq_fd >= 0 && (spin_end == 0 || nkv_now_ns() < spin_end)) {
-			if (spin_end == 0)
-				spin_end = nkv_now_ns() + IRQ_SPIN_NS;
+		if (s->irq_fd >= 0 && spin_end == 0) {
+			s->waits++;
+			bool spin = s->wait_avg_ns < SPIN_SKIP_NS || s->waits % SPIN_PROBE == 0;
+			s->spun += spin;
+			spin_end = wait_start + (spin ? IRQ_SPIN_NS : 0);
+		}
+		if (s->irq_fd >= 0 && nkv_now_ns() < spin_end) {
 			nkv_cpu_relax(); /* the controller writes this CQ's lines: do not pull them every cycle */
 		} else if (s->irq_fd < 0 && spins < POLL_SPINS) {
 			spins++;
