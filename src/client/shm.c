@@ -524,7 +524,8 @@ static void irq_wait(struct nkv_qpair *qp, int ms)
  * spin for each is CPU taken from the OSD and the gateway on a machine they share. */
 static void wait_note(struct nkv_shm_qp *s, uint64_t ns)
 {
-	int64_t d = (int64_t)(ns < 10000000u ? ns : 10000000u) - (int64_t)s->wait_avg_ns;
+	/* capped: one wait stretched by a preemption (ms) must not stop a fast queue pair's spin for long */
+	int64_t d = (int64_t)(ns < 4 * SPIN_SKIP_NS ? ns : 4 * SPIN_SKIP_NS) - (int64_t)s->wait_avg_ns;
 	s->wait_avg_ns = (uint32_t)((int64_t)s->wait_avg_ns + d / 8);
 }
 
