@@ -16,6 +16,9 @@
 # CPU: every point also records the CPU seconds of the gateway serving it (the rados-nkv daemon, radosgw,
 # redis-server; none for raw librados) and of the OSD, per phase (the harness's watch=) and over the whole
 # point (/proc/PID/stat before and after), next to the client's own; the page's "CPU per operation" tables.
+# Copies: each rados-nkv runs with --metrics, and its copy counters (rados_nkv_copied_bytes_total and
+# rados_nkv_data_bytes_total) are read before and after every point: the page's "Copies and gateway CPU
+# per MiB" table (bytes copied per byte served, gateway CPU per MiB moved) and the .jsonl's "copies".
 #
 #   bench/compare.sh [--sizes "4K 256K 4M 32M"] [--qds "1 16 64"] [--systems "rados tcp shm rgw mem redis"]
 #                    [--bytes 512M] [--time 2] [--out DIR] [--name NAME] [--smoke] [--no-build] [--keep]
@@ -32,7 +35,8 @@
 #
 #   --smoke   CI: tiny sizes, QD 1 and 16, rados + tcp (+ shm), ~20 s; checks that every point ran and
 #             verified its data (exit 1 if not); writes nothing into bench/results.
-# A full run first runs scripts/deps.sh and scripts/bench-deps.sh (idempotent apt installs). Environment: NKV_BENCH_CEPH_DIR (/tmp/nkv-ceph-bench), BUILD (build/bench).
+# A full run first runs scripts/deps.sh and scripts/bench-deps.sh (idempotent apt installs). Environment: NKV_BENCH_CEPH_DIR (/tmp/nkv-ceph-bench), BUILD (build/bench),
+# NKV_BENCH_RADOS_NS (bench: the RADOS namespace of every system's objects).
 set -euo pipefail
 SELF=$(realpath "$0")   # before the cd: --help works from any directory, with any relative path
 cd "$(dirname "$SELF")/.."
@@ -94,6 +98,8 @@ NKV=$BUILD/nkv; DAEMON=$BUILD/rados-nkv; RB=$BUILD/bench/rados_bench; SB=$BUILD/
 # ---- services ----------------------------------------------------------------------------------------
 PIDS=()
 declare -A GW_PID=()   # system -> the pid of the gateway process serving it (CPU per operation)
+declare -A GW_MET=()   # system -> its rados-nkv's metrics port (the copy counters), and the transport
+declare -A GW_XPORT=([tcp]=tcp [shm]=shm [shmpoll]=shm [mem]=tcp)
 cleanup() {
 	local p
 	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
@@ -125,12 +131,12 @@ want() { [[ " $SYSTEMS " == *" $1 "* ]]; }
 bash scripts/ceph-dev.sh start --dir "$CDIR" $([ "$STORE" = bluestore ] && echo --durable) >&2
 eval "$(bash scripts/ceph-dev.sh env --dir "$CDIR")"
 CONF=$NKV_CEPH_CONF; KEYRING=$NKV_CEPH_KEYRING; POOL=$NKV_CEPH_POOL
-RNS=bench   # RADOS namespace for librados and rados-nkv
+RNS=${NKV_BENCH_RADOS_NS:-bench}   # RADOS namespace for librados and rados-nkv
 NQN=nqn.2026-11.io.rados-nkv:bench
 
 if want rados && [ ! -x "$RB" ]; then note "rados: bench/rados_bench not built (librados-dev missing): skipped"; SYSTEMS=${SYSTEMS/rados/}; fi
 if want tcp || want shm || want shmpoll; then
-	P_TCP=$(free_port); SHM_SOCK=$RUN/nkv.sock
+	P_TCP=$(free_port); SHM_SOCK=$RUN/nkv.sock; P_MET=$(free_port)
 	shm_args=()
 	if want shm || want shmpoll; then
 		# the help texts are read whole first: piped into grep -q, a help longer than one pipe write gets
@@ -144,16 +150,19 @@ if want tcp || want shm || want shmpoll; then
 		fi
 	fi
 	"$DAEMON" --backend rados --ceph-conf "$CONF" --keyring "$KEYRING" -l "127.0.0.1:$P_TCP" -d none \
-		-s "$NQN" -p "$POOL" --ns "1:$RNS:64M" "${shm_args[@]}" --log-level warn 2>"$RUN/rados-nkv.log" &
+		-s "$NQN" -p "$POOL" --ns "1:$RNS:64M" "${shm_args[@]}" --metrics "127.0.0.1:$P_MET" --log-level warn \
+		2>"$RUN/rados-nkv.log" &
 	PIDS+=($!); GW_PID[tcp]=$!; GW_PID[shm]=$!; GW_PID[shmpoll]=$!   # one daemon serves every transport
+	GW_MET[tcp]=$P_MET; GW_MET[shm]=$P_MET; GW_MET[shmpoll]=$P_MET
 	wait_tcp "$P_TCP" 30 || { cat "$RUN/rados-nkv.log"; exit 1; }
 fi
 if want mem || want redis; then
 	P_MEM=$(free_port)
 	if want mem; then
+		P_MET_MEM=$(free_port)
 		"$DAEMON" --backend mem -l "127.0.0.1:$P_MEM" -d none -s "$NQN" --ns 1::64M --log-level warn \
-			2>"$RUN/rados-nkv-mem.log" &
-		PIDS+=($!); GW_PID[mem]=$!
+			--metrics "127.0.0.1:$P_MET_MEM" 2>"$RUN/rados-nkv-mem.log" &
+		PIDS+=($!); GW_PID[mem]=$!; GW_MET[mem]=$P_MET_MEM
 		wait_tcp "$P_MEM" 30 || { cat "$RUN/rados-nkv-mem.log"; exit 1; }
 	fi
 	if want redis; then
@@ -209,6 +218,21 @@ cpu_ticks() { # PID: its utime + stime (every thread) in clock ticks, or nothing
 	echo $((f[11] + f[12]))   # fields 14 (utime) and 15 (stime)
 }
 
+# The copy counters of a rados-nkv (its --metrics port) as one JSON object {"tcp": {"h2c": [data, copied],
+# "c2h": [...]}, "shm": ...}; nothing when there is no port or no answer (an older daemon without them).
+copy_counters() { # port
+	[ -n "$1" ] || return 0
+	python3 - "$1" <<'EOF' 2>/dev/null || true
+import json, re, sys, urllib.request
+body = urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[1], timeout=10).read().decode()
+c = {}
+for kind, tr, d, v in re.findall(r'^rados_nkv_(data|copied)_bytes_total\{transport="(\w+)",dir="(\w+)"\} (\d+)', body, re.M):
+    c.setdefault(tr, {}).setdefault(d, [0, 0])[kind == "copied"] = int(v)
+if c:
+    print(json.dumps(c))
+EOF
+}
+
 # ---- the points --------------------------------------------------------------------------------------
 bytes_of() { python3 -c "import sys; s=sys.argv[1].upper(); m={'K':1<<10,'M':1<<20,'G':1<<30}; print(int(s[:-1])*m[s[-1]] if s[-1] in m else int(s))" "$1"; }
 TOTAL=$(bytes_of "$BYTES")
@@ -225,7 +249,8 @@ run_point() { # system size qd rep
 	out=$RUN/point.json
 	: >"$out"
 	# and over the whole point (connect, the three phases, exit): a cross-check of the phases' sum
-	local g0 o0 g1 o1
+	local g0 o0 g1 o1 k0 k1
+	k0=$(copy_counters "${GW_MET[$sys]:-}")
 	g0=$(cpu_ticks "$gw"); o0=$(cpu_ticks "$OSD_PID")
 	local T="timeout -k 5 $((TIME * 3 + 120))"
 	case "$sys" in
@@ -239,14 +264,16 @@ run_point() { # system size qd rep
 	redis) $T "$DB" -p "$P_REDIS" -o json "${args[@]}" >"$out" 2>"$RUN/err" || rc=$? ;;
 	esac
 	g1=$(cpu_ticks "$gw"); o1=$(cpu_ticks "$OSD_PID")
+	k1=$(copy_counters "${GW_MET[$sys]:-}")
 	if [ "$rc" != 0 ] || ! grep -q '"ok":true' "$out"; then
 		FAILS=$((FAILS + 1))
 		log "FAILED: $sys size=$size qd=$qd${REP_TAG:+ rep $rep} (exit $rc)"; tail -20 "$RUN/err" >&2 || true
 		for f in "$RUN"/*.log; do [ -f "$f" ] && { echo "==> $f <==" >&2; tail -20 "$f" >&2; }; done
 	fi
-	python3 - "$sys" "$size" "$qd" "$rc" "$out" "$rep" "$CLK_TCK" "$gw" "$g0" "$g1" "$OSD_PID" "$o0" "$o1" >>"$JSONL" <<'EOF'
+	python3 - "$sys" "$size" "$qd" "$rc" "$out" "$rep" "$CLK_TCK" "$gw" "$g0" "$g1" "$OSD_PID" "$o0" "$o1" \
+		"${GW_XPORT[$sys]:-}" "$k0" "$k1" >>"$JSONL" <<'EOF'
 import json, sys
-sysname, size, qd, rc, path, repno, hz, gw, g0, g1, osd, o0, o1 = sys.argv[1:]
+sysname, size, qd, rc, path, repno, hz, gw, g0, g1, osd, o0, o1, xport, k0, k1 = sys.argv[1:]
 try:
     rep = json.load(open(path))
 except Exception as e:
@@ -257,6 +284,15 @@ rep.update({"system": sysname, "size_arg": size, "qd_arg": int(qd), "exit": int(
 for key, pid, a, b in (("gw", gw, g0, g1), ("osd", osd, o0, o1)):
     rep[key + "_pid"] = int(pid) if pid else None
     rep[key + "_cpu_s"] = (int(b) - int(a)) / int(hz) if a and b else None
+# the gateway's copy counters over the point, for its transport: h2c moves in the store phase, c2h in the
+# retrieve phase (the delete phase moves no data); null without a rados-nkv that has them
+rep["copies"] = None
+if xport and k0 and k1:
+    a, b = json.loads(k0).get(xport, {}), json.loads(k1).get(xport, {})
+    rep["copies"] = {"transport": xport}
+    for d in ("h2c", "c2h"):
+        x, y = a.get(d, [0, 0]), b.get(d, [0, 0])
+        rep["copies"][d] = {"data": y[0] - x[0], "copied": y[1] - x[1]}
 print(json.dumps(rep))
 EOF
 	# one line of progress for people
@@ -324,6 +360,15 @@ for line in open(sys.argv[1]):
                 {k: v for k, v in ph.items() if k.startswith("cpu") or k == "watch"}))
         ok = ok and cpu_ok
     ok = ok and all(r.get(k + "_cpu_s") is not None for k in want)
+    # rados-nkv's points carry its copy counters over the point: data both ways, and copies
+    if r["system"] != "rados":
+        cp = r.get("copies") or {}
+        cp_ok = all((cp.get(d) or {}).get("data", 0) > 0 and 0 <= cp[d]["copied"] <= 3 * cp[d]["data"]
+                    for d in ("h2c", "c2h"))
+        if not cp_ok:
+            print("FAIL %s %s qd %s: no copy counters over the point: %s" % (
+                r["system"], r["size_arg"], r["qd_arg"], r.get("copies")))
+        ok = ok and cp_ok
     if not ok:
         bad += 1
     print("%s %-5s %-4s qd %-2s verified %s%s" % ("ok  " if ok else "FAIL", r["system"], r["size_arg"], r["qd_arg"],

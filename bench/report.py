@@ -13,7 +13,12 @@ cannot tell the two apart at that point.
 
 "CPU per operation": per phase (store, retrieve), the client's CPU time per operation (the harness's
 getrusage), the gateway's and the OSD's (the harness's watch=: /proc/PID/stat around the phase), their
-total and its ratio to raw librados' total, with the same medians and per-rep ratios."""
+total and its ratio to raw librados' total, with the same medians and per-rep ratios.
+
+"Copies and gateway CPU per MiB": for rados-nkv's systems, the bytes its gateway copied per byte it
+served (the daemon's rados_nkv_copied_bytes_total over rados_nkv_data_bytes_total, read before and after
+each point: h2c for the store phase, c2h for the retrieve phase) and the gateway's CPU per MiB moved
+(its CPU per op of the phase / the value size), medians over the reps with their min-max."""
 import json
 import os
 import statistics
@@ -275,6 +280,67 @@ if any(cpu(r, p["system"]) for p in pts for r in p.get("results") or []):
             L.append(FOOT.replace(" (in the mem / Redis column: mem from Redis)", ""))
             L.append("")
 
+# ---- copies per byte and gateway CPU per MiB -------------------------------------------------------------
+COPY_DIR = {"write": "h2c", "read": "c2h"}  # the store phase moves data to the gateway, retrieve back
+
+
+def copies_per_byte(sysname, size, qd, phase, rep):
+    """One rep's bytes copied per byte served by the gateway in a phase, or None (no counters, no data)."""
+    p = idx.get((sysname, size, qd, rep))
+    c = ((p or {}).get("copies") or {}).get(COPY_DIR[phase])
+    return c["copied"] / c["data"] if c and c.get("data") else None
+
+
+def gw_us_per_mib(sysname, size, qd, phase, rep):
+    c = cpu(res(sysname, size, qd, phase, rep), sysname)
+    return c["gw"] / (size_bytes(size) / float(1 << 20)) if c and c["gw"] is not None else None
+
+
+class Spread:
+    """Median and min-max over the reps of one figure (not a ratio: never flagged)."""
+
+    def __init__(self, vals):
+        self.n, self.med, self.lo, self.hi = len(vals), statistics.median(vals), min(vals), max(vals)
+
+    def text(self, f):
+        if not MULTI:
+            return f % self.med
+        return (f + " (" + f + "-" + f + ")") % (self.med, self.lo, self.hi)
+
+    def json(self):
+        return {"median": self.med, "min": self.lo, "max": self.hi, "n": self.n}
+
+
+def spread(fn, sysname, size, qd, phase):
+    vs = [v for v in (fn(sysname, size, qd, phase, k) for k in REPS) if v is not None]
+    return Spread(vs) if vs else None
+
+
+COPY_SYS = [s for s in ORDER if s in ("tcp", "shm", "shmpoll", "mem")]
+if any(spread(copies_per_byte, s, size, qd, ph) for s in COPY_SYS for size in sizes for qd in qds
+       for ph in COPY_DIR):
+    L.append("## Copies and gateway CPU per MiB")
+    L.append("")
+    L.append("Bytes the rados-nkv gateway copied from one buffer into another per byte it served "
+             "(`rados_nkv_copied_bytes_total` / `rados_nkv_data_bytes_total` of the system's transport, "
+             "read before and after each point: docs/operations.md, \"Metrics\", says which copies count; "
+             "the kernel's socket copies do not), and the gateway's CPU per MiB moved (its CPU per operation "
+             "above / the value size), in us%s." % (": median (min-max) over the reps" if MULTI else ""))
+    L.append("")
+    L.append("| size | QD | system | Store: copies per byte | Store: gateway us per MiB | Retrieve: copies per byte "
+             "| Retrieve: gateway us per MiB |")
+    L.append("|---|---|---|---|---|---|---|")
+    for size in sizes:
+        for qd in qds:
+            for s in COPY_SYS:
+                cells = []
+                for ph in ("write", "read"):
+                    c, g = spread(copies_per_byte, s, size, qd, ph), spread(gw_us_per_mib, s, size, qd, ph)
+                    cells += [c.text("%.2f") if c else "-", g.text("%.0f") if g else "-"]
+                if any(x != "-" for x in cells):
+                    L.append("| %s | %d | %s | %s |" % (size, qd, NAMES[s], " | ".join(cells)))
+    L.append("")
+
 # ---- the issue's targets -------------------------------------------------------------------------------
 T = []
 
@@ -411,4 +477,8 @@ with open(prefix + "-summary.jsonl", "w") as f:
                         if r:
                             row["cpu_ratio"] = {"median": r.med, "min": r.lo, "max": r.hi, "n": r.n,
                                                 "flagged": r.flagged()}
+                    for key, fn in (("copies_per_byte", copies_per_byte), ("gw_cpu_us_per_mib", gw_us_per_mib)):
+                        sp = spread(fn, s, size, qd, phase) if s in COPY_SYS else None
+                        if sp:
+                            row[key] = sp.json()
                     f.write(json.dumps(row) + "\n")

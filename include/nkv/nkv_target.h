@@ -457,6 +457,22 @@ struct nkv_transport_metrics {
  */
 int nkv_target_transport_metrics(struct nkv_target *tgt, struct nkv_transport_metrics *out, unsigned max);
 
+/** Data moved and copied by one transport's I/O commands (nkv_target_copy_metrics), in bytes. */
+struct nkv_copy_metrics {
+	char transport[8];     /* "tcp", "shm", "loop" */
+	uint64_t data[2];      /* [0] host to gateway (Store), [1] gateway to host (Retrieve): data of
+				* the commands that succeeded */
+	uint64_t copied[2];    /* bytes copied from buffer to buffer in the gateway's memory on the way,
+				* by the gateway or by librados' C API (docs/operations.md, "Metrics") */
+};
+
+/**
+ * The copy counters of every transport (tcp, shm, loop, whether running or not) into @out (up to
+ * @max). Counters since the target was created; each read exactly, not all at one instant.
+ * @return how many there are (may exceed @max).
+ */
+int nkv_target_copy_metrics(struct nkv_target *tgt, struct nkv_copy_metrics *out, unsigned max);
+
 /**
  * DH-HMAC-CHAP settings of one allowed host (NVMe in-band authentication, docs/nvme-kv-wire.md C.12).
  * Secrets are in the representation `nvme gen-dhchap-key` prints, "DHHC-1:hh:<base64>:".

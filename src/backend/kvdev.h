@@ -117,6 +117,10 @@ struct nkv_kvio {
 	int rc;              /* 0 or -errno */
 	uint64_t value_size; /* Retrieve: full size of the value */
 	uint32_t xfer;       /* bytes written into buf (Retrieve, List) */
+	/* bytes of the value the backend copied from buf (Store) or into it (Retrieve), itself or by a
+	 * library on its behalf (librados' C API), every try counted: the copy counters. Zeroed by the
+	 * core at parse; the backend adds, from its completion threads one at a time. */
+	uint64_t copied_in, copied_out;
 	/* completion */
 	struct nkv_msgq *msgq;             /* thread to complete on */
 	void (*done)(struct nkv_kvio *io); /* runs once, on msgq's consumer thread (or lent: msgq.h) */

@@ -237,6 +237,7 @@ static int do_store(struct nkv_kvns *h, struct nkv_kvio *io)
 		slab = io->len <= MEM_SLAB_MAX;
 		if (io->len)
 			memcpy(copy, io->buf, io->len);
+		io->copied_in += io->len;
 	}
 	struct mem_val nv = {copy, io->len, slab, io->cache, io->meta, 0};
 	pthread_mutex_lock(&t->lock);
@@ -302,6 +303,7 @@ static int do_io(struct nkv_kvns *h, struct nkv_kvio *io)
 		io->xfer = nkv_range_xfer(t->vals[i].len, io->offset, io->len); /* offset 0: Retrieve */
 		if (io->xfer) /* an offset at or past the end moves nothing, and still succeeds */
 			memcpy(io->buf, t->vals[i].data + io->offset, io->xfer);
+		io->copied_out += io->xfer;
 		break;
 	case NKV_IO_DELETE:
 		if (!found) {

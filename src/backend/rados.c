@@ -528,6 +528,8 @@ static void exec_output(struct nkv_kvio *io, int rc)
 		io->xfer = (uint32_t)(io->be_out_len < io->out_len ? io->be_out_len : io->out_len);
 		if (io->xfer)
 			memcpy(io->out, io->be_out, io->xfer);
+		/* the C API copied the method's output into be_out, then this into the host's buffer */
+		io->copied_out += io->be_out_len + io->xfer;
 	}
 	if (io->be_out)
 		rados_buffer_free(io->be_out);
@@ -658,6 +660,9 @@ static void io_finish(struct nkv_kvio *io)
 		rados_release_write_op(io->be_op);
 	} else {
 		rados_release_read_op(io->be_op);
+		/* The C API copies the reply's bufferlist into buf: be_read bytes (0 when nothing was read). */
+		if (io->op == NKV_IO_RETRIEVE)
+			io->copied_out += io->be_read;
 		if (rc >= 0 && io->op == NKV_IO_RETRIEVE) {
 			io->value_size = io->be_size;
 			io->xfer = (uint32_t)io->be_read;
@@ -772,8 +777,10 @@ static int build_exec(struct nkv_kvio *io)
 			return -ENOMEM;
 		memcpy(joined, io->in1, io->in1_len);
 		memcpy(joined + io->in1_len, io->in2, io->in2_len);
+		io->copied_in += in_len;
 		in = joined;
 	}
+	io->copied_in += in_len; /* the C API appends the input to a bufferlist of its own */
 	io->be_out = NULL;
 	io->be_out_len = 0;
 	io->be_rval[0] = 0;
@@ -830,6 +837,7 @@ static int build_op(struct nkv_kvio *io)
 			if ((io->flags & NKV_IO_MUST_EXIST) && io->be_stage == ST_PLAIN)
 				rados_write_op_assert_exists(op);
 			rados_write_op_write_full(op, io->len ? io->buf : "", io->len); /* 0 B: an empty object */
+			io->copied_in += io->len; /* the C API appends the value to a bufferlist of its own */
 			if (io->cache) /* the record goes with the value, in the same op */
 				rados_write_op_setxattr(op, XATTR_META, (const char *)io->be_m, io->be_m_len);
 		}

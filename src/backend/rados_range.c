@@ -175,6 +175,7 @@ static void range_done(rados_completion_t c, void *arg)
 	r->landed = true;
 	r->ver = ver;
 	s->inflight--;
+	io->copied_out += r->got; /* the C API copied the part's reply into buf (0 bytes if none) */
 	if (rc < 0) {
 		if (!s->rc)
 			s->rc = rc;

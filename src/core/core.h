@@ -40,6 +40,23 @@ struct nkv_port {
 	char trsvcid[32];
 };
 
+/** The transports and directions the copy counters are kept for (nkv_copy_count). */
+enum nkv_xport { NKV_XPORT_TCP, NKV_XPORT_SHM, NKV_XPORT_LOOP, NKV_XPORT_COUNT };
+enum nkv_xdir { NKV_XDIR_H2C, NKV_XDIR_C2H, NKV_XDIR_COUNT }; /* host to gateway (Store), back (Retrieve) */
+
+/**
+ * What the gateway does with the data of I/O-queue commands, per transport and direction (the
+ * metrics' rados_nkv_data_bytes_total and rados_nkv_copied_bytes_total): @data, the bytes that
+ * successful commands moved between the host and the gateway; @copied, the bytes copied from one
+ * buffer into another in the gateway's memory on the way, by the gateway or by librados' C API on
+ * its behalf (docs/operations.md, "Metrics", says which copies). Relaxed atomics: a few adds per
+ * command; a reader gets each counter exactly, not a snapshot of all at one instant.
+ */
+struct nkv_copy_stats {
+	atomic_uint_fast64_t data[NKV_XPORT_COUNT][NKV_XDIR_COUNT];
+	atomic_uint_fast64_t copied[NKV_XPORT_COUNT][NKV_XDIR_COUNT];
+};
+
 struct nkv_target {
 	const struct nkv_kvdev_ops *be;
 	struct nkv_kvdev *dev;
@@ -68,6 +85,7 @@ struct nkv_target {
 	nkv_cache_event_cb cache_cb;   /* evictions and expiries reported to it */
 	void *cache_cb_arg;
 	struct nkv_transport_reg *transports; /* running transports' gauges (lock) */
+	struct nkv_copy_stats copies;  /* data moved and copied per transport (nkv_copy_count) */
 };
 
 /** One allowlisted vendor opcode, as the core keeps it (see struct nkv_exec_rule). */
@@ -195,6 +213,7 @@ struct nkv_ctrlr {
 	char hostnqn[NKV_NQN_MAX];
 	uint8_t hostid[16];
 	struct nkv_ctrlr_opts opts;
+	enum nkv_xport xport;     /* opts.trname as an index into the copy counters */
 	const struct nkv_dhchap_host *dhchap; /* set: every queue must authenticate (auth.c); a reference */
 	atomic_bool auth_ok;      /* the admin queue authenticated: I/O queues may connect */
 	/* properties */
@@ -292,6 +311,16 @@ void nkv_req_complete(struct nkv_req *req, nkv_status st);
  * for memory and will parse it again): release what parse took (the namespace). Idempotent.
  */
 void nkv_req_drop(struct nkv_req *req);
+
+/** Count @n bytes of command data copied in the gateway's memory (any thread; relaxed). */
+static inline void nkv_copy_count(struct nkv_target *t, enum nkv_xport x, enum nkv_xdir d, uint64_t n)
+{
+	if (n)
+		atomic_fetch_add_explicit(&t->copies.copied[x][d], n, memory_order_relaxed);
+}
+
+/** The name of transport @x in the metrics' labels ("tcp", "shm", "loop"). */
+const char *nkv_xport_name(enum nkv_xport x);
 
 /** Copy controller data to the host buffer (up to req->length); records req->xfer. */
 void nkv_req_copy_out(struct nkv_req *req, const void *src, uint32_t len);

@@ -75,6 +75,10 @@ int nkv_ctrlr_create(struct nkv_subsys *ss, const char *hostnqn, const uint8_t h
 	if (hostid)
 		memcpy(c->hostid, hostid, 16);
 	c->opts = *opts;
+	c->xport = NKV_XPORT_LOOP;
+	for (int x = 0; x < NKV_XPORT_COUNT; x++)
+		if (opts->trname && strcmp(opts->trname, nkv_xport_name((enum nkv_xport)x)) == 0)
+			c->xport = (enum nkv_xport)x;
 	c->cap = (uint64_t)opts->mqes | NKV_CAP_CQR | (20ull << NKV_CAP_TO_SHIFT) | NKV_CAP_CSS_NVM |
 		 NKV_CAP_CSS_IOCS;
 	c->vs = NKV_VS_2_0;

@@ -146,6 +146,8 @@ nkv_status nkv_kv_parse(struct nkv_req *req)
 	uint32_t size = nkv_get32(&cmd->cdw10);
 	unsigned klen = nkv_sqe_klen(cmd), opts = nkv_sqe_kv_opts(cmd);
 
+	io->copied_in = io->copied_out = 0; /* before any return: completion counts them (request.c) */
+
 	if (!op->has_key && cmd->opc != NKV_KV_FLUSH && !is_exec_opc(cmd->opc))
 		return ST(GENERIC, INVALID_OPCODE);
 	/* Held until nkv_req_complete (or nkv_req_drop): a live removal waits for it. */

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* request.c - request lifecycle: parse, then execute, then one completion exit. */
+#include <stdio.h>
 #include <string.h>
 
 #include "common/log.h"
@@ -70,9 +71,53 @@ void nkv_req_drop(struct nkv_req *req)
 	}
 }
 
+static const char *const g_xport_names[NKV_XPORT_COUNT] = {"tcp", "shm", "loop"};
+
+const char *nkv_xport_name(enum nkv_xport x)
+{
+	return (unsigned)x < NKV_XPORT_COUNT ? g_xport_names[x] : "loop";
+}
+
+int nkv_target_copy_metrics(struct nkv_target *t, struct nkv_copy_metrics *out, unsigned max)
+{
+	for (unsigned x = 0; x < NKV_XPORT_COUNT && x < max; x++) {
+		snprintf(out[x].transport, sizeof(out[x].transport), "%s", g_xport_names[x]);
+		for (int d = 0; d < NKV_XDIR_COUNT; d++) {
+			out[x].data[d] = atomic_load_explicit(&t->copies.data[x][d], memory_order_relaxed);
+			out[x].copied[d] = atomic_load_explicit(&t->copies.copied[x][d], memory_order_relaxed);
+		}
+	}
+	return NKV_XPORT_COUNT;
+}
+
+/*
+ * A namespace command's data and the backend's copies, in the copy counters. The data counts when
+ * the command succeeded, in the direction its opcode gives (bits 1:0: 01b to the gateway, 10b to
+ * the host; Exec's 11b and 00b move data as its rule says and count as both or neither); the copies
+ * count whatever the outcome, as they were made.
+ */
+static void count_data(struct nkv_req *req, nkv_status st)
+{
+	struct nkv_ctrlr *c = req->qp->ctrlr;
+	struct nkv_copy_stats *cs = &c->ss->tgt->copies;
+	unsigned dir = req->cmd.opc & 3;
+
+	if (req->qp->qid == 0)
+		return;
+	nkv_copy_count(c->ss->tgt, c->xport, NKV_XDIR_H2C, req->io.copied_in);
+	nkv_copy_count(c->ss->tgt, c->xport, NKV_XDIR_C2H, req->io.copied_out);
+	if (st != 0)
+		return;
+	if ((dir & 1) && req->length)
+		atomic_fetch_add_explicit(&cs->data[c->xport][NKV_XDIR_H2C], req->length, memory_order_relaxed);
+	if ((dir & 2) && req->xfer)
+		atomic_fetch_add_explicit(&cs->data[c->xport][NKV_XDIR_C2H], req->xfer, memory_order_relaxed);
+}
+
 void nkv_req_complete(struct nkv_req *req, nkv_status st)
 {
 	if (req->ns) {
+		count_data(req, st);
 		nkv_ns_count(req->ns, req, st);
 		nkv_req_drop(req);
 	}

@@ -358,6 +358,8 @@ static long copy_step(struct shm_ctrl *c, struct shm_req *r, uint32_t budget)
 		if (r->copied + n > r->copy_len ||
 		    !copy_run(c, r->run, n, r->bounce + r->copied, r->to_host))
 			return -1;
+		if (r->sq->qp.qid != 0) /* an I/O command's data through the bounce buffer: a copy */
+			nkv_copy_count(c->s->tgt, NKV_XPORT_SHM, r->to_host ? NKV_XDIR_C2H : NKV_XDIR_H2C, n);
 		r->run += n;
 		r->run_len -= n;
 		r->copied += n;

@@ -149,6 +149,7 @@ struct tcp_conn {
 	uint8_t rx_dg[4];
 	uint32_t rx_dg_got;
 	bool rx_is_h2c, rx_last;
+	bool rx_direct;           /* this PDU's data is being read straight into its buffer */
 	/* send */
 	struct tcp_tx *txq, **txq_tail;
 	struct tcp_tx ctl;          /* ICResp */
@@ -761,6 +762,7 @@ static void req_start_data(struct tcp_conn *c, struct tcp_req *r)
 		c->rx_req = r;
 		c->rx_dst = r->pending ? NULL : r->buf;
 		c->rx_left = r->icd_len;
+		c->rx_direct = false;
 		c->rx_is_h2c = false;
 		c->rs = c->rx_pad ? RX_PAD : RX_DATA;
 	} else if (r->h2c && r->sgl_len && !r->pending) {
@@ -996,6 +998,7 @@ static void rx_h2c(struct tcp_conn *c, uint32_t dlen)
 	c->rx_req = r;
 	c->rx_dst = r->buf + datao;
 	c->rx_left = datal;
+	c->rx_direct = false;
 	c->rx_is_h2c = true;
 	c->rx_last = (d->ch.flags & NKV_TCP_F_LAST) != 0;
 	c->rs = c->rx_pad ? RX_PAD : RX_DATA;
@@ -1121,6 +1124,33 @@ static void rx_data_done(struct tcp_conn *c)
 	}
 }
 
+/*
+ * How much to read into rbuf next. While a host owes a transfer of DIRECT_READ_MIN or more (an R2T
+ * is out), the next bytes are most likely an H2CData PDU's header and then its data: reading only
+ * to the header's end (PDO) leaves the data in the socket, to be read straight into the request
+ * buffer, where a full rbuf would take up to 64 KiB of it that must then be copied (47 % of a 1 MiB
+ * Store's bytes were). The recv calls stay as many (header, then data); another PDU arriving in its
+ * place costs one more recv. Plain TCP only: TLS decrypts whole records anyway.
+ */
+static size_t rx_want(const struct tcp_conn *c)
+{
+	const struct tcp_req *r = c->r2t_head;
+	uint32_t hd = c->hdgst ? 4 : 0, align = (c->hpda + 1u) * 4, pdo = (24 + hd + align - 1) / align * align;
+	uint32_t want = 0;
+
+	if (c->tls || !r || r->sgl_len - r->h2c_got < DIRECT_READ_MIN)
+		return RBUF_SIZE;
+	if (c->rs == RX_CH)
+		want = pdo - (c->hgot < 8 ? c->hgot : 0);
+	else if (c->rs == RX_PSH && c->hgot < pdo)
+		want = pdo - c->hgot;
+	else if (c->rs == RX_PAD)
+		want = c->rx_pad;
+	else if (c->rs == RX_DDGST)
+		want = 4 - c->rx_dg_got + pdo;
+	return want ? want : RBUF_SIZE;
+}
+
 /* Move bytes from the socket (through rbuf, or directly for large data) into the state machine. */
 static void conn_read(struct tcp_conn *c)
 {
@@ -1149,8 +1179,10 @@ static void conn_read(struct tcp_conn *c)
 			if (budget == 0 && !tls_left)
 				break;
 			uint8_t *dst = c->rbuf;
-			size_t want = RBUF_SIZE;
-			bool direct = c->rs == RX_DATA && c->rx_dst && c->rx_left >= DIRECT_READ_MIN;
+			size_t want = rx_want(c);
+			/* A PDU's data that began straight in its buffer ends there too: a recv that came
+			 * back short left a remainder below DIRECT_READ_MIN that rbuf would copy. */
+			bool direct = c->rs == RX_DATA && c->rx_dst && (c->rx_left >= DIRECT_READ_MIN || c->rx_direct);
 			if (direct) {
 				dst = c->rx_dst;
 				want = c->rx_left;
@@ -1173,6 +1205,7 @@ static void conn_read(struct tcp_conn *c)
 			budget = (uint32_t)n > budget ? 0 : budget - (uint32_t)n;
 			drained = !c->tls && (size_t)n < want;
 			if (direct) {
+				c->rx_direct = true;
 				if (c->ddgst)
 					c->rx_crc = nkv_crc32c_update(c->rx_crc, dst, (size_t)n);
 				c->rx_dst += n;
@@ -1226,7 +1259,11 @@ static void conn_read(struct tcp_conn *c)
 		case RX_DATA:
 			take = c->rx_left < avail ? c->rx_left : avail;
 			if (c->rx_dst) {
+				/* Data that came into rbuf with its PDU's header: copied once more (data read
+				 * straight into the request buffer, at DIRECT_READ_MIN and up, is not). */
 				memcpy(c->rx_dst, p, take);
+				if (c->rx_req && c->rx_req->io)
+					nkv_copy_count(c->t->tgt, NKV_XPORT_TCP, NKV_XDIR_H2C, take);
 				if (c->ddgst)
 					c->rx_crc = nkv_crc32c_update(c->rx_crc, p, take);
 				c->rx_dst += take;

@@ -351,6 +351,57 @@ try:
     absent = [n for n in fams if re.search(r"pinned|evict|expir|hours|capacity", n)]
     check(not absent, "no cache metric exported before the cache exists (%s)" % absent)
 
+    # ---- copies: rados_nkv_data_bytes_total and rados_nkv_copied_bytes_total per transport and
+    # direction, as deltas over one command each. What each path copies, and so the exact count:
+    # - a 4 KiB Store over TCP: data below DIRECT_READ_MIN (16 KiB) comes into the connection's
+    #   receive buffer with its PDU header and is copied into the request buffer (4096), then the
+    #   backend copies it (mem: into its slab; rados: librados' C API into its bufferlist) = 8192;
+    # - a 1 MiB Store over TCP: R2T'd, so the target reads each H2CData header alone and the data
+    #   straight into the request buffer (no transport copy); mem keeps that buffer as the value (0),
+    #   rados' write_full copies it once (1 MiB);
+    # - a 1 MiB Retrieve over TCP: the backend writes the value into the request buffer (mem: memcpy;
+    #   rados: the C API's copy of the reply), which sendmsg sends as it is = 1 MiB;
+    # - over shared memory nkv's buffers are one registered region: the target maps the host's pages
+    #   (no bounce), and the backend's copy is the only one (4096 for a 4 KiB Store, 1 MiB for a
+    #   1 MiB Retrieve);
+    # - a Retrieve that finds nothing moves and copies nothing. ----
+    def copies():
+        s = scrape()[0]
+        return {(t, d, k): val(s, "rados_nkv_%s_bytes_total" % k, transport=t, dir=d)
+                for t in ("tcp", "shm", "loop") for d in ("h2c", "c2h") for k in ("data", "copied")}
+
+    MiB = 1 << 20
+    big = bytes((j * 131) & 0xff for j in range(MiB))
+    small = b"c" * 4096
+    c0 = copies()
+    check(all(v is not None for v in c0.values()), "copy counters exported for tcp, shm, loop x h2c, c2h")
+    want_big_store = MiB if BACKEND == "rados" else 0
+    steps = [
+        ("a 4 KiB Store over TCP", lambda: nkv("store", "cp4k", "-", stdin=small)[0] == 0,
+         {("tcp", "h2c", "data"): 4096, ("tcp", "h2c", "copied"): 8192}),
+        ("a 1 MiB Store over TCP", lambda: nkv("store", "cp1m", "-", stdin=big)[0] == 0,
+         {("tcp", "h2c", "data"): MiB, ("tcp", "h2c", "copied"): want_big_store}),
+        ("a 1 MiB Retrieve over TCP", lambda: nkv("retrieve", "cp1m", "-") == (0, big),
+         {("tcp", "c2h", "data"): MiB, ("tcp", "c2h", "copied"): MiB}),
+        ("a Retrieve of an absent key over TCP", lambda: nkv("retrieve", "cp-none", "-")[0] == 2, {}),
+        ("a 4 KiB Store over shared memory", lambda: nkv("store", "cp4k", "-", stdin=small,
+                                                         transport="shm:" + shm)[0] == 0,
+         {("shm", "h2c", "data"): 4096, ("shm", "h2c", "copied"): 4096}),
+        ("a 1 MiB Store over shared memory", lambda: nkv("store", "cp1m", "-", stdin=big,
+                                                         transport="shm:" + shm)[0] == 0,
+         {("shm", "h2c", "data"): MiB, ("shm", "h2c", "copied"): MiB}),
+        ("a 1 MiB Retrieve over shared memory", lambda: nkv("retrieve", "cp1m", "-", transport="shm:" + shm) ==
+         (0, big), {("shm", "c2h", "data"): MiB, ("shm", "c2h", "copied"): MiB}),
+    ]
+    before = c0
+    for what, run, want in steps:
+        ok = run()
+        after = copies()
+        delta = {k: after[k] - before[k] for k in after if after[k] != before[k]}
+        want = {k: v for k, v in want.items() if v}  # a counter that must not move is left out
+        check(ok and delta == want, "%s: data and copies %s (want %s)" % (what, delta, want))
+        before = after
+
     # ---- connections and queue depth while bench holds them: 2 TCP I/O connections + an admin
     # one on B, one shm controller with one I/O queue ----
     bt = subprocess.Popen([NKV, "-a", "127.0.0.1", "-s", str(tport), "-n", B, "-o", "json", "bench", "mode=mix",

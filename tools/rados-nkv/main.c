@@ -526,7 +526,7 @@ int main(int argc, char **argv)
 	 * wakes. The gateway's threads wake once per command or burst; on a host shared with OSDs or
 	 * with the shm clients they preempted the very threads that feed them (4 KiB Stores at QD 64:
 	 * the OSD's threads were preempted 1.3 times per command and its CPU per command rose by half;
-	 * docs/benchmarks.md "Wake-up preemption"). An idle CPU still runs a woken thread at once.
+	 * bench/results/HISTORY.md "Wake-up preemption"). An idle CPU still runs a woken thread at once.
 	 */
 	if (!conf.sched_normal && sched_setscheduler(0, SCHED_BATCH, &(struct sched_param){0}) < 0)
 		NKV_WARN("cannot set SCHED_BATCH (%s); running with the default policy", strerror(errno));

@@ -88,7 +88,7 @@ enum fam {
 	F_C_LEASE, F_C_GATEWAYS,
 	F_EV_PUB, F_EV_DROP, F_EV_ERR, F_EV_QUEUED,                             /* the event publisher */
 	F_CTRLRS, F_IOQ,                                                       /* per subsystem and transport */
-	F_TR_CONNS, F_TR_QD,                                                   /* per transport */
+	F_TR_CONNS, F_TR_QD, F_TR_DATA, F_TR_COPIED,                           /* per transport */
 	F_OMITTED, F_BUILD,
 	F_COUNT
 };
@@ -147,6 +147,12 @@ static const struct {
 			"tcp: connections open (every queue, discovery too); shm: controllers live."},
 	[F_TR_QD] = {"rados_nkv_transport_queue_depth", "gauge",
 		     "I/O commands a transport holds: received and not yet answered."},
+	[F_TR_DATA] = {"rados_nkv_data_bytes_total", "counter",
+		       "Data bytes that successful I/O commands moved between hosts and this gateway, by transport and "
+		       "direction (h2c: to the gateway, Store; c2h: to the host, Retrieve)."},
+	[F_TR_COPIED] = {"rados_nkv_copied_bytes_total", "counter",
+			 "Bytes of I/O commands' data copied from one buffer into another in the gateway's memory, by "
+			 "the gateway or by librados' C API on its behalf, by transport and direction."},
 	[F_OMITTED] = {"rados_nkv_metrics_namespaces_omitted", "gauge",
 		       "Namespaces left out of this scrape because it reached its size limit."},
 	[F_BUILD] = {"rados_nkv_build_info", "gauge", "The daemon's version (value 1)."},
@@ -318,6 +324,16 @@ int metrics_render(struct nkv_target *tgt, size_t max_bytes, char **out, size_t 
 		       tr[t].connections);
 		sb_add(&f[F_TR_QD], "%s{transport=\"%s\"} %" PRIu64 "\n", g_fam[F_TR_QD].name, tr[t].name, tr[t].queue_depth);
 	}
+	struct nkv_copy_metrics cp[4];
+	int ncp = nkv_target_copy_metrics(tgt, cp, 4);
+	for (int x = 0; x < ncp && x < 4; x++)
+		for (int d = 0; d < 2; d++) {
+			const char *dir = d ? "c2h" : "h2c";
+			sb_add(&f[F_TR_DATA], "%s{transport=\"%s\",dir=\"%s\"} %" PRIu64 "\n", g_fam[F_TR_DATA].name,
+			       cp[x].transport, dir, cp[x].data[d]);
+			sb_add(&f[F_TR_COPIED], "%s{transport=\"%s\",dir=\"%s\"} %" PRIu64 "\n", g_fam[F_TR_COPIED].name,
+			       cp[x].transport, dir, cp[x].copied[d]);
+		}
 	sb_add(&f[F_BUILD], "%s{version=\"%s\"} 1\n", g_fam[F_BUILD].name, NKV_VERSION_STRING);
 	render_events(f);
 
