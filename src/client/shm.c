@@ -24,10 +24,9 @@
 #define POLL_SLEEP_NS 10000L /* then 10 us naps: the controller's own idle poll is 50 us */
 #define IRQ_SPIN_NS 20000    /* with interrupts: busy polls for this long before arming and sleeping
 			      * (a fast backend answers within it; sleeping costs a wake-up, ~5-10 us) */
-#define SPIN_SKIP_NS 80000    /* waits that took longer than this on average (a RADOS op, ~100s of us):
-			      * arm at once, without the spin; the TCP driver never spins either */
-#define SPIN_PROBE 64         /* every this many waits spin anyway, so that a backend that became
-			      * fast is noticed (a sleep's own wake-up also counts in the average) */
+#define SPIN_PAYS 16          /* one command out: spin while more than 1 in this many recent spins found
+			      * a CQE within it */
+#define SPIN_PROBE 64         /* else every this many waits spin anyway, to see whether it pays again */
 #define IRQ_WAIT_MS 100      /* longest sleep on the interrupt: CSTS.CFS is also checked then */
 #define ALIVE_CHECK_MS 5     /* how often a waiting poll checks the socket and CSTS */
 
@@ -111,6 +110,7 @@ int nkv_shm_qp_alloc(struct nkv_ctrl *ctrl, uint16_t qid, uint16_t entries, uint
 	qp->timeout_ms = ctrl->opts.timeout_ms;
 	s->fd = -1;
 	s->irq_fd = -1;
+	s->spin_found = 65536; /* until spins say otherwise, they pay */
 	s->entries = entries;
 	s->max_xfer = max_xfer;
 
@@ -519,14 +519,17 @@ static void irq_wait(struct nkv_qpair *qp, int ms)
 	nkv_shm_qp_disarm(qp);
 }
 
-/* How long the last waits for a completion took (moving average, 1/8 weight): the spin before sleeping
- * pays only where the backend answers within it (mem: a few us); a RADOS op takes hundreds, and a
- * spin for each is CPU taken from the OSD and the gateway on a machine they share. */
-static void wait_note(struct nkv_shm_qp *s, uint64_t ns)
+/* A spin ended: fold whether it found a CQE within IRQ_SPIN_NS into the moving fraction (1/8 weight,
+ * in 1/65536ths) that decides whether the next wait with one command out spins. Only spins count: a
+ * wait spent asleep says little about how soon the CQE came (it includes the wake-up). Against mem
+ * nearly every spin finds one; against RADOS at QD 1 none does (an op takes hundreds of
+ * microseconds, and each spin is CPU taken from the OSD and the gateway). With more than one command
+ * out the spin stays: measured, not spinning there lost throughput at QD 64 (docs/benchmarks.md,
+ * "Performance work (2026-12-03): shared memory against NVMe/TCP"). */
+static void spin_note(struct nkv_shm_qp *s, bool found)
 {
-	/* capped: one wait stretched by a preemption (ms) must not stop a fast queue pair's spin for long */
-	int64_t d = (int64_t)(ns < 4 * SPIN_SKIP_NS ? ns : 4 * SPIN_SKIP_NS) - (int64_t)s->wait_avg_ns;
-	s->wait_avg_ns = (uint32_t)((int64_t)s->wait_avg_ns + d / 8);
+	int32_t d = (found ? 65536 : 0) - (int32_t)s->spin_found;
+	s->spin_found = (uint32_t)((int32_t)s->spin_found + d / 8);
 }
 
 static int shm_poll(struct nkv_qpair *qp, int timeout_ms)
@@ -538,7 +541,9 @@ static int shm_poll(struct nkv_qpair *qp, int timeout_ms)
 	int64_t deadline = timeout_ms > 0 ? nkv_client_now_ms() + timeout_ms : 0;
 	unsigned spins = 0;
 	uint64_t spin_end = 0, wait_start = 0;
+	bool spun = false;
 	for (;;) {
+		bool in_spin = spun && nkv_now_ns() < spin_end;
 		shm_flush(qp);
 		int rc = reap(qp);
 		if (rc > 0)
@@ -548,8 +553,8 @@ static int shm_poll(struct nkv_qpair *qp, int timeout_ms)
 			return rc;
 		}
 		if (qp->ncompleted != start || timeout_ms == 0 || qp->outstanding == 0) {
-			if (wait_start && qp->ncompleted != start)
-				wait_note(s, nkv_now_ns() - wait_start);
+			if (spun && qp->ncompleted != start)
+				spin_note(s, in_spin);
 			return (int)(qp->ncompleted - start);
 		}
 		if (!wait_start)
@@ -567,9 +572,9 @@ static int shm_poll(struct nkv_qpair *qp, int timeout_ms)
 		}
 		if (s->irq_fd >= 0 && spin_end == 0) {
 			s->waits++;
-			bool spin = s->wait_avg_ns < SPIN_SKIP_NS || s->waits % SPIN_PROBE == 0;
-			s->spun += spin;
-			spin_end = wait_start + (spin ? IRQ_SPIN_NS : 0);
+			spun = qp->outstanding > 1 || s->spin_found > 65536 / SPIN_PAYS || s->waits % SPIN_PROBE == 0;
+			s->spun += spun;
+			spin_end = wait_start + (spun ? IRQ_SPIN_NS : 0);
 		}
 		if (s->irq_fd >= 0 && nkv_now_ns() < spin_end) {
 			nkv_cpu_relax(); /* the controller writes this CQ's lines: do not pull them every cycle */
