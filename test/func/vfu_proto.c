@@ -800,6 +800,14 @@ static void test_access(void)
 	if (fd >= 0)
 		close(fd);
 
+	/* a client that never says VERSION is closed after the HELLO timeout (300 ms on that socket) */
+	fd = vconnect(g_open);
+	uint64_t t0 = now_ms();
+	CHECK(fd >= 0 && closed_by_peer(fd) && now_ms() - t0 >= 250, "no VERSION within the timeout: closed after %llu ms",
+	      (unsigned long long)(now_ms() - t0));
+	if (fd >= 0)
+		close(fd);
+
 	/* another uid: the socket file (0600) refuses it, and on a world-writable socket the peer check */
 	pid_t pid = fork();
 	if (pid == 0) {
@@ -856,7 +864,7 @@ int main(int argc, char **argv)
 	snprintf(g_named, sizeof(g_named), "%s/named", g_dir);
 	snprintf(g_open, sizeof(g_open), "%s/open", g_dir);
 	snprintf(uidnqn, sizeof(uidnqn), "nqn.2026-12.io.rados-nkv:vfio-user:uid:%u", (unsigned)getuid());
-	struct nkv_shm_conf conf = {.max_regions = MAX_REGIONS}, open_conf = {.socket_mode = 0666};
+	struct nkv_shm_conf conf = {.max_regions = MAX_REGIONS}, open_conf = {.socket_mode = 0666, .hello_timeout_ms = 300};
 	struct nkv_ns_conf ns = {.nsid = 1, .rados_ns = "vfu-acl"};
 	if ((rc = nkv_subsys_add(H.tgt, ACLNQN, H.pool, &acl)) < 0 || (rc = nkv_ns_add(acl, &ns)) < 0 ||
 	    (rc = nkv_subsys_allow_host(acl, NAMEDHOST)) < 0 || (rc = nkv_shm_create(H.tgt, &conf, &shm)) < 0 ||
