@@ -108,9 +108,6 @@ static void setup(void)
 	    ftruncate(g_c, C_PAGES * PG) ||
 	    (g_mem = mmap(NULL, A_PAGES * PG, PROT_READ | PROT_WRITE, MAP_SHARED, g_a, 0)) == MAP_FAILED)
 		abort();
-	g_fd_floor = dup(0);
-	close(g_fd_floor);
-	g_fd_open = fds_open();
 }
 
 /* Read and drop whatever replies wait (closing their fds); keep BAR0's fd when asked. */
@@ -263,7 +260,12 @@ static void teardown(void)
 	g_efd = -1;
 	uint64_t leaked = fds_open() & ~g_fd_open;
 	if (leaked) {
-		fprintf(stderr, "fuzz_vfu: descriptor %d left open by an input\n", g_fd_floor + __builtin_ctzll(leaked));
+		char path[64], what[128] = "?";
+		int fd = g_fd_floor + __builtin_ctzll(leaked);
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		ssize_t k = readlink(path, what, sizeof(what) - 1);
+		what[k > 0 ? k : 1] = 0;
+		fprintf(stderr, "fuzz_vfu: descriptor %d (%s) left open by an input\n", fd, what);
 		abort();
 	}
 }
@@ -281,6 +283,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 		return 0;
 	memset(g_mem, 0, A_PAGES * PG);
 	g_rounds = 0;
+	/* per input: libFuzzer's own descriptors (its symbolizer's pipes) may appear between inputs */
+	g_fd_floor = dup(0);
+	close(g_fd_floor);
+	g_fd_open = fds_open();
 	if (nkv_shm_test_create(g_tgt, &conf, &g_shm) || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv))
 		abort();
 	g_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
