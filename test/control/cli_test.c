@@ -275,6 +275,13 @@ static const struct cli_case g_cases[] = {
 	 "'vfio_user_socket':'','vfio_user_host':''}",
 	 "hosts           any host may connect|max namespaces  the target's limit (1024)|shm socket      -|namespaces      0",
 	 NULL},
+	{"subsystem add " NQN " --pool kv --vfio-user /run/kv/cntrl --vfio-user-host " HOST1, 0, SUB, NULL, 0,
+	 "CreateSubsystem",
+	 "{'nqn':'" NQN "','pool':'kv','max_namespaces':0,'allow_any_host':false,'shm_socket':'',"
+	 "'vfio_user_socket':'/run/kv/cntrl','vfio_user_host':'" HOST1 "'}",
+	 "subsystem       " NQN, NULL},
+	{"subsystem add " NQN " --pool kv --vfio-user-host " HOST1, 0, "{}", NULL, 64, NULL, NULL, NULL,
+	 "--vfio-user-host needs --vfio-user PATH"},
 	{"subsystem add " NQN, 0, "{}", NULL, 64, NULL, NULL, NULL, "--pool POOL is required"},
 	{"subsystem add " NQN " --pool kv --max-namespaces -1", 0, "{}", NULL, 64, NULL, NULL, NULL, "bad --max-namespaces"},
 	{"subsystem add " NQN " --pool kv --max-namespaces 4294967296", 0, "{}", NULL, 64, NULL, NULL, NULL,
