@@ -73,6 +73,8 @@ struct nkv_shm_attach_ops {
 
 extern const struct nkv_shm_attach_ops nkv_shm_attach_sock;
 extern const struct nkv_shm_attach_ops nkv_shm_attach_vfio_user;
+/** Testing: a vfio-user host that does not opt in to the ARM words (every CQ post interrupts). */
+extern bool nkv_vfu_arm_off;
 
 /** Controller-wide shm state. */
 struct nkv_shm_ctrl {

@@ -57,6 +57,8 @@ struct vfu {
 	uint32_t msix_table_off; /* the table's offset in that BAR */
 };
 
+bool nkv_vfu_arm_off;
+
 static struct vfu *vfu_of(struct nkv_shm_ctrl *s)
 {
 	return s->at_priv;
@@ -522,7 +524,7 @@ static int device_info(struct nkv_shm_ctrl *s)
 /* Opt in to the ARM-word interrupt suppression where the controller offers the notification area. */
 static void arm_setup(struct nkv_shm_ctrl *s)
 {
-	if (!s->regs)
+	if (!s->regs || nkv_vfu_arm_off)
 		return;
 	uint32_t feat = __atomic_load_n((uint32_t *)(s->regs + NKV_SHM_REG_FEAT), __ATOMIC_ACQUIRE);
 	uint32_t off = __atomic_load_n((uint32_t *)(s->regs + NKV_SHM_REG_NOTIFY), __ATOMIC_ACQUIRE);
