@@ -14,8 +14,8 @@
  *
  * Interrupts: a standard MSI-X device interrupts after every batch of CQEs it posts, so the host's
  * eventfd counts posts it may already have reaped; shm.c drains it before it sleeps. Where the
- * controller offers the shm notification area (NKV_SHM_FEAT_NOTIFY at F00h), the host opts in to its
- * ARM words (NKV_VFU_HOSTFEAT_ARM) and is interrupted only when it waits. There is no doorbell kick:
+ * controller offers the shm notification area (its offset at NKV_SHM_REG_NOTIFY), the host opts in
+ * to its ARM words (NKV_VFU_HOSTFEAT_ARM) and is interrupted only when it waits. There is no doorbell kick:
  * a vfio-user controller watches its doorbells by itself.
  */
 #include <errno.h>
@@ -203,6 +203,7 @@ static int vfu_request(struct nkv_shm_ctrl *s, uint16_t cmd, void *msg, size_t l
 	pthread_mutex_unlock(&s->sock_mu);
 	if (r.flags & NKV_VFU_F_ERROR) {
 		fds_close(fds, nfd);
+		NKV_DEBUG("vfio-user: command %u: the server answers error %u", cmd, r.error);
 		/* an errno from the server; 0 or nonsense still says it failed */
 		return r.error > 0 && r.error < 4096 ? -(int)r.error : -EIO;
 	}
@@ -217,8 +218,11 @@ broken:
 	fds_close(fds, nfd < 2 ? nfd : 2);
 	shutdown(s->sock, SHUT_RDWR);
 	pthread_mutex_unlock(&s->sock_mu);
-	if (rc == -ECONNRESET || rc == -EPIPE)
+	if (rc == -ECONNRESET || rc == -EPIPE) {
+		/* e.g. a socket that already serves a client refuses another */
 		NKV_DEBUG("vfio-user: the server closed the connection (command %u)", cmd);
+		rc = -ECONNRESET;
+	}
 	return rc;
 }
 
@@ -471,7 +475,8 @@ static int version(struct nkv_shm_ctrl *s)
 	q.m.major = NKV_VFU_MAJOR;
 	q.m.minor = NKV_VFU_MINOR;
 	memcpy(q.json, caps, sizeof(caps));
-	int rc = vfu_request(s, NKV_VFU_VERSION, &q, sizeof(q), -1, pay, sizeof(pay), &got, NULL);
+	/* the JSON's NUL ends the message: no padding after it */
+	int rc = vfu_request(s, NKV_VFU_VERSION, &q, sizeof(q.m) + sizeof(caps), -1, pay, sizeof(pay), &got, NULL);
 	if (rc)
 		return rc;
 	uint16_t major, minor;
@@ -521,14 +526,18 @@ static int device_info(struct nkv_shm_ctrl *s)
 	return 0;
 }
 
-/* Opt in to the ARM-word interrupt suppression where the controller offers the notification area. */
+/*
+ * Opt in to the ARM-word interrupt suppression where the controller offers it: it publishes the
+ * notification area's offset (NKV_SHM_REG_NOTIFY; FEAT_NOTIFY stays clear, there is no kick channel
+ * over vfio-user), the host sets NKV_VFU_HOSTFEAT_ARM before CC.EN = 1. A standard NVMe controller
+ * reads 0 there: every CQ post interrupts.
+ */
 static void arm_setup(struct nkv_shm_ctrl *s)
 {
 	if (!s->regs || nkv_vfu_arm_off)
 		return;
-	uint32_t feat = __atomic_load_n((uint32_t *)(s->regs + NKV_SHM_REG_FEAT), __ATOMIC_ACQUIRE);
 	uint32_t off = __atomic_load_n((uint32_t *)(s->regs + NKV_SHM_REG_NOTIFY), __ATOMIC_ACQUIRE);
-	if (!(feat & NKV_SHM_FEAT_NOTIFY))
+	if (!off)
 		return;
 	if ((off & 63) || off < NKV_SHM_DB_BASE ||
 	    (uint64_t)off + NKV_SHM_NOTIFY_ARM + 4ull * ((uint64_t)s->max_queues + 1) > s->reg_size) {

@@ -79,6 +79,10 @@ static void shm_reason(const struct cli *c, int rc, char *m, size_t cap)
 			snprintf(m, cap, "%s refused this client (the target's socket permissions or host allowlist)",
 				 c->shm_addr);
 		break;
+	case -ECONNRESET:
+		snprintf(m, cap, "%s: the target closed the connection%s (run with -v for details)", c->shm_addr,
+			 strcmp(c->shm_scheme, "vfio-user") == 0 ? " (a vfio-user socket serves one client at a time)" : "");
+		break;
 	case -ETIMEDOUT:
 		snprintf(m, cap, "%s: no answer or controller not ready in time (see --timeout)", c->shm_addr);
 		break;
