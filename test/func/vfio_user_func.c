@@ -11,7 +11,7 @@
  *   - MSI-X interrupts: the queue pairs sleep on their vector's eventfd and no interrupt is late
  *     (a 100 ms wait timing out with a CQE there), with the ARM-word opt-in the server offers and
  *     without it (every CQ post interrupts: the eventfd is drained before each wait); polling mode
- *     (NKV_SHM_NOTIFY=0) binds no vector and works the same;
+ *     (NKV_SHM_NOTIFY=0) binds no vector and works the same; the engine's workers likewise;
  *   - the server going away (nkv_shm_destroy) surfaces as an error within seconds, not a hang, and
  *     the controller reconnects once a server listens again;
  *   - a hostile server: replies with a wrong ID, type or size (below a header, 1 GiB), a wrong
@@ -202,6 +202,26 @@ static void irq_run(const char *what, bool want_irq, bool want_arm)
 		printf("vfio_user_func: %s: ARM words %s, %llu interrupt sleeps\n", what, qp->shm->arm ? "on" : "off",
 		       (unsigned long long)qp->shm->irq_sleeps);
 		nkv_qpair_destroy(qp);
+	}
+	/* The engine's workers wait on the same interrupts (with the queue's eventfd in their poll). */
+	struct nkv_engine *e = NULL;
+	struct nkv_engine_opts eo = {.queues = 2, .depth = 8};
+	rc = nkv_engine_create(c, &eo, &e);
+	CHECK(rc == 0, "%s: engine: %d", what, rc);
+	if (rc == 0) {
+		unsigned ok = 0;
+		for (unsigned i = 0; i < 100; i++) {
+			uint8_t out[512];
+			struct nkv_op op = {.type = NKV_OP_RETRIEVE, .klen = 3, .nsid = NS_MAIN, .buf = out, .len = sizeof(out)};
+			memcpy(op.key, "irq", 3);
+			uint64_t tag = 0;
+			if (nkv_engine_submit(e, &op, 1, i + 1) == 0 && nkv_engine_reap(e, &tag, 1, 5000) == 1 &&
+			    tag == i + 1 && op.rc == 0 && op.xfer == sizeof(out))
+				ok++;
+			usleep(300);
+		}
+		CHECK(ok == 100, "%s: 100 engine batches after pauses: %u", what, ok);
+		nkv_engine_destroy(e);
 	}
 	nkv_disconnect(c);
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * bench.c - `nkv bench`: an asynchronous load generator on libnkv over NVMe/TCP or shm. The
+ * bench.c - `nkv bench`: an asynchronous load generator on libnkv over NVMe/TCP, shm or vfio-user. The
  * workload, value verification, histogram and report live in bench_engine.c (shared with the
  * baseline harnesses in bench/); this file is the libnkv backend: one controller, one I/O queue pair
  * per worker thread (TCP: one connection each), buffers from nkv_buf_alloc() (zero copy over shm).
