@@ -356,7 +356,7 @@ def connect(target, *, subnqn=None, nsid=1, queues=4, depth=128, timeout=30.0, h
     opts, keep = _conn_opts(timeout, hostnqn, hdgst, ddgst, depth, dhchap_secret, dhchap_ctrl_secret,
                             tls_key, tls_identity)
     if kind in _LOCAL_SCHEMES and tls_key is not None:
-        raise ValueError("tls_key is for NVMe/TCP targets, not the %s transport (local only)" % kind)
+        raise ValueError("tls_key is for NVMe/TCP targets, not the local shared-memory transports (%s:)" % kind)
     if kind in _LOCAL_SCHEMES:
         desc = "%s:%s" % (kind, where)
         traddr, trsvcid = desc.encode(), None
