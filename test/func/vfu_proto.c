@@ -551,8 +551,9 @@ static int run(struct vhost *v, struct nkv_dev_sq *sq, struct nkv_dev_cq *cq, st
 	return wait_cqe(cq, e);
 }
 
-/* Connect, map BAR0, map 4 MiB of main memory, bind vectors 0 and 1, enable through messages. */
-static bool vhost_up(struct vhost *v, const char *path)
+/* Connect, map BAR0, map 4 MiB of main memory, bind vectors 0 and 1, enable through messages
+ * (with @arm: opted into the ARM-word interrupt scheme first). */
+static bool vhost_up_arm(struct vhost *v, const char *path, bool arm)
 {
 	uint32_t rl;
 
@@ -579,12 +580,18 @@ static bool vhost_up(struct vhost *v, const char *path)
 	/* the admin queue registers and CC by REGION_WRITE: the same page the mapping shows */
 	if (wr_bar0(v->fd, NKV_REG_AQA, 31u | 31u << 16) || wr_bar0(v->fd, NKV_REG_ASQ, (uint32_t)asq) ||
 	    wr_bar0(v->fd, NKV_REG_ASQ + 4, (uint32_t)(asq >> 32)) || wr_bar0(v->fd, NKV_REG_ACQ, (uint32_t)acq) ||
-	    wr_bar0(v->fd, NKV_REG_ACQ + 4, (uint32_t)(acq >> 32)) || wr_bar0(v->fd, NKV_REG_CC, CC_ENABLE))
+	    wr_bar0(v->fd, NKV_REG_ACQ + 4, (uint32_t)(acq >> 32)) ||
+	    (arm && wr_bar0(v->fd, NKV_VFU_REG_HOSTFEAT, NKV_VFU_HOSTFEAT_ARM)) || wr_bar0(v->fd, NKV_REG_CC, CC_ENABLE))
 		return false;
 	uint64_t end = now_ms() + TMO_MS;
 	while (!(rd_bar0(v->fd, NKV_REG_CSTS) & (NKV_CSTS_RDY | NKV_CSTS_CFS)) && now_ms() < end)
 		usleep(500);
 	return (rd_bar0(v->fd, NKV_REG_CSTS) & (NKV_CSTS_RDY | NKV_CSTS_CFS)) == NKV_CSTS_RDY;
+}
+
+static bool vhost_up(struct vhost *v, const char *path)
+{
+	return vhost_up_arm(v, path, false);
 }
 
 static void vhost_down(struct vhost *v)
@@ -674,6 +681,31 @@ static void test_bringup(void)
 	      "DEVICE_RESET: rc %d, CSTS %x, CC %x", rc, rd_bar0(v.fd, NKV_REG_CSTS), rd_bar0(v.fd, NKV_REG_CC));
 	CHECK(dma_unmap(v.fd, MAIN_IOVA, v.h.mem_len, 0) == 0, "DMA_UNMAP once the reset dropped the queues");
 out:
+	vhost_down(&v);
+}
+
+/* A host that sets NKV_VFU_HOSTFEAT_ARM before CC.EN is interrupted only for a CQ it armed. */
+static void test_arm(void)
+{
+	struct vhost v;
+	struct nkv_cqe e;
+
+	bool up = vhost_up_arm(&v, g_sock, true);
+	CHECK(up, "bring-up with the ARM-word feature bit");
+	if (up) {
+		uint64_t id = halloc(&v.h, PG);
+		uint32_t arm0 = rd32(&v.h, NKV_SHM_REG_NOTIFY) + NKV_SHM_NOTIFY_ARM;
+		CHECK(!(rd32(&v.h, NKV_SHM_REG_FEAT) & NKV_SHM_FEAT_NOTIFY) && rd32(&v.h, NKV_SHM_REG_NOTIFY) != 0,
+		      "no kick channel offered, the notification area is there");
+		(void)efd_fired(v.efd[0], 0);
+		struct nkv_sqe s = sqe_adm(NKV_ADM_IDENTIFY, 1, 0, id);
+		CHECK(run(&v, &v.h.asq, &v.h.acq, &s, &e) == 0 && !efd_fired(v.efd[0], 200),
+		      "an unarmed CQ does not interrupt");
+		wr32(&v.h, arm0, 1);
+		s = sqe_adm(NKV_ADM_IDENTIFY, 1, 0, id);
+		CHECK(run(&v, &v.h.asq, &v.h.acq, &s, &e) == 0 && efd_fired(v.efd[0], TMO_MS) && rd32(&v.h, arm0) == 0,
+		      "an armed CQ interrupts once and is disarmed");
+	}
 	vhost_down(&v);
 }
 
@@ -768,6 +800,14 @@ static void test_access(void)
 	if (fd >= 0)
 		close(fd);
 
+	/* a client that never says VERSION is closed after the HELLO timeout (300 ms on that socket) */
+	fd = vconnect(g_open);
+	uint64_t t0 = now_ms();
+	CHECK(fd >= 0 && closed_by_peer(fd) && now_ms() - t0 >= 250, "no VERSION within the timeout: closed after %llu ms",
+	      (unsigned long long)(now_ms() - t0));
+	if (fd >= 0)
+		close(fd);
+
 	/* another uid: the socket file (0600) refuses it, and on a world-writable socket the peer check */
 	pid_t pid = fork();
 	if (pid == 0) {
@@ -824,7 +864,7 @@ int main(int argc, char **argv)
 	snprintf(g_named, sizeof(g_named), "%s/named", g_dir);
 	snprintf(g_open, sizeof(g_open), "%s/open", g_dir);
 	snprintf(uidnqn, sizeof(uidnqn), "nqn.2026-12.io.rados-nkv:vfio-user:uid:%u", (unsigned)getuid());
-	struct nkv_shm_conf conf = {.max_regions = MAX_REGIONS}, open_conf = {.socket_mode = 0666};
+	struct nkv_shm_conf conf = {.max_regions = MAX_REGIONS}, open_conf = {.socket_mode = 0666, .hello_timeout_ms = 300};
 	struct nkv_ns_conf ns = {.nsid = 1, .rados_ns = "vfu-acl"};
 	if ((rc = nkv_subsys_add(H.tgt, ACLNQN, H.pool, &acl)) < 0 || (rc = nkv_ns_add(acl, &ns)) < 0 ||
 	    (rc = nkv_subsys_allow_host(acl, NAMEDHOST)) < 0 || (rc = nkv_shm_create(H.tgt, &conf, &shm)) < 0 ||
@@ -842,7 +882,7 @@ int main(int argc, char **argv)
 		void (*fn)(void);
 	} groups[] = {
 		{"version", test_version}, {"info", test_info},       {"config", test_config}, {"dma", test_dma},
-		{"irqs", test_irqs},       {"bringup", test_bringup}, {"death", test_death},   {"errors", test_errors},
+		{"irqs", test_irqs},       {"bringup", test_bringup}, {"arm", test_arm},         {"death", test_death},   {"errors", test_errors},
 		{"access", test_access},
 	};
 	for (unsigned i = 0; i < sizeof(groups) / sizeof(groups[0]); i++) {
