@@ -75,6 +75,9 @@ extern const struct nkv_shm_attach_ops nkv_shm_attach_sock;
 extern const struct nkv_shm_attach_ops nkv_shm_attach_vfio_user;
 /** Testing: a vfio-user host that does not opt in to the ARM words (every CQ post interrupts). */
 extern bool nkv_vfu_arm_off;
+/** Testing: a vfio-user host that reaches the registers by REGION_READ/WRITE even where their page
+ *  is mappable (as with a server that traps them), the doorbells still mapped. */
+extern bool nkv_vfu_trap_regs;
 
 /** Controller-wide shm state. */
 struct nkv_shm_ctrl {

@@ -58,6 +58,7 @@ struct vfu {
 };
 
 bool nkv_vfu_arm_off;
+bool nkv_vfu_trap_regs;
 
 static struct vfu *vfu_of(struct nkv_shm_ctrl *s)
 {
@@ -383,10 +384,11 @@ static int bar0_map(struct nkv_shm_ctrl *s)
 			s->db_map = m;
 			s->db_off = (uint32_t)ao;
 			s->db_len = (uint32_t)al;
-			if (ao == 0) { /* the registers too: no message per register access */
-				s->regs = m;
-				s->reg_size = (uint32_t)al;
-			}
+		}
+		/* the registers, when their page is mapped too: no message per register access */
+		if (ao == 0 && al >= NKV_SHM_DB_BASE && !s->regs && !nkv_vfu_trap_regs) {
+			s->regs = m;
+			s->reg_size = (uint32_t)al;
 		}
 	}
 	if (!s->db_map) {

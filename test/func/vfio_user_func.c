@@ -12,6 +12,8 @@
  *     (a 100 ms wait timing out with a CQE there), with the ARM-word opt-in the server offers and
  *     without it (every CQ post interrupts: the eventfd is drained before each wait); polling mode
  *     (NKV_SHM_NOTIFY=0) binds no vector and works the same; the engine's workers likewise;
+ *   - registers reached by REGION_READ/WRITE (as with a server that traps them): bring-up, I/O and
+ *     shutdown;
  *   - the server going away (nkv_shm_destroy) surfaces as an error within seconds, not a hang, and
  *     the controller reconnects once a server listens again;
  *   - a hostile server: replies with a wrong ID, type or size (below a header, 1 GiB), a wrong
@@ -235,6 +237,33 @@ static void test_irq(void)
 	setenv("NKV_SHM_NOTIFY", "0", 1);
 	irq_run("polling (NKV_SHM_NOTIFY=0)", false, false);
 	unsetenv("NKV_SHM_NOTIFY");
+}
+
+/* ---- registers by message --------------------------------------------------------------------- */
+
+/* Bring-up, I/O and shutdown with every register access a REGION_READ/WRITE (CC, CSTS, AQA, ASQ,
+ * ACQ, CAP, VS), as against a server that traps the register page; the doorbells stay mapped. */
+static void test_trapped_regs(void)
+{
+	int rc;
+	nkv_vfu_trap_regs = true;
+	struct nkv_ctrl *c = vconnect(H.sock, NULL, 10000, &rc);
+	nkv_vfu_trap_regs = false;
+	CHECK(c != NULL, "connect with the registers by message: %d", rc);
+	if (!c)
+		return;
+	CHECK(c->shm->regs == NULL && c->shm->db_map != NULL, "registers not mapped, doorbells mapped");
+	struct nkv_qpair *qp = NULL;
+	uint8_t out[100];
+	uint32_t size = 0;
+	CHECK(nkv_qpair_create(c, 8, &qp) == 0 && nkv_store(qp, NS_MAIN, "trap", 4, "by message", 10, 0, NULL) == 0 &&
+		      nkv_retrieve(qp, NS_MAIN, "trap", 4, out, sizeof(out), &size, NULL) == 0 && size == 10 &&
+		      memcmp(out, "by message", 10) == 0,
+	      "Store and Retrieve");
+	nkv_qpair_destroy(qp);
+	double t0 = now_ms();
+	nkv_disconnect(c); /* CC.SHN and CSTS.SHST by message */
+	CHECK(now_ms() - t0 < 2000, "shutdown by message in %.0f ms", now_ms() - t0);
 }
 
 /* ---- the server goes away ---------------------------------------------------------------------- */
@@ -486,6 +515,7 @@ int main(int argc, char **argv)
 	test_doorbell(h_lib(c));
 	h_disconnect(c);
 	test_irq();
+	test_trapped_regs();
 	test_server_gone();
 	return h_finish();
 }
