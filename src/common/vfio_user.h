@@ -133,7 +133,8 @@ NKV_SIZE(struct nkv_vfu_device_info, 32);
 /**
  * DEVICE_GET_REGION_INFO: struct vfio_region_info, 32 bytes, then (reply) capabilities from
  * @cap_offset, which counts from @argsz (the payload's start). A reply's argsz is the size the full
- * answer needs; when the request's argsz was smaller, the capabilities are left out. A region
+ * answer needs; when the request's argsz was smaller, the capabilities are left out and so is
+ * NKV_VFU_REGION_CAPS (ask again with the argsz the reply names). A region
  * with NKV_VFU_REGION_MMAP comes with one fd, to mmap at @offset (plus an area's offset).
  */
 struct nkv_vfu_region_info {

@@ -433,11 +433,15 @@ static int exec_region_info(struct shm_conn *k, struct vfu_conn *v, const struct
 	if (idx == NKV_VFU_PCI_BAR0 || idx == NKV_VFU_MSIX_BAR || idx == NKV_VFU_PCI_CONFIG)
 		flags = NKV_VFU_REGION_READ_OK | NKV_VFU_REGION_WRITE_OK;
 	if (idx == NKV_VFU_PCI_BAR0) {
-		/* the register page, mmappable as one sparse area; the rest of the BAR is read as zero */
-		flags |= NKV_VFU_REGION_MMAP | NKV_VFU_REGION_CAPS;
+		/* the register page, mmappable as one sparse area; the rest of the BAR is read as zero.
+		 * CAPS only when the capability is in this reply: the specification says the flag means
+		 * "found in the reply", and QEMU refuses a CAPS reply whose cap_offset is not inside it
+		 * (it asks again with the argsz this reply names). */
+		flags |= NKV_VFU_REGION_MMAP;
 		full = 64;
 		fd = v->regs_fd;
 		if (c->u.info.argsz >= full) {
+			flags |= NKV_VFU_REGION_CAPS;
 			nkv_put32(rep + 12, 32); /* cap_offset */
 			nkv_put16(rep + 32, NKV_VFU_CAP_SPARSE_MMAP);
 			nkv_put16(rep + 34, 1);

@@ -341,14 +341,17 @@ static void test_info(void)
 	      rc, nkv_get32(g_rep + 4), nkv_get32(g_rep + 8), nkv_get32(g_rep + 12));
 
 	rc = region_info(fd, NKV_VFU_PCI_BAR0, 32, &rl, &rfd);
-	CHECK(rc == 0 && rl == 32 && nkv_get32(g_rep) == 64 && (nkv_get32(g_rep + 4) & NKV_VFU_REGION_CAPS) &&
-	      (nkv_get32(g_rep + 4) & NKV_VFU_REGION_MMAP) && rfd >= 0,
+	/* too small for the capability: the size needed, and no CAPS flag (QEMU refuses a CAPS reply
+	 * whose cap_offset is outside it, and asks again with the argsz given) */
+	CHECK(rc == 0 && rl == 32 && nkv_get32(g_rep) == 64 && !(nkv_get32(g_rep + 4) & NKV_VFU_REGION_CAPS) &&
+	      nkv_get32(g_rep + 12) == 0 && (nkv_get32(g_rep + 4) & NKV_VFU_REGION_MMAP) && rfd >= 0,
 	      "BAR0 info with argsz 32: argsz %u (64 needed), flags %x, fd %d", nkv_get32(g_rep), nkv_get32(g_rep + 4), rfd);
 	if (rfd >= 0)
 		close(rfd);
 	rc = region_info(fd, NKV_VFU_PCI_BAR0, 64, &rl, &rfd);
 	uint64_t size = nkv_get64(g_rep + 16);
-	CHECK(rc == 0 && rl == 64 && nkv_get32(g_rep + 12) == 32 && nkv_get16(g_rep + 32) == NKV_VFU_CAP_SPARSE_MMAP &&
+	CHECK(rc == 0 && rl == 64 && (nkv_get32(g_rep + 4) & NKV_VFU_REGION_CAPS) && nkv_get32(g_rep + 12) == 32 &&
+	      nkv_get16(g_rep + 32) == NKV_VFU_CAP_SPARSE_MMAP &&
 	      nkv_get32(g_rep + 40) == 1 && nkv_get64(g_rep + 48) == 0 && nkv_get64(g_rep + 56) == nkv_shm_reg_size(64) &&
 	      size >= 8192 && !(size & (size - 1)), "BAR0 sparse mmap area [%llu, +%llu), BAR size %llu",
 	      (unsigned long long)nkv_get64(g_rep + 48), (unsigned long long)nkv_get64(g_rep + 56), (unsigned long long)size);

@@ -87,6 +87,26 @@ static int hook_shm(void *arg, const char *nqn, const char *path)
 	return daemon_shm_serve(dc->c, dc->tgt, dc->shm, nqn, path);
 }
 
+/* A vfio-user socket named by the control plane: the same rule as a shared-memory socket's. */
+static int hook_vfu(void *arg, const char *nqn, const char *path, const char *hostnqn)
+{
+	struct daemon_control *dc = arg;
+	const char *dir = dc->c->shm_dir, *name = strlen(path) > strlen(dir) ? path + strlen(dir) + 1 : "";
+	char why[512];
+	int rc;
+
+	if (strncmp(path, dir, strlen(dir)) != 0 || path[strlen(dir)] != '/' || !*name || strchr(name, '/') ||
+	    strcmp(name, ".") == 0 || strcmp(name, "..") == 0) {
+		NKV_ERR("%s: vfio-user socket %s refused: not directly in --shm-dir %s", nqn, path, dir);
+		return -EINVAL;
+	}
+	if ((rc = nkv_dir_check_private(dir, false, 0, why, sizeof(why))) < 0) {
+		NKV_ERR("%s: vfio-user socket %s refused: %s", nqn, path, why);
+		return rc;
+	}
+	return daemon_vfu_serve(dc->c, dc->tgt, dc->shm, nqn, path, hostnqn);
+}
+
 /* The configuration the daemon runs now, as the control plane's state (src/control/ctl_int.h). */
 static char *seed(const struct daemon_conf *c)
 {
@@ -105,6 +125,10 @@ static char *seed(const struct daemon_conf *c)
 		json_object_object_add(o, "allow_any_host", json_object_new_boolean(s->allow_any_host));
 		json_object_object_add(o, "loopback_any_host", json_object_new_boolean(!s->nhosts && !s->allow_any_host));
 		json_object_object_add(o, "shm_socket", json_object_new_string(s->shm_path));
+		if (*s->vfu_path) {
+			json_object_object_add(o, "vfio_user_socket", json_object_new_string(s->vfu_path));
+			json_object_object_add(o, "vfio_user_host", json_object_new_string(s->vfu_host));
+		}
 		for (unsigned h = 0; h < s->nhosts; h++) {
 			json_object *ho = json_object_new_object();
 			json_object_object_add(ho, "host_nqn", json_object_new_string(s->hosts[h]));
@@ -331,7 +355,7 @@ int daemon_control_start(const struct daemon_conf *c, struct nkv_target *tgt, st
 	*dc = (struct daemon_control){.c = c, .tgt = tgt, .tcp = tcp, .shm = shm};
 	struct nkv_ctl_conf cc = {
 		.tgt = tgt,
-		.hooks = {.arg = dc, .tcp_listen = hook_listen, .tcp_unlisten = hook_unlisten, .shm_listen = hook_shm,
+		.hooks = {.arg = dc, .tcp_listen = hook_listen, .tcp_unlisten = hook_unlisten, .shm_listen = hook_shm, .vfu_listen = hook_vfu,
 			  .tls_ready = hook_tls_ready},
 		.gateway = c->gateway_name,
 		.group = c->group,

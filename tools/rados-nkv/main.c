@@ -335,6 +335,12 @@ int daemon_shm_serve(const struct daemon_conf *c, struct nkv_target *tgt, struct
 	return shm_serve(c, tgt, shm, nqn, path, false, NULL);
 }
 
+int daemon_vfu_serve(const struct daemon_conf *c, struct nkv_target *tgt, struct nkv_shm **shm, const char *nqn,
+		     const char *path, const char *hostnqn)
+{
+	return shm_serve(c, tgt, shm, nqn, path, true, hostnqn);
+}
+
 static int listen_shm(struct daemon_conf *c, struct nkv_target *tgt, struct nkv_shm **shm)
 {
 	for (unsigned i = 0; i < c->nsubsys; i++) {
@@ -342,8 +348,8 @@ static int listen_shm(struct daemon_conf *c, struct nkv_target *tgt, struct nkv_
 		if (*c->subsys[i].shm_path &&
 		    (rc = daemon_shm_serve(c, tgt, shm, c->subsys[i].nqn, c->subsys[i].shm_path)) < 0)
 			return rc;
-		if (*c->subsys[i].vfu_path && (rc = shm_serve(c, tgt, shm, c->subsys[i].nqn, c->subsys[i].vfu_path, true,
-							      c->subsys[i].vfu_host)) < 0)
+		if (*c->subsys[i].vfu_path && (rc = daemon_vfu_serve(c, tgt, shm, c->subsys[i].nqn, c->subsys[i].vfu_path,
+								     c->subsys[i].vfu_host)) < 0)
 			return rc;
 	}
 	return 0;
