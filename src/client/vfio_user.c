@@ -19,11 +19,13 @@
  * a vfio-user controller watches its doorbells by itself.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -360,12 +362,26 @@ static int bar0_map(struct nkv_shm_ctrl *s)
 		areas[0] = (struct nkv_vfu_sparse_area){.offset = 0, .size = ri.size};
 		na = 1;
 	}
+	/* A file shorter than an area would fault this host at its first access past the end: refused.
+	 * One not sealed against shrinking could be cut later (this server's is sealed; others may not
+	 * be, and are taken). */
+	struct stat st;
+	bool sized = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+	int seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0 || !(seals & F_SEAL_SHRINK))
+		NKV_DEBUG("vfio-user: BAR0's file is not sealed against shrinking");
 	for (unsigned i = 0; i < na; i++) {
 		uint64_t ao = areas[i].offset, al = areas[i].size;
 		if (!al || (ao & 0xfff) || (al & 0xfff) || ao > ri.size || al > ri.size - ao || al > UINT32_MAX ||
 		    ri.offset + ao < ri.offset) {
 			NKV_WARN("vfio-user: BAR0 area %u (%#llx, %llu bytes) outside the %llu-byte BAR", i,
 				 (unsigned long long)ao, (unsigned long long)al, (unsigned long long)ri.size);
+			rc = -EPROTO;
+			goto out;
+		}
+		if (sized && (uint64_t)st.st_size < ri.offset + ao + al) {
+			NKV_WARN("vfio-user: BAR0 area %u ends at %#llx of a %lld-byte file", i,
+				 (unsigned long long)(ri.offset + ao + al), (long long)st.st_size);
 			rc = -EPROTO;
 			goto out;
 		}

@@ -18,7 +18,8 @@
  *     the controller reconnects once a server listens again;
  *   - a hostile server: replies with a wrong ID, type or size (below a header, 1 GiB), a wrong
  *     version, a non-PCI device, BAR0 areas outside the BAR, a capability chain past the reply,
- *     too many areas or descriptors, an error reply without an errno, a half header, silence: each
+ *     too many areas or descriptors, a BAR0 file shorter than its area, an error reply without an
+ *     errno, a half header, silence: each
  *     connect fails with the expected error in bounded time, the host intact.
  * Every KV command and Exec over vfio-user are kv_func's, exec_func's and engine_func's, run with
  * the vfio-user transport. Usage: vfio_user_func mem|rados vfio-user
@@ -319,6 +320,7 @@ enum fault {
 	F_NAREAS,      /* 1000 sparse areas */
 	F_TWO_FDS,     /* region info with two descriptors */
 	F_NO_MMAP,     /* BAR0 not mappable: no doorbells */
+	F_SHORT_FILE,  /* BAR0's file shorter than its area: a mapping that would fault */
 	F_COUNT
 };
 
@@ -340,6 +342,7 @@ static const struct {
 	[F_NAREAS] = {"1000 sparse areas", -EPROTO},
 	[F_TWO_FDS] = {"two descriptors", -EPROTO},
 	[F_NO_MMAP] = {"BAR0 not mappable", -ENOTSUP},
+	[F_SHORT_FILE] = {"BAR0 file shorter than its area", -EPROTO},
 };
 
 struct fake {
@@ -388,7 +391,7 @@ static void *fake_serve(void *arg)
 	if (fd < 0)
 		return NULL;
 	int bar = memfd_create("fake-bar0", MFD_CLOEXEC);
-	(void)!ftruncate(bar, 0x4000);
+	(void)!ftruncate(bar, fk->f == F_SHORT_FILE ? 0x1000 : 0x4000);
 	for (;;) {
 		struct nkv_vfu_hdr h;
 		uint8_t pay[4096], out[1024];
