@@ -576,6 +576,11 @@ NKV_API int nkv_engine_run(struct nkv_engine *e, struct nkv_op *ops, unsigned n)
 /**
  * Take the tags of up to @max completed batches of nkv_engine_submit(), oldest first, waiting up to
  * @timeout_ms for the first (0: no wait, < 0: forever). The eventfd is readable while any remain.
+ * While it waits, the calling thread drives the queue pairs that hold ops itself (sends what was
+ * submitted, polls, completes), as a thread polling a bare queue pair would; their threads take them
+ * back about a millisecond after the last waiting reap returned, so an op submitted after it
+ * completes without another reap. A small batch goes to the submitting thread's own queue pair
+ * (while it has room), so one thread's stream of small ops stays on one queue.
  * @return the number of tags stored (0 on timeout), or -EINVAL.
  */
 NKV_API int nkv_engine_reap(struct nkv_engine *e, uint64_t *tags, unsigned max, int timeout_ms);

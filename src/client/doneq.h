@@ -22,8 +22,24 @@ struct nkv_doneq {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	struct nkv_doneq_node *head, *tail;
-	int fd; /* eventfd: readable while head != NULL */
+	int fd;          /* eventfd: readable while head != NULL, except for what a reaper's drive hook
+			  * queued (it takes those itself, nkv_doneq_reap) */
+	bool signalled;  /* the eventfd holds a count (written, not yet read back) */
+	_Atomic unsigned queued; /* batches on the queue: read without mu by a driving reaper */
 };
+
+/**
+ * A reap's drive hook (nkv_doneq_reap): completes work on the calling thread until a batch is
+ * queued (nkv_doneq_ready), up to @timeout_ms (< 0: no limit), or until it cannot go on; returns
+ * at once when it has nothing to drive.
+ */
+typedef void (*nkv_doneq_drive)(void *arg, int timeout_ms);
+
+/** Is a batch queued? A hint without the lock, for a drive hook's loop. */
+static inline bool nkv_doneq_ready(struct nkv_doneq *q)
+{
+	return __atomic_load_n(&q->queued, __ATOMIC_ACQUIRE) != 0;
+}
 
 /** Frees a batch taken off the queue, given its link. */
 typedef void (*nkv_doneq_free)(struct nkv_doneq_node *n);
@@ -39,10 +55,14 @@ void nkv_doneq_push(struct nkv_doneq *q, struct nkv_doneq_node *n);
 
 /**
  * Take up to @max tags in completion order, freeing each batch with @free_fn; wait up to
- * @timeout_ms (0: not at all, < 0: until one arrives) while none is queued. The eventfd is drained
- * once the queue is empty. @return the number of tags taken.
+ * @timeout_ms (0: not at all, < 0: until one arrives) while none is queued. When @drive is given
+ * and nothing is queued, it runs first (with the whole timeout) and the wait is only for what it
+ * left; batches it queues meanwhile do not write the eventfd, which would only be read back before
+ * this returns (two system calls per reap); other threads' do, so a drive hook may sleep on it.
+ * On return the eventfd is readable exactly when tags remain queued. @return the number of tags taken.
  */
-int nkv_doneq_reap(struct nkv_doneq *q, uint64_t *tags, unsigned max, int timeout_ms, nkv_doneq_free free_fn);
+int nkv_doneq_reap(struct nkv_doneq *q, uint64_t *tags, unsigned max, int timeout_ms, nkv_doneq_free free_fn,
+		   nkv_doneq_drive drive, void *drive_arg);
 
 /** The completion part both engines' batches embed: a thread waiting in nkv_engine_run(), or a tag
  *  for reap. */

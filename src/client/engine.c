@@ -41,6 +41,7 @@
  * only while the worker sleeps (or is about to): a busy worker is not sent a system call per batch.
  */
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -67,6 +68,9 @@
 #define ENG_RECONNECT_MIN_MS 50      /* first retry of a lost controller */
 #define ENG_RECONNECT_MAX_MS 1000    /* backoff cap: a target back after a restart is found within ~1 s */
 #define ENG_IDLE_TICK_MS 1000        /* an idle worker still wakes up now and then to check stop */
+#define ENG_YIELD_NS 1000000u       /* a worker leaves its queue pair to reaping callers until none has
+				      * driven it for this long (engine_drive) */
+#define ENG_DRIVE_MAX 64u            /* queue pairs one reaping caller drives (the others' workers do) */
 #define ENG_INLINE_OPS 64u           /* nkv_engine_run() batches up to this many ops ... */
 #define ENG_INLINE_BYTES (256u << 10) /* ... and bytes (or one op of any size) may run on the caller */
 
@@ -117,6 +121,10 @@ struct eng_worker {
 	unsigned spins;
 	uint64_t spin_until;       /* shm: end of the current busy poll (0: none started) */
 	bool hup;                  /* the connection hung up while the worker slept */
+	/* Reaping callers that drive the queue pair (engine_drive): the worker leaves it to them. */
+	atomic_uint want;          /* callers in a blocking reap that want the queue pair */
+	pthread_cond_t yield_cv;   /* with mu: a yielding worker's sleep (worker_yield) */
+	_Atomic uint64_t driven_ns;/* when one last let go of it after driving (0: it asked the worker back) */
 };
 
 struct nkv_engine {
@@ -137,6 +145,7 @@ struct nkv_engine {
 	unsigned open_qps;         /* worker queue pairs open or being opened */
 	atomic_uint ops;           /* accepted and not completed */
 	atomic_uint rr;            /* where the next batch starts */
+	unsigned qd;               /* commands one queue pair holds (its depth) */
 	atomic_bool closing;
 	atomic_uint entering;      /* submit calls between their closing check and their last push */
 	struct nkv_doneq done;     /* completed batches of nkv_engine_submit(), for reap */
@@ -302,6 +311,7 @@ static void worker_wake(struct eng_worker *w)
 	uint64_t one = 1;
 	if (write(w->wake_fd, &one, sizeof(one)) < 0)
 		NKV_WARN("engine: eventfd write: %s", strerror(errno));
+	pthread_cond_signal(&w->yield_cv); /* a yielding worker (worker_yield) does not poll wake_fd */
 }
 
 static void engine_wake_all(struct nkv_engine *e)
@@ -469,12 +479,52 @@ static void worker_block(struct eng_worker *w, struct pollfd *p, nfds_t n, int t
 	atomic_fetch_sub(&w->sleepers, 1);
 }
 
-/** Sleep until new work, I/O on the queue, a hang-up of the connection, or the next deadline.
- *  @return true when it read (took) a wake-up from wake_fd. */
-static bool worker_wait(struct eng_worker *w, int64_t now)
+/**
+ * Put in @p what signals @w's next completion: the CQ's interrupt eventfd (shm; the CQ is armed
+ * until qp_wait_end) or the socket (NVMe/TCP). @return 1 when @p is set, 0 when there is nothing to
+ * wait for (a CQE is there, or TLS holds decrypted bytes the socket will not signal: poll the queue
+ * again), -1 when the controller offers no interrupts (shm: nap instead).
+ */
+static int qp_wait_fd(struct eng_worker *w, struct pollfd *p)
+{
+	if (w->qp->shm) {
+		int irq = nkv_shm_qp_arm(w->qp); /* -1: no interrupts; -2: a CQE is there */
+		if (irq < 0)
+			return irq == -2 ? 0 : -1;
+		*p = (struct pollfd){.fd = irq, .events = POLLIN};
+		return 1;
+	}
+	short ev = nkv_tcp_qp_events(w->qp);
+	if (!ev)
+		return 0;
+	*p = (struct pollfd){.fd = w->qp->fd, .events = ev};
+	return 1;
+}
+
+/** After a wait that qp_wait_fd() set up: disarm the CQ (shm). */
+static void qp_wait_end(struct eng_worker *w)
+{
+	if (w->qp->shm)
+		nkv_shm_qp_disarm(w->qp);
+}
+
+/** Read wake_fd's count if @p (its pollfd) says it is readable. @return whether it was. */
+static bool wake_take(struct eng_worker *w, const struct pollfd *p)
+{
+	if (!(p->revents & POLLIN))
+		return false;
+	uint64_t v;
+	if (read(w->wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		NKV_WARN("engine: eventfd read: %s", strerror(errno));
+	return true;
+}
+
+/** Sleep until new work, I/O on the queue, a hang-up of the connection, the next deadline, or
+ *  @until_max (ms, nkv_client_now_ms). @return true when it read (took) a wake-up from wake_fd. */
+static bool worker_wait(struct eng_worker *w, int64_t now, int64_t until_max)
 {
 	struct nkv_engine *e = w->e;
-	int64_t until = now + ENG_IDLE_TICK_MS;
+	int64_t until = now + ENG_IDLE_TICK_MS < until_max ? now + ENG_IDLE_TICK_MS : until_max;
 	if (w->inflight.head && w->inflight.head->t_ms + e->timeout_ms < until)
 		until = w->inflight.head->t_ms + e->timeout_ms;
 	if (!w->qp && w->pend.head && e->wait_ms >= 0 && w->pend.head->t_ms + e->wait_ms < until)
@@ -503,15 +553,11 @@ static bool worker_wait(struct eng_worker *w, int64_t now)
 				nkv_cpu_relax();
 				return false;
 			}
-			int irq = nkv_shm_qp_arm(w->qp); /* -1: no interrupts; -2: a CQE is there */
-			if (irq == -2)
-				return false;
-			if (irq >= 0) { /* sleep until the CQ interrupts, new work, a hang-up, or the next deadline */
-				p[n] = (struct pollfd){.fd = irq, .events = POLLIN};
-				worker_block(w, p, n + 1, tmo, NULL);
-				nkv_shm_qp_disarm(w->qp);
-				goto drain;
-			}
+		}
+		int r = qp_wait_fd(w, &p[n]);
+		if (r == 0)
+			return false;
+		if (r < 0) { /* shm without interrupts: spin a while, then nap */
 			if (w->spins < ENG_SHM_SPINS) {
 				w->spins++;
 				return false;
@@ -520,22 +566,55 @@ static bool worker_wait(struct eng_worker *w, int64_t now)
 			worker_block(w, p, n, 0, &ts);
 			goto drain;
 		}
-		short ev = nkv_tcp_qp_events(w->qp);
-		if (!ev)
-			return false; /* TLS holds decrypted bytes the socket will not signal: poll the queue again */
-		p[n++] = (struct pollfd){.fd = w->qp->fd, .events = ev};
+		/* sleep until the CQ interrupts or the socket is ready, new work, a hang-up, or the next deadline */
+		worker_block(w, p, n + 1, tmo, NULL);
+		qp_wait_end(w);
+		goto drain;
 	}
 	worker_block(w, p, n, tmo, NULL);
 drain:
 	if (hup >= 0 && (p[hup].revents & (POLLHUP | POLLERR | POLLRDHUP | POLLNVAL)))
 		w->hup = true;
-	if (p[0].revents & POLLIN) {
-		uint64_t v;
-		if (read(w->wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-			NKV_WARN("engine: eventfd read: %s", strerror(errno));
-		return true;
+	return wake_take(w, &p[0]);
+}
+
+/** Is a reaping caller driving @w's queue pair, or did one within ENG_YIELD_NS? */
+static bool worker_driven(struct eng_worker *w, uint64_t now)
+{
+	return atomic_load(&w->want) || now - atomic_load(&w->driven_ns) < ENG_YIELD_NS;
+}
+
+/**
+ * Leave the queue pair to reaping callers (engine_drive) while one drives it or did within
+ * ENG_YIELD_NS. A worker and a reaper polling the same queue pair would take turns on it through
+ * qp_mu and wake each other for every batch: two threads (three with the target's, on a small
+ * machine) for what one does alone. Sleeps on yield_cv, not counted in `sleepers`: new work reaches
+ * the queue through the next reap, or through the worker once no caller has driven for ENG_YIELD_NS
+ * (a caller that stops reaping delays its ops by about that much, once). Takes the queue back at
+ * once on stop or a lost controller (the caller lets go on those too) and when a caller asks it to
+ * (driven_ns 0 and worker_wake). Called and returns with qp_mu held.
+ */
+static void worker_yield(struct eng_worker *w)
+{
+	pthread_mutex_unlock(&w->qp_mu);
+	pthread_mutex_lock(&w->mu);
+	for (;;) {
+		if (w->stop || atomic_load(&w->e->down)) {
+			pthread_mutex_unlock(&w->mu);
+			pthread_mutex_lock(&w->qp_mu);
+			return;
+		}
+		uint64_t now = nkv_now_ns();
+		if (!worker_driven(w, now) && pthread_mutex_trylock(&w->qp_mu) == 0) {
+			pthread_mutex_unlock(&w->mu);
+			return;
+		}
+		/* not on wake_fd: a reaper sleeping on the queue waits on it for new work */
+		uint64_t until = atomic_load(&w->driven_ns) + ENG_YIELD_NS;
+		uint64_t ms = !atomic_load(&w->want) && until > now ? (until - now + 999999) / 1000000 : 1;
+		struct timespec ts = nkv_abstime_in_ms(ms);
+		pthread_cond_timedwait(&w->yield_cv, &w->mu, &ts);
 	}
-	return false;
 }
 
 static void *worker_main(void *arg)
@@ -544,6 +623,8 @@ static void *worker_main(void *arg)
 	struct nkv_engine *e = w->e;
 	pthread_mutex_lock(&w->qp_mu);
 	for (;;) {
+		if (worker_driven(w, nkv_now_ns()))
+			worker_yield(w);
 		int64_t now = nkv_client_now_ms();
 		pthread_mutex_lock(&w->mu);
 		for (struct eng_item *it = w->inbox.head; it; it = it->next)
@@ -579,7 +660,7 @@ static void *worker_main(void *arg)
 		}
 		if (!w->qp && !atomic_load(&e->down) && !w->reopen_at && (w->pend.head || !stop))
 			continue; /* the queue pair just failed: open another now */
-		worker_wait(w, nkv_client_now_ms());
+		worker_wait(w, nkv_client_now_ms(), INT64_MAX);
 	}
 	pthread_mutex_unlock(&w->qp_mu);
 	return NULL;
@@ -646,9 +727,7 @@ static void engine_stop(struct nkv_engine *e)
 		pthread_mutex_lock(&w->mu);
 		w->stop = true;
 		pthread_mutex_unlock(&w->mu);
-		uint64_t one = 1;
-		if (write(w->wake_fd, &one, sizeof(one)) < 0)
-			NKV_WARN("engine: eventfd write: %s", strerror(errno));
+		worker_wake(w);
 		pthread_join(w->th, NULL);
 		w->started = false;
 	}
@@ -683,6 +762,7 @@ void nkv_engine_destroy(struct nkv_engine *e)
 			close(w->wake_fd);
 		pthread_mutex_destroy(&w->mu);
 		pthread_mutex_destroy(&w->qp_mu);
+		pthread_cond_destroy(&w->yield_cv);
 	}
 	nkv_doneq_fini(&e->done, batch_free_dn);
 	pthread_mutex_destroy(&e->sup_mu);
@@ -718,13 +798,13 @@ int nkv_engine_create(struct nkv_ctrl *ctrl, const struct nkv_engine_opts *opts,
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* nkv_abstime_in_ms() */
 	pthread_cond_init(&e->sup_cv, &ca);
-	pthread_condattr_destroy(&ca);
 	for (unsigned i = 0; i < nw; i++) {
 		struct eng_worker *w = &e->w[i];
 		w->e = e;
 		w->wake_fd = -1;
 		pthread_mutex_init(&w->mu, NULL);
 		pthread_mutex_init(&w->qp_mu, NULL);
+		pthread_cond_init(&w->yield_cv, &ca);
 		e->nw = i + 1;
 		if (rc)
 			break;
@@ -738,18 +818,22 @@ int nkv_engine_create(struct nkv_ctrl *ctrl, const struct nkv_engine_opts *opts,
 			close(w->wake_fd);
 			pthread_mutex_destroy(&w->mu);
 			pthread_mutex_destroy(&w->qp_mu);
+			pthread_cond_destroy(&w->yield_cv);
 			e->nw = i;
 			rc = 0;
 			break;
 		}
 		if (rc)
 			break;
+		if (!e->qd || w->qp->depth < e->qd)
+			e->qd = w->qp->depth;
 		e->open_qps++;
 		rc = -pthread_create(&w->th, NULL, worker_main, w);
 		if (rc)
 			break;
 		w->started = true;
 	}
+	pthread_condattr_destroy(&ca);
 	if (rc == 0) {
 		rc = -pthread_create(&e->sup_th, NULL, sup_main, e);
 		e->sup_started = rc == 0;
@@ -845,7 +929,7 @@ static bool run_inline(struct nkv_engine *e, struct eng_batch *b, struct nkv_op 
 		if (sent || got > 0)
 			w->spins = 0, w->spin_until = 0;
 		else
-			took_wake |= worker_wait(w, nkv_client_now_ms());
+			took_wake |= worker_wait(w, nkv_client_now_ms(), INT64_MAX);
 	}
 	/* Work left, or a wake-up meant for the worker taken from wake_fd (new work, a lost controller,
 	 * stop: all seen above): wake it. Under qp_mu: it cannot have stopped and closed wake_fd. */
@@ -853,6 +937,219 @@ static bool run_inline(struct nkv_engine *e, struct eng_batch *b, struct nkv_op 
 		worker_wake(w);
 	pthread_mutex_unlock(&w->qp_mu);
 	return true;
+}
+
+/**
+ * One pass of the worker's loop over @w's queue pair on a reaping caller's thread (the caller holds
+ * qp_mu): take the inbox, send, poll. @return ops sent + completed (>= 0), or -1 when only the worker
+ * can go on: stop, an op past its deadline, a failed or hung-up queue pair, a lost controller.
+ */
+static int drive_pass(struct eng_worker *w)
+{
+	int64_t now = nkv_client_now_ms();
+	pthread_mutex_lock(&w->mu);
+	for (struct eng_item *it = w->inbox.head; it; it = it->next)
+		it->t_ms = now;
+	list_splice(&w->pend, &w->inbox);
+	bool stop = w->stop;
+	pthread_mutex_unlock(&w->mu);
+	if (stop || !w->qp)
+		return -1;
+	unsigned sent = worker_send(w, now, false);
+	int got = 0;
+	if (w->inflight.head && !w->qp->err) {
+		got = nkv_qpair_poll(w->qp, 0);
+		if (got < 0) {
+			NKV_WARN("engine: qid %u failed: %s; reopening", w->qp->qid, strerror(-got));
+			got = 0;
+		}
+	}
+	struct eng_item *old = w->inflight.head;
+	if (w->qp->err || w->hup || atomic_load(&w->e->down) || (old && now - old->t_ms >= w->e->timeout_ms) ||
+	    (w->pend.head && !old))
+		return -1;
+	return (int)sent + got;
+}
+
+/** A reaping caller lets go of @w's queue pair: lazily (the worker takes it back after ENG_YIELD_NS
+ *  without callers), or handing it back now (@now: the worker is needed, or the caller goes to
+ *  sleep with ops still on it). */
+static void drive_release(struct eng_worker *w, bool held, bool now)
+{
+	atomic_store(&w->driven_ns, now ? 0 : nkv_now_ns());
+	atomic_fetch_sub(&w->want, 1);
+	if (held)
+		pthread_mutex_unlock(&w->qp_mu);
+	if (now)
+		worker_wake(w);
+}
+
+/**
+ * engine_drive's sleep over the queue pairs it holds (@held, of the first @n workers), as worker_wait
+ * sleeps over one: on each one's CQ interrupt or socket and on its wake_fd, with `sleepers` raised so
+ * that another thread's submit wakes it, and on the doneq's eventfd (the other queues' workers), until
+ * one signals, @until_ms (the reap's timeout) or the oldest op's deadline. @return 0, or -1 when a queue cannot be waited on (shm without interrupts):
+ * the caller hands them back to their workers, which nap instead.
+ */
+static int drive_sleep(struct nkv_engine *e, uint64_t held, unsigned n, int64_t until_ms)
+{
+	struct pollfd p[2 * ENG_DRIVE_MAX + 1] = {{.fd = e->done.fd, .events = POLLIN}};
+	int wi[ENG_DRIVE_MAX];
+	bool armed[ENG_DRIVE_MAX] = {false}, ready = false;
+	nfds_t np = 1; /* the doneq's eventfd: the queues' workers complete into it */
+	int rc = 0;
+	int64_t until = nkv_client_now_ms() + ENG_IDLE_TICK_MS;
+	if (until_ms < until)
+		until = until_ms;
+	for (unsigned i = 0; i < n; i++) {
+		struct eng_worker *w = &e->w[i];
+		if (!(held & (1ull << i)))
+			continue;
+		atomic_fetch_add(&w->sleepers, 1);
+		wi[i] = (int)np;
+		p[np++] = (struct pollfd){.fd = w->wake_fd, .events = POLLIN};
+		if (w->inflight.head && rc == 0) {
+			if (w->inflight.head->t_ms + e->timeout_ms < until)
+				until = w->inflight.head->t_ms + e->timeout_ms;
+			int r = qp_wait_fd(w, &p[np]);
+			armed[i] = r > 0;
+			np += r > 0;
+			ready |= r == 0;
+			rc = r < 0 ? -1 : 0;
+		}
+		pthread_mutex_lock(&w->mu); /* after sleepers: a submit that missed this sees the count */
+		ready |= w->inbox.head != NULL;
+		pthread_mutex_unlock(&w->mu);
+	}
+	if (!ready && rc == 0) {
+		int64_t now = nkv_client_now_ms();
+		poll(p, np, until > now ? (int)(until - now) : 0);
+	}
+	for (unsigned i = 0; i < n; i++) {
+		struct eng_worker *w = &e->w[i];
+		if (!(held & (1ull << i)))
+			continue;
+		if (armed[i])
+			qp_wait_end(w);
+		wake_take(w, &p[wi[i]]);
+		atomic_fetch_sub(&w->sleepers, 1);
+	}
+	return rc;
+}
+
+/**
+ * nkv_engine_reap()'s wait (a nkv_doneq_drive hook): the calling thread drives the queue pairs as the
+ * workers would, until a batch completes, the timeout passes, or it would have to sleep. An event
+ * loop that keeps ops in flight with nkv_engine_submit() and waits in nkv_engine_reap() then costs
+ * what a bare queue pair polled by its thread costs: no wake-up of a worker per submit, none of the
+ * reaper per completion, no third thread spinning on a small machine. Each wanted worker leaves its
+ * queue pair (worker_yield; one asleep on a busy queue is woken once to let go). Without progress
+ * the caller spins ENG_SHM_SPIN_NS and then sleeps on the queues it holds as the workers would
+ * (drive_sleep; queues whose workers have not let go yet stay theirs), or, when one has no
+ * interrupts, hands them back and leaves the wait to the doneq wait after this hook. Whatever only a worker does
+ * (deadlines, failures, reconnects) is handed back at once (drive_pass).
+ */
+static void engine_drive(void *arg, int timeout_ms)
+{
+	struct nkv_engine *e = arg;
+	unsigned n = e->nw < ENG_DRIVE_MAX ? e->nw : ENG_DRIVE_MAX;
+	if (timeout_ms == 0 || !atomic_load(&e->ops) || atomic_load(&e->down))
+		return;
+	uint64_t wanted = 0, held = 0;
+	bool spin = false;
+	for (unsigned i = 0; i < n; i++) {
+		if (!atomic_load(&e->w[i].load))
+			continue; /* nothing there: its worker, idle, takes what comes meanwhile */
+		atomic_fetch_add(&e->w[i].want, 1);
+		wanted |= 1ull << i;
+		if (atomic_load(&e->w[i].sleepers))
+			worker_wake(&e->w[i]);
+	}
+	uint64_t t = nkv_now_ns(), spin_until = t + ENG_SHM_SPIN_NS;
+	int64_t end_ms = timeout_ms > 0 ? nkv_client_now_ms() + timeout_ms : INT64_MAX;
+	bool sleep = false;
+	while (wanted && !nkv_doneq_ready(&e->done) && atomic_load(&e->ops)) {
+		bool moved = false;
+		unsigned nheld = 0;
+		for (unsigned i = 0; i < n; i++) {
+			struct eng_worker *w = &e->w[i];
+			uint64_t bit = 1ull << i;
+			if (!(wanted & bit))
+				continue;
+			if (!(held & bit)) {
+				if (pthread_mutex_trylock(&w->qp_mu))
+					continue; /* its worker, or a run_inline caller, still has it */
+				held |= bit;
+				w->spins = 0, w->spin_until = 0;
+				spin |= w->qp && w->qp->shm;
+			}
+			int r = drive_pass(w);
+			if (r < 0) {
+				drive_release(w, true, true);
+				held &= ~bit;
+				wanted &= ~bit;
+				continue;
+			}
+			moved |= r > 0;
+			nheld++;
+		}
+		int64_t now_ms = nkv_client_now_ms();
+		if (now_ms >= end_ms)
+			break;
+		t = nkv_now_ns();
+		if (moved) {
+			spin_until = t + ENG_SHM_SPIN_NS;
+			continue;
+		}
+		if (spin && t < spin_until) { /* as the workers over shm: spin a while before sleeping */
+			nkv_cpu_relax();
+			continue;
+		}
+		if (!nheld) { /* every queue is still with its worker: the doneq wait after this hook */
+			sleep = true;
+			break;
+		}
+		for (unsigned i = 0; i < n; i++) { /* queues not let go of yet stay with their workers */
+			uint64_t bit = 1ull << i;
+			if ((wanted & bit) && !(held & bit)) {
+				drive_release(&e->w[i], false, false);
+				wanted &= ~bit;
+			}
+		}
+		if (drive_sleep(e, held, n, end_ms) < 0) {
+			sleep = true;
+			break;
+		}
+		spin_until = nkv_now_ns() + ENG_SHM_SPIN_NS;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t bit = 1ull << i;
+		if (!(wanted & bit))
+			continue;
+		struct eng_worker *w = &e->w[i];
+		bool busy = (held & bit) && (w->pend.head || w->inflight.head);
+		drive_release(w, held & bit, sleep && busy);
+	}
+}
+
+/** The calling thread's home worker for a small batch of @n ops: its own (threads take homes in
+ *  turn, engine-independent), or, while that one holds a queue's worth, the next with room (or the
+ *  least loaded). */
+static unsigned home_worker(struct nkv_engine *e, unsigned n)
+{
+	static atomic_uint next_home;
+	static _Thread_local unsigned home; /* 0: none yet */
+	if (!home)
+		home = atomic_fetch_add(&next_home, 1) + 1;
+	unsigned best = (home - 1) % e->nw, best_load = UINT_MAX;
+	for (unsigned k = 0; k < e->nw; k++) {
+		unsigned i = (home - 1 + k) % e->nw, load = atomic_load(&e->w[i].load);
+		if (load + n <= e->qd)
+			return i;
+		if (load < best_load)
+			best = i, best_load = load;
+	}
+	return best;
 }
 
 /** Check the ops, then hand them to the workers as one batch (nkv_engine_run: a small one may run
@@ -898,11 +1195,19 @@ static int engine_submit(struct nkv_engine *e, struct nkv_op *ops, unsigned n, u
 	if (run && inline_ok(ops, n) && run_inline(e, b, ops, n))
 		return 0;
 	/*
-	 * Contiguous slices, one per worker, starting where the last batch stopped: a big batch uses
-	 * every queue; single ops rotate over them.
+	 * A small batch goes to the calling thread's home queue pair (as an NVMe driver's per-CPU
+	 * queues): one thread's stream of small ops stays on one queue, which its reaps then drive alone
+	 * (engine_drive). A big one is cut in contiguous slices, one per worker, starting where the last
+	 * batch stopped, so that it uses every queue.
 	 */
-	unsigned nw = e->nw, slices = n < nw ? n : nw, per = (n + slices - 1) / slices;
-	unsigned first = atomic_fetch_add(&e->rr, slices);
+	unsigned nw = e->nw, slices, per, first;
+	if (inline_ok(ops, n)) {
+		slices = 1, per = n;
+		first = home_worker(e, n);
+	} else {
+		slices = n < nw ? n : nw, per = (n + slices - 1) / slices;
+		first = atomic_fetch_add(&e->rr, slices);
+	}
 	for (unsigned s = 0, i = 0; s < slices && i < n; s++) {
 		struct eng_worker *w = &e->w[(first + s) % nw];
 		unsigned end = i + per < n ? i + per : n;
@@ -949,7 +1254,7 @@ int nkv_engine_reap(struct nkv_engine *e, uint64_t *tags, unsigned max, int time
 		return -EINVAL;
 	if (e->mp)
 		return nkv_mp_reap(e->mp, tags, max, timeout_ms);
-	return nkv_doneq_reap(&e->done, tags, max, timeout_ms, batch_free_dn);
+	return nkv_doneq_reap(&e->done, tags, max, timeout_ms, batch_free_dn, engine_drive, e);
 }
 
 int nkv_engine_eventfd(const struct nkv_engine *e)

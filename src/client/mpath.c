@@ -626,7 +626,7 @@ int nkv_mp_run(struct nkv_mp *mp, struct nkv_op *ops, unsigned n)
 
 int nkv_mp_reap(struct nkv_mp *mp, uint64_t *tags, unsigned max, int timeout_ms)
 {
-	return nkv_doneq_reap(&mp->done, tags, max, timeout_ms, batch_free_dn);
+	return nkv_doneq_reap(&mp->done, tags, max, timeout_ms, batch_free_dn, NULL, NULL);
 }
 
 int nkv_mp_eventfd(const struct nkv_mp *mp)

@@ -116,6 +116,7 @@ static void irq_flush(struct shm_ctrl *c)
 	if (!c->irq_pending)
 		return;
 	c->irq_pending = false;
+	c->irq_pass++;
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	for (uint16_t q = 0; q <= c->ctrlr->opts.max_io_queues; q++) {
 		struct shm_cq *cq = &c->cqs[q];
@@ -124,9 +125,15 @@ static void irq_flush(struct shm_ctrl *c)
 		cq->fire = false;
 		if (cq->iv > c->ctrlr->opts.max_io_queues || c->irq_fds[cq->iv] < 0)
 			continue;
-		if (c->batch_irq || (__atomic_load_n(&c->arm[q], __ATOMIC_RELAXED) &&
-				     __atomic_exchange_n(&c->arm[q], 0, __ATOMIC_SEQ_CST)))
+		if (c->batch_irq) { /* one write per vector however many of its CQs got CQEs */
+			if (c->irq_pass_at[cq->iv] != c->irq_pass) {
+				c->irq_pass_at[cq->iv] = c->irq_pass;
+				irq_send(c, cq->iv);
+			}
+		} else if (__atomic_load_n(&c->arm[q], __ATOMIC_RELAXED) &&
+			   __atomic_exchange_n(&c->arm[q], 0, __ATOMIC_SEQ_CST)) {
 			irq_send(c, cq->iv);
+		}
 	}
 }
 
@@ -789,6 +796,7 @@ static void ctrl_free(struct shm_ctrl *c)
 	free(c->irq_fds);
 	free(c->irq_masked);
 	free((void *)c->irq_pend);
+	free(c->irq_pass_at);
 	atomic_fetch_sub(&c->s->nctrls, 1);
 	free(c);
 }
@@ -1300,10 +1308,11 @@ int nkv_shm_ctrl_open(struct nkv_shm *s, struct shm_listener *l, int sock, const
 	if (vfu) {
 		c->irq_masked = calloc(nvec, 1);
 		c->irq_pend = calloc(nvec, sizeof(*c->irq_pend));
+		c->irq_pass_at = calloc(nvec, sizeof(*c->irq_pass_at));
 	}
 	rfd = -1;
 	rc = -ENOMEM;
-	if (!c->sqs || !c->cqs || !c->irq_fds || (vfu && (!c->irq_masked || !c->irq_pend)) ||
+	if (!c->sqs || !c->cqs || !c->irq_fds || (vfu && (!c->irq_masked || !c->irq_pend || !c->irq_pass_at)) ||
 	    (rfd = rc = make_regs(c)) < 0 || (rc = nkv_ctrlr_create(ss, hostnqn, hostid, &opts, &c->ctrlr)) < 0) {
 		if (rfd >= 0)
 			close(rfd);

@@ -131,6 +131,8 @@ struct shm_ctrl {
 	bool batch_irq;          /* interrupt after every batch of CQEs (no ARM words; latched at CC.EN) */
 	uint8_t *irq_masked;     /* by vector: masked (SET_IRQS MASK, the MSI-X table or function mask) */
 	_Atomic uint8_t *irq_pend; /* by vector: an interrupt held back by the mask (the MSI-X PBA) */
+	uint32_t irq_pass;       /* batch_irq: irq_flush calls, so that a vector shared by CQs fires */
+	uint32_t *irq_pass_at;   /* once per call (by vector: the call that last fired it) */
 	atomic_uint resets;      /* DEVICE_RESETs applied by the poller */
 };
 

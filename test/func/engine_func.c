@@ -10,7 +10,9 @@
  *     from 6 threads at once, while the main thread keeps 32 one-op nkv_engine_submit() batches in
  *     flight on the same queue pairs: every value reads back intact, every tag comes back once;
  *   - nkv_engine_submit + eventfd + nkv_engine_reap: 64 batches in flight, every tag back once, the
- *     eventfd readable exactly while tags wait;
+ *     eventfd readable exactly while tags wait; also after a blocking reap (which drives the queue
+ *     pairs itself) took fewer than were done; an op submitted after the last blocking reap completes
+ *     without another one;
  *   - bad ops (type, key length, NULL buffer, offset on a Store) refuse the whole batch with -EINVAL
  *     and that op's rc; max_ops gives -EAGAIN;
  *   - shm: nkv_buf_register of malloc'ed memory keeps its bytes and addresses, turns its whole pages
@@ -325,6 +327,59 @@ static void test_async(void)
 	free(ops);
 }
 
+/** Blocking reaps drive the queue pairs on the calling thread (engine_drive): what the driver
+ *  completes and leaves queued still makes the eventfd readable, and once the caller stops reaping,
+ *  the workers take over (a streamed op completes without any reap). */
+static void test_drive(void)
+{
+	enum { N = 8, LEN = 4096 };
+	struct nkv_op ops[N];
+	uint8_t *buf = malloc((size_t)N * LEN);
+	int efd = nkv_engine_eventfd(g_e);
+	for (unsigned round = 0; round < 20; round++) {
+		for (unsigned i = 0; i < N; i++) {
+			ops[i] = (struct nkv_op){.type = NKV_OP_STORE, .buf = buf + (size_t)i * LEN, .len = LEN};
+			op_key(&ops[i], "dr", i);
+			h_fill(ops[i].buf, LEN, round * N + i);
+			CHECK(nkv_engine_submit(g_e, &ops[i], 1, i) == 0, "drive: submit %u", i);
+		}
+		uint64_t tags[N];
+		unsigned got = 0, bad = 0;
+		int n = nkv_engine_reap(g_e, tags, 1, 2000); /* takes one; the rest queue behind it */
+		got += n > 0 ? (unsigned)n : 0;
+		while (got < N) { /* the others: the eventfd must say so, whoever completed them */
+			struct pollfd p = {.fd = efd, .events = POLLIN};
+			if (poll(&p, 1, 2000) != 1)
+				break;
+			n = nkv_engine_reap(g_e, tags, N, 0);
+			got += n > 0 ? (unsigned)n : 0;
+		}
+		for (unsigned i = 0; i < N; i++)
+			bad += ops[i].rc != 0;
+		if (got != N || bad || fd_readable(efd)) {
+			CHECK(false, "drive round %u: %u of %u tags seen through the eventfd, %u failed, eventfd left %d",
+			      round, got, N, bad, fd_readable(efd));
+			break;
+		}
+	}
+	/* a stream, then no more blocking reaps: the op must complete by itself (the worker takes the
+	 * queue pair back about a millisecond after the last reap let go of it) */
+	unsigned late = 0;
+	for (unsigned round = 0; round < 20; round++) {
+		uint64_t t;
+		ops[0].type = NKV_OP_RETRIEVE;
+		CHECK(nkv_engine_submit(g_e, &ops[0], 1, 1) == 0 && nkv_engine_reap(g_e, &t, 1, 2000) == 1,
+		      "drive: stream op");
+		CHECK(nkv_engine_submit(g_e, &ops[0], 1, 2) == 0, "drive: one more op");
+		struct pollfd p = {.fd = efd, .events = POLLIN};
+		late += poll(&p, 1, 500) != 1;
+		CHECK(nkv_engine_reap(g_e, &t, 1, 2000) == 1 && t == 2 && ops[0].rc == 0, "drive: the op's tag");
+	}
+	CHECK(late == 0, "ops submitted after the last blocking reap completed without one: %u of 20 waited > 500 ms",
+	      late);
+	free(buf);
+}
+
 static void test_bad_ops(void)
 {
 	uint8_t b[8];
@@ -506,6 +561,7 @@ int main(int argc, char **argv)
 		test_threads();
 		test_inline_mix();
 		test_async();
+		test_drive();
 		test_bad_ops();
 		test_bufreg();
 		test_lname();

@@ -7,6 +7,8 @@
  *     Stores and Retrieves succeeds, values intact;
  *   - shared memory: the same batch completes within the deadline plus a grace (the queue cannot be
  *     deleted while the controller is frozen, so what follows is the controller's fate, not checked);
+ *   - both: one-op batches streamed with nkv_engine_submit() and a blocking nkv_engine_reap() (the
+ *     reaping thread drives the queue pair) end the same way;
  *   - both: first a one-op nkv_engine_run(), which the calling thread runs on an idle worker's queue
  *     pair itself, ends the same way (-ETIMEDOUT or -ENOTCONN within the deadline plus the grace), and
  *     after SIGCONT the engine serves every queue again (a batch over all of them answers).
@@ -113,6 +115,63 @@ static void frozen_batch(const char *what, struct nkv_engine *e, pid_t pid)
 	      what, took, DEADLINE_MS);
 }
 
+/** SIGCONT: the engine reopens its queue pairs (or reconnects) by itself and every queue serves
+ *  again: the controller is up and a batch too big for one queue (it is cut over all of them) is
+ *  answered (a miss is an answer). */
+static void thaw(const char *what, struct nkv_engine *e, pid_t pid)
+{
+	enum { LEN = 32768 }; /* 16 x 32 KiB: more than a caller runs on one queue itself */
+	struct nkv_op ops[NOPS];
+	uint8_t *buf = malloc((size_t)NOPS * LEN);
+	kill(pid, SIGCONT);
+	double t0 = now_ms();
+	unsigned answered = 0;
+	do {
+		if (nkv_engine_path_active(e, 1) != 0)
+			continue;
+		fill_ops(ops, NKV_OP_RETRIEVE, buf, LEN);
+		for (unsigned i = 0; i < NOPS; i++)
+			ops[i].key[0] = 'T'; /* absent keys */
+		nkv_engine_run(e, ops, NOPS);
+		answered = 0;
+		for (unsigned i = 0; i < NOPS; i++)
+			answered += ops[i].rc == -ENOENT;
+	} while (answered < NOPS && now_ms() - t0 < 10000 && usleep(20000) == 0);
+	printf("%s: after SIGCONT: a batch over every queue answered after %.0f ms\n", what, now_ms() - t0);
+	CHECK(answered == NOPS, "%s: every queue serves again after SIGCONT (%u of %d answered)", what, answered, NOPS);
+	free(buf);
+}
+
+/** The same with one-op batches kept in flight with nkv_engine_submit() and a blocking
+ *  nkv_engine_reap(), which drives the queue pair on the calling thread (engine_drive): every tag
+ *  comes back failed by the deadline plus the grace, none hangs. */
+static void frozen_stream(const char *what, struct nkv_engine *e, pid_t pid)
+{
+	struct nkv_op ops[NOPS];
+	fill_ops(ops, NKV_OP_EXIST, NULL, 0);
+	freeze(pid);
+	double t0 = now_ms();
+	for (unsigned i = 0; i < NOPS; i++)
+		CHECK(nkv_engine_submit(e, &ops[i], 1, i) == 0, "%s: submit %u", what, i);
+	unsigned got = 0, failed = 0;
+	while (got < NOPS) {
+		uint64_t tags[NOPS];
+		int n = nkv_engine_reap(e, tags, NOPS, DEADLINE_MS + GRACE_MS);
+		if (n <= 0)
+			break;
+		for (int j = 0; j < n; j++, got++)
+			failed += tags[j] < NOPS && (ops[tags[j]].rc == -ETIMEDOUT || ops[tags[j]].rc == -ENOTCONN);
+	}
+	double took = now_ms() - t0;
+	printf("%s: frozen target, %d streamed ops: %u back, %u failed as they should, in %.0f ms\n", what, NOPS,
+	       got, failed, took);
+	CHECK(got == NOPS && failed == NOPS, "%s: every streamed op fails with -ETIMEDOUT/-ENOTCONN (%u of %u back)",
+	      what, failed, got);
+	CHECK(took >= DEADLINE_MS - 50 && took < DEADLINE_MS + GRACE_MS, "%s: the stream ended in %.0f ms (deadline %d ms)",
+	      what, took, DEADLINE_MS);
+	thaw(what, e, pid);
+}
+
 /** The same with a one-op run (the caller drives the queue pair), then SIGCONT: every queue serves again. */
 static void frozen_one(const char *what, struct nkv_engine *e, pid_t pid)
 {
@@ -130,18 +189,7 @@ static void frozen_one(const char *what, struct nkv_engine *e, pid_t pid)
 	 * waits for the admin timeout, another DEADLINE_MS): that is the worker's to wait for */
 	CHECK(took >= DEADLINE_MS - 50 && took < DEADLINE_MS + ONE_GRACE_MS, "%s: one op ended in %.0f ms (deadline %d ms)",
 	      what, took, DEADLINE_MS);
-	kill(pid, SIGCONT);
-	t0 = now_ms();
-	unsigned answered;
-	do { /* the engine reopens its queue pair (or reconnects) by itself; a batch spans every queue */
-		fill_ops(ops, NKV_OP_EXIST, NULL, 0);
-		nkv_engine_run(e, ops, NOPS);
-		answered = 0;
-		for (unsigned i = 0; i < NOPS; i++)
-			answered += ops[i].rc == 0 || ops[i].rc == -ENOENT; /* hit or miss: the target answered */
-	} while (answered < NOPS && now_ms() - t0 < 10000 && usleep(20000) == 0);
-	printf("%s: after SIGCONT: a batch over every queue answered after %.0f ms\n", what, now_ms() - t0);
-	CHECK(answered == NOPS, "%s: every queue serves again after SIGCONT (%u of %d answered)", what, answered, NOPS);
+	thaw(what, e, pid);
 }
 
 int main(int argc, char **argv)
@@ -172,6 +220,7 @@ int main(int argc, char **argv)
 	CHECK(rc == 0, "connect over TCP: %d", rc);
 	if (rc == 0 && (rc = nkv_engine_create(c, &eo, &e)) == 0) {
 		frozen_one("tcp", e, pid);
+		frozen_stream("tcp", e, pid);
 		frozen_batch("tcp", e, pid);
 		kill(pid, SIGCONT);
 		/* the engine reopens its queue pairs; ops sent now succeed */
@@ -204,6 +253,7 @@ int main(int argc, char **argv)
 	CHECK(rc == 0, "connect over shm: %d", rc);
 	if (rc == 0 && (rc = nkv_engine_create(c, &eo, &e)) == 0) {
 		frozen_one("shm", e, pid);
+		frozen_stream("shm", e, pid);
 		frozen_batch("shm", e, pid);
 		kill(pid, SIGCONT);
 		double t0 = now_ms();
