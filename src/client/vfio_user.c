@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "client/shm_int.h"
+#include "common/fdpass.h"
 #include "common/log.h"
 #include "common/vfio_user.h"
 
@@ -121,27 +122,11 @@ static int send_full(int sock, const void *msg, size_t len, int fd)
 {
 	size_t sent = 0;
 	while (sent < len) {
-		union {
-			struct cmsghdr h;
-			char b[CMSG_SPACE(sizeof(int))];
-		} cm;
-		struct iovec iov = {.iov_base = (uint8_t *)msg + sent, .iov_len = len - sent};
-		struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-		if (sent == 0 && fd >= 0) {
-			memset(&cm, 0, sizeof(cm));
-			mh.msg_control = cm.b;
-			mh.msg_controllen = sizeof(cm.b);
-			struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-			c->cmsg_level = SOL_SOCKET;
-			c->cmsg_type = SCM_RIGHTS;
-			c->cmsg_len = CMSG_LEN(sizeof(int));
-			memcpy(CMSG_DATA(c), &fd, sizeof(int));
-		}
-		ssize_t n = sendmsg(sock, &mh, MSG_NOSIGNAL);
-		if (n < 0 && errno == EINTR)
+		ssize_t n = nkv_send_fd(sock, (const uint8_t *)msg + sent, len - sent, sent == 0 ? fd : -1);
+		if (n == -EINTR)
 			continue;
 		if (n < 0)
-			return errno == EAGAIN || errno == EWOULDBLOCK ? -ETIMEDOUT : -errno;
+			return n == -EAGAIN || n == -EWOULDBLOCK ? -ETIMEDOUT : (int)n;
 		sent += (size_t)n;
 	}
 	return 0;

@@ -29,6 +29,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/fdpass.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/unix_sock.h"
@@ -94,33 +95,17 @@ static int send_all(int sock, const void *buf, size_t len, int fd)
 	uint64_t end = nkv_now_ms() + VFU_SEND_MS;
 
 	while (len) {
-		union {
-			struct cmsghdr h;
-			char b[CMSG_SPACE(sizeof(int))];
-		} cm;
-		struct iovec iov = {.iov_base = (void *)b, .iov_len = len};
-		struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-		if (fd >= 0) {
-			memset(&cm, 0, sizeof(cm));
-			mh.msg_control = cm.b;
-			mh.msg_controllen = sizeof(cm.b);
-			struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-			c->cmsg_level = SOL_SOCKET;
-			c->cmsg_type = SCM_RIGHTS;
-			c->cmsg_len = CMSG_LEN(sizeof(int));
-			memcpy(CMSG_DATA(c), &fd, sizeof(int));
-		}
-		ssize_t n = sendmsg(sock, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+		ssize_t n = nkv_send_fd_flags(sock, b, len, fd, MSG_DONTWAIT);
 		if (n > 0) {
 			b += n;
 			len -= (size_t)n;
 			fd = -1;
 			continue;
 		}
-		if (n < 0 && errno == EINTR)
+		if (n == -EINTR)
 			continue;
-		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
-			return -errno;
+		if (n < 0 && n != -EAGAIN && n != -EWOULDBLOCK)
+			return (int)n;
 		uint64_t now = nkv_now_ms();
 		struct pollfd pf = {.fd = sock, .events = POLLOUT};
 		if (now >= end || poll(&pf, 1, (int)(end - now)) <= 0)
