@@ -67,44 +67,37 @@ static bool hook_tls_ready(void *arg)
 
 /* A socket the control plane names is made only directly in --shm-dir, a directory no one else can
  * change (the control core refuses other paths before committing; a group's state may hold another
- * gateway's). */
+ * gateway's). @what names the kind of socket in the message. @return 0 or -errno. */
+static int socket_path_ok(struct daemon_control *dc, const char *nqn, const char *path, const char *what)
+{
+	const char *dir = dc->c->shm_dir, *name = strlen(path) > strlen(dir) ? path + strlen(dir) + 1 : "";
+	char why[512];
+	int rc;
+
+	if (strncmp(path, dir, strlen(dir)) != 0 || path[strlen(dir)] != '/' || !*name || strchr(name, '/') ||
+	    strcmp(name, ".") == 0 || strcmp(name, "..") == 0) {
+		NKV_ERR("%s: %s socket %s refused: not directly in --shm-dir %s", nqn, what, path, dir);
+		return -EINVAL;
+	}
+	if ((rc = nkv_dir_check_private(dir, false, 0, why, sizeof(why))) < 0) {
+		NKV_ERR("%s: %s socket %s refused: %s", nqn, what, path, why);
+		return rc;
+	}
+	return 0;
+}
+
 static int hook_shm(void *arg, const char *nqn, const char *path)
 {
 	struct daemon_control *dc = arg;
-	const char *dir = dc->c->shm_dir, *name = strlen(path) > strlen(dir) ? path + strlen(dir) + 1 : "";
-	char why[512];
-	int rc;
-
-	if (strncmp(path, dir, strlen(dir)) != 0 || path[strlen(dir)] != '/' || !*name || strchr(name, '/') ||
-	    strcmp(name, ".") == 0 || strcmp(name, "..") == 0) {
-		NKV_ERR("%s: shared-memory socket %s refused: not directly in --shm-dir %s", nqn, path, dir);
-		return -EINVAL;
-	}
-	if ((rc = nkv_dir_check_private(dir, false, 0, why, sizeof(why))) < 0) {
-		NKV_ERR("%s: shared-memory socket %s refused: %s", nqn, path, why);
-		return rc;
-	}
-	return daemon_shm_serve(dc->c, dc->tgt, dc->shm, nqn, path);
+	int rc = socket_path_ok(dc, nqn, path, "shared-memory");
+	return rc ? rc : daemon_shm_serve(dc->c, dc->tgt, dc->shm, nqn, path);
 }
 
-/* A vfio-user socket named by the control plane: the same rule as a shared-memory socket's. */
 static int hook_vfu(void *arg, const char *nqn, const char *path, const char *hostnqn)
 {
 	struct daemon_control *dc = arg;
-	const char *dir = dc->c->shm_dir, *name = strlen(path) > strlen(dir) ? path + strlen(dir) + 1 : "";
-	char why[512];
-	int rc;
-
-	if (strncmp(path, dir, strlen(dir)) != 0 || path[strlen(dir)] != '/' || !*name || strchr(name, '/') ||
-	    strcmp(name, ".") == 0 || strcmp(name, "..") == 0) {
-		NKV_ERR("%s: vfio-user socket %s refused: not directly in --shm-dir %s", nqn, path, dir);
-		return -EINVAL;
-	}
-	if ((rc = nkv_dir_check_private(dir, false, 0, why, sizeof(why))) < 0) {
-		NKV_ERR("%s: vfio-user socket %s refused: %s", nqn, path, why);
-		return rc;
-	}
-	return daemon_vfu_serve(dc->c, dc->tgt, dc->shm, nqn, path, hostnqn);
+	int rc = socket_path_ok(dc, nqn, path, "vfio-user");
+	return rc ? rc : daemon_vfu_serve(dc->c, dc->tgt, dc->shm, nqn, path, hostnqn);
 }
 
 /* The configuration the daemon runs now, as the control plane's state (src/control/ctl_int.h). */
