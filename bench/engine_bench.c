@@ -208,39 +208,17 @@ static void qslot_cb(void *arg, const struct nkv_cpl *cpl)
 	}
 }
 
-/** @return ops/s of 64 Retrieves kept in flight for @ms on @qp. */
-static double qd_qpair(struct nkv_qpair *qp, uint8_t *bufs, uint32_t size, unsigned ms)
-{
-	struct qslot s[QD];
-	uint64_t done = 0, issued = 0, t0 = now_ns();
-	for (unsigned k = 0; k < QD; k++) {
-		s[k] = (struct qslot){.qp = qp, .buf = bufs + (size_t)k * size, .size = size, .i = (unsigned)issued++,
-				      .done = &done, .issued = &issued, .end_ns = t0 + ms * 1000000ull};
-		uint8_t key[16];
-		unsigned kl = key_of(s[k].i, key);
-		if (nkv_retrieve_async(qp, NSID, key, kl, s[k].buf, size, qslot_cb, &s[k]))
-			issued--;
-	}
-	while (done < issued) {
-		int rc = nkv_qpair_poll(qp, 1000);
-		if (rc < 0) {
-			fprintf(stderr, "engine_bench: qpair poll: %s\n", strerror(-rc));
-			g_bad++;
-			break;
-		}
-	}
-	return done / ((now_ns() - t0) / 1e9);
-}
-
-/** @return ops/s of batches of 64 Retrieves on @qp for @ms: 64 sent, all awaited, again. */
-static double qd_qpair_batch(struct nkv_qpair *qp, uint8_t *bufs, uint32_t size, unsigned ms)
+/** @return ops/s of 64 Retrieves on @qp for @ms: kept in flight (each completion sends the next),
+ *  or, with @batch, sent 64 at a time and all awaited before the next 64. */
+static double qd_qpair(struct nkv_qpair *qp, uint8_t *bufs, uint32_t size, unsigned ms, bool batch)
 {
 	struct qslot s[QD];
 	uint64_t done = 0, issued = 0, t0 = now_ns(), end = t0 + ms * 1000000ull;
-	while (now_ns() < end && !g_bad) {
+	do {
 		for (unsigned k = 0; k < QD; k++) {
 			s[k] = (struct qslot){.qp = qp, .buf = bufs + (size_t)k * size, .size = size,
-					      .i = (unsigned)issued++, .done = &done, .issued = &issued, .end_ns = 0};
+					      .i = (unsigned)issued++, .done = &done, .issued = &issued,
+					      .end_ns = batch ? 0 : end};
 			uint8_t key[16];
 			unsigned kl = key_of(s[k].i, key);
 			if (nkv_retrieve_async(qp, NSID, key, kl, s[k].buf, size, qslot_cb, &s[k]))
@@ -254,7 +232,7 @@ static double qd_qpair_batch(struct nkv_qpair *qp, uint8_t *bufs, uint32_t size,
 				break;
 			}
 		}
-	}
+	} while (batch && now_ns() < end && !g_bad);
 	return done / ((now_ns() - t0) / 1e9);
 }
 
@@ -377,8 +355,8 @@ static int run_tr(const struct conf *c, const char *tr, const char *port, const 
 		diff[r] = p50[P_ENG][r] - p50[P_QP][r];
 		for (unsigned k = 0; k < Q_N; k++) {
 			int q = (int)((r + k) % Q_N);
-			ops[q][r] = q == Q_QP    ? qd_qpair(qp, bq, c->size, c->qd_ms)
-				    : q == Q_QPB ? qd_qpair_batch(qp, bq, c->size, c->qd_ms)
+			ops[q][r] = q == Q_QP    ? qd_qpair(qp, bq, c->size, c->qd_ms, false)
+				    : q == Q_QPB ? qd_qpair(qp, bq, c->size, c->qd_ms, true)
 				    : q == Q_RUN ? qd_run(e, be, c->size, c->qd_ms)
 						 : qd_engine(e, be, c->size, c->qd_ms);
 		}

@@ -4,7 +4,8 @@
 # micro Ceph cluster, run every CTest test (unit, functional on mem and on RADOS, fuzz replay), stop the
 # cluster, then the topology tier (label topology: a 3-OSD cluster of its own, after the main suite
 # because 3 more OSDs beside its -j2 tests would overload a 2-core machine), and fail if any RADOS
-# test was skipped or did not run.
+# test was skipped or did not run. The long tier (label long: minutes each, paths other tests already
+# cover on RADOS) is run by hand: ctest --preset asan -L long.
 #   scripts/test.sh            # everything
 #   PRESET=debug scripts/test.sh
 set -euo pipefail
@@ -38,12 +39,12 @@ eval "$(bash scripts/ceph-dev.sh env --dir "$CEPH_DIR")"
 export NKV_REQUIRE_RADOS=1   # a rados test without a cluster fails instead of skipping
 
 set +e
-ctest --preset "$PRESET" -j2 -LE topology 2>&1 | tee "$LOG"
+ctest --preset "$PRESET" -j2 -LE "topology|long" 2>&1 | tee "$LOG"
 rc=${PIPESTATUS[0]}
 set -e
 
 # The RADOS tests must have run, every one of them, and passed (by name, from the label).
-names=$(ctest --preset "$PRESET" -N -L rados | sed -n 's/^ *Test *#[0-9]*: //p')
+names=$(ctest --preset "$PRESET" -N -L rados -LE long | sed -n 's/^ *Test *#[0-9]*: //p')
 want=$(echo "$names" | grep -c . || true)
 ran=0
 for n in $names; do

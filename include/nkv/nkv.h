@@ -2,7 +2,8 @@
 /*
  * nkv.h - libnkv, the rados-nkv client library: an initiator for the NVMe Key Value command set
  * over two transports, NVMe/TCP (nkv_connect) and the target's shared-memory PCIe-style controller
- * (nkv_connect_shm: a register page, SQ/CQ rings and PRPs in memory shared over a Unix socket).
+ * (nkv_connect_shm: a register page, SQ/CQ rings and PRPs in memory shared over a Unix socket; or
+ * the same controller as a vfio-user PCI device, nkv_connect() with "vfio-user:/path").
  * Connect to a subsystem (directly or through a discovery controller), identify its KV namespaces,
  * and run Store / Retrieve / Delete / Exist / List and vendor Exec (allowlisted RADOS class methods)
  * synchronously or asynchronously. Every call below
@@ -160,6 +161,11 @@ NKV_API int nkv_connect(const char *traddr, const char *trsvcid, const char *sub
  * within CAP.TO), Identify Controller, Set Features Number of Queues. nkv_connect() with traddr
  * "shm:/path/to/socket" does the same (trsvcid ignored; a SUBNQN other than the socket's fails with
  * -ENOENT; NULL or "" accepts the socket's). opts->hdgst/ddgst/kato_ms do not apply (no Keep Alive on PCIe). @opts may be NULL.
+ * nkv_connect() with "vfio-user:/path/to/socket" reaches the same controller model over vfio-user
+ * (the target's --vfio-user socket: VERSION, region info, BAR0's registers and doorbells mapped,
+ * DMA_MAP of the host's memory, MSI-X vectors over eventfds; no host NQN or ID is sent, the target
+ * names its clients) and returns the same codes; a server that breaks the protocol is -EPROTO.
+ * nkv_shm_reg_cuda() is nkv_shm.h's only (-ENOTSUP over vfio-user).
  * @return 0, -ENOENT / -ECONNREFUSED (no listener at @path), -EACCES (host not allowed),
  * -ETIMEDOUT (no reply, or CSTS.RDY not set within CAP.TO), -EIO (CSTS.CFS), -EPROTO (the target
  * broke the protocol), -ENAMETOOLONG, -EINVAL, -ENOMEM.
@@ -622,8 +628,9 @@ NKV_API unsigned nkv_engine_queues(const struct nkv_engine *e);
 /**
  * Connect to every path of @paths and start a multipath engine over them (see above).
  * @paths: one path, or several separated by commas, each as the nkv CLI and Python's connect() take
- * a target: "HOST:PORT", "[IPv6]:PORT", "HOST" (port 4420, or the discovery log's), or
- * "shm:/path/to/socket" (a socket path without commas); at most NKV_ENGINE_PATHS_MAX.
+ * a target: "HOST:PORT", "[IPv6]:PORT", "HOST" (port 4420, or the discovery log's),
+ * "shm:/path/to/socket" or "vfio-user:/path/to/socket" (socket paths without commas); at most
+ * NKV_ENGINE_PATHS_MAX.
  * @subnqn: the subsystem; NULL: read the discovery log at the first path that answers (its PORT, or
  * NKV_DISCOVERY_PORT without one), take the one subsystem it lists (nkv_discover_subsys()), and add
  * every other NVMe/TCP entry it lists for that subsystem as a path (so one gateway's discovery log

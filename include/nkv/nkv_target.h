@@ -646,6 +646,19 @@ int nkv_shm_create(struct nkv_target *tgt, const struct nkv_shm_conf *conf, stru
 int nkv_shm_listen(struct nkv_shm *shm, const char *subnqn, const char *path);
 
 /**
+ * Serve subsystem @subnqn as a vfio-user PCI device (an NVMe controller, protocol: QEMU's
+ * docs/interop/vfio-user.rst; layout: src/common/vfio_user.h) on SOCK_STREAM Unix socket @path,
+ * one client at a time, each getting a controller of the same model as a shared-memory host's.
+ * The socket file is made as nkv_shm_listen() makes it (mode, group, never through a link); a
+ * client must also pass the peer check of the control socket (the daemon's user, root, or a member
+ * of the conf's socket group). vfio-user carries no host NQN: clients act as @hostnqn, or, when
+ * NULL or "", as "nqn.2014-08.io.rados-nkv:vfio-user:uid:UID" of the connecting process, and the
+ * subsystem's allowlist and the controller limits apply to that NQN.
+ * @return as nkv_shm_listen(), or -EINVAL (@hostnqn too long).
+ */
+int nkv_shm_listen_vfio_user(struct nkv_shm *shm, const char *subnqn, const char *path, const char *hostnqn);
+
+/**
  * Stop: close the listeners and unlink their socket files, give commands in flight up to @grace_ms,
  * tear every controller down (waiting for backend operations still running), join the pollers, free.
  */

@@ -161,16 +161,21 @@ def _set_op(op, op_type, key, nsid, addr=0, length=0, offset=0, opts=0, ttl=(0, 
     op.offset = offset
 
 
+# The PCIe-style controller's two sockets: nkv_shm.h's and vfio-user's (the socket names the subsystem).
+_LOCAL_SCHEMES = ("shm", "vfio-user")
+
+
 def _parse_target(target):
-    """("shm", path, None) or ("tcp", host, port or None) from a connect() target string."""
+    """("shm" or "vfio-user", path, None) or ("tcp", host, port or None) from a connect() target string."""
     if not isinstance(target, str):
-        raise TypeError("target must be a str (\"HOST[:PORT]\", \"[v6]:PORT\" or \"shm:/path\"), not %s"
-                        % type(target).__name__)
-    if target.startswith("shm:"):
-        path = target[4:]
-        if not path:
-            raise ValueError("shm target without a socket path: \"shm:/path/to/socket\"")
-        return "shm", path, None
+        raise TypeError("target must be a str (\"HOST[:PORT]\", \"[v6]:PORT\", \"shm:/path\" or "
+                        "\"vfio-user:/path\"), not %s" % type(target).__name__)
+    for scheme in _LOCAL_SCHEMES:
+        if target.startswith(scheme + ":"):
+            path = target[len(scheme) + 1:]
+            if not path:
+                raise ValueError("%s target without a socket path: \"%s:/path/to/socket\"" % (scheme, scheme))
+            return scheme, path, None
     if target.startswith("["):
         m = re.fullmatch(r"\[([0-9A-Fa-f:.%A-Za-z]+)\](?::([^:]*))?", target)
         if not m:
@@ -304,7 +309,8 @@ def connect(target, *, subnqn=None, nsid=1, queues=4, depth=128, timeout=30.0, h
     @queues queue pairs of @depth entries.
 
     @target: "HOST[:PORT]" or "[IPv6]:PORT" for NVMe/TCP (port 4420 unless given, or the discovery
-    log's when @subnqn is None), or "shm:/path/to/socket" for the shared-memory transport; or
+    log's when @subnqn is None), "shm:/path/to/socket" for the shared-memory transport, or
+    "vfio-user:/path/to/socket" for the same controller as a vfio-user PCI device; or
     several paths to one subsystem (the gateways of a group), as a list of such strings or one
     string separated by commas: libnkv's multipath engine (nkv_engine_connect) then sends I/O to the
     first usable optimized path and resends what a dying path had in flight on another, so calls
@@ -349,10 +355,11 @@ def connect(target, *, subnqn=None, nsid=1, queues=4, depth=128, timeout=30.0, h
     reconnect = _reconnect_ms(reconnect_min, reconnect_max, reconnect_wait)
     opts, keep = _conn_opts(timeout, hostnqn, hdgst, ddgst, depth, dhchap_secret, dhchap_ctrl_secret,
                             tls_key, tls_identity)
-    if kind == "shm" and tls_key is not None:
-        raise ValueError("tls_key is for NVMe/TCP targets, not the shared-memory transport (local only)")
-    if kind == "shm":
-        traddr, trsvcid, desc = ("shm:" + where).encode(), None, "shm:" + where
+    if kind in _LOCAL_SCHEMES and tls_key is not None:
+        raise ValueError("tls_key is for NVMe/TCP targets, not the local shared-memory transports (%s:)" % kind)
+    if kind in _LOCAL_SCHEMES:
+        desc = "%s:%s" % (kind, where)
+        traddr, trsvcid = desc.encode(), None
     else:
         if subnqn is None:
             if discovery_port is not None and (isinstance(discovery_port, bool) or
@@ -369,8 +376,9 @@ def connect(target, *, subnqn=None, nsid=1, queues=4, depth=128, timeout=30.0, h
     ctrl = ctypes.c_void_p()
     if kind == "shm" and subnqn is None:
         rc = _ffi.nkv_connect_shm(where.encode(), ctypes.byref(opts), ctypes.byref(ctrl))
-    else:  # nkv_connect() checks a given SUBNQN against the shm socket's subsystem
-        rc = _ffi.nkv_connect(traddr, trsvcid, subnqn.encode(), ctypes.byref(opts), ctypes.byref(ctrl))
+    else:  # nkv_connect() checks a given SUBNQN against the socket's subsystem (None: any)
+        rc = _ffi.nkv_connect(traddr, trsvcid, subnqn.encode() if subnqn is not None else None,
+                              ctypes.byref(opts), ctypes.byref(ctrl))
     del keep
     if rc:
         raise NkvError(rc, "connect to %s%s" % (desc, " (%s)" % subnqn if subnqn else ""))
@@ -411,16 +419,16 @@ def _connect_multi(targets, *, subnqn, nsid, queues, depth, timeout, hostnqn, hd
         targets = targets.split(",")
     targets = [t.strip() if isinstance(t, str) else t for t in targets]
     if not targets:
-        raise ValueError("no target: give one or more \"HOST[:PORT]\" / \"shm:/path\"")
+        raise ValueError("no target: give one or more \"HOST[:PORT]\" / \"shm:/path\" / \"vfio-user:/path\"")
     if len(targets) > 16:
         raise ValueError("%d targets: at most 16 paths to one subsystem" % len(targets))
     paths = []
     for t in targets:
         kind, where, port = _parse_target(t)
-        if kind == "shm":
+        if kind in _LOCAL_SCHEMES:
             if "," in where:
-                raise ValueError("shm socket path %r: a path in a list of targets has no comma" % where)
-            paths.append("shm:" + where)
+                raise ValueError("%s socket path %r: a path in a list of targets has no comma" % (kind, where))
+            paths.append("%s:%s" % (kind, where))
         else:
             host = "[%s]" % where if ":" in where else where
             paths.append(host if port is None else "%s:%d" % (host, port))
@@ -443,7 +451,8 @@ def _connect_multi(targets, *, subnqn, nsid, queues, depth, timeout, hostnqn, hd
         raise NkvError(rc, "connect to %s%s" % (desc, " (%s)" % subnqn if subnqn else ""))
     n = int(_ffi.nkv_engine_paths(eng))
     ctrl = next((c for c in (_ffi.nkv_engine_ctrl(eng, i) for i in range(n)) if c), None)
-    kind = "shm" if all(p.startswith("shm:") for p in paths) else "tcp"
+    kinds = {p.split(":", 1)[0] for p in paths}
+    kind = kinds.pop() if len(kinds) == 1 and paths[0].split(":", 1)[0] in _LOCAL_SCHEMES else "tcp"
     return Client(ctypes.c_void_p(ctrl), kind, nsid, queues, depth, opts.timeout_ms, desc, reconnect, eng=eng)
 
 

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """Fixtures: a rados-nkv daemon per backend (mem, and rados on the micro cluster), clients over
-NVMe/TCP and shared memory, per-test keys.
+NVMe/TCP and shared memory (and vfio-user: test_vfio_user.py), per-test keys.
 
 The daemon is the built rados-nkv binary ($NKV_DAEMON, else build/asan or build/release of this
 checkout), started on ports the kernel says are free, with a shm socket in a temporary directory,
@@ -94,11 +94,13 @@ class Daemon:
         self.port = free_port()
         self.disc_port = free_port()
         self.sock = os.path.join(tmp, "kv-%s.sock" % backend)
+        self.vfu_sock = os.path.join(tmp, "kv-%s.vfu" % backend)   # the same subsystem over vfio-user
         self.log_path = os.path.join(tmp, "daemon-%s.log" % backend)
         self.rados_ns = "pytest-%d-%d" % (os.getpid(), int(time.time()))
         ns = self.rados_ns
         args = [daemon_binary(), "--backend", backend, "-l", "127.0.0.1:%d" % self.port,
-                "-d", "127.0.0.1:%d" % self.disc_port, "-S", self.sock, "--log-level", "warn",
+                "-d", "127.0.0.1:%d" % self.disc_port, "-S", self.sock, "--vfio-user", self.vfu_sock,
+                "--log-level", "warn",
                 "--grace-ms", "2000",
                 "--ns", "%d:%s" % (NS_MAIN, ns), "--ns", "%d:%s-small:%d" % (NS_SMALL, ns, SMALL_MAX),
                 "--ns", "%d:%s::ro" % (NS_RO, ns), "--ns", "%d:%s-list" % (NS_LIST, ns),
@@ -112,7 +114,9 @@ class Daemon:
         self._start(args, self._ready)
 
     def _ready(self):
-        return _accepts(self.port) and _accepts(self.disc_port) and _sock_accepts(self.sock)
+        # the vfio-user socket is renamed into place once it listens (a probe would take its one client)
+        return (_accepts(self.port) and _accepts(self.disc_port) and _sock_accepts(self.sock) and
+                os.path.exists(self.vfu_sock))
 
     def kill(self):
         """SIGKILL, as a crash; restart() brings it back."""
@@ -152,6 +156,8 @@ class Daemon:
         return Path(self.log_path).read_text(errors="replace")[-8000:]
 
     def target(self, transport):
+        if transport == "vfio-user":
+            return "vfio-user:" + self.vfu_sock
         return "127.0.0.1:%d" % self.port if transport == "tcp" else "shm:" + self.sock
 
     def connect(self, transport, **kw):

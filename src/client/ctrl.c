@@ -412,9 +412,10 @@ int nkv_connect(const char *traddr, const char *trsvcid, const char *subnqn, con
 	int rc;
 	if (!traddr || !out)
 		return -EINVAL;
-	const char *shm_path = nkv_shm_traddr_path(traddr);
+	bool vfio_user = false;
+	const char *shm_path = nkv_shm_traddr_path(traddr, &vfio_user);
 	if (shm_path) /* the socket names the subsystem: NULL or "" takes whichever it serves */
-		return nkv_connect_shm_nqn(shm_path, subnqn, opts, out);
+		return nkv_connect_shm_nqn(shm_path, vfio_user, subnqn, opts, out);
 	if (!subnqn)
 		return -EINVAL;
 	struct nkv_ctrl *ctrl = nkv_ctrl_alloc(traddr, trsvcid ? trsvcid : "4420", subnqn, opts, false, &rc);
@@ -502,8 +503,8 @@ int nkv_ctrl_reconnect(struct nkv_ctrl *ctrl)
 	if (rc)
 		assoc_drop(ctrl); /* a half-made association, or one to a subsystem not asked for: not kept */
 	if (rc == 0)
-		NKV_INFO("reconnected to %s at %s%s%s, cntlid %u, %u I/O queues", ctrl->subnqn,
-			 ctrl->shm ? "shm:" : ctrl->traddr, ctrl->shm ? ctrl->traddr : ":", ctrl->shm ? "" : ctrl->trsvcid,
+		NKV_INFO("reconnected to %s at %s:%s, cntlid %u, %u I/O queues", ctrl->subnqn,
+			 ctrl->shm ? nkv_shm_scheme(ctrl) : ctrl->traddr, ctrl->shm ? ctrl->traddr : ctrl->trsvcid,
 			 ctrl->cntlid, ctrl->nio);
 	else
 		NKV_DEBUG("reconnect to %s at %s: %s", ctrl->subnqn, ctrl->traddr, strerror(-rc));

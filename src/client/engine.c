@@ -617,6 +617,19 @@ static void worker_yield(struct eng_worker *w)
 	}
 }
 
+/** Move the inbox to the pending list, stamped @now (whoever drives the queue pair does this).
+ *  @return whether the worker is to stop. */
+static bool take_inbox(struct eng_worker *w, int64_t now)
+{
+	pthread_mutex_lock(&w->mu);
+	for (struct eng_item *it = w->inbox.head; it; it = it->next)
+		it->t_ms = now;
+	list_splice(&w->pend, &w->inbox);
+	bool stop = w->stop;
+	pthread_mutex_unlock(&w->mu);
+	return stop;
+}
+
 static void *worker_main(void *arg)
 {
 	struct eng_worker *w = arg;
@@ -626,12 +639,7 @@ static void *worker_main(void *arg)
 		if (worker_driven(w, nkv_now_ns()))
 			worker_yield(w);
 		int64_t now = nkv_client_now_ms();
-		pthread_mutex_lock(&w->mu);
-		for (struct eng_item *it = w->inbox.head; it; it = it->next)
-			it->t_ms = now;
-		list_splice(&w->pend, &w->inbox);
-		bool stop = w->stop;
-		pthread_mutex_unlock(&w->mu);
+		bool stop = take_inbox(w, now);
 		if (stop && !w->pend.head && !w->inflight.head)
 			break;
 		bool down = atomic_load(&e->down);
@@ -947,13 +955,7 @@ static bool run_inline(struct nkv_engine *e, struct eng_batch *b, struct nkv_op 
 static int drive_pass(struct eng_worker *w)
 {
 	int64_t now = nkv_client_now_ms();
-	pthread_mutex_lock(&w->mu);
-	for (struct eng_item *it = w->inbox.head; it; it = it->next)
-		it->t_ms = now;
-	list_splice(&w->pend, &w->inbox);
-	bool stop = w->stop;
-	pthread_mutex_unlock(&w->mu);
-	if (stop || !w->qp)
+	if (take_inbox(w, now) || !w->qp)
 		return -1;
 	unsigned sent = worker_send(w, now, false);
 	int got = 0;

@@ -279,11 +279,15 @@ int nkv_shm_ctrl_reconnect(struct nkv_ctrl *ctrl, struct nkv_id_ctrlr *id);
 void nkv_shm_ctrl_drop(struct nkv_ctrl *ctrl);
 /** The controller's socket (polled for a hang-up: the target went away); -1 over TCP. */
 int nkv_shm_ctrl_fd(const struct nkv_ctrl *ctrl);
-/** Parse "shm:/path" (nkv_connect's convenience form). @return the path, or NULL. */
-const char *nkv_shm_traddr_path(const char *traddr);
-/** nkv_connect_shm, then check the controller's SUBNQN against @subnqn (NULL or "": any). */
-int nkv_connect_shm_nqn(const char *path, const char *subnqn, const struct nkv_conn_opts *opts,
+/** Parse "shm:/path" or "vfio-user:/path" (nkv_connect's forms of the PCIe-style controller).
+ *  @return the path (*@vfio_user says which), or NULL. */
+const char *nkv_shm_traddr_path(const char *traddr, bool *vfio_user);
+/** nkv_connect_shm (or its vfio-user twin when @vfio_user), then check the controller's SUBNQN
+ *  against @subnqn (NULL or "": any). */
+int nkv_connect_shm_nqn(const char *path, bool vfio_user, const char *subnqn, const struct nkv_conn_opts *opts,
 			struct nkv_ctrl **out);
+/** "shm" or "vfio-user": the scheme of a PCIe-style controller's address (NULL over TCP). */
+const char *nkv_shm_scheme(const struct nkv_ctrl *ctrl);
 
 /* auth.c */
 /** Parse and transform the secrets of @opts into @ctrl (its host and subsystem NQNs set).

@@ -698,7 +698,8 @@ void nkv_mp_destroy(struct nkv_mp *mp)
 
 /* ---- nkv_engine_connect ------------------------------------------------------------------------- */
 
-/** One path of the list ("HOST:PORT", "[v6]:PORT", "HOST", "shm:/path"): @return 0 or -EINVAL. */
+/** One path of the list ("HOST:PORT", "[v6]:PORT", "HOST", "shm:/path", "vfio-user:/path"): @return 0 or
+ *  -EINVAL. */
 static int parse_path(const char *s, size_t n, struct mp_path *p)
 {
 	char buf[300];
@@ -711,8 +712,10 @@ static int parse_path(const char *s, size_t n, struct mp_path *p)
 	memcpy(buf, s, n);
 	buf[n] = '\0';
 	const char *port = NULL;
-	if (!strncmp(buf, "shm:", 4)) {
-		if (!buf[4] || n >= sizeof(p->traddr))
+	bool vfio_user;
+	const char *sock = nkv_shm_traddr_path(buf, &vfio_user);
+	if (sock) {
+		if (!*sock || n >= sizeof(p->traddr))
 			return -EINVAL;
 		memcpy(p->traddr, buf, n + 1);
 		return 0;
@@ -746,9 +749,11 @@ static int parse_path(const char *s, size_t n, struct mp_path *p)
 	return 0;
 }
 
+/* A PCIe-style controller's socket (shm or vfio-user): it names the subsystem, no discovery. */
 static bool is_shm(const struct mp_path *p)
 {
-	return !strncmp(p->traddr, "shm:", 4);
+	bool vfio_user;
+	return nkv_shm_traddr_path(p->traddr, &vfio_user) != NULL;
 }
 
 /** The same address and port (brackets aside)? */

@@ -190,9 +190,9 @@ void nkv_shm_qp_free(struct nkv_qpair *qp)
 	struct nkv_shm_qp *s = qp->shm;
 	if (s) {
 		if (s->rw_reg)
-			nkv_shm_dereg(qp->ctrl, s->cq_iova);
+			nkv_shm_dereg(qp->ctrl, s->cq_iova, s->mem_len - s->ro_len);
 		if (s->ro_reg)
-			nkv_shm_dereg(qp->ctrl, s->iova);
+			nkv_shm_dereg(qp->ctrl, s->iova, s->ro_len);
 		if (s->mem)
 			munmap(s->mem, s->mem_len);
 		if (s->fd >= 0)
@@ -479,6 +479,15 @@ int nkv_shm_qp_arm(struct nkv_qpair *qp)
 	struct nkv_cqe e;
 	if (s->irq_fd < 0)
 		return -1;
+	if (!s->arm) {
+		/* Standard MSI-X: every CQ post interrupts, armed or not, so the eventfd holds posts already
+		 * reaped: drain it, then look. A CQE written before the look is seen here; one after it
+		 * writes the eventfd after its CQE, and the wait sees that. */
+		uint64_t v;
+		(void)!read(s->irq_fd, &v, sizeof(v));
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		return nkv_cq_peek(&s->cq, &e) ? -2 : s->irq_fd;
+	}
 	/* Dekker with the controller's CQE store, fence, ARM exchange: either it sees the CQ armed or we
 	 * see its CQE here. */
 	__atomic_store_n(s->arm, 1, __ATOMIC_SEQ_CST);
@@ -496,7 +505,8 @@ void nkv_shm_qp_disarm(struct nkv_qpair *qp)
 	uint64_t v;
 	if (s->irq_fd < 0)
 		return;
-	__atomic_store_n(s->arm, 0, __ATOMIC_RELAXED); /* busy polling again: no interrupts wanted */
+	if (s->arm)
+		__atomic_store_n(s->arm, 0, __ATOMIC_RELAXED); /* busy polling again: no interrupts wanted */
 	(void)!read(s->irq_fd, &v, sizeof(v));
 }
 

@@ -151,7 +151,7 @@ int nkv_shm_buf_unregister(struct nkv_ctrl *ctrl, void *addr)
 		struct nkv_shm_buf *b = *pp;
 		if (b->user != addr)
 			continue;
-		rc = b->len ? nkv_shm_dereg(ctrl, b->iova) : 0;
+		rc = b->len ? nkv_shm_dereg(ctrl, b->iova, b->len) : 0;
 		/* Only a controller that still uses the region keeps it (-EBUSY). One that is gone (a lost
 		 * socket), or does not know it, holds nothing: the entry goes, else a later mapping at
 		 * these addresses would be taken for this memfd, and a reconnect would register it again. */

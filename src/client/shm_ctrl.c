@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * shm_ctrl.c - the controller side of libnkv's shared-memory (PCIe-style) transport: the Unix
- * socket protocol of nkv_shm.h (HELLO and the register memfd, REG/DEREG of memory regions), the
- * register page, bring-up as a PCIe driver does it (docs/nvme-kv-wire.md B.3), shutdown, and the registered
- * buffers of nkv_buf_alloc().
+ * shm_ctrl.c - the controller side of libnkv's shared-memory (PCIe-style) transport: the registers,
+ * bring-up as a PCIe driver does it (docs/nvme-kv-wire.md B.3), shutdown, the registered buffers of
+ * nkv_buf_alloc(), all through an attach protocol (shm_int.h); and the first attach protocol, the
+ * Unix socket of nkv_shm.h (HELLO and the register memfd, REG/DEREG of memory regions, SET_IRQ and
+ * SET_KICK). The second, vfio-user, is vfio_user.c.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,19 +27,39 @@
 
 /* ---- registers --------------------------------------------------------------------------------- */
 
+/*
+ * Registers are either mapped (nkv_shm.h's register page; a vfio-user BAR0 whose first page is
+ * mappable) or reached by a message per access (vfio-user REGION_READ/WRITE: the usual case, the
+ * controller then sees every register write as it happens). A failed message reads as all ones, as
+ * a PCIe read of a device that is gone does: CSTS then shows CFS and the host stops.
+ */
 static uint32_t rd32(const struct nkv_shm_ctrl *s, uint32_t off)
 {
+	if (!s->regs) {
+		uint32_t v = UINT32_MAX;
+		(void)s->at->reg_rw(s->ctrl, off, &v, 4, false);
+		return v;
+	}
 	/* acquire: what the controller wrote before the register (CSTS.RDY after its setup) is visible */
 	return __atomic_load_n((const uint32_t *)(s->regs + off), __ATOMIC_ACQUIRE);
 }
 
 static uint64_t rd64(const struct nkv_shm_ctrl *s, uint32_t off)
 {
+	if (!s->regs) {
+		uint64_t v = UINT64_MAX;
+		(void)s->at->reg_rw(s->ctrl, off, &v, 8, false);
+		return v;
+	}
 	return __atomic_load_n((const uint64_t *)(s->regs + off), __ATOMIC_ACQUIRE);
 }
 
 static void wr32(struct nkv_shm_ctrl *s, uint32_t off, uint32_t v)
 {
+	if (!s->regs) {
+		(void)s->at->reg_rw(s->ctrl, off, &v, 4, true);
+		return;
+	}
 	/* release: the controller that sees this value (CC.EN) also sees AQA/ASQ/ACQ and the queues */
 	__atomic_store_n((uint32_t *)(s->regs + off), v, __ATOMIC_RELEASE);
 }
@@ -52,14 +73,19 @@ static void wr_cc(struct nkv_shm_ctrl *s, uint32_t v)
 
 static void wr64(struct nkv_shm_ctrl *s, uint32_t off, uint64_t v)
 {
+	if (!s->regs) {
+		(void)s->at->reg_rw(s->ctrl, off, &v, 8, true);
+		return;
+	}
 	__atomic_store_n((uint64_t *)(s->regs + off), v, __ATOMIC_RELEASE);
 }
 
 volatile uint32_t *nkv_shm_doorbell(struct nkv_ctrl *ctrl, uint32_t off)
 {
-	if ((uint64_t)off + 4 > ctrl->shm->reg_size)
+	struct nkv_shm_ctrl *s = ctrl->shm;
+	if (!s->db_map || off < s->db_off || (uint64_t)off + 4 > (uint64_t)s->db_off + s->db_len)
 		return NULL;
-	return (volatile uint32_t *)(ctrl->shm->regs + off);
+	return (volatile uint32_t *)(s->db_map + (off - s->db_off));
 }
 
 static void nap_us(unsigned us)
@@ -83,6 +109,8 @@ static int wait_csts(struct nkv_shm_ctrl *s, uint32_t mask, uint32_t want, bool 
 	for (;;) {
 		uint32_t csts = rd32(s, NKV_REG_CSTS);
 		*last = csts;
+		if (csts == UINT32_MAX)
+			return -ENODEV; /* all ones: the device is gone (a lost vfio-user socket) */
 		if (cfs && (csts & NKV_CSTS_CFS))
 			return -EIO;
 		if ((csts & mask) == want)
@@ -148,7 +176,7 @@ out:
 	return rc;
 }
 
-int nkv_shm_reg(struct nkv_ctrl *ctrl, int fd, uint64_t offset, uint64_t len, uint64_t iova, uint32_t flags)
+static int sock_map(struct nkv_ctrl *ctrl, int fd, uint64_t offset, uint64_t len, uint64_t iova, uint32_t flags)
 {
 	struct nkv_shm_reg m;
 	struct nkv_shm_reply r;
@@ -167,8 +195,9 @@ int nkv_shm_reg(struct nkv_ctrl *ctrl, int fd, uint64_t offset, uint64_t len, ui
 	return rc;
 }
 
-int nkv_shm_dereg(struct nkv_ctrl *ctrl, uint64_t iova)
+static int sock_unmap(struct nkv_ctrl *ctrl, uint64_t iova, uint64_t len)
 {
+	(void)len; /* the region at @iova, whatever its length */
 	struct nkv_shm_reg m;
 	struct nkv_shm_reply r;
 	memset(&m, 0, sizeof(m));
@@ -190,6 +219,8 @@ int nkv_shm_reg_cuda(struct nkv_ctrl *ctrl, const void *ipc_handle64, int device
 	if (!ctrl || !ctrl->shm || ctrl->discovery || !ipc_handle64 || !iova_out || device < 0 || !len ||
 	    (len & 0xfff) || (flags & ~NKV_SHM_REG_READONLY))
 		return -EINVAL;
+	if (ctrl->shm->at != &nkv_shm_attach_sock)
+		return -ENOTSUP; /* GPU memory by IPC handle is nkv_shm.h's message */
 	struct nkv_shm_reg_cuda m;
 	struct nkv_shm_reply r;
 	uint64_t iova = nkv_shm_iova_alloc(ctrl->shm, len);
@@ -217,7 +248,9 @@ int nkv_shm_dereg_cuda(struct nkv_ctrl *ctrl, uint64_t iova)
 {
 	if (!ctrl || !ctrl->shm || ctrl->discovery || !iova)
 		return -EINVAL;
-	return nkv_shm_dereg(ctrl, iova);
+	if (ctrl->shm->at != &nkv_shm_attach_sock)
+		return -ENOTSUP;
+	return sock_unmap(ctrl, iova, 0);
 }
 
 /* SET_KICK / SET_IRQ of @fd (-1: unbind the kick). @return the target's status or a socket -errno. */
@@ -236,39 +269,14 @@ static int bind_fd(struct nkv_shm_ctrl *s, uint16_t op, uint16_t vector, int fd)
 	return rc;
 }
 
-int nkv_shm_irq_bind(struct nkv_ctrl *ctrl, struct nkv_shm_qp *q, uint16_t vector)
+static int sock_irq_bind(struct nkv_ctrl *ctrl, uint16_t vector, int fd)
 {
-	struct nkv_shm_ctrl *s = ctrl->shm;
-	if (!s->notify)
-		return -ENOTSUP;
-	int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (fd < 0)
-		return -errno;
-	int rc = bind_fd(s, NKV_SHM_SET_IRQ, vector, fd);
-	if (rc) {
-		close(fd);
-		return rc;
-	}
-	q->irq_fd = fd;
-	q->arm = s->arm + vector;
-	return 0;
+	return bind_fd(ctrl->shm, NKV_SHM_SET_IRQ, vector, fd);
 }
 
-int nkv_shm_kick_unbind(struct nkv_ctrl *ctrl)
+static int sock_kick_bind(struct nkv_ctrl *ctrl, int fd)
 {
-	struct nkv_shm_ctrl *s = ctrl->shm;
-	/* The target clears NEED_WAKEUP when it applies this and never sets it again: hosts stop
-	 * kicking by themselves, so s->wakeup (read by every submitter) is left as it is. */
-	return s->wakeup ? bind_fd(s, NKV_SHM_SET_KICK, 0, -1) : 0;
-}
-
-/* Does the host want notifications? NKV_SHM_NOTIFY=0|off|no|false turns them off (A/B runs, or a
- * host that prefers to poll). */
-static bool notify_wanted(void)
-{
-	const char *v = getenv("NKV_SHM_NOTIFY");
-	return !v || !(strcmp(v, "0") == 0 || strcasecmp(v, "off") == 0 || strcasecmp(v, "no") == 0 ||
-		       strcasecmp(v, "false") == 0);
+	return bind_fd(ctrl->shm, NKV_SHM_SET_KICK, 0, fd);
 }
 
 /*
@@ -276,10 +284,10 @@ static bool notify_wanted(void)
  * feature register zero and would close the socket on a message it does not know, so nothing is sent
  * to it). Any refusal leaves the controller polled, as before.
  */
-static void notify_setup(struct nkv_ctrl *ctrl)
+static void sock_notify_setup(struct nkv_ctrl *ctrl)
 {
 	struct nkv_shm_ctrl *s = ctrl->shm;
-	if (!notify_wanted() || !(rd32(s, NKV_SHM_REG_FEAT) & NKV_SHM_FEAT_NOTIFY))
+	if (!(rd32(s, NKV_SHM_REG_FEAT) & NKV_SHM_FEAT_NOTIFY))
 		return;
 	uint32_t off = rd32(s, NKV_SHM_REG_NOTIFY);
 	if ((off & 63) || off < NKV_SHM_DB_BASE ||
@@ -299,6 +307,128 @@ static void notify_setup(struct nkv_ctrl *ctrl)
 	s->wakeup = (uint32_t *)(s->regs + off + NKV_SHM_NOTIFY_WAKEUP);
 	s->arm = (uint32_t *)(s->regs + off + NKV_SHM_NOTIFY_ARM);
 	s->notify = true;
+}
+
+static int hello(struct nkv_ctrl *ctrl)
+{
+	struct nkv_shm_ctrl *s = ctrl->shm;
+	struct nkv_shm_hello h;
+	struct nkv_shm_reply r;
+	int fd = -1;
+	memset(&h, 0, sizeof(h));
+	hdr_init(&h.hdr, NKV_SHM_HELLO);
+	memcpy(h.hostid, ctrl->hostid, 16);
+	memcpy(h.hostnqn, ctrl->hostnqn, strnlen(ctrl->hostnqn, sizeof(h.hostnqn) - 1));
+	int rc = request(s, &h, sizeof(h), -1, &r, &fd);
+	if (rc == 0)
+		rc = (int32_t)nkv_get32(&r.status);
+	if (rc == 0 && fd < 0) {
+		NKV_WARN("shm: HELLO reply without the register memfd");
+		rc = -EPROTO;
+	}
+	uint32_t size = nkv_get32(&r.reg_size);
+	if (rc == 0 && (size < NKV_SHM_DB_BASE + 8 || (size & 0xfff))) {
+		NKV_WARN("shm: register page of %u bytes", size);
+		rc = -EPROTO;
+	}
+	if (rc == 0) {
+		void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (m == MAP_FAILED)
+			rc = -errno;
+		else
+			s->regs = m;
+	}
+	if (fd >= 0)
+		close(fd);
+	if (rc)
+		return rc;
+	s->reg_size = size;
+	/* the doorbells are in the register page */
+	s->db_map = s->regs;
+	s->db_off = 0;
+	s->db_len = size;
+	ctrl->cntlid = nkv_get16(&r.cntlid);
+	s->max_queues = nkv_get16(&r.max_queues);
+	return 0;
+}
+
+static int sock_attach(struct nkv_ctrl *ctrl, const char *path, bool notify)
+{
+	struct nkv_shm_ctrl *s = ctrl->shm;
+	int rc = nkv_shm_sock_open(path, SOCK_SEQPACKET, ctrl->opts.timeout_ms);
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&s->sock_mu);
+	s->sock = rc;
+	pthread_mutex_unlock(&s->sock_mu);
+	rc = hello(ctrl);
+	if (rc == 0 && notify)
+		sock_notify_setup(ctrl);
+	return rc;
+}
+
+static void sock_detach(struct nkv_ctrl *ctrl)
+{
+	struct nkv_shm_ctrl *s = ctrl->shm;
+	if (s->regs)
+		munmap(s->regs, s->reg_size);
+}
+
+const struct nkv_shm_attach_ops nkv_shm_attach_sock = {
+	.name = "shm",
+	.attach = sock_attach,
+	.map = sock_map,
+	.unmap = sock_unmap,
+	.irq_bind = sock_irq_bind,
+	.kick_bind = sock_kick_bind,
+	.detach = sock_detach,
+};
+
+/* ---- through the attach protocol --------------------------------------------------------------- */
+
+int nkv_shm_reg(struct nkv_ctrl *ctrl, int fd, uint64_t offset, uint64_t len, uint64_t iova, uint32_t flags)
+{
+	return ctrl->shm->at->map(ctrl, fd, offset, len, iova, flags);
+}
+
+int nkv_shm_dereg(struct nkv_ctrl *ctrl, uint64_t iova, uint64_t len)
+{
+	return ctrl->shm->at->unmap(ctrl, iova, len);
+}
+
+int nkv_shm_irq_bind(struct nkv_ctrl *ctrl, struct nkv_shm_qp *q, uint16_t vector)
+{
+	struct nkv_shm_ctrl *s = ctrl->shm;
+	if (!s->notify)
+		return -ENOTSUP;
+	int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	int rc = s->at->irq_bind(ctrl, vector, fd);
+	if (rc) {
+		close(fd);
+		return rc;
+	}
+	q->irq_fd = fd;
+	q->arm = s->arm ? s->arm + vector : NULL;
+	return 0;
+}
+
+int nkv_shm_kick_unbind(struct nkv_ctrl *ctrl)
+{
+	struct nkv_shm_ctrl *s = ctrl->shm;
+	/* The target clears NEED_WAKEUP when it applies this and never sets it again: hosts stop
+	 * kicking by themselves, so s->wakeup (read by every submitter) is left as it is. */
+	return s->wakeup && s->at->kick_bind ? s->at->kick_bind(ctrl, -1) : 0;
+}
+
+/* Does the host want notifications? NKV_SHM_NOTIFY=0|off|no|false turns them off (A/B runs, or a
+ * host that prefers to poll). */
+bool nkv_shm_notify_wanted(void)
+{
+	const char *v = getenv("NKV_SHM_NOTIFY");
+	return !v || !(strcmp(v, "0") == 0 || strcasecmp(v, "off") == 0 || strcasecmp(v, "no") == 0 ||
+		       strcasecmp(v, "false") == 0);
 }
 
 int nkv_shm_memfd(const char *name, size_t len)
@@ -341,13 +471,13 @@ int nkv_shm_alive(struct nkv_ctrl *ctrl)
 
 /* ---- bring-up ---------------------------------------------------------------------------------- */
 
-static int sock_open(const char *path, int timeout_ms)
+int nkv_shm_sock_open(const char *path, int type, int timeout_ms)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
 	memcpy(sa.sun_path, path, strlen(path) + 1);
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	int fd = socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
 	struct timeval tv = {.tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000};
@@ -359,47 +489,6 @@ static int sock_open(const char *path, int timeout_ms)
 		return e;
 	}
 	return fd;
-}
-
-static int hello(struct nkv_ctrl *ctrl)
-{
-	struct nkv_shm_ctrl *s = ctrl->shm;
-	struct nkv_shm_hello h;
-	struct nkv_shm_reply r;
-	int fd = -1;
-	memset(&h, 0, sizeof(h));
-	hdr_init(&h.hdr, NKV_SHM_HELLO);
-	memcpy(h.hostid, ctrl->hostid, 16);
-	memcpy(h.hostnqn, ctrl->hostnqn, strnlen(ctrl->hostnqn, sizeof(h.hostnqn) - 1));
-	int rc = request(s, &h, sizeof(h), -1, &r, &fd);
-	if (rc == 0)
-		rc = (int32_t)nkv_get32(&r.status);
-	if (rc == 0 && fd < 0) {
-		NKV_WARN("shm: HELLO reply without the register memfd");
-		rc = -EPROTO;
-	}
-	uint32_t size = nkv_get32(&r.reg_size);
-	if (rc == 0 && (size < NKV_SHM_DB_BASE + 8 || (size & 0xfff))) {
-		NKV_WARN("shm: register page of %u bytes", size);
-		rc = -EPROTO;
-	}
-	if (rc == 0) {
-		void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-		if (m == MAP_FAILED)
-			rc = -errno;
-		else
-			s->regs = m;
-	}
-	if (fd >= 0)
-		close(fd);
-	if (rc)
-		return rc;
-	s->reg_size = size;
-	ctrl->cntlid = nkv_get16(&r.cntlid);
-	s->max_queues = nkv_get16(&r.max_queues);
-	s->max_regions = nkv_get32(&r.max_regions);
-	s->max_reg_bytes = nkv_get64(&r.max_reg_bytes);
-	return 0;
 }
 
 /** Disable if needed, program the admin queue, CC.EN = 1, wait for CSTS.RDY (docs/nvme-kv-wire.md B.3). */
@@ -445,9 +534,40 @@ static int enable(struct nkv_ctrl *ctrl)
 	return 0;
 }
 
-const char *nkv_shm_traddr_path(const char *traddr)
+const char *nkv_shm_traddr_path(const char *traddr, bool *vfio_user)
 {
-	return traddr && strncmp(traddr, "shm:", 4) == 0 ? traddr + 4 : NULL;
+	*vfio_user = false;
+	if (traddr && strncmp(traddr, "shm:", 4) == 0)
+		return traddr + 4;
+	if (traddr && strncmp(traddr, "vfio-user:", 10) == 0) {
+		*vfio_user = true;
+		return traddr + 10;
+	}
+	return NULL;
+}
+
+const char *nkv_shm_scheme(const struct nkv_ctrl *ctrl)
+{
+	return ctrl->shm ? ctrl->shm->at->name : NULL;
+}
+
+/* Close the association's socket, eventfds and mappings (the buffers stay). */
+static void assoc_close(struct nkv_shm_ctrl *s)
+{
+	pthread_mutex_lock(&s->sock_mu);
+	if (s->sock >= 0)
+		close(s->sock);
+	s->sock = -1;
+	pthread_mutex_unlock(&s->sock_mu);
+	if (s->kick_fd >= 0)
+		close(s->kick_fd);
+	s->kick_fd = -1;
+	s->wakeup = s->arm = NULL;
+	s->notify = false;
+	if (s->at->detach)
+		s->at->detach(s->ctrl);
+	s->regs = s->db_map = NULL;
+	s->reg_size = s->db_off = s->db_len = 0;
 }
 
 static void shm_state_free(struct nkv_ctrl *ctrl)
@@ -464,12 +584,8 @@ static void shm_state_free(struct nkv_ctrl *ctrl)
 			close(b->fd);
 		free(b);
 	}
-	if (s->sock >= 0)
-		close(s->sock);
-	if (s->kick_fd >= 0)
-		close(s->kick_fd);
-	if (s->regs)
-		munmap(s->regs, s->reg_size);
+	assoc_close(s);
+	free(s->at_priv);
 	pthread_mutex_destroy(&s->sock_mu);
 	pthread_mutex_destroy(&s->iova_mu);
 	pthread_rwlock_destroy(&s->buf_lock);
@@ -503,25 +619,18 @@ static int buffers_reregister(struct nkv_ctrl *ctrl)
 }
 
 /**
- * A new association on a new socket to ctrl->traddr: HELLO (a new controller), notifications, the
- * buffers again when @rereg, the admin queue (published in ctrl->admin under admin_mu), CC.EN,
- * Identify into @id, MDTS. @return 0 or -errno (what was set up stays for the caller to free).
+ * A new association on a new socket to ctrl->traddr: attach (HELLO, a new controller; or the
+ * vfio-user handshake), notifications, the buffers again when @rereg, the admin queue (published in
+ * ctrl->admin under admin_mu), CC.EN, Identify into @id, MDTS. @return 0 or -errno (what was set up
+ * stays for the caller to free).
  */
 static int shm_associate(struct nkv_ctrl *ctrl, struct nkv_id_ctrlr *id, bool rereg)
 {
 	struct nkv_shm_ctrl *s = ctrl->shm;
 	s->max_xfer = NKV_SHM_ADMIN_BOUNCE;
-	int rc = sock_open(ctrl->traddr, ctrl->opts.timeout_ms);
-	if (rc < 0)
-		return rc;
-	pthread_mutex_lock(&s->sock_mu);
-	s->sock = rc;
-	pthread_mutex_unlock(&s->sock_mu);
-	rc = hello(ctrl);
-	if (rc == 0) {
+	int rc = s->at->attach(ctrl, ctrl->traddr, nkv_shm_notify_wanted());
+	if (rc == 0)
 		s->xfer_dw1 = (rd32(s, NKV_SHM_REG_FEAT) & NKV_SHM_FEAT_XFER) != 0;
-		notify_setup(ctrl);
-	}
 	if (rc == 0 && rereg)
 		rc = buffers_reregister(ctrl);
 	struct nkv_qpair *admin = NULL;
@@ -538,6 +647,8 @@ static int shm_associate(struct nkv_ctrl *ctrl, struct nkv_id_ctrlr *id, bool re
 	}
 	if (rc == 0)
 		rc = nkv_ctrl_identify_cmd(ctrl, NKV_CNS_CTRLR, 0, 0, id);
+	if (rc == 0 && s->at == &nkv_shm_attach_vfio_user)
+		ctrl->cntlid = nkv_get16(&id->cntlid); /* no HELLO: Identify names the controller */
 	if (rc == 0 && nkv_get16(&id->cntlid) != ctrl->cntlid) {
 		NKV_WARN("shm: Identify CNTLID %u differs from the HELLO CNTLID %u", nkv_get16(&id->cntlid),
 			 ctrl->cntlid);
@@ -550,7 +661,8 @@ static int shm_associate(struct nkv_ctrl *ctrl, struct nkv_id_ctrlr *id, bool re
 	return rc;
 }
 
-/** Number of Queues: as many I/O queue pairs as HELLO allows, up to what the host wants. */
+/** Number of Queues: as many I/O queue pairs as HELLO (or the mapped doorbells) allow, up to what
+ *  the host wants. */
 static int shm_num_queues(struct nkv_ctrl *ctrl)
 {
 	struct nkv_shm_ctrl *s = ctrl->shm;
@@ -559,7 +671,7 @@ static int shm_num_queues(struct nkv_ctrl *ctrl)
 	return want ? nkv_ctrl_set_num_queues(ctrl, want) : 0;
 }
 
-int nkv_connect_shm_nqn(const char *path, const char *subnqn, const struct nkv_conn_opts *opts,
+int nkv_connect_shm_nqn(const char *path, bool vfio_user, const char *subnqn, const struct nkv_conn_opts *opts,
 			struct nkv_ctrl **out)
 {
 	int rc;
@@ -575,6 +687,8 @@ int nkv_connect_shm_nqn(const char *path, const char *subnqn, const struct nkv_c
 		nkv_ctrl_free_mem(ctrl);
 		return -ENOMEM;
 	}
+	s->ctrl = ctrl;
+	s->at = vfio_user ? &nkv_shm_attach_vfio_user : &nkv_shm_attach_sock;
 	s->sock = -1;
 	s->kick_fd = -1;
 	s->iova_next = NKV_SHM_IOVA_BASE;
@@ -587,7 +701,7 @@ int nkv_connect_shm_nqn(const char *path, const char *subnqn, const struct nkv_c
 		char nqn[257];
 		snprintf(nqn, sizeof(nqn), "%.*s", (int)strnlen(ctrl->id.subnqn, 256), ctrl->id.subnqn);
 		if (subnqn && *subnqn && strcmp(nqn, subnqn) != 0) {
-			NKV_DEBUG("shm: %s serves %s, not %s", path, nqn, subnqn);
+			NKV_DEBUG("%s: %s serves %s, not %s", s->at->name, path, nqn, subnqn);
 			rc = -ENOENT;
 		}
 		memcpy(ctrl->subnqn, nqn, sizeof(nqn));
@@ -595,13 +709,13 @@ int nkv_connect_shm_nqn(const char *path, const char *subnqn, const struct nkv_c
 	if (rc == 0)
 		rc = shm_num_queues(ctrl);
 	if (rc) {
-		NKV_DEBUG("shm connect %s failed: %s", path, strerror(-rc));
+		NKV_DEBUG("%s connect %s failed: %s", s->at->name, path, strerror(-rc));
 		admin_free(ctrl);
 		shm_state_free(ctrl);
 		nkv_ctrl_free_mem(ctrl);
 		return rc;
 	}
-	NKV_INFO("connected to %s at shm:%s, cntlid %u, %u I/O queues, MQES %u", ctrl->subnqn, path,
+	NKV_INFO("connected to %s at %s:%s, cntlid %u, %u I/O queues, MQES %u", ctrl->subnqn, s->at->name, path,
 		 ctrl->cntlid, ctrl->nio, NKV_CAP_MQES(s->cap));
 	*out = ctrl;
 	return 0;
@@ -620,19 +734,7 @@ void nkv_shm_ctrl_drop(struct nkv_ctrl *ctrl)
 		nkv_shm_qp_free(old);
 	}
 	/* The old association: no queue pair is left to ring its doorbells or read its registers. */
-	pthread_mutex_lock(&s->sock_mu);
-	if (s->sock >= 0)
-		close(s->sock);
-	s->sock = -1;
-	pthread_mutex_unlock(&s->sock_mu);
-	if (s->kick_fd >= 0)
-		close(s->kick_fd);
-	s->kick_fd = -1;
-	s->wakeup = s->arm = NULL;
-	s->notify = false;
-	if (s->regs)
-		munmap(s->regs, s->reg_size);
-	s->regs = NULL;
+	assoc_close(s);
 }
 
 int nkv_shm_ctrl_reconnect(struct nkv_ctrl *ctrl, struct nkv_id_ctrlr *id)
@@ -651,13 +753,13 @@ int nkv_shm_ctrl_fd(const struct nkv_ctrl *ctrl)
 
 int nkv_connect_shm(const char *path, const struct nkv_conn_opts *opts, struct nkv_ctrl **out)
 {
-	return nkv_connect_shm_nqn(path, NULL, opts, out);
+	return nkv_connect_shm_nqn(path, false, NULL, opts, out);
 }
 
 void nkv_shm_ctrl_close(struct nkv_ctrl *ctrl)
 {
 	struct nkv_shm_ctrl *s = ctrl->shm;
-	if (s && s->regs && ctrl->admin && !ctrl->admin->err) {
+	if (s && s->sock >= 0 && ctrl->admin && !ctrl->admin->err) {
 		/* Normal shutdown (CC.SHN = 01b), then wait for SHST = 10b within CAP.TO. */
 		uint32_t cc = rd32(s, NKV_REG_CC), csts;
 		wr_cc(s, (cc & ~(3u << 14)) | 1u << 14);
@@ -717,7 +819,7 @@ void nkv_shm_buf_free(struct nkv_ctrl *ctrl, void *p)
 		NKV_WARN("nkv_buf_free(%p): not a buffer of this controller", p);
 		return;
 	}
-	nkv_shm_dereg(ctrl, b->iova);
+	nkv_shm_dereg(ctrl, b->iova, b->len);
 	munmap(b->va, b->len);
 	close(b->fd);
 	free(b);

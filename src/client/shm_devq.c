@@ -85,9 +85,9 @@ void nkv_devq_destroy(struct nkv_devq *q)
 	 * registered (the controller's own mapping keeps the memfd alive until the socket closes). */
 	if (!keep) {
 		if (q->rw_reg)
-			nkv_shm_dereg(q->ctrl, q->iova + q->sq_len);
+			nkv_shm_dereg(q->ctrl, q->iova + q->sq_len, q->mem_len - q->sq_len);
 		if (q->ro_reg)
-			nkv_shm_dereg(q->ctrl, q->iova);
+			nkv_shm_dereg(q->ctrl, q->iova, q->sq_len);
 		qid_put(q->ctrl, q->qid);
 	}
 	if (q->mem)

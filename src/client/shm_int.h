@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * shm_int.h - libnkv's shared-memory (PCIe-style) transport, shared by shm_ctrl.c (socket protocol,
- * registers, bring-up, registered buffers) and shm.c (queue pairs: rings, PRPs, bounce area,
- * submit/poll). Not installed.
+ * shm_int.h - libnkv's shared-memory (PCIe-style) transport, shared by shm_ctrl.c (registers,
+ * bring-up, registered buffers, and the nkv_shm.h socket protocol), vfio_user.c (the vfio-user
+ * protocol) and shm.c (queue pairs: rings, PRPs, bounce area, submit/poll). Not installed.
+ *
+ * One controller model, two ways to reach it: the attach protocol (struct nkv_shm_attach_ops) says
+ * how the host connects, maps the doorbells (and the registers, where they are mapped), hands its
+ * memory to the controller and binds interrupt eventfds; everything else is shared.
  *
  * Memory: every queue pair (the admin one too) owns one memfd split into two registered regions,
  *   read-only for the controller: [SQ ring][PRP list pages]
@@ -38,15 +42,55 @@ struct nkv_shm_buf {
 	void *user;                /* nkv_buf_register(): the caller's address (va..va+len: its whole pages) */
 };
 
+struct nkv_shm_ctrl;
+
+/**
+ * The attach protocol: how a host reaches the PCIe-style controller. nkv_shm.h's socket
+ * (nkv_shm_attach_sock, shm_ctrl.c) or vfio-user (nkv_shm_attach_vfio_user, vfio_user.c). Every
+ * call but attach runs with s->sock connected; socket failures shut the socket down (the controller
+ * is then gone, and waits notice the hang-up).
+ */
+struct nkv_shm_attach_ops {
+	const char *name; /* "shm", "vfio-user": the address scheme and log lines */
+	/** Connect to @path and set up an association: s->sock, the doorbell mapping (s->db_map,
+	 *  s->db_off, s->db_len), the register page when mapped (s->regs, s->reg_size), s->max_queues,
+	 *  ctrl->cntlid (0: take Identify's), and s->notify, s->kick_fd, s->wakeup, s->arm where offered
+	 *  and wanted (@notify). @return 0 or -errno; what was set up is the caller's to detach. */
+	int (*attach)(struct nkv_ctrl *ctrl, const char *path, bool notify);
+	/** Let the controller reach @len bytes of @fd from @offset at @iova (@flags: NKV_SHM_REG_*). */
+	int (*map)(struct nkv_ctrl *ctrl, int fd, uint64_t offset, uint64_t len, uint64_t iova, uint32_t flags);
+	/** Take the mapping at @iova (@len bytes, as mapped) away again. */
+	int (*unmap)(struct nkv_ctrl *ctrl, uint64_t iova, uint64_t len);
+	/** Bind eventfd @fd to interrupt vector @vector. */
+	int (*irq_bind)(struct nkv_ctrl *ctrl, uint16_t vector, int fd);
+	/** Bind (@fd >= 0) or unbind (-1) the doorbell kick; NULL: the protocol has none. */
+	int (*kick_bind)(struct nkv_ctrl *ctrl, int fd);
+	/** Read or write @len (4 or 8) bytes of the registers at @off; NULL: they are mapped (s->regs). */
+	int (*reg_rw)(struct nkv_ctrl *ctrl, uint32_t off, void *buf, uint32_t len, bool write);
+	/** Close what attach set up (the socket is closed by the caller); NULL: nothing more. */
+	void (*detach)(struct nkv_ctrl *ctrl);
+};
+
+extern const struct nkv_shm_attach_ops nkv_shm_attach_sock;
+extern const struct nkv_shm_attach_ops nkv_shm_attach_vfio_user;
+/** Testing: a vfio-user host that does not opt in to the ARM words (every CQ post interrupts). */
+extern bool nkv_vfu_arm_off;
+/** Testing: a vfio-user host that reaches the registers by REGION_READ/WRITE even where their page
+ *  is mappable (as with a server that traps them), the doorbells still mapped. */
+extern bool nkv_vfu_trap_regs;
+
 /** Controller-wide shm state. */
 struct nkv_shm_ctrl {
-	int sock;                  /* SOCK_SEQPACKET to the target; closing it ends the controller */
+	struct nkv_ctrl *ctrl;      /* the controller this is the state of */
+	const struct nkv_shm_attach_ops *at;
+	void *at_priv;             /* the attach protocol's own state */
+	int sock;                  /* the socket to the target; closing it ends the controller */
 	pthread_mutex_t sock_mu;   /* one request and its reply at a time */
-	uint8_t *regs;             /* register page (BAR0 layout), mapped shared */
+	uint8_t *regs;             /* register page (BAR0 layout) when mapped shared; NULL: at->reg_rw */
 	uint32_t reg_size;
-	uint16_t max_queues;       /* HELLO: I/O queue pairs the controller may create */
-	uint32_t max_regions;
-	uint64_t max_reg_bytes;
+	uint8_t *db_map;           /* BAR0 bytes [db_off, db_off + db_len), mapped: the doorbells */
+	uint32_t db_off, db_len;
+	uint16_t max_queues;       /* I/O queue pairs the controller may create (their doorbells are mapped) */
 	uint64_t cap;
 	uint32_t max_xfer;         /* MDTS in bytes (before Identify: the admin bounce); sizes the PRP list
 				    * and bounce areas; the controller itself enforces MDTS and KVVML */
@@ -60,7 +104,7 @@ struct nkv_shm_ctrl {
 	int kick_fd;               /* doorbell kick eventfd (bound; -1: none). Open until close, even once
 				    * unbound: another thread may be about to write it */
 	uint32_t *wakeup;          /* NEED_WAKEUP in the register page (NULL: no kick bound) */
-	uint32_t *arm;             /* ARM[0] in the register page */
+	uint32_t *arm;             /* ARM[0] in the register page (NULL: no suppression, every post interrupts) */
 };
 
 /** A contiguous-run page allocator over a bitmap (bounce area, PRP list area). */
@@ -113,7 +157,7 @@ struct nkv_shm_qp {
 	uint32_t max_xfer;
 	int64_t next_check_ms;     /* next liveness check (socket hang-up, CSTS.CFS) while waiting */
 	int irq_fd;                /* interrupt eventfd bound to vector qid (-1: no interrupts: poll) */
-	uint32_t *arm;             /* ARM[qid] */
+	uint32_t *arm;             /* ARM[qid]; NULL: the controller interrupts on every CQ post (MSI-X) */
 	uint64_t irq_sleeps;       /* sleeps on the interrupt */
 	uint64_t irq_late;         /* of which timed out with a CQE there: an interrupt lost (tests: 0) */
 	uint32_t spin_found;       /* recent spins that found a CQE, moving fraction in 1/65536ths */
@@ -126,10 +170,10 @@ struct nkv_shm_qp {
 int nkv_shm_memfd(const char *name, size_t len);
 /** Reserve @len bytes of IOVA space (aligned, with a guard gap). */
 uint64_t nkv_shm_iova_alloc(struct nkv_shm_ctrl *s, uint64_t len);
-/** REG a region of @fd. @return 0 or the target's -errno (or a socket -errno). */
+/** Map a region of @fd for the controller (REG, DMA_MAP). @return 0 or the target's -errno (or a socket -errno). */
 int nkv_shm_reg(struct nkv_ctrl *ctrl, int fd, uint64_t offset, uint64_t len, uint64_t iova, uint32_t flags);
-/** DEREG the region at @iova. */
-int nkv_shm_dereg(struct nkv_ctrl *ctrl, uint64_t iova);
+/** Unmap the region at @iova of @len bytes (DEREG, DMA_UNMAP). */
+int nkv_shm_dereg(struct nkv_ctrl *ctrl, uint64_t iova, uint64_t len);
 /** IOVA of [@p, @p + @len) when it lies inside one buffer from nkv_buf_alloc(); 0 otherwise. */
 uint64_t nkv_shm_buf_iova(struct nkv_ctrl *ctrl, const void *p, uint32_t len);
 /** Is the controller still there? @return 0, -ECONNRESET (socket hung up) or -EIO (CSTS.CFS). */
@@ -141,6 +185,10 @@ volatile uint32_t *nkv_shm_doorbell(struct nkv_ctrl *ctrl, uint32_t off);
 int nkv_shm_irq_bind(struct nkv_ctrl *ctrl, struct nkv_shm_qp *q, uint16_t vector);
 /** Unbind the doorbell kick (before a GPU, which cannot kick, rings this controller's doorbells). */
 int nkv_shm_kick_unbind(struct nkv_ctrl *ctrl);
+/** A Unix socket of @type connected to @path, with @timeout_ms send and receive timeouts. @return fd or -errno. */
+int nkv_shm_sock_open(const char *path, int type, int timeout_ms);
+/** Does the host want notifications (NKV_SHM_NOTIFY unset, or not 0/off/no/false)? */
+bool nkv_shm_notify_wanted(void);
 
 /**
  * After a doorbell (or CC) write: wake the controller's poller if it said it may sleep. The full

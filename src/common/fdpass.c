@@ -9,6 +9,11 @@
 
 ssize_t nkv_send_fd(int sock, const void *buf, size_t len, int fd)
 {
+	return nkv_send_fd_flags(sock, buf, len, fd, 0);
+}
+
+ssize_t nkv_send_fd_flags(int sock, const void *buf, size_t len, int fd, int flags)
+{
 	union {
 		char b[CMSG_SPACE(sizeof(int))];
 		struct cmsghdr align;
@@ -26,7 +31,7 @@ ssize_t nkv_send_fd(int sock, const void *buf, size_t len, int fd)
 		c->cmsg_len = CMSG_LEN(sizeof(int));
 		memcpy(CMSG_DATA(c), &fd, sizeof(int));
 	}
-	ssize_t n = sendmsg(sock, &mh, MSG_NOSIGNAL);
+	ssize_t n = sendmsg(sock, &mh, MSG_NOSIGNAL | flags);
 	return n < 0 ? -errno : n;
 }
 

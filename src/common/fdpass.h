@@ -12,6 +12,10 @@
 /** Send @len bytes as one message, with @fd attached when >= 0. @return bytes sent, or -errno. */
 ssize_t nkv_send_fd(int sock, const void *buf, size_t len, int fd);
 
+/** nkv_send_fd() with sendmsg flags @flags besides MSG_NOSIGNAL (MSG_DONTWAIT...); on a stream
+ *  socket it may send less than @len (the descriptor goes with the first byte sent). */
+ssize_t nkv_send_fd_flags(int sock, const void *buf, size_t len, int fd, int flags);
+
 /**
  * Receive one message into @buf (@cap bytes). The first descriptor attached goes to *@fd (-1 if
  * none; always -1 when @fd is NULL); any other is closed. @flags: recvmsg flags (MSG_DONTWAIT...).

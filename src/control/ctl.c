@@ -153,6 +153,8 @@ static json_object *ss_msg(json_object *ss)
 	json_object_object_add(o, "serial_number", json_object_new_string(""));
 	json_object_object_add(o, "shm_socket", json_object_new_string(st_str(ss, "shm_socket") ? st_str(ss, "shm_socket") : ""));
 	json_object_object_add(o, "loopback_any_host", json_object_new_boolean(st_access(ss) == ST_LOOPBACK));
+	json_object_object_add(o, "vfio_user_socket", json_object_new_string(st_str(ss, "vfio_user_socket") ? st_str(ss, "vfio_user_socket") : ""));
+	json_object_object_add(o, "vfio_user_host", json_object_new_string(st_str(ss, "vfio_user_host") ? st_str(ss, "vfio_user_host") : ""));
 	return o;
 }
 
@@ -202,26 +204,43 @@ static void fill_list(struct nkv_ctl *ctl, json_object *arr)
 
 /* ---- mutating methods: change @st (a copy of the stored state); c->resp is the answer ----------- */
 
-/* A shared-memory socket path no subsystem of @st uses, and where nothing but a socket (a stale one,
- * which the daemon replaces) lies: checked before the commit, so that a path that cannot be served
- * is refused rather than committed and reported served. */
-static int check_shm_free(struct call *c, json_object *st, const char *nqn, const char *shm)
+/* A shared-memory or vfio-user socket path (@what) no subsystem of @st uses, and where nothing but a
+ * socket (a stale one, which the daemon replaces) lies: checked before the commit, so that a path
+ * that cannot be served is refused rather than committed and reported served. */
+static int check_shm_free(struct call *c, json_object *st, const char *nqn, const char *shm, const char *what)
 {
 	struct stat sb;
 
 	json_object_object_foreach(st_subsystems(st), other, o) {
-		const char *p = st_str(o, "shm_socket");
-		if (p && strcmp(p, shm) == 0)
-			return fail(c, -EEXIST, "subsystem %s: shm_socket %s is subsystem %s's", nqn, shm, other);
+		const char *p = st_str(o, "shm_socket"), *v = st_str(o, "vfio_user_socket");
+		if ((p && strcmp(p, shm) == 0) || (v && strcmp(v, shm) == 0))
+			return fail(c, -EEXIST, "subsystem %s: %s %s is subsystem %s's", nqn, what, shm, other);
 	}
 	if (lstat(shm, &sb) == 0 && !S_ISSOCK(sb.st_mode))
 		return fail(c, -EEXIST, "subsystem %s: %s exists and is not a socket (not replaced)", nqn, shm);
 	return 0;
 }
 
+/* A socket the daemon makes for the control plane: at most 107 bytes, directly in --shm-dir. */
+static int check_sock_path(struct call *c, const char *nqn, const char *what, const char *path)
+{
+	const char *sd = c->ctl->conf.shm_dir, *name = sd && strlen(path) > strlen(sd) ? path + strlen(sd) + 1 : "";
+
+	if (strlen(path) > 107)
+		return fail(c, -EINVAL, "subsystem %s: %s path longer than 107 bytes", nqn, what);
+	/* The daemon makes this socket: only directly in its socket directory, never where a caller
+	 * chooses (another user's directory, a link to one). */
+	if (*path && sd && (strncmp(path, sd, strlen(sd)) != 0 || path[strlen(sd)] != '/' || !*name || strchr(name, '/') ||
+			    strcmp(name, ".") == 0 || strcmp(name, "..") == 0))
+		return fail(c, -EINVAL, "subsystem %s: %s %s must be a file directly in %s (the daemon's --shm-dir)", nqn,
+			    what, path, sd);
+	return 0;
+}
+
 static int m_create_subsystem(struct call *c, json_object *st)
 {
 	const char *nqn = req_str(c, "nqn"), *pool = req_str(c, "pool"), *shm = req_str(c, "shm_socket");
+	const char *vfu = req_str(c, "vfio_user_socket"), *vfu_host = req_str(c, "vfio_user_host");
 	uint64_t maxns;
 	int rc;
 
@@ -231,18 +250,19 @@ static int m_create_subsystem(struct call *c, json_object *st)
 		return fail(c, -EINVAL, "subsystem %s: a pool name is required (at most 255 bytes)", nqn);
 	if (maxns > NKV_MAX_NSID)
 		return fail(c, -EINVAL, "subsystem %s: max_namespaces %" PRIu64 " is above %u", nqn, maxns, NKV_MAX_NSID);
-	if (strlen(shm) > 107)
-		return fail(c, -EINVAL, "subsystem %s: shm_socket path longer than 107 bytes", nqn);
-	/* The daemon makes this socket: only directly in its socket directory, never where a caller
-	 * chooses (another user's directory, a link to one). */
-	const char *sd = c->ctl->conf.shm_dir, *name = sd && strlen(shm) > strlen(sd) ? shm + strlen(sd) + 1 : "";
-	if (*shm && sd && (strncmp(shm, sd, strlen(sd)) != 0 || shm[strlen(sd)] != '/' || !*name || strchr(name, '/') ||
-			   strcmp(name, ".") == 0 || strcmp(name, "..") == 0))
-		return fail(c, -EINVAL, "subsystem %s: shm_socket %s must be a file directly in %s (the daemon's --shm-dir)",
-			    nqn, shm, sd);
+	if ((rc = check_sock_path(c, nqn, "shm_socket", shm)) < 0 ||
+	    (rc = check_sock_path(c, nqn, "vfio_user_socket", vfu)) < 0)
+		return rc;
+	if (*vfu_host && !*vfu)
+		return fail(c, -EINVAL, "subsystem %s: vfio_user_host without a vfio_user_socket", nqn);
+	if (*vfu_host && (rc = check_nqn(c, "vfio_user_host", vfu_host)) < 0)
+		return rc;
+	if (*vfu && strcmp(vfu, shm) == 0)
+		return fail(c, -EINVAL, "subsystem %s: vfio_user_socket and shm_socket are the same path", nqn);
 	if (st_get(st_subsystems(st), nqn))
 		return fail(c, -EEXIST, "subsystem %s exists", nqn);
-	if (*shm && (rc = check_shm_free(c, st, nqn, shm)) < 0)
+	if ((*shm && (rc = check_shm_free(c, st, nqn, shm, "shm_socket")) < 0) ||
+	    (*vfu && (rc = check_shm_free(c, st, nqn, vfu, "vfio_user_socket")) < 0))
 		return rc;
 	if ((rc = nkv_target_check_pool(c->ctl->conf.tgt, pool, NULL)) < 0)
 		return fail(c, rc == -ENOENT ? -EPERM : rc, "subsystem %s: pool '%s': %s", nqn, pool,
@@ -253,6 +273,10 @@ static int m_create_subsystem(struct call *c, json_object *st)
 	json_object_object_add(ss, "max_namespaces", json_object_new_int64((int64_t)maxns));
 	json_object_object_add(ss, "allow_any_host", json_object_new_boolean(st_bool(c->req, "allow_any_host")));
 	json_object_object_add(ss, "shm_socket", json_object_new_string(shm));
+	if (*vfu) { /* absent unless set: states written before these keys compare equal */
+		json_object_object_add(ss, "vfio_user_socket", json_object_new_string(vfu));
+		json_object_object_add(ss, "vfio_user_host", json_object_new_string(vfu_host));
+	}
 	json_object_object_add(ss, "hosts", json_object_new_object());
 	json_object_object_add(ss, "namespaces", json_object_new_object());
 	json_object_object_add(st_subsystems(st), nqn, ss);

@@ -30,6 +30,9 @@ struct nkv_ctl_hooks {
 	int (*tcp_unlisten)(void *arg, const char *addr, unsigned port);
 	/** Serve subsystem @nqn over shared memory on @path. @return 0 or -errno. */
 	int (*shm_listen)(void *arg, const char *nqn, const char *path);
+	/** Serve subsystem @nqn as a vfio-user device on @path, its clients acting as @hostnqn ("": by
+	 * uid). NULL: not served. @return 0 or -errno. */
+	int (*vfu_listen)(void *arg, const char *nqn, const char *path, const char *hostnqn);
 	/** Could a TLS listener of this gateway admit anyone (a TLS PSK is configured)? NULL: yes. */
 	bool (*tls_ready)(void *arg);
 };
@@ -47,7 +50,7 @@ struct nkv_ctl_conf {
 	const char *version;
 	unsigned drain_ms;       /* how long a removal waits for commands in flight */
 	unsigned poll_ms;        /* re-read the group's epoch at least this often (0: 2000) */
-	const char *shm_dir;     /* CreateSubsystem's shm_socket must name a file directly in this
+	const char *shm_dir;     /* CreateSubsystem's shm_socket and vfio_user_socket must name a file directly in this
 				  * directory (no "/" after it); NULL: any path */
 };
 

@@ -6,6 +6,7 @@
  * The state is a json-c object:
  *   {"epoch": N,
  *    "subsystems": {NQN: {"nqn", "pool", "max_namespaces", "allow_any_host", "loopback_any_host", "shm_socket",
+ *                         "vfio_user_socket", "vfio_user_host" (both absent: not served over vfio-user),
  *                         "hosts": {HOSTNQN: {"host_nqn", "dhchap_key", "dhchap_ctrl_key"}},
  *                         "namespaces": {"NSID": {"nsid", "rados_namespace", "max_value", "read_only",
  *                                                 "ana_group" (absent: 1),

@@ -187,8 +187,9 @@ static const char *parse_subsystem(struct parse *p, const struct group_entry *e,
 		return "a subsystem without a string nqn (1-223 bytes) or pool";
 	if (!key_is(e, 's', nqn, NULL))
 		return "the key is not the one its nqn gives";
-	if (st_u64(o, "max_namespaces", 0, &x) < 0 || x > NKV_MAX_NSID || !str_or_absent(o, "shm_socket"))
-		return "a subsystem with a bad max_namespaces or shm_socket";
+	if (st_u64(o, "max_namespaces", 0, &x) < 0 || x > NKV_MAX_NSID || !str_or_absent(o, "shm_socket") ||
+	    !str_or_absent(o, "vfio_user_socket") || !str_or_absent(o, "vfio_user_host"))
+		return "a subsystem with a bad max_namespaces, shm_socket or vfio_user_socket/host";
 	if (st_get(st_subsystems(p->st), nqn))
 		return "a second entry for this subsystem";
 	json_object_object_add(o, "hosts", json_object_new_object());

@@ -411,6 +411,16 @@ static int subsys_create(struct nkv_ctl *ctl, json_object *want, json_object *ap
 		else
 			json_object_object_add(have, "shm_socket", json_object_new_string(shm));
 	}
+	const char *vfu = st_str(want, "vfio_user_socket"), *vfu_host = st_str(want, "vfio_user_host");
+	if (vfu && *vfu && ctl->conf.hooks.vfu_listen) {
+		int vrc = ctl->conf.hooks.vfu_listen(ctl->conf.hooks.arg, nqn, vfu, vfu_host ? vfu_host : "");
+		if (vrc < 0) {
+			NKV_ERR("%s: cannot serve it over vfio-user on %s: %s", nqn, vfu, strerror(-vrc));
+			shm_rc = shm_rc < 0 ? shm_rc : vrc;
+		} else {
+			json_object_object_add(have, "vfio_user_socket", json_object_new_string(vfu));
+		}
+	}
 	rc = subsys_reconcile(ctl, ss, have, want);
 	return rc < 0 ? rc : (shm_rc < 0 ? shm_rc : rc);
 }

@@ -33,6 +33,7 @@
 #include "common/cpu.h"
 #include "common/log.h"
 #include "common/unix_sock.h"
+#include "common/vfio_user.h"
 #include "transport/shm_cuda.h"
 #include "transport/shm_int.h"
 #include "core/core.h"
@@ -48,15 +49,6 @@
 #define ADMIN_MAX 4096u        /* AQA: up to 4096 entries per admin queue */
 #define MAX_PENDING 64         /* connections that have not said HELLO yet; past it the oldest goes */
 
-struct shm_listener {
-	enum ep_kind kind;       /* first: EP_LISTENER */
-	struct shm_listener *next;
-	struct nkv_subsys *ss;
-	int fd;
-	char path[108];
-	dev_t dev;               /* the socket file this listener created: unlinked at destroy only if */
-	ino_t ino;               /* the path still names it (another daemon may have taken it over) */
-};
 
 /* ---- registers --------------------------------------------------------------------------------- */
 
@@ -80,10 +72,12 @@ static void publish_regs(struct shm_ctrl *c)
 	nkv_put64(c->regs + NKV_REG_CAP, c->ctrlr->cap);
 	nkv_put32(c->regs + NKV_REG_VS, c->ctrlr->vs);
 	uint32_t feat = NKV_SHM_FEAT_XFER;
-	if (!c->s->conf.no_notify) {
+	/* vfio-user has no kick channel (no FEAT_NOTIFY) but its hosts may opt into the ARM words
+	 * (NKV_VFU_HOSTFEAT_ARM), which live in the notification area */
+	if (!c->s->conf.no_notify || c->vfu)
 		nkv_put32(c->regs + NKV_SHM_REG_NOTIFY, nkv_shm_notify_off(c->s->conf.max_io_queues));
+	if (!c->s->conf.no_notify && !c->vfu)
 		feat |= NKV_SHM_FEAT_NOTIFY;
-	}
 	nkv_put32(c->regs + NKV_SHM_REG_FEAT, feat);
 	reg_wr32(c, NKV_REG_CSTS, c->ctrlr->csts);
 }
@@ -97,25 +91,48 @@ static void efd_signal(int fd)
 	(void)!write(fd, &one, sizeof(one));
 }
 
+/* Send vector @v's interrupt, or hold it pending while the vector is masked (vfio-user's MSI-X). */
+static void irq_send(struct shm_ctrl *c, uint16_t v)
+{
+	int fd = c->irq_fds[v];
+
+	if (fd < 0)
+		return;
+	if (c->irq_masked && c->irq_masked[v]) {
+		atomic_store_explicit(&c->irq_pend[v], 1, memory_order_relaxed);
+		return;
+	}
+	efd_signal(fd);
+	atomic_fetch_add_explicit(&c->p->irqs, 1, memory_order_relaxed);
+}
+
 /* Interrupt the host for every CQ that got CQEs since the last call and that it armed: one write per
  * arming. The fence orders the CQE stores before the ARM loads, against the host's ARM store before
- * its phase load (Dekker): either it sees the CQE or we see it armed. */
+ * its phase load (Dekker): either it sees the CQE or we see it armed. A vfio-user host that did not
+ * opt into ARM words (batch_irq) is interrupted once per pass for every CQ that got CQEs, as a PCIe
+ * device raises MSI-X after posting (Linux's nvme driver has no other way to learn of them). */
 static void irq_flush(struct shm_ctrl *c)
 {
 	if (!c->irq_pending)
 		return;
 	c->irq_pending = false;
+	c->irq_pass++;
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	for (uint16_t q = 0; q <= c->ctrlr->opts.max_io_queues; q++) {
 		struct shm_cq *cq = &c->cqs[q];
 		if (!cq->fire)
 			continue;
 		cq->fire = false;
-		int fd = cq->iv <= c->ctrlr->opts.max_io_queues ? c->irq_fds[cq->iv] : -1;
-		if (fd >= 0 && __atomic_load_n(&c->arm[q], __ATOMIC_RELAXED) &&
-		    __atomic_exchange_n(&c->arm[q], 0, __ATOMIC_SEQ_CST)) {
-			efd_signal(fd);
-			atomic_fetch_add_explicit(&c->p->irqs, 1, memory_order_relaxed);
+		if (cq->iv > c->ctrlr->opts.max_io_queues || c->irq_fds[cq->iv] < 0)
+			continue;
+		if (c->batch_irq) { /* one write per vector however many of its CQs got CQEs */
+			if (c->irq_pass_at[cq->iv] != c->irq_pass) {
+				c->irq_pass_at[cq->iv] = c->irq_pass;
+				irq_send(c, cq->iv);
+			}
+		} else if (__atomic_load_n(&c->arm[q], __ATOMIC_RELAXED) &&
+			   __atomic_exchange_n(&c->arm[q], 0, __ATOMIC_SEQ_CST)) {
+			irq_send(c, cq->iv);
 		}
 	}
 }
@@ -124,39 +141,72 @@ static void irq_flush(struct shm_ctrl *c)
 static void irq_all(struct shm_ctrl *c)
 {
 	for (uint16_t v = 0; c->irq_fds && v <= c->ctrlr->opts.max_io_queues; v++)
-		if (c->irq_fds[v] >= 0)
-			efd_signal(c->irq_fds[v]);
+		irq_send(c, v);
 }
 
-/* SET_KICK / SET_IRQ, handed from the socket thread to the controller's poller. */
-struct shm_bind_msg {
+static void ctrl_reset(struct shm_ctrl *c);
+
+/* What a front hands from the socket thread to the controller's poller (nkv_shm_ctrl_post). */
+struct shm_post_msg {
 	struct nkv_msg msg;
 	struct shm_ctrl *c;
-	bool kick;
+	enum shm_post_op op;
 	uint16_t vector;
-	int fd;                  /* -1: unbind (kick only) */
+	int fd;                  /* KICK, IRQ: the eventfd, -1: unbind */
 };
 
-static void bind_apply(struct nkv_msg *m)
+static void post_apply(struct nkv_msg *m)
 {
-	struct shm_bind_msg *b = (struct shm_bind_msg *)m;
+	struct shm_post_msg *b = (struct shm_post_msg *)m;
 	struct shm_ctrl *c = b->c;
-	int *slot = b->kick ? &c->kick_fd : &c->irq_fds[b->vector];
+	int *slot = b->op == SHM_POST_KICK ? &c->kick_fd : &c->irq_fds[b->vector];
 
-	if (*slot >= 0)
-		close(*slot);
-	*slot = b->fd;
-	if (b->kick) {
-		c->p->pfds_dirty = true;
-		if (b->fd < 0) /* polled again: the host need not kick */
-			__atomic_store_n(c->wakeup, 0, __ATOMIC_SEQ_CST);
-	} else if (b->fd >= 0) {
-		/* A host may have armed a CQ of this vector before the bind reached us (its CQE then went
-		 * without an interrupt): one spurious wake-up makes it look again. */
-		efd_signal(b->fd);
+	switch (b->op) {
+	case SHM_POST_KICK:
+	case SHM_POST_IRQ:
+		if (*slot >= 0)
+			close(*slot);
+		*slot = b->fd;
+		if (b->op == SHM_POST_KICK) {
+			c->p->pfds_dirty = true;
+			if (b->fd < 0) /* polled again: the host need not kick */
+				__atomic_store_n(c->wakeup, 0, __ATOMIC_SEQ_CST);
+		} else if (b->fd >= 0 && !c->vfu) {
+			/* A host may have armed a CQ of this vector before the bind reached us (its CQE
+			 * then went without an interrupt): one spurious wake-up makes it look again. */
+			efd_signal(b->fd);
+		}
+		break;
+	case SHM_POST_MASK:
+		c->irq_masked[b->vector] = 1;
+		break;
+	case SHM_POST_UNMASK:
+		c->irq_masked[b->vector] = 0;
+		if (atomic_exchange(&c->irq_pend[b->vector], 0))
+			irq_send(c, b->vector);
+		break;
+	case SHM_POST_TRIGGER:
+		irq_send(c, b->vector);
+		break;
+	case SHM_POST_RESET:
+		ctrl_reset(c);
+		atomic_fetch_add(&c->resets, 1);
+		break;
 	}
 	atomic_fetch_sub(&c->binds, 1);
 	free(b);
+}
+
+int nkv_shm_ctrl_post(struct shm_ctrl *c, enum shm_post_op op, uint16_t vector, int fd)
+{
+	struct shm_post_msg *b = malloc(sizeof(*b));
+
+	if (!b)
+		return -ENOMEM;
+	*b = (struct shm_post_msg){.c = c, .op = op, .vector = vector, .fd = fd};
+	atomic_fetch_add(&c->binds, 1);
+	nkv_msgq_send(&c->p->msgq, &b->msg, post_apply);
+	return 0;
 }
 
 /* ---- completion -------------------------------------------------------------------------------- */
@@ -640,6 +690,9 @@ static void enable_admin(struct shm_ctrl *c)
 		return;
 	}
 	c->enabled = true;
+	/* How this enabled controller interrupts: a vfio-user host that set the feature bit uses the
+	 * ARM words like a shm host, any other (Linux's nvme driver) gets an interrupt per batch. */
+	c->batch_irq = c->vfu && !(reg_rd32(c, NKV_VFU_REG_HOSTFEAT) & NKV_VFU_HOSTFEAT_ARM);
 }
 
 /* React to a CC written by the host (enable, reset, shutdown), then mirror CSTS. */
@@ -664,6 +717,23 @@ static void check_cc(struct shm_ctrl *c)
 		enable_admin(c);
 	}
 	reg_wr32(c, NKV_REG_CSTS, c->ctrlr->csts);
+}
+
+/* DEVICE_RESET (vfio-user): as CC.EN 1 -> 0 and a fresh register page. Commands in flight complete
+ * into tombstones, holding their regions' pins until then (as on a CC reset). */
+static void ctrl_reset(struct shm_ctrl *c)
+{
+	reg_wr32(c, NKV_REG_CC, 0);
+	check_cc(c);
+	if (c->enabled || c->sqs[0] || c->cqs[0].live) /* CC was already 0 but queues live: cannot be */
+		queues_teardown(c);
+	c->enabled = false;
+	c->failed = false;
+	c->ctrlr->csts &= ~NKV_CSTS_CFS;
+	for (uint32_t off = NKV_REG_INTMS; off < c->reg_size; off += 4)
+		if (off != NKV_REG_CSTS && off != NKV_SHM_REG_FEAT && off != NKV_SHM_REG_NOTIFY)
+			reg_wr32(c, off, 0);
+	publish_regs(c);
 }
 
 /* One pass over a controller. @return work done (commands fetched, CQEs posted). */
@@ -724,6 +794,9 @@ static void ctrl_free(struct shm_ctrl *c)
 		if (c->irq_fds[v] >= 0)
 			close(c->irq_fds[v]);
 	free(c->irq_fds);
+	free(c->irq_masked);
+	free((void *)c->irq_pend);
+	free(c->irq_pass_at);
 	atomic_fetch_sub(&c->s->nctrls, 1);
 	free(c);
 }
@@ -973,13 +1046,14 @@ static int send_reply(int fd, const struct nkv_shm_reply *rep, int pass_fd)
 	return n == (ssize_t)sizeof(*rep) ? 0 : n < 0 ? (int)n : -EPROTO;
 }
 
-/* Is there room (count, bytes) and no overlap for [iova, iova + len)? @return 0, -ENOSPC, -EEXIST. */
-static int region_room(struct shm_ctrl *c, uint64_t iova, uint64_t len)
+/* Is there room (count, bytes) and no overlap for [iova, iova + len)? @extra: regions the front
+ * holds elsewhere (vfio-user's unmappable ones). @return 0, -ENOSPC, -EEXIST. */
+static int region_room(struct shm_ctrl *c, uint64_t iova, uint64_t len, unsigned extra)
 {
 	int rc = 0;
 
 	pthread_mutex_lock(&c->mu);
-	if (c->nregions >= c->s->conf.max_regions || c->reg_bytes + len > c->s->conf.max_reg_bytes)
+	if (c->nregions + extra >= c->s->conf.max_regions || c->reg_bytes + len > c->s->conf.max_reg_bytes)
 		rc = -ENOSPC;
 	for (unsigned i = 0; rc == 0 && i < c->nregions; i++)
 		if (iova < c->regions[i]->iova + c->regions[i]->len && c->regions[i]->iova < iova + len)
@@ -1035,28 +1109,44 @@ static void *map_guarded(int fd, uint64_t len, uint64_t off, uint64_t align, boo
 	return va;
 }
 
-static int do_register(struct shm_ctrl *c, const struct nkv_shm_reg *m, int fd)
+int nkv_shm_region_map(struct shm_ctrl *c, uint64_t iova, uint64_t len, uint64_t off, bool ro, int fd,
+		       unsigned extra)
 {
 	struct stat sb;
 	int seals = fcntl(fd, F_GET_SEALS);
 
-	if ((m->iova | m->len | m->offset) & (PAGE - 1) || m->len == 0 || m->iova + m->len < m->iova)
+	if ((iova | len | off) & (PAGE - 1) || len == 0 || iova + len < iova || off + len < off)
 		return -EINVAL;
 	if (seals < 0 || !(seals & F_SEAL_SHRINK))
 		return -EPERM; /* the host could shrink it under our mapping */
-	if (fstat(fd, &sb) < 0 || (uint64_t)sb.st_size < m->offset + m->len)
+	if (fstat(fd, &sb) < 0 || (uint64_t)sb.st_size < off + len)
 		return -EINVAL;
-	int rc = region_room(c, m->iova, m->len);
+	int rc = region_room(c, iova, len, extra);
 	if (rc)
 		return rc;
-	bool ro = m->flags & NKV_SHM_REG_READONLY;
 	uint64_t align = sb.st_blksize > PAGE && !(sb.st_blksize & (sb.st_blksize - 1)) ? (uint64_t)sb.st_blksize : PAGE;
-	struct shm_region reg = {.iova = m->iova, .len = m->len, .ro = ro};
-	if ((reg.va = map_guarded(fd, m->len, m->offset, align, ro, &reg.map, &reg.map_len)) == MAP_FAILED)
+	struct shm_region reg = {.iova = iova, .len = len, .ro = ro};
+	if ((reg.va = map_guarded(fd, len, off, align, ro, &reg.map, &reg.map_len)) == MAP_FAILED)
 		return -errno; /* the length is bounded by the fd's size, checked above */
 	if ((rc = region_add(c, &reg)) < 0)
 		munmap(reg.map, reg.map_len);
 	return rc;
+}
+
+bool nkv_shm_region_overlaps(struct shm_ctrl *c, uint64_t iova, uint64_t len)
+{
+	bool hit = false;
+
+	pthread_mutex_lock(&c->mu);
+	for (unsigned i = 0; !hit && i < c->nregions; i++)
+		hit = iova < c->regions[i]->iova + c->regions[i]->len && c->regions[i]->iova < iova + len;
+	pthread_mutex_unlock(&c->mu);
+	return hit;
+}
+
+static int do_register(struct shm_ctrl *c, const struct nkv_shm_reg *m, int fd)
+{
+	return nkv_shm_region_map(c, m->iova, m->len, m->offset, m->flags & NKV_SHM_REG_READONLY, fd, 0);
 }
 
 /* REG_CUDA: GPU memory by IPC handle, bounds checked against the allocation's real size. */
@@ -1069,7 +1159,7 @@ static int do_register_cuda(struct shm_ctrl *c, const struct nkv_shm_reg_cuda *m
 	if ((m->iova | m->len) & (PAGE - 1) || m->len == 0 || m->iova + m->len < m->iova ||
 	    m->offset + m->len < m->offset)
 		return -EINVAL;
-	if ((rc = region_room(c, m->iova, m->len)) || (rc = nkv_cuda_open(m->device, m->handle, &base, &size)))
+	if ((rc = region_room(c, m->iova, m->len, 0)) || (rc = nkv_cuda_open(m->device, m->handle, &base, &size)))
 		return rc;
 	if (m->offset + m->len > size) {
 		nkv_cuda_close(m->device, base);
@@ -1091,14 +1181,14 @@ static void region_release(struct shm_region *r)
 		munmap(r->map, r->map_len);
 }
 
-static int do_deregister(struct shm_ctrl *c, const struct nkv_shm_reg *m)
+int nkv_shm_region_unmap(struct shm_ctrl *c, uint64_t iova, uint64_t len)
 {
 	int rc = -ENOENT;
 
 	pthread_mutex_lock(&c->mu);
 	for (unsigned i = 0; i < c->nregions; i++) {
 		struct shm_region *r = c->regions[i];
-		if (r->iova != m->iova)
+		if (r->iova != iova || (len && r->len != len))
 			continue;
 		if (r->refs) {
 			rc = -EBUSY; /* a queue or a command still uses it */
@@ -1113,6 +1203,32 @@ static int do_deregister(struct shm_ctrl *c, const struct nkv_shm_reg *m)
 	}
 	pthread_mutex_unlock(&c->mu);
 	return rc;
+}
+
+int nkv_shm_region_unmap_all(struct shm_ctrl *c)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&c->mu);
+	for (unsigned i = 0; i < c->nregions;) {
+		struct shm_region *r = c->regions[i];
+		if (r->refs) {
+			rc = -EBUSY;
+			i++;
+			continue;
+		}
+		region_release(r);
+		c->reg_bytes -= r->len;
+		free(r);
+		c->regions[i] = c->regions[--c->nregions];
+	}
+	pthread_mutex_unlock(&c->mu);
+	return rc;
+}
+
+static int do_deregister(struct shm_ctrl *c, const struct nkv_shm_reg *m)
+{
+	return nkv_shm_region_unmap(c, m->iova, 0);
 }
 
 static int make_regs(struct shm_ctrl *c)
@@ -1132,17 +1248,6 @@ static int make_regs(struct shm_ctrl *c)
 	return fd;
 }
 
-/* A connected host socket: its state for the socket thread. */
-struct shm_conn {
-	enum ep_kind kind;  /* first: EP_CONN */
-	struct shm_conn *next;
-	int fd;
-	struct shm_listener *l;
-	struct shm_ctrl *c; /* after HELLO */
-	uint64_t since;     /* accepted at (ms): HELLO is due by since + conf.hello_timeout_ms */
-	char hostnqn[NKV_NQN_MAX]; /* after HELLO */
-};
-
 /* Live controllers of @hostnqn among the connected hosts. */
 static unsigned host_ctrls(struct nkv_shm *s, const char *hostnqn)
 {
@@ -1153,17 +1258,15 @@ static unsigned host_ctrls(struct nkv_shm *s, const char *hostnqn)
 	return n;
 }
 
-/* HELLO: check the host, create the controller and its register page, hand it to a poller. */
-static int do_hello(struct nkv_shm *s, struct shm_listener *l, int sock, const struct nkv_shm_hello *h,
-		    struct shm_ctrl **out, char *nqn_out)
+int nkv_shm_ctrl_open(struct nkv_shm *s, struct shm_listener *l, int sock, const char *hostnqn,
+		      const uint8_t hostid[16], bool vfu, struct shm_ctrl **out)
 {
-	struct nkv_shm_reply rep = {.hdr = {NKV_SHM_MAGIC, NKV_SHM_VERSION, NKV_SHM_HELLO}};
-	struct nkv_ctrlr_opts opts = {.mqes = s->conf.mqes, .max_io_queues = s->conf.max_io_queues, .trname = "shm"};
-	char hostnqn[NKV_NQN_MAX];
+	struct nkv_ctrlr_opts opts = {.mqes = s->conf.mqes, .max_io_queues = s->conf.max_io_queues,
+				      .trname = vfu ? "vfio-user" : "shm"};
+	unsigned nvec = (unsigned)s->conf.max_io_queues + 1;
 	struct shm_ctrl *c;
-	int rfd = -1, rc = -ENOMEM;
+	int rfd, rc;
 
-	snprintf(hostnqn, sizeof(hostnqn), "%.*s", (int)strnlen(h->hostnqn, sizeof(h->hostnqn)), h->hostnqn);
 	pthread_mutex_lock(&s->tgt->lock); /* the allowlist changes live; l->ss too (nkv_shm_listen) */
 	struct nkv_subsys *ss = l->ss;
 	bool allowed = *hostnqn && !ss->removed && nkv_subsys_host_allowed(ss, hostnqn);
@@ -1171,9 +1274,7 @@ static int do_hello(struct nkv_shm *s, struct shm_listener *l, int sock, const s
 		atomic_fetch_add(&ss->refs, 1); /* until its controller holds it */
 	pthread_mutex_unlock(&s->tgt->lock);
 	if (!allowed) {
-		NKV_WARN("shm %s: host '%s' is not allowed", l->path, hostnqn);
-		rep.status = -EACCES;
-		send_reply(sock, &rep, -1);
+		NKV_WARN("%s %s: host '%s' is not allowed", l->front->name, l->path, hostnqn);
 		return -EACCES;
 	}
 	/* Each controller costs the target memory and poller time: bounded per host and in all, so
@@ -1181,10 +1282,8 @@ static int do_hello(struct nkv_shm *s, struct shm_listener *l, int sock, const s
 	 * total until their poller has reaped them. */
 	if ((unsigned)atomic_load(&s->nctrls) >= s->conf.max_ctrls ||
 	    host_ctrls(s, hostnqn) >= s->conf.max_ctrls_per_host) {
-		NKV_WARN("shm %s: host '%s': controller limit reached (%u in all, %u per host)", l->path, hostnqn,
-			 s->conf.max_ctrls, s->conf.max_ctrls_per_host);
-		rep.status = -EUSERS;
-		send_reply(sock, &rep, -1);
+		NKV_WARN("%s %s: host '%s': controller limit reached (%u in all, %u per host)", l->front->name, l->path,
+			 hostnqn, s->conf.max_ctrls, s->conf.max_ctrls_per_host);
 		nkv_subsys_put(ss);
 		return -EUSERS;
 	}
@@ -1193,6 +1292,7 @@ static int do_hello(struct nkv_shm *s, struct shm_listener *l, int sock, const s
 		return -ENOMEM;
 	}
 	c->s = s;
+	c->vfu = vfu;
 	c->kick_fd = -1;
 	/* Our own descriptor of the host's socket, closed with the controller: the poller may shut the
 	 * socket down (eviction) without racing the socket thread's close of its own. */
@@ -1200,25 +1300,62 @@ static int do_hello(struct nkv_shm *s, struct shm_listener *l, int sock, const s
 	c->copy_tail = &c->copy_head;
 	pthread_mutex_init(&c->mu, NULL);
 	atomic_fetch_add(&s->nctrls, 1);
-	c->sqs = calloc((size_t)s->conf.max_io_queues + 1, sizeof(*c->sqs));
-	c->cqs = calloc((size_t)s->conf.max_io_queues + 1, sizeof(*c->cqs));
-	if ((c->irq_fds = malloc(((size_t)s->conf.max_io_queues + 1) * sizeof(*c->irq_fds))))
-		for (unsigned v = 0; v <= s->conf.max_io_queues; v++)
+	c->sqs = calloc(nvec, sizeof(*c->sqs));
+	c->cqs = calloc(nvec, sizeof(*c->cqs));
+	if ((c->irq_fds = malloc(nvec * sizeof(*c->irq_fds))))
+		for (unsigned v = 0; v < nvec; v++)
 			c->irq_fds[v] = -1;
-	if (!c->sqs || !c->cqs || !c->irq_fds || (rfd = rc = make_regs(c)) < 0 ||
-	    (rc = nkv_ctrlr_create(ss, hostnqn, h->hostid, &opts, &c->ctrlr)) < 0) {
+	if (vfu) {
+		c->irq_masked = calloc(nvec, 1);
+		c->irq_pend = calloc(nvec, sizeof(*c->irq_pend));
+		c->irq_pass_at = calloc(nvec, sizeof(*c->irq_pass_at));
+	}
+	rfd = -1;
+	rc = -ENOMEM;
+	if (!c->sqs || !c->cqs || !c->irq_fds || (vfu && (!c->irq_masked || !c->irq_pend || !c->irq_pass_at)) ||
+	    (rfd = rc = make_regs(c)) < 0 || (rc = nkv_ctrlr_create(ss, hostnqn, hostid, &opts, &c->ctrlr)) < 0) {
 		if (rfd >= 0)
 			close(rfd);
 		ctrl_free(c);
 		nkv_subsys_put(ss);
-		rep.status = rc < 0 ? rc : -ENOMEM;
-		send_reply(sock, &rep, -1);
-		return rep.status;
+		return rc < 0 ? rc : -ENOMEM;
 	}
 	nkv_subsys_put(ss); /* the controller holds it now */
 	c->wakeup = (uint32_t *)(c->regs + nkv_shm_notify_off(s->conf.max_io_queues) + NKV_SHM_NOTIFY_WAKEUP);
 	c->arm = (uint32_t *)(c->regs + nkv_shm_notify_off(s->conf.max_io_queues) + NKV_SHM_NOTIFY_ARM);
 	publish_regs(c);
+	*out = c;
+	return rfd;
+}
+
+void nkv_shm_ctrl_start(struct shm_ctrl *c)
+{
+	struct nkv_shm *s = c->s;
+
+	c->p = &s->pollers[s->next_poller++ % s->conf.pollers];
+	nkv_msgq_send(&c->p->msgq, &c->msg, ctrl_attach);
+}
+
+void nkv_shm_ctrl_discard(struct shm_ctrl *c)
+{
+	ctrl_free(c);
+}
+
+/* HELLO: check the host, create the controller and its register page, hand it to a poller. */
+static int do_hello(struct nkv_shm *s, struct shm_listener *l, int sock, const struct nkv_shm_hello *h,
+		    struct shm_ctrl **out, char *nqn_out)
+{
+	struct nkv_shm_reply rep = {.hdr = {NKV_SHM_MAGIC, NKV_SHM_VERSION, NKV_SHM_HELLO}};
+	char hostnqn[NKV_NQN_MAX];
+	struct shm_ctrl *c;
+	int rfd, rc;
+
+	snprintf(hostnqn, sizeof(hostnqn), "%.*s", (int)strnlen(h->hostnqn, sizeof(h->hostnqn)), h->hostnqn);
+	if ((rfd = nkv_shm_ctrl_open(s, l, sock, hostnqn, h->hostid, false, &c)) < 0) {
+		rep.status = rfd;
+		send_reply(sock, &rep, -1);
+		return rfd;
+	}
 	rep.reg_size = c->reg_size;
 	rep.cntlid = c->ctrlr->cntlid;
 	rep.max_queues = s->conf.max_io_queues;
@@ -1230,10 +1367,9 @@ static int do_hello(struct nkv_shm *s, struct shm_listener *l, int sock, const s
 		ctrl_free(c);
 		return rc;
 	}
-	c->p = &s->pollers[s->next_poller++ % s->conf.pollers];
 	*out = c;
 	memcpy(nqn_out, hostnqn, sizeof(hostnqn));
-	nkv_msgq_send(&c->p->msgq, &c->msg, ctrl_attach);
+	nkv_shm_ctrl_start(c);
 	return 0;
 }
 
@@ -1256,7 +1392,7 @@ static void pollers_join(struct nkv_shm *s, unsigned n)
 
 /* Is @fd an eventfd? Anything else (a pipe that fills up, a socket) could block or misdirect a
  * poller's writes and reads. */
-static bool is_eventfd(int fd)
+bool nkv_shm_eventfd_ok(int fd)
 {
 	char path[32], link[64];
 	ssize_t n;
@@ -1265,7 +1401,7 @@ static bool is_eventfd(int fd)
 	if ((n = readlink(path, link, sizeof(link) - 1)) < 0)
 		return false;
 	link[n] = 0;
-	return strcmp(link, "anon_inode:[eventfd]") == 0;
+	return strcmp(link, "anon_inode:[eventfd]") == 0 && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) == 0;
 }
 
 /* SET_KICK / SET_IRQ: check, then hand to the poller (which owns the fds from then on). The fd is
@@ -1273,7 +1409,6 @@ static bool is_eventfd(int fd)
 static int do_bind(struct nkv_shm *s, struct shm_ctrl *c, const struct nkv_shm_bind *m, int *fd)
 {
 	bool kick = m->hdr.op == NKV_SHM_SET_KICK;
-	struct shm_bind_msg *b;
 
 	if (s->conf.no_notify)
 		return -ENOTSUP;
@@ -1281,15 +1416,12 @@ static int do_bind(struct nkv_shm *s, struct shm_ctrl *c, const struct nkv_shm_b
 		return -EINVAL;
 	if (!kick && *fd < 0)
 		return -EBADF;
-	if (*fd >= 0 && (!is_eventfd(*fd) || fcntl(*fd, F_SETFL, fcntl(*fd, F_GETFL) | O_NONBLOCK) < 0))
+	if (*fd >= 0 && !nkv_shm_eventfd_ok(*fd))
 		return -EINVAL;
-	if (!(b = malloc(sizeof(*b))))
-		return -ENOMEM;
-	*b = (struct shm_bind_msg){.c = c, .kick = kick, .vector = m->vector, .fd = *fd};
-	*fd = -1;
-	atomic_fetch_add(&c->binds, 1);
-	nkv_msgq_send(&c->p->msgq, &b->msg, bind_apply);
-	return 0;
+	int rc = nkv_shm_ctrl_post(c, kick ? SHM_POST_KICK : SHM_POST_IRQ, m->vector, *fd);
+	if (rc == 0)
+		*fd = -1;
+	return rc;
 }
 
 static void conn_close(struct nkv_shm *s, struct shm_conn *k)
@@ -1304,15 +1436,17 @@ static void conn_close(struct nkv_shm *s, struct shm_conn *k)
 		}
 	if (!k->c)
 		s->pending--;
+	if (k->l->front->closed)
+		k->l->front->closed(s, k);
 	if (k->c) {
-		NKV_INFO("shm %s: controller %u: host disconnected", k->l->path, k->c->ctrlr->cntlid);
+		NKV_INFO("%s %s: controller %u: host disconnected", k->l->front->name, k->l->path, k->c->ctrlr->cntlid);
 		atomic_store(&k->c->gone, true); /* its poller reaps it; nothing here touches it again */
 		poller_wake(k->c->p);
 	}
 	free(k);
 }
 
-/* One request from a host. @return false when the connection must close. */
+/* One request from a host (the shm front). @return false when the connection must close. */
 static bool conn_message(struct nkv_shm *s, struct shm_conn *k)
 {
 	union {
@@ -1357,6 +1491,8 @@ static bool conn_message(struct nkv_shm *s, struct shm_conn *k)
 	return keep;
 }
 
+const struct shm_front nkv_shm_front_shm = {.name = "shm", .sock_type = SOCK_SEQPACKET, .message = conn_message};
+
 /* The connection that has waited longest without saying HELLO (the list is newest first). */
 static struct shm_conn *oldest_pending(struct nkv_shm *s)
 {
@@ -1376,7 +1512,8 @@ static void hello_sweep(struct nkv_shm *s)
 	for (struct shm_conn *k = s->conns, *next; k; k = next) {
 		next = k->next;
 		if (!k->c && now - k->since >= s->conf.hello_timeout_ms) {
-			NKV_WARN("shm %s: no HELLO within %u ms: closed", k->l->path, s->conf.hello_timeout_ms);
+			NKV_WARN("%s %s: no %s within %u ms: closed", k->l->front->name, k->l->path,
+				 k->l->front == &nkv_shm_front_shm ? "HELLO" : "VERSION", s->conf.hello_timeout_ms);
 			conn_close(s, k);
 		}
 	}
@@ -1411,7 +1548,7 @@ static void accept_host(struct nkv_shm *s, struct shm_listener *l)
 		return;
 	}
 	struct epoll_event e = {.events = EPOLLIN, .data.ptr = k};
-	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &e) < 0)
+	if ((l->front->opened && l->front->opened(s, k) < 0) || epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &e) < 0)
 		conn_close(s, k);
 }
 
@@ -1430,7 +1567,7 @@ static void *sock_main(void *arg)
 				accept_host(s, (struct shm_listener *)kind);
 			else if (*kind == EP_CONN) {
 				struct shm_conn *k = (struct shm_conn *)kind;
-				if (!conn_message(s, k) || (evs[i].events & (EPOLLHUP | EPOLLERR)))
+				if (!k->l->front->message(s, k) || (evs[i].events & (EPOLLHUP | EPOLLERR)))
 					conn_close(s, k);
 			}
 		}
@@ -1547,7 +1684,8 @@ fail:
 	return rc;
 }
 
-int nkv_shm_listen(struct nkv_shm *s, const char *subnqn, const char *path)
+static int listen_front(struct nkv_shm *s, const char *subnqn, const char *path, const struct shm_front *front,
+			const char *hostnqn)
 {
 	struct nkv_subsys *ss = nkv_target_find_subsys(s->tgt, subnqn); /* removal: see do_hello */
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -1558,6 +1696,8 @@ int nkv_shm_listen(struct nkv_shm *s, const char *subnqn, const char *path)
 		return -ENOENT;
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
+	if (hostnqn && strlen(hostnqn) >= NKV_NQN_MAX)
+		return -EINVAL;
 	/* Ours already: a subsystem removed live left its socket behind (refusing every HELLO); the
 	 * subsystem created again on that path takes it over. */
 	pthread_mutex_lock(&s->mu);
@@ -1567,7 +1707,9 @@ int nkv_shm_listen(struct nkv_shm *s, const char *subnqn, const char *path)
 	int taken = 0;
 	if (l) {
 		pthread_mutex_lock(&s->tgt->lock);
-		if (l->ss->removed) {
+		if (l->front != front) {
+			taken = -EADDRINUSE;
+		} else if (l->ss->removed) {
 			old = l->ss;
 			l->ss = ss;
 			atomic_fetch_add(&ss->refs, 1);
@@ -1580,16 +1722,16 @@ int nkv_shm_listen(struct nkv_shm *s, const char *subnqn, const char *path)
 	if (l) {
 		nkv_subsys_put(old);
 		if (!taken)
-			NKV_INFO("shm: %s on %s (the socket of a removed subsystem)", subnqn, path);
+			NKV_INFO("%s: %s on %s (the socket of a removed subsystem)", front->name, subnqn, path);
 		return taken;
 	}
 	/* A live socket there is refused (as TCP refuses a port in use), and what is not a socket is
 	 * never replaced; a socket nobody answers on is left from a dead run and replaced. */
 	struct stat st;
-	fd = nkv_unix_listen(path, SOCK_SEQPACKET | SOCK_NONBLOCK, 64, s->conf.socket_mode ? s->conf.socket_mode : 0600,
+	fd = nkv_unix_listen(path, front->sock_type | SOCK_NONBLOCK, 64, s->conf.socket_mode ? s->conf.socket_mode : 0600,
 			     s->conf.socket_group_set ? (gid_t)s->conf.socket_gid : (gid_t)-1, &st);
 	if (fd == -EADDRINUSE)
-		NKV_ERR("shm: %s is served by another live process", path);
+		NKV_ERR("%s: %s is served by another live process", front->name, path);
 	if (fd < 0)
 		return fd;
 	if (!(l = calloc(1, sizeof(*l)))) {
@@ -1600,6 +1742,8 @@ int nkv_shm_listen(struct nkv_shm *s, const char *subnqn, const char *path)
 	l->dev = st.st_dev;
 	l->ino = st.st_ino;
 	l->kind = EP_LISTENER;
+	l->front = front;
+	snprintf(l->hostnqn, sizeof(l->hostnqn), "%s", hostnqn ? hostnqn : "");
 	l->ss = ss;
 	atomic_fetch_add(&ss->refs, 1); /* a removed subsystem stays until its listener goes */
 	l->fd = fd;
@@ -1611,8 +1755,18 @@ int nkv_shm_listen(struct nkv_shm *s, const char *subnqn, const char *path)
 	struct epoll_event e = {.events = EPOLLIN, .data.ptr = l};
 	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &e) < 0)
 		return -errno;
-	NKV_INFO("shm: %s on %s", subnqn, path);
+	NKV_INFO("%s: %s on %s", front->name, subnqn, path);
 	return 0;
+}
+
+int nkv_shm_listen(struct nkv_shm *s, const char *subnqn, const char *path)
+{
+	return listen_front(s, subnqn, path, &nkv_shm_front_shm, NULL);
+}
+
+int nkv_shm_listen_vfio_user(struct nkv_shm *s, const char *subnqn, const char *path, const char *hostnqn)
+{
+	return listen_front(s, subnqn, path, &nkv_vfu_front, hostnqn);
 }
 
 void nkv_shm_destroy(struct nkv_shm *s, int grace_ms)
@@ -1670,23 +1824,26 @@ int nkv_shm_test_create(struct nkv_target *tgt, const struct nkv_shm_conf *conf,
 		return rc < 0 ? rc : -ENOMEM;
 	}
 	s->pollers[0].s = s;
+	s->single = true;
 	*out = s;
 	return 0;
 }
 
-int nkv_shm_test_adopt(struct nkv_shm *s, const char *subnqn, int fd)
+static int test_adopt(struct nkv_shm *s, const char *subnqn, int fd, const struct shm_front *front)
 {
 	struct nkv_subsys *ss = nkv_target_find_subsys(s->tgt, subnqn);
 	struct shm_listener *l;
+	struct shm_conn *k;
 
 	if (!ss)
 		return -ENOENT;
-	for (l = s->listeners; l && l->ss != ss; l = l->next)
+	for (l = s->listeners; l && (l->ss != ss || l->front != front); l = l->next)
 		;
 	if (!l) { /* a listener without a socket: it only names the subsystem (and the path in logs) */
 		if (!(l = calloc(1, sizeof(*l))))
 			return -ENOMEM;
 		l->kind = EP_LISTENER;
+		l->front = front;
 		l->ss = ss;
 		atomic_fetch_add(&ss->refs, 1);
 		l->fd = -1;
@@ -1694,7 +1851,23 @@ int nkv_shm_test_adopt(struct nkv_shm *s, const char *subnqn, int fd)
 		l->next = s->listeners;
 		s->listeners = l;
 	}
-	return conn_new(s, l, fd) ? 0 : -ENOMEM;
+	if (!(k = conn_new(s, l, fd)))
+		return -ENOMEM;
+	if (front->opened && front->opened(s, k) < 0) {
+		conn_close(s, k);
+		return -EACCES;
+	}
+	return 0;
+}
+
+int nkv_shm_test_adopt(struct nkv_shm *s, const char *subnqn, int fd)
+{
+	return test_adopt(s, subnqn, fd, &nkv_shm_front_shm);
+}
+
+int nkv_vfu_test_adopt(struct nkv_shm *s, const char *subnqn, int fd)
+{
+	return test_adopt(s, subnqn, fd, &nkv_vfu_front);
 }
 
 unsigned nkv_shm_test_poll(struct nkv_shm *s, bool conns)
@@ -1708,7 +1881,7 @@ unsigned nkv_shm_test_poll(struct nkv_shm *s, bool conns)
 		next = k->next;
 		while (poll(&pf, 1, 0) == 1) {
 			work++;
-			if (!conn_message(s, k) || (pf.revents & (POLLHUP | POLLERR))) {
+			if (!k->l->front->message(s, k) || (pf.revents & (POLLHUP | POLLERR))) {
 				conn_close(s, k);
 				break;
 			}

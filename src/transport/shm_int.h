@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "core/core.h"
 #include "nkv/nkv_target.h"
@@ -125,6 +126,14 @@ struct shm_ctrl {
 	atomic_int binds;        /* SET_KICK / SET_IRQ messages not yet applied: not freed before they are */
 	uint32_t *wakeup;        /* NEED_WAKEUP and ARM[] in the register page */
 	uint32_t *arm;
+	/* vfio-user controllers (vfio_user.c): */
+	bool vfu;                /* reached over vfio-user: a PCI function with MSI-X */
+	bool batch_irq;          /* interrupt after every batch of CQEs (no ARM words; latched at CC.EN) */
+	uint8_t *irq_masked;     /* by vector: masked (SET_IRQS MASK, the MSI-X table or function mask) */
+	_Atomic uint8_t *irq_pend; /* by vector: an interrupt held back by the mask (the MSI-X PBA) */
+	uint32_t irq_pass;       /* batch_irq: irq_flush calls, so that a vector shared by CQs fires */
+	uint32_t *irq_pass_at;   /* once per call (by vector: the call that last fired it) */
+	atomic_uint resets;      /* DEVICE_RESETs applied by the poller */
 };
 
 struct shm_poller {
@@ -147,6 +156,52 @@ struct shm_poller {
 
 enum ep_kind { EP_STOP, EP_LISTENER, EP_CONN }; /* what an epoll event of the socket thread is for */
 
+struct shm_conn;
+
+/*
+ * A front door to the controllers: the protocol a listener's hosts speak on their socket. Both
+ * reach the same controller model (registers in a memfd, host memory as IOVA regions, pollers):
+ * shm.c's own protocol (nkv_shm.h) and vfio-user (vfio_user.c). Socket thread only.
+ */
+struct shm_front {
+	const char *name;        /* in logs: "shm", "vfio-user" */
+	int sock_type;           /* SOCK_SEQPACKET, SOCK_STREAM */
+	/* A connection was accepted on a listener of this front (conn_new done): check the peer, set
+	 * up k->fs. @return 0, or -errno to close it. NULL: nothing to do. */
+	int (*opened)(struct nkv_shm *s, struct shm_conn *k);
+	/* The socket is readable: serve what came. @return false when the connection must close. */
+	bool (*message)(struct nkv_shm *s, struct shm_conn *k);
+	/* The connection closes: free k->fs (its controller, if any, is reaped by its poller after). */
+	void (*closed)(struct nkv_shm *s, struct shm_conn *k);
+};
+
+extern const struct shm_front nkv_shm_front_shm;
+extern const struct shm_front nkv_vfu_front;
+
+struct shm_listener {
+	enum ep_kind kind;       /* first: EP_LISTENER */
+	struct shm_listener *next;
+	const struct shm_front *front;
+	struct nkv_subsys *ss;
+	int fd;
+	char path[108];
+	char hostnqn[NKV_NQN_MAX]; /* vfio-user: the host NQN its clients act as ("": by peer uid) */
+	dev_t dev;               /* the socket file this listener created: unlinked at destroy only if */
+	ino_t ino;               /* the path still names it (another daemon may have taken it over) */
+};
+
+/* A connected host socket: its state for the socket thread. */
+struct shm_conn {
+	enum ep_kind kind;  /* first: EP_CONN */
+	struct shm_conn *next;
+	int fd;
+	struct shm_listener *l;
+	struct shm_ctrl *c; /* after HELLO (vfio-user: VERSION) */
+	uint64_t since;     /* accepted at (ms): HELLO is due by since + conf.hello_timeout_ms */
+	char hostnqn[NKV_NQN_MAX]; /* after HELLO */
+	void *fs;           /* the front's state */
+};
+
 struct nkv_shm {
 	struct nkv_target *tgt;
 	struct nkv_shm_conf conf;
@@ -161,6 +216,7 @@ struct nkv_shm {
 	enum ep_kind stop_kind;  /* epoll tag of stop_efd */
 	atomic_bool stop, draining; /* stop: the socket thread ends (closing every host connection) */
 	atomic_bool pollers_stop;  /* set once the socket thread is joined: pollers reap and end */
+	bool single;             /* the testing hooks' one thread: nothing may wait for a poller */
 	atomic_int nctrls;
 	atomic_uint_fast64_t bounced; /* bounce bytes in use, all controllers (conf.bounce_budget) */
 	struct nkv_transport_reg reg; /* its gauges, for the target's metrics */
@@ -202,6 +258,62 @@ void nkv_shm_copy_drop(struct shm_ctrl *c, struct shm_sq *sq, void (*release)(st
 /** A queued copy finished (@ok: every page was valid): run the Store or post the Retrieve's CQE. */
 void nkv_shm_copied(struct shm_ctrl *c, struct shm_req *r, bool ok);
 
+/* ---- shm.c: the controller core, for the fronts (socket thread) ---- */
+
+/**
+ * A controller for host @hostnqn / @hostid on @l's subsystem: allowlist, controller limits, the
+ * register page. Not running until nkv_shm_ctrl_start. @return the register memfd (the caller's to
+ * close), or -EACCES (host not allowed), -EUSERS (controller limit), -ENOMEM, -errno.
+ */
+int nkv_shm_ctrl_open(struct nkv_shm *s, struct shm_listener *l, int sock, const char *hostnqn,
+		      const uint8_t hostid[16], bool vfu, struct shm_ctrl **out);
+
+/** Hand an opened controller to a poller: it runs from now on, and only its poller frees it. */
+void nkv_shm_ctrl_start(struct shm_ctrl *c);
+
+/** Free a controller opened but never started. */
+void nkv_shm_ctrl_discard(struct shm_ctrl *c);
+
+/**
+ * Map @len bytes of @fd from @off at @iova (a memfd sealed against shrinking), read-only if @ro.
+ * @return 0, -EINVAL (alignment, length, beyond the fd), -EPERM (not sealed), -ENOSPC (the
+ * conf's region count or byte limit; @extra regions the caller holds elsewhere count too),
+ * -EEXIST (overlap), -errno.
+ */
+int nkv_shm_region_map(struct shm_ctrl *c, uint64_t iova, uint64_t len, uint64_t off, bool ro, int fd,
+		       unsigned extra);
+
+/** Does [@iova, +@len) overlap a mapped region? */
+bool nkv_shm_region_overlaps(struct shm_ctrl *c, uint64_t iova, uint64_t len);
+
+/**
+ * Unmap the region at @iova of @len bytes (@len 0: whatever its length). Never while a queue or a
+ * command in flight uses it. @return 0, -ENOENT, -EBUSY.
+ */
+int nkv_shm_region_unmap(struct shm_ctrl *c, uint64_t iova, uint64_t len);
+
+/** Unmap every region no queue or command uses. @return 0, or -EBUSY when some stayed. */
+int nkv_shm_region_unmap_all(struct shm_ctrl *c);
+
+enum shm_post_op {
+	SHM_POST_KICK,    /* bind @fd as the doorbell kick (-1: unbind) */
+	SHM_POST_IRQ,     /* bind @fd to @vector (-1: unbind) */
+	SHM_POST_MASK,    /* mask @vector: its interrupts are held pending */
+	SHM_POST_UNMASK,  /* unmask it, sending one held pending */
+	SHM_POST_TRIGGER, /* interrupt @vector now (as the device would) */
+	SHM_POST_RESET,   /* reset the controller as CC.EN 1 -> 0 does */
+};
+
+/**
+ * Hand @op to @c's poller, which owns the eventfds and the interrupt state. @fd (SHM_POST_KICK,
+ * SHM_POST_IRQ) is an eventfd already checked and made O_NONBLOCK, or -1; it belongs to the poller
+ * after a 0 return. @return 0 or -ENOMEM.
+ */
+int nkv_shm_ctrl_post(struct shm_ctrl *c, enum shm_post_op op, uint16_t vector, int fd);
+
+/** Is @fd an eventfd? On success it is made O_NONBLOCK. */
+bool nkv_shm_eventfd_ok(int fd);
+
 /* ---- testing hooks (fuzz_shm): the transport driven by one thread, without its own ----------------
  * Not an API (nothing installed declares them): a test harness plays the socket thread and the
  * poller itself, so a run is deterministic and a controller is set up and torn down in microseconds. */
@@ -212,6 +324,11 @@ int nkv_shm_test_create(struct nkv_target *tgt, const struct nkv_shm_conf *conf,
 /** Take @fd (a SOCK_SEQPACKET socket, e.g. one end of a socketpair) as a host connected to subsystem
  * @subnqn, as if accepted on a listener of it; the transport closes it. @return 0, -ENOENT, -ENOMEM. */
 int nkv_shm_test_adopt(struct nkv_shm *s, const char *subnqn, int fd);
+
+/** As nkv_shm_test_adopt, for a vfio-user client (@fd: a SOCK_STREAM socket); the listener's host NQN
+ * is empty, so the client acts as the peer uid's NQN (vfio_user.c). @return 0, -ENOENT, -ENOMEM,
+ * -EACCES (the peer check refused it; @fd is closed). */
+int nkv_vfu_test_adopt(struct nkv_shm *s, const char *subnqn, int fd);
 
 /** One round: if @conns, every message waiting on the connections (HELLO, REG, DEREG...; EOF closes;
  * a poll(2) each, which a harness that sent nothing can skip), then one poller pass over the

@@ -209,10 +209,11 @@ static void check_case(const struct cli_case *t)
 #define SUB                                                                                                  \
 	"{'nqn':'" NQN "','pool':'kv','max_namespaces':16,'allow_any_host':false,'hosts':['" HOST1 "'],"     \
 	"'namespaces':[" NS1 "," NS2 "],'serial_number':'5e7a1c0ffee','shm_socket':'/run/kv.sock',"    \
-	"'loopback_any_host':false}"
+	"'loopback_any_host':false,'vfio_user_socket':'','vfio_user_host':''}"
 #define SUB_ANY                                                                                              \
 	"{'nqn':'nqn.2026-11.io.rados-nkv:b','pool':'other','max_namespaces':0,'allow_any_host':true,"       \
-	"'hosts':[],'namespaces':[],'serial_number':'','shm_socket':'','loopback_any_host':false}"
+	"'hosts':[],'namespaces':[],'serial_number':'','shm_socket':'','loopback_any_host':false,"        \
+	"'vfio_user_socket':'','vfio_user_host':''}"
 #define LST1 "{'gateway':'gw-a','address':'10.0.0.1','port':4420,'tls':false,'active':true}"
 #define LST2 "{'gateway':'gw-b','address':'fd00::2','port':4421,'tls':true,'active':false}"
 #define CONN1                                                                                                \
@@ -261,7 +262,8 @@ static void check_case(const struct cli_case *t)
 static const struct cli_case g_cases[] = {
 	/* subsystems */
 	{"subsystem add " NQN " --pool kv", 0, SUB, NULL, 0, "CreateSubsystem",
-	 "{'nqn':'" NQN "','pool':'kv','max_namespaces':0,'allow_any_host':false,'shm_socket':''}",
+	 "{'nqn':'" NQN "','pool':'kv','max_namespaces':0,'allow_any_host':false,'shm_socket':'',"
+	 "'vfio_user_socket':'','vfio_user_host':''}",
 	 "subsystem       " NQN "|pool            kv|serial number   5e7a1c0ffee|max namespaces  16|hosts           " HOST1
 	 "|shm socket      /run/kv.sock|namespaces      2|  NSID  RADOS NAMESPACE  MAX VALUE  MODE  NGUID|"
 	 "  1     tenant-a         64 MiB     rw    0123456789abcdef0123456789abcdef|"
@@ -269,9 +271,17 @@ static const struct cli_case g_cases[] = {
 	 NULL},
 	{"subsystem add " NQN " --pool=kv --max-namespaces 16 --allow-any-host --shm /run/kv.sock", 0, SUB_ANY, NULL, 0,
 	 "CreateSubsystem",
-	 "{'nqn':'" NQN "','pool':'kv','max_namespaces':16,'allow_any_host':true,'shm_socket':'/run/kv.sock'}",
+	 "{'nqn':'" NQN "','pool':'kv','max_namespaces':16,'allow_any_host':true,'shm_socket':'/run/kv.sock',"
+	 "'vfio_user_socket':'','vfio_user_host':''}",
 	 "hosts           any host may connect|max namespaces  the target's limit (1024)|shm socket      -|namespaces      0",
 	 NULL},
+	{"subsystem add " NQN " --pool kv --vfio-user /run/kv/cntrl --vfio-user-host " HOST1, 0, SUB, NULL, 0,
+	 "CreateSubsystem",
+	 "{'nqn':'" NQN "','pool':'kv','max_namespaces':0,'allow_any_host':false,'shm_socket':'',"
+	 "'vfio_user_socket':'/run/kv/cntrl','vfio_user_host':'" HOST1 "'}",
+	 "subsystem       " NQN, NULL},
+	{"subsystem add " NQN " --pool kv --vfio-user-host " HOST1, 0, "{}", NULL, 64, NULL, NULL, NULL,
+	 "--vfio-user-host needs --vfio-user PATH"},
 	{"subsystem add " NQN, 0, "{}", NULL, 64, NULL, NULL, NULL, "--pool POOL is required"},
 	{"subsystem add " NQN " --pool kv --max-namespaces -1", 0, "{}", NULL, 64, NULL, NULL, NULL, "bad --max-namespaces"},
 	{"subsystem add " NQN " --pool kv --max-namespaces 4294967296", 0, "{}", NULL, 64, NULL, NULL, NULL,

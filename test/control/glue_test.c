@@ -108,6 +108,8 @@ struct rpc_case {
 	const char *resp; /* the fake's answer, canonical: the client must return it unchanged */
 };
 
+/* CreateSubsystem's vfio-user fields, empty */
+#define F ",'vfio_user_socket':'','vfio_user_host':''"
 #define NS1                                                                                                  \
 	"{'nqn':'" NQN "','nsid':1,'rados_namespace':'tenant-a','max_value':'67108864','read_only':false,"   \
 	"'nguid':'0123456789abcdef0123456789abcdef','ana_group':1}"
@@ -117,10 +119,11 @@ struct rpc_case {
 #define SUB                                                                                                  \
 	"{'nqn':'" NQN "','pool':'kv','max_namespaces':16,'allow_any_host':false,'hosts':['" HOST1 "'],"     \
 	"'namespaces':[" NS1 "," NS2 "],'serial_number':'5e7a1c0ffee','shm_socket':'/run/kv.sock',"    \
-	"'loopback_any_host':false}"
+	"'loopback_any_host':false,'vfio_user_socket':'/run/kv/cntrl','vfio_user_host':'" HOST1 "'}"
 #define SUB_EMPTY                                                                                            \
 	"{'nqn':'nqn.2026-11.io.rados-nkv:b','pool':'other','max_namespaces':0,'allow_any_host':true,"       \
-	"'hosts':[],'namespaces':[],'serial_number':'','shm_socket':'','loopback_any_host':false}"
+	"'hosts':[],'namespaces':[],'serial_number':'','shm_socket':'','loopback_any_host':false,"        \
+	"'vfio_user_socket':'','vfio_user_host':''}"
 #define HOST_OBJ "{'nqn':'" NQN "','host_nqn':'" HOST1 "','dhchap':true,'dhchap_bidirectional':false}"
 #define LST1 "{'gateway':'gw-a','address':'10.0.0.1','port':4420,'tls':false,'active':true}"
 #define LST2 "{'gateway':'gw-b','address':'fd00::2','port':4421,'tls':true,'active':false}"
@@ -150,11 +153,16 @@ struct rpc_case {
 
 static const struct rpc_case g_rpcs[] = {
 	{"CreateSubsystem", "{'nqn':'" NQN "','pool':'kv'}",
-	 "{'nqn':'" NQN "','pool':'kv','max_namespaces':0,'allow_any_host':false,'shm_socket':''}", SUB},
+	 "{'nqn':'" NQN "','pool':'kv','max_namespaces':0,'allow_any_host':false,'shm_socket':''" F "}", SUB},
 	{"CreateSubsystem",
 	 "{'nqn':'" NQN "','pool':'kv','max_namespaces':16,'allow_any_host':true,'shm_socket':'/run/kv.sock'}",
-	 "{'nqn':'" NQN "','pool':'kv','max_namespaces':16,'allow_any_host':true,'shm_socket':'/run/kv.sock'}",
+	 "{'nqn':'" NQN "','pool':'kv','max_namespaces':16,'allow_any_host':true,'shm_socket':'/run/kv.sock'" F "}",
 	 SUB_EMPTY},
+	{"CreateSubsystem",
+	 "{'nqn':'" NQN "','pool':'kv','vfio_user_socket':'/run/kv/cntrl','vfio_user_host':'" HOST1 "'}",
+	 "{'nqn':'" NQN "','pool':'kv','max_namespaces':0,'allow_any_host':false,'shm_socket':'',"
+	 "'vfio_user_socket':'/run/kv/cntrl','vfio_user_host':'" HOST1 "'}",
+	 SUB},
 	{"DeleteSubsystem", "{'nqn':'" NQN "'}", "{'nqn':'" NQN "'}", "{}"},
 	{"ListSubsystems", "{}", "{}", "{'subsystems':[" SUB "," SUB_EMPTY "]}"},
 	{"ListSubsystems", "", "{}", "{'subsystems':[]}"},
@@ -291,7 +299,7 @@ static void test_loose_responses(const struct nkv_ctl_client_conf *cc)
 		 "'bytes_written':'0','bytes_read':'7','errors':'0','in_flight':'0','used_bytes':'0'}"},
 		{"GetSubsystem", "{'nqn':'x'}",
 		 "{'nqn':'x','pool':'','max_namespaces':0,'allow_any_host':false,'hosts':[],'namespaces':[],"
-		 "'serial_number':'','shm_socket':'','loopback_any_host':false}"},
+		 "'serial_number':'','shm_socket':'','loopback_any_host':false,'vfio_user_socket':'','vfio_user_host':''}"},
 		{"GetGatewayInfo", "{'epoch':18446744073709551615}",
 		 "{'name':'','version':'','group':'','epoch':'18446744073709551615','uptime_s':'0','backend':'',"
 		 "'listeners':[],'connections':[],'state_store':'','cntlid_min':0,'cntlid_max':0}"},

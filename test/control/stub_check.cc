@@ -118,7 +118,7 @@ extern "C" void stub_checks(const char *addr)
 		grpc::Status st = stub->CreateSubsystem(&ctx, req, &out);
 		CHECK(st.ok(), "stub CreateSubsystem: %d %s", st.error_code(), st.error_message().c_str());
 		char *want = jq("{'nqn':'nqn.2026-11.io.rados-nkv:s','pool':'kv','max_namespaces':3,"
-				"'allow_any_host':false,'shm_socket':''}");
+				"'allow_any_host':false,'shm_socket':'','vfio_user_socket':'','vfio_user_host':''}");
 		CHECK(strcmp(fake_last_method(), "CreateSubsystem") == 0 && strcmp(fake_last_req(), want) == 0,
 		      "stub CreateSubsystem reached nkv_ctl_call as %s %s", fake_last_method(), fake_last_req());
 		free(want);
@@ -219,7 +219,7 @@ extern "C" void foreign_server_checks(void)
 	CHECK(r.rc == 0 && r.resp &&
 		      strcmp(r.resp, "{\"nqn\":\"ok\",\"pool\":\"p\",\"max_namespaces\":0,\"allow_any_host\":false,"
 				     "\"hosts\":[],\"namespaces\":[],\"serial_number\":\"\",\"shm_socket\":\"\","
-				     "\"loopback_any_host\":false}") == 0,
+				     "\"loopback_any_host\":false,\"vfio_user_socket\":\"\",\"vfio_user_host\":\"\"}") == 0,
 	      "foreign ok: %d %s", r.rc, r.resp ? r.resp : r.err);
 	res_free(&r);
 	do_call(&cc, "ListHosts", "{}", &r); /* not implemented by that service */

@@ -185,6 +185,14 @@ if start s --control "unix:$T/s.sock" --shm-dir "$T/shmd"; then
 	check "and the file is left alone" grep -qx data "$T/shmd/file.sock"
 	out=$(c subsystem list)
 	check "neither subsystem was committed" bash -c "! grep -q -e '$NQN:two' -e '$NQN:file' <<<'$out'"
+	# vfio-user sockets follow the same rules
+	out=$(c subsystem add "$NQN:vx" --pool nkv --allow-any-host --vfio-user "$T/elsewhere/v")
+	check "vfio-user socket outside --shm-dir refused ($(tail -1 <<<"$out"))" has INVALID_ARGUMENT "$out"
+	out=$(c subsystem add "$NQN:vs" --pool nkv --allow-any-host --vfio-user "$T/shmd/in.sock")
+	check "another subsystem's shm socket as a vfio-user socket refused ($(tail -1 <<<"$out"))" has ALREADY_EXISTS "$out"
+	out=$(c subsystem add "$NQN:v" --pool nkv --allow-any-host --vfio-user "$T/shmd/cntrl" --vfio-user-host "$NQN:vm1")
+	check "a vfio-user socket directly in --shm-dir is served ($(tail -1 <<<"$out"))" test -S "$T/shmd/cntrl"
+	check "and the subsystem says so" has "vfio-user       $T/shmd/cntrl (clients act as $NQN:vm1)" "$out"
 	stop
 else
 	bad "daemon with --shm-dir: $(tail -3 "$T/s.log")"

@@ -256,6 +256,23 @@ static void test_file(void)
 	CHECK(call(ctl, "CreateSubsystem", NULL, "{\"nqn\":\"%s\",\"pool\":\"%s\"}", g_nqn, g_pool) == -EEXIST, "again: -EEXIST");
 	CHECK(call(ctl, "CreateSubsystem", NULL, "{\"nqn\":\"not-an-nqn\",\"pool\":\"%s\"}", g_pool) == -EINVAL, "bad NQN: -EINVAL");
 	CHECK(call(ctl, "CreateSubsystem", NULL, "{\"nqn\":\"nqn.2026-12.io.test:x\"}") == -EINVAL, "no pool: -EINVAL");
+	/* vfio_user_socket and vfio_user_host: checked before anything is committed, then kept */
+	CHECK(call(ctl, "CreateSubsystem", NULL, "{\"nqn\":\"%s-v\",\"pool\":\"%s\",\"vfio_user_host\":\"nqn.2026-12.io.test:h\"}",
+		   g_nqn, g_pool) == -EINVAL, "vfio_user_host without vfio_user_socket: -EINVAL");
+	CHECK(call(ctl, "CreateSubsystem", NULL, "{\"nqn\":\"%s-v\",\"pool\":\"%s\",\"vfio_user_socket\":\"/tmp/v\","
+		   "\"vfio_user_host\":\"not-an-nqn\"}", g_nqn, g_pool) == -EINVAL, "vfio_user_host not an NQN: -EINVAL");
+	CHECK(call(ctl, "CreateSubsystem", NULL, "{\"nqn\":\"%s-v\",\"pool\":\"%s\",\"vfio_user_socket\":\"/tmp/v\","
+		   "\"shm_socket\":\"/tmp/v\"}", g_nqn, g_pool) == -EINVAL, "vfio_user_socket the shm_socket's path: -EINVAL");
+	char *vr = NULL, vpath[300];
+	snprintf(vpath, sizeof(vpath), "%s.vfu", file);
+	CHECK(call(ctl, "CreateSubsystem", &vr, "{\"nqn\":\"%s-v\",\"pool\":\"%s\",\"vfio_user_socket\":\"%s\","
+		   "\"vfio_user_host\":\"nqn.2026-12.io.test:h\"}", g_nqn, g_pool, vpath) == 0 && vr &&
+		      strstr(vr, "\"vfio_user_host\":\"nqn.2026-12.io.test:h\"") && strstr(vr, ".json.vfu\""), /* json-c writes \/ for / */
+	      "CreateSubsystem with a vfio-user socket and host: %s", vr ? vr : "");
+	free(vr);
+	CHECK(call(ctl, "CreateSubsystem", NULL, "{\"nqn\":\"%s-w\",\"pool\":\"%s\",\"shm_socket\":\"%s\"}", g_nqn, g_pool,
+		   vpath) == -EEXIST, "another subsystem's vfio-user socket as shm_socket: -EEXIST");
+	CHECK(call(ctl, "DeleteSubsystem", NULL, "{\"nqn\":\"%s-v\"}", g_nqn) == 0, "DeleteSubsystem of it");
 	CHECK(call(ctl, "Frobnicate", NULL, "{}") == -ENOSYS, "unknown method: -ENOSYS");
 	CHECK(call(ctl, "GetSubsystem", NULL, "[1,2]") == -EINVAL, "a request that is not an object: -EINVAL");
 	CHECK(call(ctl, "AddNamespace", &a, "{\"nqn\":\"%s\",\"nsid\":0,\"rados_namespace\":\"ctl-a\",\"max_value\":\"1048576\"}", g_nqn) == 0 &&

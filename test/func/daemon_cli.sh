@@ -675,36 +675,39 @@ kill -TERM "$V6PID" 2>/dev/null
 wait "$V6PID" 2>/dev/null
 
 # A value above the max value of the namespace it is read through (nsid 2: read-only over nsid 1's
-# RADOS namespace, 1 MiB): nkv writes the whole value, over shm and NVMe/TCP, with or without
-# --max-size; never its first MiB with "truncated": false.
+# RADOS namespace, 1 MiB): nkv writes the whole value, over shm, vfio-user and NVMe/TCP, with or
+# without --max-size; never its first MiB with "truncated": false.
 read -r PBIG < <(free_ports 1)
 NQN_BIG="nqn.2026-11.io.rados-nkv:dcli-big-$$"
 "$DAEMON" "${CEPH_FLAGS[@]}" -s "$NQN_BIG" -p "$POOL" -l "127.0.0.1:$PBIG" -d none -S "$T/big.sock" \
-	-n "1:$RUNID-big:64M" -n "2:$RUNID-big:1M:ro" >"$T/daemon-big.log" 2>&1 </dev/null &
+	--vfio-user "$T/big.vfu" -n "1:$RUNID-big:64M" -n "2:$RUNID-big:1M:ro" >"$T/daemon-big.log" 2>&1 </dev/null &
 PIDS+=($!)
 BIGPID=$!
 for _ in $(seq 100); do
-	[ -S "$T/big.sock" ] && timeout -k 1 3 "$CLI" --timeout 1000 -s "$PBIG" -n "$NQN_BIG" identify >/dev/null 2>&1 && break
+	[ -S "$T/big.sock" ] && [ -S "$T/big.vfu" ] && timeout -k 1 3 "$CLI" --timeout 1000 -s "$PBIG" -n "$NQN_BIG" identify >/dev/null 2>&1 && break
 	sleep 0.1
 done
 head -c 3145805 /dev/urandom >"$T/big3m"
 run 30 "$CLI" --timeout 10000 -t "shm:$T/big.sock" --nsid 1 store big "$T/big3m"
 check "store 3 MiB + 77 through nsid 1 (64 MiB) over shm" 0
-for tr in "-t shm:$T/big.sock" "-s $PBIG -n $NQN_BIG"; do
+for tr in "-t shm:$T/big.sock" "-t vfio-user:$T/big.vfu" "-s $PBIG -n $NQN_BIG"; do
+	trn=$(case "$tr" in "-t shm"*) echo shm ;; "-t vfio"*) echo vfio-user ;; *) echo tcp ;; esac)
 	for ms in "--max-size 4194304" ""; do
 		rm -f "$T/bigout"
 		# shellcheck disable=SC2086 # the transport and size options are word lists
 		run 30 "$CLI" --timeout 10000 $tr --nsid 2 -o json retrieve big "$T/bigout" $ms
 		if [ "$RC" = 0 ] && [ "$(json_get '(j["value_size"], j["bytes"], j["truncated"])')" = "(3145805, 3145805, False)" ] &&
 			cmp -s "$T/big3m" "$T/bigout"; then
-			ok "retrieve through the 1 MiB nsid 2 ($([ "${tr%% *}" = -t ] && echo shm || echo tcp), ${ms:-default size}): the whole value"
+			ok "retrieve through the 1 MiB nsid 2 ($trn, ${ms:-default size}): the whole value"
 		else
-			fail "retrieve through the 1 MiB nsid 2 ($([ "${tr%% *}" = -t ] && echo shm || echo tcp), ${ms:-default size}) (exit $RC)"
+			fail "retrieve through the 1 MiB nsid 2 ($trn, ${ms:-default size}) (exit $RC)"
 			show
 			cmp "$T/big3m" "$T/bigout" | sed 's/^/#   /'
 		fi
 	done
 done
+run 10 "$CLI" -t "vfio-user:$T/big.vfu" -n "nqn.2026-11.io.rados-nkv:other" exist big
+check "vfio-user: a -n other than the socket's subsystem" 1 "serves $NQN_BIG, not nqn.2026-11.io.rados-nkv:other"
 kill -TERM "$BIGPID" 2>/dev/null
 wait "$BIGPID" 2>/dev/null
 
@@ -753,6 +756,9 @@ run 10 "$CLI" -o json --hex exist 0g; check_one_json "-o json a bad hex key" 64 
 run 10 "$CLI" -o json store a b c; check_one_json "-o json wrong number of arguments" 64 err store
 run 10 "$CLI" -o json -I nope exist k; check_one_json "-o json bad --hostid" 64 err
 run 10 "$CLI" -o json -t shm:/nonexistent/sock discover; check_one_json "-o json discover over shm" 64 err discover
+run 10 "$CLI" -o json -t vfio-user:/nonexistent/sock discover; check_one_json "-o json discover over vfio-user" 64 err discover
+run 10 "$CLI" -o json -t vfio-user: exist k; check_one_json "-o json vfio-user without a path" 64 err
+run 10 "$CLI" -o json -t vfio-user:/nonexistent/sock exist k; check_one_json "-o json no vfio-user socket" 1 err exist
 NKV_HOSTID_FILE="$T/badid" run 10 "$CLI" -o json exist k; check_one_json "-o json malformed host ID file" 1 err exist
 no -o json retrieve jk
 [ "$(json_get 'j["status"], j["nvme_status"], j["errno"]')" = "Key Does Not Exist 135 2" ] &&

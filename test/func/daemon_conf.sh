@@ -114,6 +114,42 @@ fi
 run 10 "$D" -b mem -l "127.0.0.1:$P" -s "$NQN" -S "$T/c.sock" --shm-group no-such-group-xyz
 check "an unknown --shm-group is an error naming it" 1 "no group named 'no-such-group-xyz'"
 
+echo "# vfio-user: --vfio-user / --vfio-user-host and their JSON keys"
+run 10 "$D" -b mem -s "$NQN" --vfio-user "$T/vfu/cntrl" --vfio-user-host "$HOST" --check
+check "--vfio-user with a host NQN" 0 "vfio-user: $T/vfu/cntrl .*clients act as $HOST"
+run 10 "$D" -b mem -s "$NQN" --vfio-user-host "$HOST" --check
+check "--vfio-user-host without --vfio-user is refused" 1 "vfio-user host NQN .* without a vfio-user socket"
+run 10 "$D" -b mem -s "$NQN" --vfio-user "$T/x" --vfio-user-host not-an-nqn --check
+check "--vfio-user-host must be an NQN" 64 "--vfio-user-host: an NQN"
+printf '{"backend": {"type": "mem"}, "subsystems": [{"nqn": "%s", "vfio_user_socket": "%s/j.sock", "vfio_user_host": "%s"}]}\n' \
+	"$NQN" "$T" "$HOST" >"$T/vfu.json"
+run 10 "$D" -c "$T/vfu.json" --check
+check "JSON vfio_user_socket and vfio_user_host" 0 "vfio-user: $T/j.sock .*clients act as $HOST"
+printf '{"backend": {"type": "mem"}, "subsystems": [{"nqn": "%s", "vfio_user_host": "bad"}]}\n' "$NQN" >"$T/vfu-bad.json"
+run 10 "$D" -c "$T/vfu-bad.json" --check
+check "JSON vfio_user_host must be an NQN" 1 "vfio_user_host.*must be an NQN"
+mkdir -p "$T/vfu"
+if start_daemon "$T/d3.log" -b mem -l "127.0.0.1:$P" -d none -s "$NQN" --vfio-user "$T/vfu/cntrl"; then
+	[ "$(stat -c %a "$T/vfu/cntrl")" = 660 ] && ok "vfio-user socket mode 0660 (--shm-mode)" ||
+		fail "vfio-user socket mode $(stat -c %a "$T/vfu/cntrl")"
+	# VERSION 0.0 over the stream socket: a reply (type 1, no error bit) with major 0
+	/usr/bin/python3 - "$T/vfu/cntrl" <<'PY' && ok "the daemon answers vfio-user VERSION" || fail "no VERSION reply"
+import socket, struct, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.settimeout(5); s.connect(sys.argv[1])
+s.sendall(struct.pack("<HHIII", 7, 1, 20, 0, 0) + struct.pack("<HH", 0, 0))
+h = b""
+while len(h) < 16: h += s.recv(16 - len(h))
+mid, cmd, size, flags, err = struct.unpack("<HHIII", h)
+body = b""
+while len(body) < size - 16: body += s.recv(size - 16 - len(body))
+sys.exit(0 if (mid, cmd, flags & 0x2f) == (7, 1, 1) and body[:4] == b"\0\0\0\0" and b"max_msg_fds" in body else 1)
+PY
+	kill -TERM "$DPID"; wait "$DPID"
+	[ ! -e "$T/vfu/cntrl" ] && ok "the vfio-user socket is removed at exit" || fail "socket left behind"
+else
+	fail "daemon with --vfio-user did not start: $(cat "$T/d3.log")"
+fi
+
 echo "# finding 4: signals and the pid file"
 cat >"$T/hup.json" <<EOF
 {"backend": {"type": "mem"}, "listeners": [{"address": "127.0.0.1", "port": $P}], "discovery": false,

@@ -20,7 +20,7 @@
  *     unregister twice -ENOENT;
  *   - long names: a value written as header + payload reads back as a hit through the header check;
  *     another name's header under the same key is a collision.
- * Usage: engine_func mem|rados tcp|shm
+ * Usage: engine_func mem|rados tcp|shm|vfio-user
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -567,14 +567,14 @@ int main(int argc, char **argv)
 		test_lname();
 		nkv_engine_destroy(g_e);
 	}
+	h_disconnect(c); /* first: a vfio-user socket serves one client at a time */
 	if (h_is_shm()) { /* nkv_connect's "shm:" form with no SUBNQN takes the socket's subsystem */
 		char addr[128];
 		struct nkv_ctrl *sc = NULL;
-		snprintf(addr, sizeof(addr), "shm:%s", H.sock);
+		snprintf(addr, sizeof(addr), "%s:%s", H.vfio_user ? "vfio-user" : "shm", H.sock);
 		rc = nkv_connect(addr, NULL, NULL, NULL, &sc);
-		CHECK(rc == 0, "nkv_connect(\"shm:...\", NULL subnqn): %d", rc);
+		CHECK(rc == 0, "nkv_connect(\"%s\", NULL subnqn): %d", addr, rc);
 		nkv_disconnect(sc);
 	}
-	h_disconnect(c);
 	return h_finish();
 }

@@ -13,6 +13,16 @@
 struct h_env H;
 unsigned h_pass, h_fail;
 
+int h_shm_start(void)
+{
+	struct nkv_shm_conf sc = {.pollers = 1};
+	int rc = nkv_shm_create(H.tgt, &sc, &H.shm);
+	if (rc == 0)
+		rc = H.vfio_user ? nkv_shm_listen_vfio_user(H.shm, SUBNQN, H.sock, HOSTNQN)
+				 : nkv_shm_listen(H.shm, SUBNQN, H.sock);
+	return rc;
+}
+
 void h_init(int argc, char **argv, const char *name)
 {
 	struct nkv_backend_conf bc = {0};
@@ -22,10 +32,11 @@ void h_init(int argc, char **argv, const char *name)
 	H.backend = argc > 1 ? argv[1] : "mem";
 	H.transport = argc > 2 ? argv[2] : "loop";
 	if (strcmp(H.transport, "loop") && strcmp(H.transport, "tcp") && strcmp(H.transport, "tcp-digest") &&
-	    strcmp(H.transport, "shm")) {
-		fprintf(stderr, "%s: unknown transport '%s' (loop, tcp, tcp-digest, shm)\n", name, H.transport);
+	    strcmp(H.transport, "shm") && strcmp(H.transport, "vfio-user")) {
+		fprintf(stderr, "%s: unknown transport '%s' (loop, tcp, tcp-digest, shm, vfio-user)\n", name, H.transport);
 		exit(1);
 	}
+	H.vfio_user = strcmp(H.transport, "vfio-user") == 0;
 	bc.name = H.backend;
 	bc.stats_interval_ms = 200; /* Identify's NUSE follows Stores quickly in tests */
 	snprintf(H.rados_ns, sizeof(H.rados_ns), "%s-%ld-%ld", name, (long)getpid(), (long)time(NULL));
@@ -60,12 +71,12 @@ void h_init(int argc, char **argv, const char *name)
 		fprintf(stderr, "%s: cannot add subsystem on pool %s: %s\n", name, H.pool, strerror(-rc));
 		exit(1);
 	}
-	if (strcmp(H.transport, "shm") == 0) {
+	if (strcmp(H.transport, "shm") == 0 || H.vfio_user) {
 		const char *tmp = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-		struct nkv_shm_conf sc = {.pollers = 1};
 		snprintf(H.sock, sizeof(H.sock), "%s/nkv-%ld.sock", tmp, (long)getpid());
-		if ((rc = nkv_shm_create(H.tgt, &sc, &H.shm)) < 0 || (rc = nkv_shm_listen(H.shm, SUBNQN, H.sock)) < 0) {
-			fprintf(stderr, "%s: cannot start the shm transport on %s: %s\n", name, H.sock, strerror(-rc));
+		if ((rc = h_shm_start()) < 0) {
+			fprintf(stderr, "%s: cannot start the %s transport on %s: %s\n", name, H.transport, H.sock,
+				strerror(-rc));
 			exit(1);
 		}
 	} else if (strcmp(H.transport, "loop") != 0) {
@@ -132,6 +143,26 @@ struct h_qp {
 	struct nkv_qpair *lib; /* NULL with c->lib set: the admin queue */
 };
 
+/* vfio-user: a socket serves one client at a time (a PCI function has one driver), so a test with
+ * several controllers at once gets a socket of its own for each beyond the first. */
+static unsigned g_vfu_live, g_vfu_socks;
+
+static int vfu_connect(const struct nkv_conn_opts *o, struct nkv_ctrl **out)
+{
+	char path[sizeof(H.sock) + 16], addr[sizeof(path) + 16];
+	int rc = 0;
+	snprintf(path, sizeof(path), "%s", H.sock);
+	if (g_vfu_live) {
+		snprintf(path, sizeof(path), "%s.%u", H.sock, ++g_vfu_socks);
+		rc = nkv_shm_listen_vfio_user(H.shm, SUBNQN, path, HOSTNQN);
+	}
+	snprintf(addr, sizeof(addr), "vfio-user:%s", path);
+	if (rc == 0)
+		rc = nkv_connect(addr, NULL, SUBNQN, o, out);
+	g_vfu_live += rc == 0;
+	return rc;
+}
+
 struct h_ctrl *h_connect(void)
 {
 	struct h_ctrl *c = calloc(1, sizeof(*c));
@@ -143,7 +174,12 @@ struct h_ctrl *h_connect(void)
 		struct nkv_conn_opts o = {.hostnqn = HOSTNQN, .timeout_ms = 60000};
 		memcpy(o.hostid, H_HOSTID, 16);
 		o.hdgst = o.ddgst = strcmp(H.transport, "tcp-digest") == 0;
-		rc = H.shm ? nkv_connect_shm(H.sock, &o, &c->lib) : nkv_connect("127.0.0.1", H.port, SUBNQN, &o, &c->lib);
+		if (H.vfio_user) {
+			rc = vfu_connect(&o, &c->lib);
+		} else {
+			rc = H.shm ? nkv_connect_shm(H.sock, &o, &c->lib)
+				   : nkv_connect("127.0.0.1", H.port, SUBNQN, &o, &c->lib);
+		}
 	} else {
 		rc = nkv_loop_connect(H.tgt, SUBNQN, HOSTNQN, &c->loop);
 		if (rc == 0)
@@ -160,6 +196,8 @@ struct h_ctrl *h_connect(void)
 
 void h_disconnect(struct h_ctrl *c)
 {
+	if (c->lib && H.vfio_user)
+		g_vfu_live--;
 	if (c->lib)
 		nkv_disconnect(c->lib);
 	else

@@ -4,8 +4,9 @@
  * (the micro cluster named by $NKV_CEPH_CONF, $NKV_CEPH_KEYRING, $NKV_CEPH_USER, $NKV_CEPH_POOL),
  * through the transport named by the second: `loop` (default; in-process), `tcp` (libnkv over
  * loopback NVMe/TCP to the target's TCP transport in this process), `tcp-digest` (the same with
- * header and data digests) or `shm` (libnkv's PCIe-style driver to the target's shared-memory
- * transport in this process, on a Unix socket in $TMPDIR). Without a cluster a rados run exits 77 (skip), unless
+ * header and data digests), `shm` (libnkv's PCIe-style driver to the target's shared-memory
+ * transport in this process, on a Unix socket in $TMPDIR) or `vfio-user` (the same driver and
+ * controller, reached over vfio-user). Without a cluster a rados run exits 77 (skip), unless
  * $NKV_REQUIRE_RADOS=1, when it fails. Every check counts; the last line is "N passed, N failed".
  */
 #ifndef NKV_TEST_HARNESS_H
@@ -33,11 +34,12 @@ struct h_env {
 	struct nkv_backend_conf bc; /* what the target was created with (h_target_new) */
 	struct nkv_target *tgt;
 	struct nkv_subsys *ss;
-	const char *transport;    /* "loop", "tcp", "tcp-digest" or "shm" */
+	const char *transport;    /* "loop", "tcp", "tcp-digest", "shm" or "vfio-user" */
+	bool vfio_user;           /* the shm transport's controller reached over vfio-user */
 	struct nkv_tcp *tcp;      /* NULL unless over TCP */
 	char port[16];            /* the TCP listener's port */
-	struct nkv_shm *shm;      /* NULL unless over shm */
-	char sock[108];           /* the shm listener's socket path */
+	struct nkv_shm *shm;      /* NULL unless over shm or vfio-user */
+	char sock[108];           /* the shm (or vfio-user) listener's socket path */
 };
 
 /** A controller and a queue pair through whichever transport the test runs on. */
@@ -81,7 +83,9 @@ static inline bool h_is_tcp(void)
 {
 	return H.tcp != NULL;
 }
-/** Is this run over the shared-memory (PCIe-style) transport? */
+/** Start the shm transport (H.shm) listening on H.sock, as nkv_shm.h's socket or vfio-user's. */
+int h_shm_start(void);
+/** Is this run over the shared-memory (PCIe-style) transport (its socket or vfio-user)? */
 static inline bool h_is_shm(void)
 {
 	return H.shm != NULL;

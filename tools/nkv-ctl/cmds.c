@@ -106,6 +106,10 @@ static int b_subsystem_add(struct ctl_cli *c, json_object *req)
 	put_u32(req, "max_namespaces", c->max_ns);
 	put_bool(req, "allow_any_host", c->given & O_ANY_HOST);
 	put_str(req, "shm_socket", c->shm ? c->shm : "");
+	if (c->vfu_host && !c->vfu)
+		return ctl_usage(c, "subsystem add: --vfio-user-host needs --vfio-user PATH");
+	put_str(req, "vfio_user_socket", c->vfu ? c->vfu : "");
+	put_str(req, "vfio_user_host", c->vfu_host ? c->vfu_host : "");
 	return EXIT_OK;
 }
 
@@ -363,6 +367,9 @@ static void show_subsystem(const struct ctl_cli *c, json_object *o)
 		putchar('\n');
 	}
 	kv("shm socket", "%s", dash(jstr(o, "shm_socket")));
+	if (*jstr(o, "vfio_user_socket"))
+		kv("vfio-user", "%s (clients act as %s)", jstr(o, "vfio_user_socket"),
+		   *jstr(o, "vfio_user_host") ? jstr(o, "vfio_user_host") : "their uid's NQN");
 	kv("namespaces", "%zu", jlen(o, "namespaces"));
 	if (jlen(o, "namespaces"))
 		ns_table(o, "namespaces", 2);
@@ -710,12 +717,16 @@ static void show_state(const struct ctl_cli *c, json_object *o)
 /* ---- the table ----------------------------------------------------------------------------- */
 
 const struct ctl_cmd g_ctl_cmds[] = {
-	{"subsystem", "add", "create a subsystem over a RADOS pool", "CreateSubsystem", 1, 1, O_POOL | O_MAX_NS | O_ANY_HOST | O_SHM, b_subsystem_add,
+	{"subsystem", "add", "create a subsystem over a RADOS pool", "CreateSubsystem", 1, 1, O_POOL | O_MAX_NS | O_ANY_HOST | O_SHM | O_VFU, b_subsystem_add,
 	 show_subsystem,
-	 "subsystem add NQN --pool POOL [--max-namespaces N] [--allow-any-host] [--shm PATH]\n"
+	 "subsystem add NQN --pool POOL [--max-namespaces N] [--allow-any-host] [--shm PATH] [--vfio-user PATH\n"
+	 "              [--vfio-user-host NQN]]\n"
 	 "  Create subsystem NQN over RADOS pool POOL, in the group's state and live on every gateway.\n"
 	 "  --max-namespaces N: at most N namespaces (default 0: the target's limit, 1024);\n"
-	 "  --allow-any-host: no allowlist; --shm PATH: also serve it over shared memory on Unix socket PATH."},
+	 "  --allow-any-host: no allowlist; --shm PATH: also serve it over shared memory on Unix socket PATH;\n"
+	 "  --vfio-user PATH: also serve it as a vfio-user PCI NVMe device on Unix socket PATH (both paths\n"
+	 "  directly in the daemon's --shm-dir), its clients acting as --vfio-user-host NQN (default: an NQN\n"
+	 "  made from their uid)."},
 	{"subsystem", "del", "delete a subsystem", "DeleteSubsystem", 1, 1, 0, b_nqn, show_deleted,
 	 "subsystem del NQN\n  Delete subsystem NQN (its data stays in the pool)."},
 	{"subsystem", "list", "list the subsystems of the group", "ListSubsystems", 0, 0, 0, b_none, show_subsystems,

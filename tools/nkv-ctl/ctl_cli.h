@@ -41,6 +41,7 @@ enum {
 	O_POLICY_FIRST = 14,        /* bit of the first cache policy option (g_ctl_policy_opts) */
 	O_ALL = 1u << 27,           /* group repair --all */
 	O_ANA_GROUP = 1u << 28,     /* ns add --ana-group */
+	O_VFU = 1u << 29,           /* subsystem add --vfio-user, --vfio-user-host */
 };
 #define O_POLICY(i) (1u << (O_POLICY_FIRST + (i)))
 #define CTL_NPOLICY 13
@@ -65,6 +66,7 @@ struct ctl_cli {
 	unsigned given;           /* O_* seen */
 	/* command option values */
 	const char *pool, *shm, *rados_ns, *gateway;
+	const char *vfu, *vfu_host; /* subsystem add --vfio-user, --vfio-user-host */
 	char *dhchap_key, *dhchap_ctrl_key; /* malloc'ed (read from @FILE or copied); wiped at exit */
 	uint32_t max_ns, nsid, ana_group;
 	uint64_t max_value;

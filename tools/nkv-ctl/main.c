@@ -110,6 +110,8 @@ enum {
 	OPT_MAX_NS,
 	OPT_ANY_HOST,
 	OPT_SHM,
+	OPT_VFU,
+	OPT_VFU_HOST,
 	OPT_NSID,
 	OPT_RADOS_NS,
 	OPT_MAX_VALUE,
@@ -142,6 +144,8 @@ static const struct option g_opts[] = {
 	{"max-namespaces", required_argument, NULL, OPT_MAX_NS},
 	{"allow-any-host", no_argument, NULL, OPT_ANY_HOST},
 	{"shm", required_argument, NULL, OPT_SHM},
+	{"vfio-user", required_argument, NULL, OPT_VFU},
+	{"vfio-user-host", required_argument, NULL, OPT_VFU_HOST},
 	{"nsid", required_argument, NULL, OPT_NSID},
 	{"rados-ns", required_argument, NULL, OPT_RADOS_NS},
 	{"max-value", required_argument, NULL, OPT_MAX_VALUE},
@@ -477,6 +481,14 @@ static int run(struct ctl_cli *c, int argc, char **argv)
 		case OPT_SHM:
 			c->shm = optarg;
 			c->given |= O_SHM;
+			break;
+		case OPT_VFU:
+			c->vfu = optarg;
+			c->given |= O_VFU;
+			break;
+		case OPT_VFU_HOST:
+			c->vfu_host = optarg;
+			c->given |= O_VFU;
 			break;
 		case OPT_NSID:
 			if (parse_u64(optarg, 0, 0xfffffffeu, &v))

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * bench.c - `nkv bench`: an asynchronous load generator on libnkv over NVMe/TCP or shm. The
+ * bench.c - `nkv bench`: an asynchronous load generator on libnkv over NVMe/TCP, shm or vfio-user. The
  * workload, value verification, histogram and report live in bench_engine.c (shared with the
  * baseline harnesses in bench/); this file is the libnkv backend: one controller, one I/O queue pair
  * per worker thread (TCP: one connection each), buffers from nkv_buf_alloc() (zero copy over shm).
@@ -102,7 +102,7 @@ int cmd_bench(struct cli *c)
 			FILE *f = open_memstream(&text, &len);
 			if (!f)
 				return cli_fail(c, "bench help", -ENOMEM, NULL, NULL);
-			fprintf(f, "usage: nkv [-t tcp|shm:PATH] [-a ADDR] [-s PORT] [-n NQN] [--nsid N] [-o json] bench "
+			fprintf(f, "usage: nkv [-t tcp|shm:PATH|vfio-user:PATH] [-a ADDR] [-s PORT] [-n NQN] [--nsid N] [-o json] bench "
 				   "[KEY=VALUE...]\n\n%s\n"
 				   "Every retrieved value is checked (header with key, version and length; pattern from key\n"
 				   "and version); any mismatch or error makes the exit status 1. Latency runs from when an\n"
@@ -128,7 +128,7 @@ int cmd_bench(struct cli *c)
 		return ex;
 	char target[512];
 	if (c->shm_path)
-		snprintf(target, sizeof(target), "shm:%s nsid %u", c->shm_path, c->nsid);
+		snprintf(target, sizeof(target), "%s nsid %u", c->shm_addr, c->nsid);
 	else
 		snprintf(target, sizeof(target), "tcp:%s:%s %s nsid %u", c->traddr, c->trsvcid ? c->trsvcid : "4420",
 			 c->nqn, c->nsid);

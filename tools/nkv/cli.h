@@ -18,7 +18,9 @@
 #define EXIT_USAGE 64 /* bad usage (sysexits EX_USAGE) */
 
 struct cli {
-	const char *shm_path;  /* --transport shm:PATH (NULL: NVMe/TCP) */
+	const char *shm_path;  /* --transport shm:PATH or vfio-user:PATH (NULL: NVMe/TCP) */
+	const char *shm_addr;  /* the whole --transport value then */
+	const char *shm_scheme;/* "shm" or "vfio-user" then */
 	const char *traddr;
 	const char *trsvcid;   /* NULL: 4420, or the port discovery reported */
 	const char *nqn;

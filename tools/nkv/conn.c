@@ -68,23 +68,31 @@ static void shm_reason(const struct cli *c, int rc, char *m, size_t cap)
 	switch (rc) {
 	case -ENOENT:
 	case -ECONNREFUSED:
-		snprintf(m, cap, "cannot connect to shm:%s: %s (is rados-nkv serving --shm there?)", c->shm_path,
-			 strerror(-rc));
+		snprintf(m, cap, "cannot connect to %s: %s (is rados-nkv serving --%s there?)", c->shm_addr,
+			 strerror(-rc), c->shm_scheme);
 		break;
 	case -EACCES:
-		snprintf(m, cap, "shm:%s refused host NQN %s (from %s): not on its --allow-host list; pass -q NQN or set %s",
-			 c->shm_path, c->host.hostnqn, cli_host_src(c, true), c->host.hostnqn_file);
+		if (strcmp(c->shm_scheme, "shm") == 0)
+			snprintf(m, cap, "%s refused host NQN %s (from %s): not on its --allow-host list; pass -q NQN or set %s",
+				 c->shm_addr, c->host.hostnqn, cli_host_src(c, true), c->host.hostnqn_file);
+		else /* vfio-user carries no host NQN: the target names its clients */
+			snprintf(m, cap, "%s refused this client (the target's socket permissions or host allowlist)",
+				 c->shm_addr);
+		break;
+	case -ECONNRESET:
+		snprintf(m, cap, "%s: the target closed the connection%s (run with -v for details)", c->shm_addr,
+			 strcmp(c->shm_scheme, "vfio-user") == 0 ? " (a vfio-user socket serves one client at a time)" : "");
 		break;
 	case -ETIMEDOUT:
-		snprintf(m, cap, "shm:%s: no answer or controller not ready in time (see --timeout)", c->shm_path);
+		snprintf(m, cap, "%s: no answer or controller not ready in time (see --timeout)", c->shm_addr);
 		break;
 	case -EPROTO:
 	case -EIO:
-		snprintf(m, cap, "shm:%s: %s (run with -v for details)", c->shm_path,
+		snprintf(m, cap, "%s: %s (run with -v for details)", c->shm_addr,
 			 rc == -EIO ? "controller fatal status" : "protocol error");
 		break;
 	default:
-		snprintf(m, cap, "cannot connect to shm:%s: %s", c->shm_path, strerror(-rc));
+		snprintf(m, cap, "cannot connect to %s: %s", c->shm_addr, strerror(-rc));
 	}
 }
 

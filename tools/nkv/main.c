@@ -44,9 +44,10 @@ static const char g_usage[] =
 	"  bench [KEY=VALUE...]          load generator (nkv bench help)\n"
 	"\n"
 	"options:\n"
-	"  -t, --transport T     tcp (default) or shm:/path/to/socket (the target's --shm socket;\n"
-	"                        it names the subsystem: -a, -s, -n, --hdgst, --ddgst unused;\n"
-	"                        not for discover)\n"
+	"  -t, --transport T     tcp (default), shm:/path/to/socket (the target's --shm socket) or\n"
+	"                        vfio-user:/path/to/socket (its --vfio-user socket); the socket\n"
+	"                        names the subsystem: -a, -s, --hdgst, --ddgst unused;\n"
+	"                        not for discover\n"
 	"  -a, --traddr ADDR     target address (default 127.0.0.1); [::1] for IPv6;\n"
 	"                        [::1]:PORT and HOST:PORT also give the port\n"
 	"  -s, --trsvcid PORT    target port, 1 to 65535 (default 4420; discover: 8009)\n"
@@ -343,11 +344,11 @@ int cli_connect(struct cli *c, bool io)
 		if (ex)
 			return ex;
 	}
-	int rc = c->shm_path ? nkv_connect_shm(c->shm_path, &c->opts, &c->ctrl)
+	int rc = c->shm_path ? nkv_connect(c->shm_addr, NULL, NULL, &c->opts, &c->ctrl)
 			     : nkv_connect(c->traddr, port_of(c), c->nqn, &c->opts, &c->ctrl);
 	if (rc == 0 && c->shm_path && c->nqn && strncmp(c->nqn, nkv_ctrl_identify(c->ctrl)->subnqn, 256) != 0) {
 		cli_json_error(c, "connect: another subsystem", -ENOENT, 0);
-		fprintf(stderr, "nkv: shm:%s serves %.256s, not %s\n", c->shm_path, nkv_ctrl_identify(c->ctrl)->subnqn,
+		fprintf(stderr, "nkv: %s serves %.256s, not %s\n", c->shm_addr, nkv_ctrl_identify(c->ctrl)->subnqn,
 			c->nqn);
 		return EXIT_ERR;
 	}
@@ -427,12 +428,19 @@ static int run(struct cli *c, int argc, char **argv)
 	while ((o = getopt_long(argc, argv, g_short, g_opts, NULL)) != -1) {
 		switch (o) {
 		case 't':
-			if (strncmp(optarg, "shm:", 4) == 0 && optarg[4])
+			if (strncmp(optarg, "shm:", 4) == 0 && optarg[4]) {
 				c->shm_path = optarg + 4;
-			else if (strcmp(optarg, "tcp") == 0)
+				c->shm_scheme = "shm";
+			} else if (strncmp(optarg, "vfio-user:", 10) == 0 && optarg[10]) {
+				c->shm_path = optarg + 10;
+				c->shm_scheme = "vfio-user";
+			} else if (strcmp(optarg, "tcp") == 0) {
 				c->shm_path = NULL;
-			else
-				return cli_usage(c, "unknown --transport '%s' (tcp or shm:/path/to/socket)", optarg);
+			} else {
+				return cli_usage(c, "unknown --transport '%s' (tcp, shm:/path/to/socket or "
+						    "vfio-user:/path/to/socket)", optarg);
+			}
+			c->shm_addr = optarg;
 			break;
 		case 'a':
 			c->traddr = optarg;
@@ -632,11 +640,12 @@ static int run(struct cli *c, int argc, char **argv)
 		return cli_usage(c, "%s: wrong number of arguments (%d)", c->cmd, c->nargs);
 	}
 	if (c->shm_path && k->fn == cmd_discover)
-		return cli_usage(c, "%s: no discovery over shm (the socket path names the subsystem)", c->cmd);
+		return cli_usage(c, "%s: no discovery over %s (the socket path names the subsystem)", c->cmd,
+				 c->shm_scheme);
 	if (c->opts.tls && !c->opts.tls_key)
 		return cli_usage(c, "--tls needs --tls-key KEY|@FILE (the PSK in the interchange format)");
 	if (c->opts.tls && c->shm_path)
-		return cli_usage(c, "--tls is for NVMe/TCP, not shared memory");
+		return cli_usage(c, "--tls is for NVMe/TCP, not %s", c->shm_scheme);
 	if ((c->ttl_set || c->pin) && k->fn != cmd_store && k->fn != cmd_bench)
 		return cli_usage(c, "%s: --ttl and --pin are for store (and bench)", c->cmd);
 	if (c->hash_set && k->fn != cmd_store)

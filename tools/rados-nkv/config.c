@@ -70,6 +70,11 @@ static void usage(FILE *f)
 		"                            a TLS handshake must finish within this of accept (default 10000)\n"
 		"  -S, --shm PATH            also serve the current subsystem over the shared-memory transport\n"
 		"                            on this Unix socket (PCIe-style queues in registered host memory)\n"
+		"      --vfio-user PATH      also serve the current subsystem as a vfio-user PCI NVMe device on\n"
+		"                            this Unix socket (QEMU's vfio-user-pci socket=PATH; for SPDK's\n"
+		"                            traddr DIR name it DIR/cntrl); one client at a time\n"
+		"      --vfio-user-host NQN  the host NQN its clients act as for the allowlist and limits\n"
+		"                            (default nqn.2026-12.io.rados-nkv:vfio-user:uid:UID of the client)\n"
 		"      --shm-mode MODE       permissions of the shared-memory sockets, octal (default 0660)\n"
 		"      --shm-group GROUP     group of the shared-memory sockets (default: the daemon's)\n"
 		"  -r, --reactors N          reactor threads (default 2)\n"
@@ -913,7 +918,7 @@ static void load_host(struct jctx *j, struct conf_subsys *s, json_object *h, con
 static void load_subsys(struct jctx *j, struct daemon_conf *c, json_object *js, size_t idx)
 {
 	static const char *const known[] = {"nqn", "pool", "allowed_hosts", "allow_any_host", "namespaces",
-					    "shm_socket", "tls_keys", NULL};
+					    "shm_socket", "tls_keys", "vfio_user_socket", "vfio_user_host", NULL};
 	char where[64];
 	json_object *arr;
 
@@ -934,6 +939,13 @@ static void load_subsys(struct jctx *j, struct daemon_conf *c, json_object *js, 
 	if (shm && strlen(shm) >= sizeof(s->shm_path))
 		jfail(j, where, "shm_socket", "is longer than a Unix socket path may be");
 	copy(s->shm_path, sizeof(s->shm_path), shm);
+	const char *vfu = jstr(j, js, where, "vfio_user_socket"), *vfu_host = jstr(j, js, where, "vfio_user_host");
+	if (vfu && strlen(vfu) >= sizeof(s->vfu_path))
+		jfail(j, where, "vfio_user_socket", "is longer than a Unix socket path may be");
+	if (vfu_host && (strlen(vfu_host) >= sizeof(s->vfu_host) || strncmp(vfu_host, "nqn.", 4) != 0))
+		jfail(j, where, "vfio_user_host", "must be an NQN (nqn.*) of at most 223 bytes");
+	copy(s->vfu_path, sizeof(s->vfu_path), vfu);
+	copy(s->vfu_host, sizeof(s->vfu_host), vfu_host);
 	if ((arr = jget(j, js, where, "allowed_hosts", json_type_array)))
 		for (size_t i = 0; i < json_object_array_length(arr) && !j->err; i++)
 			load_host(j, s, json_object_array_get_idx(arr, i), where);
@@ -1290,7 +1302,7 @@ enum { OPT_CEPH_CONF = 256, OPT_KEYRING, OPT_CLIENT_ID, OPT_OP_TIMEOUT, OPT_CONN
        OPT_CONTROL_CERT, OPT_CONTROL_KEY, OPT_CONTROL_CA, OPT_GROUP, OPT_GROUP_POOL, OPT_GATEWAY_NAME,
        OPT_STATE_FILE, OPT_METRICS, OPT_EVENTS, OPT_EVENTS_FORMAT, OPT_EVENTS_MEDIUM, OPT_EVENTS_MODE,
        OPT_SHM_NOTIFY, OPT_SCHED,
-       OPT_CONTROL_GROUP, OPT_CONTROL_INSECURE_TCP, OPT_RUN_DIR, OPT_SHM_DIR, OPT_META_POOL };
+       OPT_CONTROL_GROUP, OPT_CONTROL_INSECURE_TCP, OPT_RUN_DIR, OPT_SHM_DIR, OPT_META_POOL, OPT_VFU, OPT_VFU_HOST };
 
 int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 {
@@ -1310,6 +1322,7 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 		{"in-capsule", required_argument, 0, OPT_ICD}, {"buffer-budget", required_argument, 0, OPT_BUDGET},
 		{"grace-ms", required_argument, 0, OPT_GRACE}, {"log-level", required_argument, 0, OPT_LOG},
 		{"pid-file", required_argument, 0, OPT_PID}, {"shm", required_argument, 0, 'S'},
+		{"vfio-user", required_argument, 0, OPT_VFU}, {"vfio-user-host", required_argument, 0, OPT_VFU_HOST},
 		{"shm-pollers", required_argument, 0, OPT_SHM_POLLERS}, {"shm-poll-us", required_argument, 0, OPT_SHM_POLL_US},
 		{"shm-mqes", required_argument, 0, OPT_SHM_MQES}, {"help", no_argument, 0, 'h'},
 		{"shm-notify", required_argument, 0, OPT_SHM_NOTIFY}, {"sched", required_argument, 0, OPT_SCHED},
@@ -1624,6 +1637,21 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 				goto bad;
 			copy(s->shm_path, sizeof(s->shm_path), optarg);
 			break;
+		case OPT_VFU:
+			if (!(s = flag_subsys(c, "--vfio-user", cli_subsys, &loose)) || strlen(optarg) >= sizeof(s->vfu_path)) {
+				fprintf(stderr, "rados-nkv: --vfio-user: a Unix socket path of at most 107 bytes\n");
+				goto bad;
+			}
+			copy(s->vfu_path, sizeof(s->vfu_path), optarg);
+			break;
+		case OPT_VFU_HOST:
+			if (!(s = flag_subsys(c, "--vfio-user-host", cli_subsys, &loose)) ||
+			    strlen(optarg) >= sizeof(s->vfu_host) || strncmp(optarg, "nqn.", 4) != 0) {
+				fprintf(stderr, "rados-nkv: --vfio-user-host: an NQN (nqn.*) of at most 223 bytes\n");
+				goto bad;
+			}
+			copy(s->vfu_host, sizeof(s->vfu_host), optarg);
+			break;
 		case OPT_SHM_POLLERS:
 			if (parse_uint(optarg, 64, &u) < 0 || u == 0)
 				goto bad;
@@ -1715,6 +1743,12 @@ int conf_finish(struct daemon_conf *c)
 					s->nqn, s->hosts[h]);
 				return -1;
 			}
+		if (*s->vfu_host && !*s->vfu_path) {
+			fprintf(stderr, "rados-nkv: subsystem %s: a vfio-user host NQN (--vfio-user-host, "
+					"\"vfio_user_host\") without a vfio-user socket (--vfio-user, \"vfio_user_socket\")\n",
+				s->nqn);
+			return -1;
+		}
 		if (s->nhosts && s->allow_any_host) {
 			fprintf(stderr, "rados-nkv: subsystem %s has both an allowlist and allow-any-host; pick one\n",
 				s->nqn);

@@ -57,6 +57,8 @@ struct conf_subsys {
 	struct conf_psk *psks; /* TLS PSKs per host (malloc'ed; conf_free) */
 	unsigned npsks;
 	char shm_path[108];  /* Unix socket of the shared-memory transport; "" = not served over shm */
+	char vfu_path[108];  /* vfio-user socket (one PCI NVMe function); "" = not served over vfio-user */
+	char vfu_host[224];  /* the host NQN vfio-user clients act as; "": one made from their uid */
 };
 
 struct daemon_conf {

@@ -67,24 +67,37 @@ static bool hook_tls_ready(void *arg)
 
 /* A socket the control plane names is made only directly in --shm-dir, a directory no one else can
  * change (the control core refuses other paths before committing; a group's state may hold another
- * gateway's). */
-static int hook_shm(void *arg, const char *nqn, const char *path)
+ * gateway's). @what names the kind of socket in the message. @return 0 or -errno. */
+static int socket_path_ok(struct daemon_control *dc, const char *nqn, const char *path, const char *what)
 {
-	struct daemon_control *dc = arg;
 	const char *dir = dc->c->shm_dir, *name = strlen(path) > strlen(dir) ? path + strlen(dir) + 1 : "";
 	char why[512];
 	int rc;
 
 	if (strncmp(path, dir, strlen(dir)) != 0 || path[strlen(dir)] != '/' || !*name || strchr(name, '/') ||
 	    strcmp(name, ".") == 0 || strcmp(name, "..") == 0) {
-		NKV_ERR("%s: shared-memory socket %s refused: not directly in --shm-dir %s", nqn, path, dir);
+		NKV_ERR("%s: %s socket %s refused: not directly in --shm-dir %s", nqn, what, path, dir);
 		return -EINVAL;
 	}
 	if ((rc = nkv_dir_check_private(dir, false, 0, why, sizeof(why))) < 0) {
-		NKV_ERR("%s: shared-memory socket %s refused: %s", nqn, path, why);
+		NKV_ERR("%s: %s socket %s refused: %s", nqn, what, path, why);
 		return rc;
 	}
-	return daemon_shm_serve(dc->c, dc->tgt, dc->shm, nqn, path);
+	return 0;
+}
+
+static int hook_shm(void *arg, const char *nqn, const char *path)
+{
+	struct daemon_control *dc = arg;
+	int rc = socket_path_ok(dc, nqn, path, "shared-memory");
+	return rc ? rc : daemon_shm_serve(dc->c, dc->tgt, dc->shm, nqn, path);
+}
+
+static int hook_vfu(void *arg, const char *nqn, const char *path, const char *hostnqn)
+{
+	struct daemon_control *dc = arg;
+	int rc = socket_path_ok(dc, nqn, path, "vfio-user");
+	return rc ? rc : daemon_vfu_serve(dc->c, dc->tgt, dc->shm, nqn, path, hostnqn);
 }
 
 /* The configuration the daemon runs now, as the control plane's state (src/control/ctl_int.h). */
@@ -105,6 +118,10 @@ static char *seed(const struct daemon_conf *c)
 		json_object_object_add(o, "allow_any_host", json_object_new_boolean(s->allow_any_host));
 		json_object_object_add(o, "loopback_any_host", json_object_new_boolean(!s->nhosts && !s->allow_any_host));
 		json_object_object_add(o, "shm_socket", json_object_new_string(s->shm_path));
+		if (*s->vfu_path) {
+			json_object_object_add(o, "vfio_user_socket", json_object_new_string(s->vfu_path));
+			json_object_object_add(o, "vfio_user_host", json_object_new_string(s->vfu_host));
+		}
 		for (unsigned h = 0; h < s->nhosts; h++) {
 			json_object *ho = json_object_new_object();
 			json_object_object_add(ho, "host_nqn", json_object_new_string(s->hosts[h]));
@@ -331,7 +348,7 @@ int daemon_control_start(const struct daemon_conf *c, struct nkv_target *tgt, st
 	*dc = (struct daemon_control){.c = c, .tgt = tgt, .tcp = tcp, .shm = shm};
 	struct nkv_ctl_conf cc = {
 		.tgt = tgt,
-		.hooks = {.arg = dc, .tcp_listen = hook_listen, .tcp_unlisten = hook_unlisten, .shm_listen = hook_shm,
+		.hooks = {.arg = dc, .tcp_listen = hook_listen, .tcp_unlisten = hook_unlisten, .shm_listen = hook_shm, .vfu_listen = hook_vfu,
 			  .tls_ready = hook_tls_ready},
 		.gateway = c->gateway_name,
 		.group = c->group,

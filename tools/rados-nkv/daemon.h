@@ -11,6 +11,10 @@
 int daemon_shm_serve(const struct daemon_conf *c, struct nkv_target *tgt, struct nkv_shm **shm, const char *nqn,
 		     const char *path);
 
+/** The same as a vfio-user device, its clients acting as @hostnqn ("" or NULL: by uid). */
+int daemon_vfu_serve(const struct daemon_conf *c, struct nkv_target *tgt, struct nkv_shm **shm, const char *nqn,
+		     const char *path, const char *hostnqn);
+
 struct daemon_control;
 
 /**

@@ -122,6 +122,10 @@ static void print_plan(const struct daemon_conf *c)
 		if (*s->shm_path)
 			printf("  shared memory: %s (mode %04o%s%s)\n", s->shm_path, c->shm_mode,
 			       *c->shm_group ? ", group " : "", c->shm_group);
+		if (*s->vfu_path)
+			printf("  vfio-user: %s (mode %04o%s%s), clients act as %s\n", s->vfu_path, c->shm_mode,
+			       *c->shm_group ? ", group " : "", c->shm_group,
+			       *s->vfu_host ? s->vfu_host : "nqn.2026-12.io.rados-nkv:vfio-user:uid:UID");
 		for (unsigned k = 0; k < s->npsks; k++) { /* the hash, never the key */
 			struct nkv_psk key;
 			nkv_psk_load(s->psks[k].key, &key);
@@ -223,10 +227,10 @@ static int build(struct daemon_conf *c, struct nkv_target **tgt, struct daemon_e
 			}
 			auth = true;
 		}
-		if (auth && *s->shm_path)
+		if (auth && (*s->shm_path || *s->vfu_path))
 			NKV_WARN("%s: its shared-memory socket %s does not authenticate hosts (no in-band authentication "
 				 "over shared memory): only its permissions (--shm-mode, --shm-group) guard it", s->nqn,
-				 s->shm_path);
+				 *s->shm_path ? s->shm_path : s->vfu_path);
 		/* No allowlist and no --allow-any-host: any host, but never through a listener the network
 		 * reaches, whatever listeners the control plane adds later (src/common/exposure.h). */
 		if (!s->nhosts && !s->allow_any_host)
@@ -289,8 +293,10 @@ static int listen_all(struct daemon_conf *c, struct nkv_tcp *tcp)
  * gets --shm-mode and --shm-group on the inode bound, before its path names it (nkv_shm_listen):
  * never a chmod or chown by path, which would follow whatever another user put there meanwhile.
  * GPU processes usually run as a non-root user in that group. */
-int daemon_shm_serve(const struct daemon_conf *c, struct nkv_target *tgt, struct nkv_shm **shm, const char *nqn,
-		     const char *path)
+/* The shm transport (created on first use), then a listener of @nqn on @path: shm's own protocol, or
+ * vfio-user with @vfu (its clients acting as @vfu_host, "" for their uid's NQN). */
+static int shm_serve(const struct daemon_conf *c, struct nkv_target *tgt, struct nkv_shm **shm, const char *nqn,
+		     const char *path, bool vfu, const char *vfu_host)
 {
 	struct nkv_shm_conf sc = c->shm;
 	int rc;
@@ -309,7 +315,7 @@ int daemon_shm_serve(const struct daemon_conf *c, struct nkv_target *tgt, struct
 		NKV_ERR("cannot start the shared-memory transport: %s", strerror(-rc));
 		return rc;
 	}
-	rc = nkv_shm_listen(*shm, nqn, path);
+	rc = vfu ? nkv_shm_listen_vfio_user(*shm, nqn, path, vfu_host) : nkv_shm_listen(*shm, nqn, path);
 	if (rc < 0) {
 		NKV_ERR("cannot serve %s on %s: %s%s", nqn, path, strerror(-rc),
 			rc == -EADDRINUSE ? " (another live daemon answers on it)"
@@ -318,9 +324,21 @@ int daemon_shm_serve(const struct daemon_conf *c, struct nkv_target *tgt, struct
 					 : "");
 		return rc;
 	}
-	NKV_INFO("shared memory for %s on %s (mode %04o%s%s)", nqn, path, c->shm_mode, *c->shm_group ? ", group " : "",
-		 c->shm_group);
+	NKV_INFO("%s for %s on %s (mode %04o%s%s)", vfu ? "vfio-user" : "shared memory", nqn, path, c->shm_mode,
+		 *c->shm_group ? ", group " : "", c->shm_group);
 	return 0;
+}
+
+int daemon_shm_serve(const struct daemon_conf *c, struct nkv_target *tgt, struct nkv_shm **shm, const char *nqn,
+		     const char *path)
+{
+	return shm_serve(c, tgt, shm, nqn, path, false, NULL);
+}
+
+int daemon_vfu_serve(const struct daemon_conf *c, struct nkv_target *tgt, struct nkv_shm **shm, const char *nqn,
+		     const char *path, const char *hostnqn)
+{
+	return shm_serve(c, tgt, shm, nqn, path, true, hostnqn);
 }
 
 static int listen_shm(struct daemon_conf *c, struct nkv_target *tgt, struct nkv_shm **shm)
@@ -329,6 +347,9 @@ static int listen_shm(struct daemon_conf *c, struct nkv_target *tgt, struct nkv_
 		int rc;
 		if (*c->subsys[i].shm_path &&
 		    (rc = daemon_shm_serve(c, tgt, shm, c->subsys[i].nqn, c->subsys[i].shm_path)) < 0)
+			return rc;
+		if (*c->subsys[i].vfu_path && (rc = daemon_vfu_serve(c, tgt, shm, c->subsys[i].nqn, c->subsys[i].vfu_path,
+								     c->subsys[i].vfu_host)) < 0)
 			return rc;
 	}
 	return 0;

@@ -217,7 +217,7 @@ class RadosNkvConnector(_ConnectorBase):
         CUDA has pinned: registration remaps the pages in place, which a GPU's DMA mapping of them
         would not follow."""
         mode = self.settings["register_arena"]
-        if self.arena_registered or mode is False or self._client.transport != "shm":
+        if self.arena_registered or mode is False or self._client.transport not in ("shm", "vfio-user"):
             return
         buf = self._arena_buffer()
         if buf is None:

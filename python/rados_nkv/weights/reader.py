@@ -289,7 +289,7 @@ def iter_tensors(client, manifest, *, window=DEFAULT_WINDOW, read_size=DEFAULT_R
                 dtypes[t.dtype] = torch_dtype(t.dtype)
 
     if register is None:
-        mode = "always" if client.transport == "shm" else "never"
+        mode = "always" if client.transport in ("shm", "vfio-user") else "never"
     else:
         mode = {True: "always", False: "never"}.get(register, register)
         if mode not in ("always", "never", "reuse"):
