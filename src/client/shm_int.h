@@ -160,6 +160,9 @@ struct nkv_shm_qp {
 	uint32_t *arm;             /* ARM[qid]; NULL: the controller interrupts on every CQ post (MSI-X) */
 	uint64_t irq_sleeps;       /* sleeps on the interrupt */
 	uint64_t irq_late;         /* of which timed out with a CQE there: an interrupt lost (tests: 0) */
+	uint32_t spin_found;       /* recent spins that found a CQE, moving fraction in 1/65536ths */
+	uint64_t waits;            /* waits for a completion with an interrupt bound */
+	uint64_t spun;             /* of which spun before arming (the others armed at once) */
 };
 
 /* shm_ctrl.c */

@@ -24,6 +24,7 @@ int sn_poller(struct nkv_shm *s, unsigned i, struct sn_poller *out);
 struct sn_qpair {
 	bool irq;
 	uint64_t sleeps, late;
+	uint64_t waits, spun; /* waits for a completion; of which spun before arming */
 };
 
 void sn_qpair(struct nkv_qpair *qp, struct sn_qpair *out);

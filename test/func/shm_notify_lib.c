@@ -9,6 +9,8 @@ void sn_qpair(struct nkv_qpair *qp, struct sn_qpair *out)
 	out->irq = s->irq_fd >= 0;
 	out->sleeps = s->irq_sleeps;
 	out->late = s->irq_late;
+	out->waits = s->waits;
+	out->spun = s->spun;
 }
 
 bool sn_kick_bound(struct nkv_ctrl *ctrl)
