@@ -199,14 +199,16 @@ static int vfu_parse(const uint8_t *msg, uint32_t len, unsigned nfds, struct vfu
 		if ((c->u.unmap.flags & NKV_VFU_UNMAP_ALL) && (c->u.unmap.addr || c->u.unmap.size))
 			return EINVAL;
 		return 0;
+	/* The info queries: the structure, and possibly more. SPDK's host sends its whole reply buffer
+	 * (argsz bytes, as the VFIO ioctls take it); bytes past the structure are ignored. */
 	case NKV_VFU_DEVICE_GET_INFO:
-		if (n != 16 || nkv_get32(p) < 16 || nfds)
+		if (n < 16 || nkv_get32(p) < 16 || nfds)
 			return EINVAL;
 		return 0;
 	case NKV_VFU_DEVICE_GET_REGION_INFO:
 	case NKV_VFU_DEVICE_GET_IRQ_INFO: {
 		uint32_t fixed = c->hdr.cmd == NKV_VFU_DEVICE_GET_IRQ_INFO ? 16 : 32;
-		if (n != fixed || nkv_get32(p) < fixed || nfds)
+		if (n < fixed || nkv_get32(p) < fixed || nfds)
 			return EINVAL;
 		c->u.info.argsz = nkv_get32(p);
 		c->u.info.index = nkv_get32(p + 8);

@@ -365,6 +365,21 @@ static void test_info(void)
 	CHECK(rc == 0 && nkv_get64(g_rep + 16) == 0 && nkv_get32(g_rep + 4) == 0, "BAR2 absent");
 	CHECK(region_info(fd, 9, 32, &rl, NULL) == EINVAL, "region index 9");
 	CHECK(region_info(fd, 0, 8, &rl, NULL) == EINVAL, "region info with argsz 8");
+	/* SPDK's host (lib/vfio_user/host) sends its whole reply buffer as the request, as for the VFIO
+	 * ioctl: argsz 4064 bytes of payload, the structure followed by zeros. The bytes past the
+	 * structure are ignored. */
+	static uint8_t big[4064];
+	nkv_put32(big, sizeof(big));
+	nkv_put32(big + 8, NKV_VFU_PCI_BAR0);
+	rfd = -1;
+	rc = vcall(fd, NKV_VFU_DEVICE_GET_REGION_INFO, big, sizeof(big), NULL, 0, &rl, &rfd);
+	CHECK(rc == 0 && rl == 64 && (nkv_get32(g_rep + 4) & NKV_VFU_REGION_CAPS) && rfd >= 0,
+	      "BAR0 info sent as a 4064-byte buffer (SPDK): rc %d, %u bytes, fd %d", rc, rl, rfd);
+	if (rfd >= 0)
+		close(rfd);
+	nkv_put32(big, 16);
+	CHECK(vcall(fd, NKV_VFU_DEVICE_GET_REGION_INFO, big, sizeof(big), NULL, 0, &rl, NULL) == EINVAL,
+	      "region info with trailing bytes and argsz 16");
 
 	uint8_t q[16] = {0};
 	nkv_put32(q, 16);
