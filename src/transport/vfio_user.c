@@ -360,8 +360,11 @@ static int exec_dma_map(struct shm_conn *k, struct vfu_conn *v, const struct vfu
 	if (nofd_overlaps(v, addr, size))
 		return EEXIST;
 	if (c->nfds == 1) {
+		/* Root and the daemon's own user could stop it anyway: their memory need not be sealed
+		 * (SPDK's host maps DPDK's hugetlbfs files, or an unsealed memfd with --no-huge). */
+		bool may_shrink = v->uid == 0 || v->uid == geteuid();
 		int rc = nkv_shm_region_map(ctrl, addr, size, c->u.map.off, !(c->u.map.flags & NKV_VFU_DMA_WRITE_OK), fds[0],
-					    v->nnofd);
+					    v->nnofd, may_shrink);
 		return rc < 0 ? -rc : 0;
 	}
 	/* Without an fd the memory is only reachable through DMA_READ/WRITE messages, which this server
