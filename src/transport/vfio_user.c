@@ -187,7 +187,8 @@ static int vfu_parse(const uint8_t *msg, uint32_t len, unsigned nfds, struct vfu
 			return EINVAL;
 		return 0;
 	case NKV_VFU_DMA_UNMAP:
-		if (n != 24 || nkv_get32(p) < 24 || nfds)
+		/* one fd is ignored (and closed): SPDK's host sends the region's again, as with DMA_MAP */
+		if (n != 24 || nkv_get32(p) < 24 || nfds > 1)
 			return EINVAL;
 		c->u.unmap.flags = nkv_get32(p + 4);
 		c->u.unmap.addr = nkv_get64(p + 8);

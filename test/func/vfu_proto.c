@@ -533,6 +533,15 @@ static void test_dma(void)
 	CHECK(dma_map(fd, 0x201000, 4 * PG, 0, 3, &mem, 1) == EEXIST, "DMA_MAP overlapping one without an fd");
 	CHECK(dma_unmap(fd, 0x100000, 8 * PG, 0) == ENOENT, "DMA_UNMAP of the wrong size");
 	CHECK(dma_unmap(fd, 0x200000, 4 * PG, 0) == 0, "DMA_UNMAP of the one without an fd");
+	/* SPDK's host sends the region's fd again with DMA_UNMAP: it is ignored (and closed) */
+	uint8_t um[24];
+	nkv_put32(um, 24);
+	nkv_put32(um + 4, 0);
+	nkv_put64(um + 8, 0x100000);
+	nkv_put64(um + 16, 4 * PG);
+	CHECK(vcall(fd, NKV_VFU_DMA_UNMAP, um, 24, two, 2, NULL, NULL) == EINVAL, "DMA_UNMAP with two fds");
+	CHECK(vcall(fd, NKV_VFU_DMA_UNMAP, um, 24, &mem, 1, NULL, NULL) == 0, "DMA_UNMAP with the region's fd (SPDK)");
+	CHECK(dma_map(fd, 0x100000, 4 * PG, 0, 3, &mem, 1) == 0, "DMA_MAP again");
 	CHECK(dma_unmap(fd, 0x100000, 4 * PG, 1) == ENOTSUP, "DMA_UNMAP asking for a dirty bitmap");
 	/* the region limit counts both kinds */
 	int n = 1, rc = 0;
