@@ -711,13 +711,16 @@ static void check_cc(struct shm_ctrl *c)
 		c->enabled = false;
 		c->failed = false;
 	}
-	nkv_ctrlr_prop_set(c->ctrlr, NKV_REG_CC, 4, cc);
+	/* Shutdown drops the queues before the core sees it, so the AERs the core then aborts complete
+	 * into tombstones: a PCIe controller posts nothing for them (SPDK's host completes its own AERs
+	 * before CC.SHN and reports a CQE for one as an error; a reset drops them). */
 	if (NKV_CC_SHN(cc)) {
 		queues_teardown(c);
 		c->enabled = false;
-	} else if (!was && (cc & NKV_CC_EN) && nkv_ctrlr_ready(c->ctrlr)) {
-		enable_admin(c);
 	}
+	nkv_ctrlr_prop_set(c->ctrlr, NKV_REG_CC, 4, cc);
+	if (!NKV_CC_SHN(cc) && !was && (cc & NKV_CC_EN) && nkv_ctrlr_ready(c->ctrlr))
+		enable_admin(c);
 	reg_wr32(c, NKV_REG_CSTS, c->ctrlr->csts);
 }
 
