@@ -5,8 +5,10 @@
  * PCI config space (class code, BAR sizing, the capability chain), DMA map/unmap and their limits,
  * SET_IRQS, BAR0 through messages and through the mmapped register page, a bring-up to CSTS.RDY
  * with Identify and a KV Store/Retrieve from SQEs written into mapped memory, DEVICE_RESET, unmap
- * of memory in use, a client gone mid-I/O, unknown commands, broken framing, and who may attach
- * (another uid, a host NQN off the allowlist, a second client).
+ * of memory in use, a client gone mid-I/O, unknown commands, broken framing, who may attach
+ * (another uid, a host NQN off the allowlist, a second client), and whose memory may be mapped
+ * unsealed (this process's user: a tmpfs memfd or a hugetlbfs file, as SPDK's host sends; not a
+ * socket-group member of another uid; never a device or a disk file).
  *
  * Usage: vfu_proto mem|rados. Every wait is bounded; the last line is "N passed, N failed".
  */
