@@ -17,6 +17,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "common/fdpass.h"
@@ -709,13 +711,16 @@ static void check_cc(struct shm_ctrl *c)
 		c->enabled = false;
 		c->failed = false;
 	}
-	nkv_ctrlr_prop_set(c->ctrlr, NKV_REG_CC, 4, cc);
+	/* Shutdown drops the queues before the core sees it, so the AERs the core then aborts complete
+	 * into tombstones: a PCIe controller posts nothing for them (SPDK's host completes its own AERs
+	 * before CC.SHN and reports a CQE for one as an error; a reset drops them). */
 	if (NKV_CC_SHN(cc)) {
 		queues_teardown(c);
 		c->enabled = false;
-	} else if (!was && (cc & NKV_CC_EN) && nkv_ctrlr_ready(c->ctrlr)) {
-		enable_admin(c);
 	}
+	nkv_ctrlr_prop_set(c->ctrlr, NKV_REG_CC, 4, cc);
+	if (!NKV_CC_SHN(cc) && !was && (cc & NKV_CC_EN) && nkv_ctrlr_ready(c->ctrlr))
+		enable_admin(c);
 	reg_wr32(c, NKV_REG_CSTS, c->ctrlr->csts);
 }
 
@@ -1109,15 +1114,33 @@ static void *map_guarded(int fd, uint64_t len, uint64_t off, uint64_t align, boo
 	return va;
 }
 
+/*
+ * May @fd be mapped? Sealed against shrinking, or, if @may_shrink, a regular file of memory (tmpfs,
+ * hugetlbfs) without that seal. A file cut short under our mapping turns our next access into a
+ * SIGBUS that ends the daemon (hugetlbfs files can be truncated while mapped, and cannot be sealed
+ * unless made by memfd_create with MFD_ALLOW_SEALING), so only a host that could stop the daemon
+ * anyway may pass one. Never a device (/dev/zero) or a file on a disk.
+ */
+static bool region_fd_ok(int fd, bool may_shrink)
+{
+	int seals = fcntl(fd, F_GET_SEALS);
+	struct statfs sf;
+	struct stat sb;
+
+	if (seals >= 0 && (seals & F_SEAL_SHRINK))
+		return true;
+	return may_shrink && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && fstatfs(fd, &sf) == 0 &&
+	       (sf.f_type == TMPFS_MAGIC || sf.f_type == HUGETLBFS_MAGIC);
+}
+
 int nkv_shm_region_map(struct shm_ctrl *c, uint64_t iova, uint64_t len, uint64_t off, bool ro, int fd,
-		       unsigned extra)
+		       unsigned extra, bool may_shrink)
 {
 	struct stat sb;
-	int seals = fcntl(fd, F_GET_SEALS);
 
 	if ((iova | len | off) & (PAGE - 1) || len == 0 || iova + len < iova || off + len < off)
 		return -EINVAL;
-	if (seals < 0 || !(seals & F_SEAL_SHRINK))
+	if (!region_fd_ok(fd, may_shrink))
 		return -EPERM; /* the host could shrink it under our mapping */
 	if (fstat(fd, &sb) < 0 || (uint64_t)sb.st_size < off + len)
 		return -EINVAL;
@@ -1146,7 +1169,7 @@ bool nkv_shm_region_overlaps(struct shm_ctrl *c, uint64_t iova, uint64_t len)
 
 static int do_register(struct shm_ctrl *c, const struct nkv_shm_reg *m, int fd)
 {
-	return nkv_shm_region_map(c, m->iova, m->len, m->offset, m->flags & NKV_SHM_REG_READONLY, fd, 0);
+	return nkv_shm_region_map(c, m->iova, m->len, m->offset, m->flags & NKV_SHM_REG_READONLY, fd, 0, false);
 }
 
 /* REG_CUDA: GPU memory by IPC handle, bounds checked against the allocation's real size. */

@@ -275,13 +275,14 @@ void nkv_shm_ctrl_start(struct shm_ctrl *c);
 void nkv_shm_ctrl_discard(struct shm_ctrl *c);
 
 /**
- * Map @len bytes of @fd from @off at @iova (a memfd sealed against shrinking), read-only if @ro.
- * @return 0, -EINVAL (alignment, length, beyond the fd), -EPERM (not sealed), -ENOSPC (the
- * conf's region count or byte limit; @extra regions the caller holds elsewhere count too),
- * -EEXIST (overlap), -errno.
+ * Map @len bytes of @fd from @off at @iova (a memfd sealed against shrinking; if @may_shrink, also
+ * an unsealed regular file on tmpfs or hugetlbfs: for a host that could stop the daemon anyway),
+ * read-only if @ro. @return 0, -EINVAL (alignment, length, beyond the fd), -EPERM (not sealed, or
+ * not memory), -ENOSPC (the conf's region count or byte limit; @extra regions the caller holds
+ * elsewhere count too), -EEXIST (overlap), -errno.
  */
 int nkv_shm_region_map(struct shm_ctrl *c, uint64_t iova, uint64_t len, uint64_t off, bool ro, int fd,
-		       unsigned extra);
+		       unsigned extra, bool may_shrink);
 
 /** Does [@iova, +@len) overlap a mapped region? */
 bool nkv_shm_region_overlaps(struct shm_ctrl *c, uint64_t iova, uint64_t len);

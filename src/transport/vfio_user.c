@@ -187,7 +187,8 @@ static int vfu_parse(const uint8_t *msg, uint32_t len, unsigned nfds, struct vfu
 			return EINVAL;
 		return 0;
 	case NKV_VFU_DMA_UNMAP:
-		if (n != 24 || nkv_get32(p) < 24 || nfds)
+		/* one fd is ignored (and closed): SPDK's host sends the region's again, as with DMA_MAP */
+		if (n != 24 || nkv_get32(p) < 24 || nfds > 1)
 			return EINVAL;
 		c->u.unmap.flags = nkv_get32(p + 4);
 		c->u.unmap.addr = nkv_get64(p + 8);
@@ -199,14 +200,16 @@ static int vfu_parse(const uint8_t *msg, uint32_t len, unsigned nfds, struct vfu
 		if ((c->u.unmap.flags & NKV_VFU_UNMAP_ALL) && (c->u.unmap.addr || c->u.unmap.size))
 			return EINVAL;
 		return 0;
+	/* The info queries: the structure, and possibly more. SPDK's host sends its whole reply buffer
+	 * (argsz bytes, as the VFIO ioctls take it); bytes past the structure are ignored. */
 	case NKV_VFU_DEVICE_GET_INFO:
-		if (n != 16 || nkv_get32(p) < 16 || nfds)
+		if (n < 16 || nkv_get32(p) < 16 || nfds)
 			return EINVAL;
 		return 0;
 	case NKV_VFU_DEVICE_GET_REGION_INFO:
 	case NKV_VFU_DEVICE_GET_IRQ_INFO: {
 		uint32_t fixed = c->hdr.cmd == NKV_VFU_DEVICE_GET_IRQ_INFO ? 16 : 32;
-		if (n != fixed || nkv_get32(p) < fixed || nfds)
+		if (n < fixed || nkv_get32(p) < fixed || nfds)
 			return EINVAL;
 		c->u.info.argsz = nkv_get32(p);
 		c->u.info.index = nkv_get32(p + 8);
@@ -358,8 +361,11 @@ static int exec_dma_map(struct shm_conn *k, struct vfu_conn *v, const struct vfu
 	if (nofd_overlaps(v, addr, size))
 		return EEXIST;
 	if (c->nfds == 1) {
+		/* Root and the daemon's own user could stop it anyway: their memory need not be sealed
+		 * (SPDK's host maps DPDK's hugetlbfs files, or an unsealed memfd with --no-huge). */
+		bool may_shrink = v->uid == 0 || v->uid == geteuid();
 		int rc = nkv_shm_region_map(ctrl, addr, size, c->u.map.off, !(c->u.map.flags & NKV_VFU_DMA_WRITE_OK), fds[0],
-					    v->nnofd);
+					    v->nnofd, may_shrink);
 		return rc < 0 ? -rc : 0;
 	}
 	/* Without an fd the memory is only reachable through DMA_READ/WRITE messages, which this server

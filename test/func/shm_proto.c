@@ -728,10 +728,20 @@ static void test_registers(void)
 	if (rc == 0)
 		kv_roundtrip(&h, &q, "reg-2", 512, 0, false);
 
-	/* Normal shutdown. */
+	/* Normal shutdown, with two Asynchronous Event Requests held. As a PCIe controller does, it
+	 * posts nothing for them: a host completes its own AERs before CC.SHN (SPDK's does, and finds
+	 * a CQE for a command it no longer has an error), and a reset drops them. */
+	struct nkv_sqe aer = sqe_adm(NKV_ADM_ASYNC_EVENT, 0, 0, 0);
+	struct nkv_cqe ce;
+	CHECK(submit(&h, &h.asq, &aer) >= 0 && submit(&h, &h.asq, &aer) >= 0, "two AERs submitted");
+	usleep(50 * 1000);
+	CHECK(!nkv_cq_peek(&h.acq, &ce), "the AERs are held (no event)");
 	wr32(&h, NKV_REG_CC, CC_ENABLE | 1u << 14);
 	csts = wait_csts(&h, NKV_CSTS_SHST_MASK, NKV_CSTS_SHST_DONE, TMO_MS);
 	CHECK((csts & NKV_CSTS_SHST_MASK) == NKV_CSTS_SHST_DONE, "CC.SHN 01b: SHST %x", (csts >> 2) & 3);
+	usleep(50 * 1000);
+	CHECK(!nkv_cq_peek(&h.acq, &ce), "no CQE for the held AERs at shutdown (got CID %u status %03x)", ce.cid,
+	      cqe_code(&ce));
 	csts = ctrl_disable(&h);
 	CHECK((csts & (NKV_CSTS_RDY | NKV_CSTS_SHST_MASK)) == 0, "EN 0 after shutdown: CSTS %x", csts);
 	csts = ctrl_enable(&h);

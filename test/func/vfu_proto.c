@@ -5,13 +5,16 @@
  * PCI config space (class code, BAR sizing, the capability chain), DMA map/unmap and their limits,
  * SET_IRQS, BAR0 through messages and through the mmapped register page, a bring-up to CSTS.RDY
  * with Identify and a KV Store/Retrieve from SQEs written into mapped memory, DEVICE_RESET, unmap
- * of memory in use, a client gone mid-I/O, unknown commands, broken framing, and who may attach
- * (another uid, a host NQN off the allowlist, a second client).
+ * of memory in use, a client gone mid-I/O, unknown commands, broken framing, who may attach
+ * (another uid, a host NQN off the allowlist, a second client), and whose memory may be mapped
+ * unsealed (this process's user: a tmpfs memfd or a hugetlbfs file, as SPDK's host sends; not a
+ * socket-group member of another uid; never a device or a disk file).
  *
  * Usage: vfu_proto mem|rados. Every wait is bounded; the last line is "N passed, N failed".
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -21,6 +24,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -37,7 +41,7 @@
 #define NVEC 65u /* max_io_queues 64 + the admin queue */
 #define MIB_ (1u << 20)
 
-static char g_dir[64], g_sock[128], g_acl[128], g_named[128], g_open[128];
+static char g_dir[64], g_sock[128], g_acl[128], g_named[128], g_open[128], g_grp[128];
 static uint16_t g_id;
 
 /* ---- a raw vfio-user client ------------------------------------------------------------------------ */
@@ -365,6 +369,21 @@ static void test_info(void)
 	CHECK(rc == 0 && nkv_get64(g_rep + 16) == 0 && nkv_get32(g_rep + 4) == 0, "BAR2 absent");
 	CHECK(region_info(fd, 9, 32, &rl, NULL) == EINVAL, "region index 9");
 	CHECK(region_info(fd, 0, 8, &rl, NULL) == EINVAL, "region info with argsz 8");
+	/* SPDK's host (lib/vfio_user/host) sends its whole reply buffer as the request, as for the VFIO
+	 * ioctl: argsz 4064 bytes of payload, the structure followed by zeros. The bytes past the
+	 * structure are ignored. */
+	static uint8_t big[4064];
+	nkv_put32(big, sizeof(big));
+	nkv_put32(big + 8, NKV_VFU_PCI_BAR0);
+	rfd = -1;
+	rc = vcall(fd, NKV_VFU_DEVICE_GET_REGION_INFO, big, sizeof(big), NULL, 0, &rl, &rfd);
+	CHECK(rc == 0 && rl == 64 && (nkv_get32(g_rep + 4) & NKV_VFU_REGION_CAPS) && rfd >= 0,
+	      "BAR0 info sent as a 4064-byte buffer (SPDK): rc %d, %u bytes, fd %d", rc, rl, rfd);
+	if (rfd >= 0)
+		close(rfd);
+	nkv_put32(big, 16);
+	CHECK(vcall(fd, NKV_VFU_DEVICE_GET_REGION_INFO, big, sizeof(big), NULL, 0, &rl, NULL) == EINVAL,
+	      "region info with trailing bytes and argsz 16");
 
 	uint8_t q[16] = {0};
 	nkv_put32(q, 16);
@@ -438,6 +457,62 @@ static void test_config(void)
 
 /* ---- DMA, IRQs --------------------------------------------------------------------------------------- */
 
+/* A hugetlbfs mount of this machine with a free huge page, or "" (no huge pages here). */
+static void hugetlbfs_dir(char *out, size_t len)
+{
+	FILE *m = fopen("/proc/mounts", "re");
+	char dev[256], dir[256], type[64];
+
+	*out = 0;
+	while (m && fscanf(m, "%255s %255s %63s %*[^\n]", dev, dir, type) == 3)
+		if (!strcmp(type, "hugetlbfs") && access(dir, W_OK) == 0) {
+			snprintf(out, len, "%s", dir);
+			break;
+		}
+	if (m)
+		fclose(m);
+}
+
+/*
+ * Which descriptors DMA_MAP takes without seals. A client of the daemon's own user (this process)
+ * or root could stop the daemon anyway, so memory it could shrink is accepted from it: a tmpfs
+ * memfd without seals (DPDK's --no-huge memory, what SPDK's host maps) and a hugetlbfs file (DPDK's
+ * huge pages, which cannot be sealed). Never anything but a regular file of memory: not a device
+ * (/dev/zero), not a file on a disk.
+ */
+static void dma_fd_kinds(int fd, int loose)
+{
+	CHECK(dma_map(fd, 0x300000, 4 * PG, 0, 3, &loose, 1) == 0,
+	      "DMA_MAP of a memfd not sealed against shrinking, from the daemon's own user");
+	CHECK(dma_unmap(fd, 0x300000, 4 * PG, 0) == 0, "its DMA_UNMAP");
+	int zero = open("/dev/zero", O_RDWR | O_CLOEXEC);
+	CHECK(zero >= 0 && dma_map(fd, 0x300000, 4 * PG, 0, 3, &zero, 1) == EPERM, "DMA_MAP of /dev/zero");
+	if (zero >= 0)
+		close(zero);
+	char path[192], huge[256];
+	snprintf(path, sizeof(path), "%s/disk-file", g_dir);
+	int disk = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+	struct statfs sf;
+	if (disk >= 0 && ftruncate(disk, 4 * PG) == 0 && fstatfs(disk, &sf) == 0 && sf.f_type != TMPFS_MAGIC)
+		CHECK(dma_map(fd, 0x300000, 4 * PG, 0, 3, &disk, 1) == EPERM, "DMA_MAP of a file on a disk filesystem");
+	if (disk >= 0)
+		close(disk);
+	unlink(path);
+	hugetlbfs_dir(huge, sizeof(huge));
+	snprintf(path, sizeof(path), "%s/vfu_proto.%d", huge, (int)getpid());
+	int h = *huge ? open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0600) : -1;
+	if (h >= 0)
+		unlink(path);
+	if (h >= 0 && fallocate(h, 0, 0, 2 * MIB_) == 0) {
+		CHECK(dma_map(fd, 0x40000000, 2 * MIB_, 0, 3, &h, 1) == 0, "DMA_MAP of a hugetlbfs file (%s)", huge);
+		CHECK(dma_unmap(fd, 0x40000000, 2 * MIB_, 0) == 0, "its DMA_UNMAP");
+	} else {
+		printf("  (no hugetlbfs with a free huge page here: that DMA_MAP is not tried)\n");
+	}
+	if (h >= 0)
+		close(h);
+}
+
 static void test_dma(void)
 {
 	int fd = vopen(g_sock), p[2];
@@ -446,7 +521,7 @@ static void test_dma(void)
 
 	CHECK(pipe(p) == 0, "pipe");
 	CHECK(dma_map(fd, 0x100000, 4 * PG, 0, 3, &p[0], 1) == EPERM, "DMA_MAP of a pipe");
-	CHECK(dma_map(fd, 0x100000, 4 * PG, 0, 3, &loose, 1) == EPERM, "DMA_MAP of a memfd not sealed against shrinking");
+	dma_fd_kinds(fd, loose);
 	CHECK(dma_map(fd, 0x100800, 4 * PG, 0, 3, &mem, 1) == EINVAL, "DMA_MAP at an unaligned address");
 	CHECK(dma_map(fd, 0x100000, 0, 0, 3, &mem, 1) == EINVAL, "DMA_MAP of 0 bytes");
 	CHECK(dma_map(fd, 0x100000, 128 * PG, 0, 3, &mem, 1) == EINVAL, "DMA_MAP past the fd's end");
@@ -460,6 +535,15 @@ static void test_dma(void)
 	CHECK(dma_map(fd, 0x201000, 4 * PG, 0, 3, &mem, 1) == EEXIST, "DMA_MAP overlapping one without an fd");
 	CHECK(dma_unmap(fd, 0x100000, 8 * PG, 0) == ENOENT, "DMA_UNMAP of the wrong size");
 	CHECK(dma_unmap(fd, 0x200000, 4 * PG, 0) == 0, "DMA_UNMAP of the one without an fd");
+	/* SPDK's host sends the region's fd again with DMA_UNMAP: it is ignored (and closed) */
+	uint8_t um[24];
+	nkv_put32(um, 24);
+	nkv_put32(um + 4, 0);
+	nkv_put64(um + 8, 0x100000);
+	nkv_put64(um + 16, 4 * PG);
+	CHECK(vcall(fd, NKV_VFU_DMA_UNMAP, um, 24, two, 2, NULL, NULL) == EINVAL, "DMA_UNMAP with two fds");
+	CHECK(vcall(fd, NKV_VFU_DMA_UNMAP, um, 24, &mem, 1, NULL, NULL) == 0, "DMA_UNMAP with the region's fd (SPDK)");
+	CHECK(dma_map(fd, 0x100000, 4 * PG, 0, 3, &mem, 1) == 0, "DMA_MAP again");
 	CHECK(dma_unmap(fd, 0x100000, 4 * PG, 1) == ENOTSUP, "DMA_UNMAP asking for a dirty bitmap");
 	/* the region limit counts both kinds */
 	int n = 1, rc = 0;
@@ -824,6 +908,27 @@ static void test_access(void)
 	int st = 0;
 	waitpid(pid, &st, 0);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "another uid cannot attach (exit %d)", WEXITSTATUS(st));
+
+	/* a member of the socket's group (another uid) may attach, but must seal its memory: it could
+	 * not stop the daemon otherwise, and shrinking a file the daemon maps would (SIGBUS) */
+	if (!*g_grp) {
+		printf("  (not root: the socket-group client is not tried)\n");
+		return;
+	}
+	pid = fork();
+	if (pid == 0) {
+		if (setgid(65534) != 0 || setuid(65534) != 0)
+			_exit(2);
+		int c = vopen(g_grp), loose = mem_create(4 * PG, false, NULL), sealed = mem_create(4 * PG, true, NULL);
+		if (c < 0 || loose < 0 || sealed < 0)
+			_exit(3);
+		if (dma_map(c, 0x100000, 4 * PG, 0, 3, &loose, 1) != EPERM)
+			_exit(4);
+		_exit(dma_map(c, 0x100000, 4 * PG, 0, 3, &sealed, 1) == 0 ? 0 : 5);
+	}
+	waitpid(pid, &st, 0);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	      "a socket-group client of another uid: unsealed memfd refused, sealed one mapped (exit %d)", WEXITSTATUS(st));
 }
 
 static void test_paths(struct nkv_shm *shm)
@@ -880,6 +985,19 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	(void)uidnqn;
+	/* a socket of group 65534 (mode 0660) for the group-member client; giving a socket a group
+	 * takes CAP_CHOWN */
+	struct nkv_shm_conf grp_conf = {.max_regions = MAX_REGIONS, .socket_mode = 0660, .socket_group_set = true,
+					.socket_gid = 65534};
+	struct nkv_shm *grp_shm = NULL;
+	if (geteuid() == 0) {
+		snprintf(g_grp, sizeof(g_grp), "%s/grp", g_dir);
+		if ((rc = nkv_shm_create(H.tgt, &grp_conf, &grp_shm)) < 0 ||
+		    (rc = nkv_shm_listen_vfio_user(grp_shm, SUBNQN, g_grp, NULL)) < 0) {
+			fprintf(stderr, "vfu_proto: setup failed: %s\n", strerror(-rc));
+			return 1;
+		}
+	}
 	static const struct {
 		const char *name;
 		void (*fn)(void);
@@ -898,6 +1016,8 @@ int main(int argc, char **argv)
 	test_paths(shm);
 	nkv_shm_destroy(shm, 1000);
 	nkv_shm_destroy(open_shm, 1000);
+	if (grp_shm)
+		nkv_shm_destroy(grp_shm, 1000);
 	nkv_target_destroy(H.tgt);
 	rmdir(g_dir);
 	printf("%u passed, %u failed\n", h_pass, h_fail);

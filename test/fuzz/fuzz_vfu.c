@@ -7,7 +7,8 @@
  *
  * One target (mem backend) serves every input; each input gets a fresh transport (4 I/O queue
  * pairs, 8 regions, 1 MiB of them, 32 commands in flight) and one client. The client owns memfd A
- * (64 pages, sealed), memfd C (4 pages, not sealed) and an eventfd, zeroed or recreated per input.
+ * (64 pages, sealed), memfd C (4 pages, not sealed: the client is this process's own user, whose
+ * unsealed memory the server maps) and an eventfd, zeroed or recreated per input.
  *
  * Input: a prologue byte, then operations until the input ends (a truncated one is dropped).
  *   prologue  bit 0  the harness negotiates VERSION and maps BAR0 (GET_REGION_INFO's fd)
@@ -282,6 +283,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 	if (n < 1)
 		return 0;
 	memset(g_mem, 0, A_PAGES * PG);
+	if (ftruncate(g_c, 0) || ftruncate(g_c, C_PAGES * PG)) /* zeroed: the last input's transport is gone */
+		abort();
 	g_rounds = 0;
 	/* per input: libFuzzer's own descriptors (its symbolizer's pipes) may appear between inputs */
 	g_fd_floor = dup(0);
