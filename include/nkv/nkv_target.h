@@ -539,6 +539,9 @@ struct nkv_tcp_conf {
 				  * an authenticated queue is only dropped); 0: 10000 */
 	uint32_t tls_timeout_ms; /* a secure listener's TLS handshake must finish within this of
 				  * accept, else the connection closes; 0: 10000 */
+	uint32_t poll_us;        /* a reactor that found work looks again without blocking for up to
+				  * this long, while that pays (polling for QD 1 latency, at a core's
+				  * cost while busy); 0: blocks at once */
 };
 
 /**

@@ -24,9 +24,6 @@
 #define POLL_SLEEP_NS 10000L /* then 10 us naps: the controller's own idle poll is 50 us */
 #define IRQ_SPIN_NS 20000    /* with interrupts: busy polls for this long before arming and sleeping
 			      * (a fast backend answers within it; sleeping costs a wake-up, ~5-10 us) */
-#define SPIN_PAYS 16          /* one command out: spin while more than 1 in this many recent spins found
-			      * a CQE within it */
-#define SPIN_PROBE 64         /* else every this many waits spin anyway, to see whether it pays again */
 #define IRQ_WAIT_MS 100      /* longest sleep on the interrupt: CSTS.CFS is also checked then */
 #define ALIVE_CHECK_MS 5     /* how often a waiting poll checks the socket and CSTS */
 
@@ -110,7 +107,7 @@ int nkv_shm_qp_alloc(struct nkv_ctrl *ctrl, uint16_t qid, uint16_t entries, uint
 	qp->timeout_ms = ctrl->opts.timeout_ms;
 	s->fd = -1;
 	s->irq_fd = -1;
-	s->spin_found = 65536; /* until spins say otherwise, they pay */
+	nkv_spin_pay_init(&s->spin_pay);
 	s->entries = entries;
 	s->max_xfer = max_xfer;
 
@@ -529,19 +526,11 @@ static void irq_wait(struct nkv_qpair *qp, int ms)
 	nkv_shm_qp_disarm(qp);
 }
 
-/* A spin ended: fold whether it found a CQE within IRQ_SPIN_NS into the moving fraction (1/8 weight,
- * in 1/65536ths) that decides whether the next wait with one command out spins. Only spins count: a
- * wait spent asleep says little about how soon the CQE came (it includes the wake-up). Against mem
- * nearly every spin finds one; against RADOS at QD 1 none does (an op takes hundreds of
- * microseconds, and each spin is CPU taken from the OSD and the gateway). With more than one command
- * out the spin stays: measured, not spinning there lost throughput at QD 64 (docs/benchmarks.md,
- * "Performance work (2026-12-03): shared memory against NVMe/TCP"). */
-static void spin_note(struct nkv_shm_qp *s, bool found)
-{
-	int32_t d = (found ? 65536 : 0) - (int32_t)s->spin_found;
-	s->spin_found = (uint32_t)((int32_t)s->spin_found + d / 8);
-}
-
+/* Whether a wait with one command out spins IRQ_SPIN_NS before it arms is common/spin_pay.h's rule,
+ * fed with whether each spin found a CQE within it. Only spins count: a wait spent asleep says little
+ * about how soon the CQE came (it includes the wake-up). With more than one command out the spin
+ * stays: measured, not spinning there lost throughput at QD 64 (docs/benchmarks.md, "Performance
+ * work (2026-12-03): shared memory against NVMe/TCP"). */
 static int shm_poll(struct nkv_qpair *qp, int timeout_ms)
 {
 	struct nkv_shm_qp *s = qp->shm;
@@ -564,7 +553,7 @@ static int shm_poll(struct nkv_qpair *qp, int timeout_ms)
 		}
 		if (qp->ncompleted != start || timeout_ms == 0 || qp->outstanding == 0) {
 			if (spun && qp->ncompleted != start)
-				spin_note(s, in_spin);
+				nkv_spin_pay_note(&s->spin_pay, in_spin);
 			return (int)(qp->ncompleted - start);
 		}
 		if (!wait_start)
@@ -582,7 +571,7 @@ static int shm_poll(struct nkv_qpair *qp, int timeout_ms)
 		}
 		if (s->irq_fd >= 0 && spin_end == 0) {
 			s->waits++;
-			spun = qp->outstanding > 1 || s->spin_found > 65536 / SPIN_PAYS || s->waits % SPIN_PROBE == 0;
+			spun = qp->outstanding > 1 || nkv_spin_pay_worth(&s->spin_pay, s->waits);
 			s->spun += spun;
 			spin_end = wait_start + (spun ? IRQ_SPIN_NS : 0);
 		}

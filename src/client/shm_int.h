@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "client/internal.h"
+#include "common/spin_pay.h"
 #include "nkv/nkv_dev.h"
 #include "nkv/nkv_shm.h"
 
@@ -160,7 +161,7 @@ struct nkv_shm_qp {
 	uint32_t *arm;             /* ARM[qid]; NULL: the controller interrupts on every CQ post (MSI-X) */
 	uint64_t irq_sleeps;       /* sleeps on the interrupt */
 	uint64_t irq_late;         /* of which timed out with a CQE there: an interrupt lost (tests: 0) */
-	uint32_t spin_found;       /* recent spins that found a CQE, moving fraction in 1/65536ths */
+	struct nkv_spin_pay spin_pay; /* recent spins that found a CQE (common/spin_pay.h) */
 	uint64_t waits;            /* waits for a completion with an interrupt bound */
 	uint64_t spun;             /* of which spun before arming (the others armed at once) */
 };

@@ -29,6 +29,8 @@ struct nkv_reactor {
 	struct nkv_event msgq_ev;
 	atomic_bool stop;              /* set by nkv_reactor_stop(); the loop exits when done() agrees */
 	unsigned tick_ms;
+	unsigned poll_us;              /* after work, look again without blocking this long (0: block at
+					* once); only while it pays (reactor.c, "Polling after work") */
 	void (*tick)(struct nkv_reactor *r);  /* periodic work (timers, teardown) */
 	void (*idle)(struct nkv_reactor *r);  /* after each batch of events: flush deferred work */
 	/* After a backend completion that ran on the backend's thread while this one blocked

@@ -1688,6 +1688,7 @@ int nkv_tcp_create(struct nkv_target *tgt, const struct nkv_tcp_conf *conf, stru
 		/* A quarter of the budget, spread over the reactors, may stay cached after a burst. */
 		nkv_bufcache_init(&rx->bufs, t->conf.buffer_budget / t->conf.reactors / 4, BUF_IDLE_MS);
 		rx->r.tick = reactor_tick;
+		rx->r.poll_us = t->conf.poll_us;
 		rx->r.idle = reactor_idle;
 		rx->r.done = reactor_done;
 		rx->r.flush = reactor_flush;

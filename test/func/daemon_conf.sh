@@ -348,6 +348,16 @@ check "--cut-through 0 turns it off" 0 "cut-through: off"
 printf '{"backend": {"type": "rados", "cut_through_mb": 0}}\n' >"$T/ct.json"
 run 10 "$D" -c "$T/ct.json" -s "$NQN" --check
 check "\"cut_through_mb\": 0 turns it off" 0 "cut-through: off"
+run 10 "$D" -b mem --tcp-poll-us 200 -s "$NQN" --check
+check "--tcp-poll-us 200 polls the reactors" 0 "NVMe/TCP reactors: poll 200 us after work"
+printf '{"backend": {"type": "mem"}, "tcp": {"poll_us": 50}}\n' >"$T/poll.json"
+run 10 "$D" -c "$T/poll.json" -s "$NQN" --check
+check "\"tcp\": {\"poll_us\": 50} polls the reactors" 0 "NVMe/TCP reactors: poll 50 us after work"
+run 10 "$D" -b mem --tcp-poll-us 10001 --check
+check "--tcp-poll-us 10001 is a usage error naming the flag" 64 "invalid value for --tcp-poll-us: '10001'"
+printf '{"backend": {"type": "mem"}, "tcp": {"poll_us": -1}}\n' >"$T/poll.json"
+run 10 "$D" -c "$T/poll.json" --check
+check "\"poll_us\": -1 is refused naming the key" 1 "poll_us"
 run 10 "$D" -b rados --cut-through 5000 --check
 check "--cut-through 5000 is a usage error naming the flag" 64 "invalid value for --cut-through: '5000'"
 printf '{"backend": {"type": "rados", "cut_through_mb": "on"}}\n' >"$T/ct.json"

@@ -93,6 +93,8 @@ static void usage(FILE *f)
 		"      --max-host-conns N    connections at once from one host (default 256)\n"
 		"      --max-ctrlrs N        controllers at once (default 1024)\n"
 		"      --max-host-ctrlrs N   controllers at once from one host (default 32)\n"
+		"      --tcp-poll-us US      a reactor that found work polls this long before it sleeps, while\n"
+		"                            that pays: lower QD 1 latency for a busy core (default 0: off)\n"
 		"      --shm-pollers N       shared-memory poller threads (default 1)\n"
 		"      --shm-poll-us US      an idle poller sleeps this long between scans (default 50) while\n"
 		"                            it serves a host that does not kick (see --shm-notify)\n"
@@ -1104,7 +1106,8 @@ int conf_load_file(struct daemon_conf *c, const char *path)
 					       "max_io_queues", "buffer_budget_mb", "conn_buffer_mb", "host_buffer_mb",
 					       "r2t_timeout_ms", "pdu_timeout_ms", "send_timeout_ms", "icreq_timeout_ms",
 					       "connect_timeout_ms", "idle_admin_ms", "max_conns", "max_host_conns",
-					       "max_ctrlrs", "max_host_ctrlrs", "auth_timeout_ms", "tls_handshake_timeout_ms", NULL};
+					       "max_ctrlrs", "max_host_ctrlrs", "auth_timeout_ms", "tls_handshake_timeout_ms",
+					       "poll_us", NULL};
 	static const char *const shm_keys[] = {"pollers", "poll_idle_us", "mqes", "max_io_queues", "max_regions",
 					       "max_reg_mb", "bounce_budget_mb", "bounce_ctrl_mb", "max_cmds",
 					       "max_ctrls", "max_ctrls_per_host", "hello_timeout_ms", "socket_mode",
@@ -1202,6 +1205,7 @@ int conf_load_file(struct daemon_conf *c, const char *path)
 		unsigned *n[] = {&c->tcp.max_conns, &c->tcp.max_host_conns, &c->tcp.max_ctrlrs, &c->tcp.max_host_ctrlrs};
 		for (size_t i = 0; i < sizeof(n) / sizeof(n[0]); i++)
 			v = *n[i], jnum(&j, o, "tcp", n_keys[i], 1, 1 << 20, &v), *n[i] = (unsigned)v;
+		v = c->tcp.poll_us, jnum(&j, o, "tcp", "poll_us", 0, 10000, &v), c->tcp.poll_us = (uint32_t)v;
 	}
 	if ((o = jget(&j, root, "", "shm", json_type_object))) {
 		jkeys(&j, o, "shm", shm_keys);
@@ -1302,7 +1306,8 @@ enum { OPT_CEPH_CONF = 256, OPT_KEYRING, OPT_CLIENT_ID, OPT_OP_TIMEOUT, OPT_CONN
        OPT_CONTROL_CERT, OPT_CONTROL_KEY, OPT_CONTROL_CA, OPT_GROUP, OPT_GROUP_POOL, OPT_GATEWAY_NAME,
        OPT_STATE_FILE, OPT_METRICS, OPT_EVENTS, OPT_EVENTS_FORMAT, OPT_EVENTS_MEDIUM, OPT_EVENTS_MODE,
        OPT_SHM_NOTIFY, OPT_SCHED,
-       OPT_CONTROL_GROUP, OPT_CONTROL_INSECURE_TCP, OPT_RUN_DIR, OPT_SHM_DIR, OPT_META_POOL, OPT_VFU, OPT_VFU_HOST };
+       OPT_CONTROL_GROUP, OPT_CONTROL_INSECURE_TCP, OPT_RUN_DIR, OPT_SHM_DIR, OPT_META_POOL, OPT_VFU, OPT_VFU_HOST,
+       OPT_TCP_POLL_US };
 
 int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 {
@@ -1356,6 +1361,7 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 		{"control-group", required_argument, 0, OPT_CONTROL_GROUP},
 		{"control-insecure-tcp", no_argument, 0, OPT_CONTROL_INSECURE_TCP},
 		{"run-dir", required_argument, 0, OPT_RUN_DIR}, {"shm-dir", required_argument, 0, OPT_SHM_DIR},
+		{"tcp-poll-us", required_argument, 0, OPT_TCP_POLL_US},
 		{0, 0, 0, 0},
 	};
 	struct conf_subsys *host_ss = NULL; /* the subsystem and host of the last --allow-host */
@@ -1656,6 +1662,11 @@ int conf_parse_args(struct daemon_conf *c, int argc, char **argv)
 			if (parse_uint(optarg, 64, &u) < 0 || u == 0)
 				goto bad;
 			c->shm.pollers = u;
+			break;
+		case OPT_TCP_POLL_US:
+			if (parse_uint(optarg, 10000, &u) < 0)
+				goto bad;
+			c->tcp.poll_us = u;
 			break;
 		case OPT_SHM_POLL_US:
 			if (parse_uint(optarg, 1000000, &u) < 0 || u == 0)

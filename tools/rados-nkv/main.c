@@ -79,6 +79,8 @@ static void print_plan(const struct daemon_conf *c)
 	for (unsigned i = 0; i < c->nlisteners; i++)
 		printf("NVMe/TCP listener: %s:%s%s\n", *c->listeners[i].addr ? c->listeners[i].addr : "*",
 		       c->listeners[i].port, c->listeners[i].tls ? " (TLS 1.3 with a PSK required)" : "");
+	if (c->tcp.poll_us)
+		printf("NVMe/TCP reactors: poll %u us after work before they sleep, while it pays\n", c->tcp.poll_us);
 	if (c->no_discovery)
 		printf("discovery: on the NVMe/TCP listeners only\n");
 	else
