@@ -32,8 +32,10 @@
 #include <unistd.h>
 
 #include "common/fdpass.h"
+#include "common/clock.h"
 #include "common/cpu.h"
 #include "common/log.h"
+#include "common/spin_pay.h"
 #include "common/unix_sock.h"
 #include "common/vfio_user.h"
 #include "transport/shm_cuda.h"
@@ -44,6 +46,7 @@
 
 #define RELAX_SPINS 8          /* spin-wait hints after an empty scan (nkv_cpu_relax) */
 #define IDLE_SCANS 64          /* empty scans before a poller sleeps */
+#define POLL_WINDOW_NAPS 4     /* kickless controllers: scan this many naps' time after work (poller_main) */
 #define SLEEP_MAX_MS 100       /* longest sleep of a poller all of whose hosts kick: it still looks at
 				* CC, evictions and budgets now and then without being asked */
 #define FETCH_BUDGET 64        /* SQEs taken from one SQ per scan, for fairness */
@@ -1005,11 +1008,33 @@ static unsigned poller_sleep(struct shm_poller *p)
 	return 0;
 }
 
+/* Does a controller on @p have no way to kick it (vfio-user, or a host that polls)? Then a doorbell it
+ * writes while we nap waits for the nap to end. */
+static bool poller_kickless(const struct shm_poller *p)
+{
+	for (const struct shm_ctrl *c = p->ctrls; c; c = c->next)
+		if (c->kick_fd < 0 && c->enabled && !atomic_load(&c->gone))
+			return true;
+	return false;
+}
+
 static void *poller_main(void *arg)
 {
 	struct shm_poller *p = arg;
 	struct nkv_shm *s = p->s;
 	unsigned idle = 0;
+	/* After work, while a controller cannot kick us: keep scanning for POLL_WINDOW_NAPS naps' time
+	 * (poll_idle_us each) before napping, while such windows find the next command
+	 * (common/spin_pay.h). A nap there costs a command up to poll_idle_us plus the timer's slack, and
+	 * a queue pair that refills only once its completions are in waits a nap per round: at QD 32
+	 * over vfio-user that capped a stream at 32 commands per nap. The window is longer than a nap
+	 * because a host that handles a round of completions before it refills (verifying values) takes
+	 * longer than one; the rule stops windows that do not pay. Hosts that kick keep the short spin
+	 * and the deep sleep. */
+	struct nkv_spin_pay pay;
+	uint64_t window_end = 0, chances = 0;
+
+	nkv_spin_pay_init(&pay);
 
 	char name[16];
 	snprintf(name, sizeof(name), "nkv-shm-poll%u", p->id % 100);
@@ -1029,13 +1054,23 @@ static void *poller_main(void *arg)
 			NKV_WARN("shm: poller %u slept %d ms with work waiting: a host wrote a doorbell without the kick "
 				 "NEED_WAKEUP asked for (said once)", p->id, SLEEP_MAX_MS);
 		p->deep_timeout = false;
-		if (work)
+		if (work) {
 			idle = 0;
-		else if (++idle < IDLE_SCANS)
+			if (window_end)
+				nkv_spin_pay_note(&pay, true);
+			window_end = poller_kickless(p) && nkv_spin_pay_worth(&pay, ++chances)
+					     ? nkv_now_ns() + (uint64_t)s->conf.poll_idle_us * 1000 * POLL_WINDOW_NAPS
+					     : 0;
+		} else if (++idle < IDLE_SCANS || (window_end && nkv_now_ns() < window_end)) {
 			for (int i = 0; i < RELAX_SPINS; i++) /* leave the hosts' doorbell lines alone a moment */
 				nkv_cpu_relax();
-		else if (poller_sleep(p))
-			idle = 0;
+		} else {
+			if (window_end)
+				nkv_spin_pay_note(&pay, false);
+			window_end = 0;
+			if (poller_sleep(p))
+				idle = 0;
+		}
 	}
 	nkv_msgq_unlend(&p->msgq);
 	free(p->pfds);
