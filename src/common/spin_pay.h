@@ -6,7 +6,9 @@
  * spins found what they waited for into a moving fraction (weight 1/8) and spins while more than 1 in
  * 16 recent ones did; every 64th chance it spins anyway, so a peer that became fast again is noticed.
  * Against the mem backend nearly every spin pays; against RADOS at QD 1 none does (an op takes
- * hundreds of microseconds), and about 20 misses stop the spinning.
+ * hundreds of microseconds), and about 20 misses stop the spinning. struct nkv_spin_window applies
+ * the rule to a loop that keeps looking for work for a while after it found some (the NVMe/TCP
+ * reactor, the shm poller with hosts that cannot kick it).
  */
 #ifndef NKV_SPIN_PAY_H
 #define NKV_SPIN_PAY_H
@@ -40,6 +42,41 @@ static inline void nkv_spin_pay_note(struct nkv_spin_pay *p, bool paid)
 static inline bool nkv_spin_pay_worth(const struct nkv_spin_pay *p, uint64_t chance)
 {
 	return p->frac > NKV_SPIN_PAY_ONE / NKV_SPIN_PAY_MIN || chance % NKV_SPIN_PAY_PROBE == 0;
+}
+
+/** A loop's window of looking on after work: @ns long, opened while windows keep finding work. */
+struct nkv_spin_window {
+	uint64_t ns;      /* window length */
+	uint64_t until;   /* end of the open window; 0: none open */
+	uint64_t chances; /* works after which a window could open */
+	struct nkv_spin_pay pay;
+};
+
+/** A window of @ns, none open yet. */
+static inline void nkv_spin_window_init(struct nkv_spin_window *w, uint64_t ns)
+{
+	*w = (struct nkv_spin_window){.ns = ns};
+	nkv_spin_pay_init(&w->pay);
+}
+
+/** The loop found work at @now: an open window paid; open the next one if @may_open and it pays. */
+static inline void nkv_spin_window_work(struct nkv_spin_window *w, bool may_open, uint64_t now)
+{
+	if (w->until)
+		nkv_spin_pay_note(&w->pay, true);
+	w->until = may_open && nkv_spin_pay_worth(&w->pay, ++w->chances) ? now + w->ns : 0;
+}
+
+/** The loop found nothing at @now: is a window still open? One that ran out without work did not pay. */
+static inline bool nkv_spin_window_open(struct nkv_spin_window *w, uint64_t now)
+{
+	if (!w->until)
+		return false;
+	if (now < w->until)
+		return true;
+	nkv_spin_pay_note(&w->pay, false);
+	w->until = 0;
+	return false;
 }
 
 #endif

@@ -10,6 +10,7 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/spin_pay.h"
 
@@ -22,13 +23,6 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /*
  * Polling after work (r->poll_us). A reactor that blocks in epoll_wait pays a wake-up for the next
  * command of a QD 1 stream (about 20 us of a 45 us p50 on this project's VM: most of the gap to a
@@ -37,27 +31,14 @@ static uint64_t now_ns(void)
  * whose commands are further apart than the window (a RADOS op, a client that thinks) stops
  * polling after about 20 windows, so the core it burns is spent only where it buys latency.
  */
-struct poll_state {
-	uint64_t ns;           /* window length; 0: never poll */
-	uint64_t until;        /* end of the open window; 0: none open */
-	uint64_t chances;      /* works after which a window could open */
-	struct nkv_spin_pay pay;
-};
-
-/* After a pass through the loop: open, extend or close the window. */
-static void poll_after(struct poll_state *ps, bool work)
+static void poll_after(struct nkv_spin_window *w, bool work)
 {
-	if (!ps->ns)
+	if (!w->ns)
 		return;
-	uint64_t now = now_ns();
-	if (work) {
-		if (ps->until)
-			nkv_spin_pay_note(&ps->pay, true);
-		ps->until = nkv_spin_pay_worth(&ps->pay, ++ps->chances) ? now + ps->ns : 0;
-	} else if (ps->until && now >= ps->until) {
-		nkv_spin_pay_note(&ps->pay, false);
-		ps->until = 0;
-	}
+	if (work)
+		nkv_spin_window_work(w, true, nkv_now_ns());
+	else
+		(void)nkv_spin_window_open(w, nkv_now_ns()); /* closes one that ran out */
 }
 
 static void msgq_ready(struct nkv_event *ev, uint32_t events)
@@ -79,10 +60,10 @@ static void *loop(void *arg)
 	struct nkv_reactor *r = arg;
 	struct epoll_event evs[MAX_EVENTS];
 	uint64_t next_tick = now_ms() + r->tick_ms;
-	struct poll_state ps = {.ns = (uint64_t)r->poll_us * 1000};
+	struct nkv_spin_window ps;
 	char name[16];
 
-	nkv_spin_pay_init(&ps.pay);
+	nkv_spin_window_init(&ps, (uint64_t)r->poll_us * 1000);
 	snprintf(name, sizeof(name), "nkv-reactor%u", r->id % 1000);
 	pthread_setname_np(pthread_self(), name);
 

@@ -1031,10 +1031,9 @@ static void *poller_main(void *arg)
 	 * because a host that handles a round of completions before it refills (verifying values) takes
 	 * longer than one; the rule stops windows that do not pay. Hosts that kick keep the short spin
 	 * and the deep sleep. */
-	struct nkv_spin_pay pay;
-	uint64_t window_end = 0, chances = 0;
+	struct nkv_spin_window win;
 
-	nkv_spin_pay_init(&pay);
+	nkv_spin_window_init(&win, (uint64_t)s->conf.poll_idle_us * 1000 * POLL_WINDOW_NAPS);
 
 	char name[16];
 	snprintf(name, sizeof(name), "nkv-shm-poll%u", p->id % 100);
@@ -1056,20 +1055,12 @@ static void *poller_main(void *arg)
 		p->deep_timeout = false;
 		if (work) {
 			idle = 0;
-			if (window_end)
-				nkv_spin_pay_note(&pay, true);
-			window_end = poller_kickless(p) && nkv_spin_pay_worth(&pay, ++chances)
-					     ? nkv_now_ns() + (uint64_t)s->conf.poll_idle_us * 1000 * POLL_WINDOW_NAPS
-					     : 0;
-		} else if (++idle < IDLE_SCANS || (window_end && nkv_now_ns() < window_end)) {
+			nkv_spin_window_work(&win, poller_kickless(p), nkv_now_ns());
+		} else if (++idle < IDLE_SCANS || nkv_spin_window_open(&win, nkv_now_ns())) {
 			for (int i = 0; i < RELAX_SPINS; i++) /* leave the hosts' doorbell lines alone a moment */
 				nkv_cpu_relax();
-		} else {
-			if (window_end)
-				nkv_spin_pay_note(&pay, false);
-			window_end = 0;
-			if (poller_sleep(p))
-				idle = 0;
+		} else if (poller_sleep(p)) {
+			idle = 0;
 		}
 	}
 	nkv_msgq_unlend(&p->msgq);
