@@ -229,8 +229,10 @@ int nkv_ctrlr_prop_set(struct nkv_ctrlr *c, uint32_t ofs, unsigned size, uint64_
 		}
 	}
 	if (NKV_CC_SHN(cc) && !NKV_CC_SHN(old)) {
-		/* Nothing is cached: RADOS acknowledged every write, so shutdown completes at once. */
-		nkv_admin_abort_aers(c);
+		/* Nothing is cached: RADOS acknowledged every write, so shutdown completes at once. Held
+		 * AERs stay held until a reset or the association's end, as in SPDK's nvmf_tgt and Linux
+		 * nvmet: hosts (SPDK's) complete their own AERs before CC.SHN and treat a CQE for one as
+		 * a protocol error. */
 		c->csts = (c->csts & ~NKV_CSTS_SHST_MASK) | NKV_CSTS_SHST_DONE;
 	}
 	c->cc = cc;

@@ -714,12 +714,13 @@ static void check_cc(struct shm_ctrl *c)
 		c->enabled = false;
 		c->failed = false;
 	}
-	/* Shutdown drops the queues before the core sees it, so the AERs the core then aborts complete
-	 * into tombstones: a PCIe controller posts nothing for them (SPDK's host completes its own AERs
-	 * before CC.SHN and reports a CQE for one as an error; a reset drops them). */
+	/* Shutdown drops the queues, so the AERs aborted here complete into tombstones: a PCIe
+	 * controller posts nothing for them (SPDK's host completes its own AERs before CC.SHN and
+	 * reports a CQE for one as an error; a reset drops them). */
 	if (NKV_CC_SHN(cc)) {
 		queues_teardown(c);
 		c->enabled = false;
+		nkv_admin_abort_aers(c->ctrlr);
 	}
 	nkv_ctrlr_prop_set(c->ctrlr, NKV_REG_CC, 4, cc);
 	if (!NKV_CC_SHN(cc) && !was && (cc & NKV_CC_EN) && nkv_ctrlr_ready(c->ctrlr))

@@ -1575,6 +1575,40 @@ static void io_before_enable_case(void)
 	tcp_close(&c);
 }
 
+/**
+ * CC.SHN with AERs held: the Property Set's CapsuleResp is the next PDU and no CQE follows for the
+ * AERs. SPDK's host completes its own AERs before it writes CC.SHN and terminates the association
+ * on a CapsuleResp whose CID it no longer holds; SPDK's nvmf_tgt and Linux nvmet keep them held.
+ */
+static void shutdown_aer_case(void)
+{
+	struct conn c;
+	struct cargs a = cargs(SUBNQN, GOODHOST);
+	struct nkv_cqe q;
+	if (open_connect(&c, 0, &a, &q) == 0 && prop_set(&c, NKV_REG_CC, CC_ENABLE) == 0) {
+		struct nkv_sqe s;
+		bool sent = true;
+		for (int i = 0; i < 2; i++) {
+			memset(&s, 0, sizeof(s));
+			s.opc = NKV_ADM_ASYNC_EVENT;
+			sqe_sgl(&s, NKV_SGL_TRANSPORT_DATA_BLOCK, 0);
+			sent = sent && capsule_send(&c, &s, NULL, 0);
+		}
+		int st = sent ? prop_set(&c, NKV_REG_CC, CC_ENABLE | (1u << 14)) : -1;
+		CHECK(st == 0, "Property Set CC.SHN = 01b with 2 AERs held: status %d", st);
+		uint64_t csts = 0;
+		CHECK(prop_get(&c, NKV_REG_CSTS, false, &csts) == 0 && (csts & NKV_CSTS_SHST_MASK) == NKV_CSTS_SHST_DONE,
+		      "CSTS.SHST after CC.SHN: CSTS %#llx", (unsigned long long)csts);
+		struct pdu p;
+		int r = recv_pdu(&c, &p, 300);
+		CHECK(r == -1, "nothing after the shutdown's Property Set: got %s", pdu_str(r, &p));
+		pdu_free(&p);
+	} else {
+		CHECK(0, "Connect and enable for the shutdown case");
+	}
+	tcp_close(&c);
+}
+
 /** KATO 1000 ms: Keep Alive keeps the association; silence ends it (docs/nvme-kv-wire.md C.11). */
 static void kato_case(void)
 {
@@ -1632,6 +1666,7 @@ static void group_misc(void)
 	huge_capsule(16u << 20);
 	bad_cc_case();
 	io_before_enable_case();
+	shutdown_aer_case();
 	kato_case();
 	check_alive("framing/state/keep-alive");
 }
