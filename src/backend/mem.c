@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * mem.c - in-process kvdev: a sorted table per (pool, namespace). For unit tests, fuzzing and demos
- * without Ceph; same semantics and List order as the rados backend. Values are copied whole under
- * the table lock, so a reader never sees a torn value.
+ * mem.c - in-process kvdev: a sorted table per (pool, namespace), with a hash index for point lookups
+ * (mem_index.c). For unit tests, fuzzing and demos without Ceph; same semantics and List order as the
+ * rados backend. Values are copied whole under the table lock, so a reader never sees a torn value.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -13,9 +13,12 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "kvdev.h"
+#include "mem_index.h"
 #include "mem_slab.h"
 
+/* One entry: its own allocation, so the index can point at it while the sorted array moves. */
 struct mem_val {
+	struct nkv_key key;     /* first: the index holds &key */
 	uint8_t *data;
 	uint64_t len;
 	bool slab;              /* data came from the slabs (mem_slab.c), else from malloc */
@@ -34,9 +37,10 @@ struct mem_table {
 	char *name;             /* "pool/ns" */
 	unsigned refs;          /* guarded by the kvdev lock */
 	pthread_mutex_t lock;   /* guards everything below */
-	struct nkv_key *keys;   /* ascending; parallel to vals */
-	struct mem_val *vals;
+	struct nkv_key *keys;   /* ascending (List packs from here); parallel to vals */
+	struct mem_val **vals;
 	size_t n, cap;
+	struct mem_index idx;   /* key -> entry */
 	uint64_t used;
 	struct mem_shared *shared;
 	size_t nshared;
@@ -79,10 +83,19 @@ static void val_free(struct nkv_kvdev *d, const struct mem_val *v)
 		free(v->data);
 }
 
+/* The entry that holds @k, or NULL. */
+static struct mem_val *entry_find(const struct mem_table *t, const struct nkv_key *k)
+{
+	return (struct mem_val *)mem_index_find(&t->idx, k);
+}
+
 static void table_free(struct nkv_kvdev *d, struct mem_table *t)
 {
-	for (size_t i = 0; i < t->n; i++)
-		val_free(d, &t->vals[i]);
+	for (size_t i = 0; i < t->n; i++) {
+		val_free(d, t->vals[i]);
+		free(t->vals[i]);
+	}
+	mem_index_fini(&t->idx);
 	for (size_t i = 0; i < t->nshared; i++) {
 		free(t->shared[i].key);
 		free(t->shared[i].val);
@@ -128,6 +141,7 @@ static int mem_ns_open(struct nkv_kvdev *d, const char *pool, const char *ns, st
 		t->name = name;
 		name = NULL;
 		pthread_mutex_init(&t->lock, NULL);
+		mem_index_init(&t->idx);
 		t->next = d->tables;
 		d->tables = t;
 	}
@@ -193,12 +207,28 @@ static int grow(struct mem_table *t)
 	if (!k)
 		return -ENOMEM;
 	t->keys = k;
-	struct mem_val *v = realloc(t->vals, cap * sizeof(*v));
+	struct mem_val **v = realloc(t->vals, cap * sizeof(*v));
 	if (!v)
 		return -ENOMEM;
 	t->vals = v;
 	t->cap = cap;
 	return 0;
+}
+
+/* Take @e out of the table (the sorted arrays and the index) and free it. @return its value, for
+ * val_free() once the lock is dropped. */
+static struct mem_val entry_unlink(struct mem_table *t, struct mem_val *e)
+{
+	struct mem_val v = *e;
+	size_t i = lower_bound(t, &e->key);
+
+	t->used -= e->len;
+	memmove(&t->keys[i], &t->keys[i + 1], (t->n - i - 1) * sizeof(t->keys[0]));
+	memmove(&t->vals[i], &t->vals[i + 1], (t->n - i - 1) * sizeof(t->vals[0]));
+	t->n--;
+	mem_index_remove(&t->idx, &e->key);
+	free(e);
+	return v;
 }
 
 static bool expired(const struct mem_val *v)
@@ -239,32 +269,39 @@ static int do_store(struct nkv_kvns *h, struct nkv_kvio *io)
 			memcpy(copy, io->buf, io->len);
 		io->copied_in += io->len;
 	}
-	struct mem_val nv = {copy, io->len, slab, io->cache, io->meta, 0};
+	struct mem_val nv = {io->key, copy, io->len, slab, io->cache, io->meta, 0}, *e, *ne = NULL;
 	pthread_mutex_lock(&t->lock);
-	size_t i = lower_bound(t, &io->key);
-	int found = i < t->n && nkv_key_cmp(&t->keys[i], &io->key) == 0;
+	e = entry_find(t, &io->key);
 	/* an expired entry is absent to the host, though still stored until it is replaced */
-	bool live = found && !(io->cache && expired(&t->vals[i]));
+	bool live = e && !(io->cache && expired(e));
 	if (live && (io->flags & NKV_IO_MUST_NOT_EXIST))
 		rc = -EEXIST;
 	else if (!live && (io->flags & NKV_IO_MUST_EXIST))
 		rc = -ENOENT;
-	else if (found) {
-		old_record(io, &t->vals[i]);
-		old = t->vals[i];
-		t->used += io->len - t->vals[i].len;
-		t->vals[i] = nv;
+	else if (e) {
+		old_record(io, e);
+		old = *e;
+		t->used += io->len - e->len;
+		*e = nv;
 		copy = NULL;
-	} else if (t->n < t->cap || (rc = grow(t)) == 0) {
+	} else if (!(ne = malloc(sizeof(*ne))) || (t->n == t->cap && grow(t) != 0) ||
+		   mem_index_reserve(&t->idx, t->n + 1) != 0) {
+		rc = -ENOMEM; /* nothing changed: the arrays and the index only gained room */
+	} else {
+		size_t i = lower_bound(t, &io->key);
 		memmove(&t->keys[i + 1], &t->keys[i], (t->n - i) * sizeof(t->keys[0]));
 		memmove(&t->vals[i + 1], &t->vals[i], (t->n - i) * sizeof(t->vals[0]));
+		*ne = nv;
 		t->keys[i] = io->key;
-		t->vals[i] = nv;
+		t->vals[i] = ne;
+		mem_index_insert(&t->idx, &ne->key);
+		ne = NULL;
 		t->n++;
 		t->used += io->len;
 		copy = NULL;
 	}
 	pthread_mutex_unlock(&t->lock);
+	free(ne);
 	if (copy) /* not stored (a taken buffer too: the transport has forgotten it) */
 		val_free(h->dev, &nv);
 	val_free(h->dev, &old);
@@ -274,8 +311,10 @@ static int do_store(struct nkv_kvns *h, struct nkv_kvio *io)
 /* A Retrieve refreshes the entry's last use when it is touch_ms old (as the RADOS backend does). */
 static void touch(const struct nkv_kvio *io, struct mem_val *v)
 {
+	if (!io->touch_ms || !v->has_meta)
+		return; /* no clock read for a namespace that keeps no last use */
 	uint64_t now = nkv_unix_ms(), last = v->touched_ms > v->meta.stored_ms ? v->touched_ms : v->meta.stored_ms;
-	if (io->touch_ms && v->has_meta && now >= last + io->touch_ms)
+	if (now >= last + io->touch_ms)
 		v->touched_ms = now;
 }
 
@@ -290,41 +329,37 @@ static int do_io(struct nkv_kvns *h, struct nkv_kvio *io)
 	if (io->op == NKV_IO_EXEC)
 		return -EOPNOTSUPP; /* no RADOS object classes in memory: C0h, as an OSD without the class */
 	pthread_mutex_lock(&t->lock);
-	size_t i = lower_bound(t, &io->key);
-	int found = i < t->n && nkv_key_cmp(&t->keys[i], &io->key) == 0;
+	struct mem_val *e = io->op == NKV_IO_LIST ? NULL : entry_find(t, &io->key);
 	switch (io->op) {
 	case NKV_IO_RETRIEVE:
-		if (!found || (io->cache && expired(&t->vals[i]))) {
+		if (!e || (io->cache && expired(e))) {
 			rc = -ENOENT;
 			break;
 		}
-		touch(io, &t->vals[i]);
-		io->value_size = t->vals[i].len;
-		io->xfer = nkv_range_xfer(t->vals[i].len, io->offset, io->len); /* offset 0: Retrieve */
+		touch(io, e);
+		io->value_size = e->len;
+		io->xfer = nkv_range_xfer(e->len, io->offset, io->len); /* offset 0: Retrieve */
 		if (io->xfer) /* an offset at or past the end moves nothing, and still succeeds */
-			memcpy(io->buf, t->vals[i].data + io->offset, io->xfer);
+			memcpy(io->buf, e->data + io->offset, io->xfer);
 		io->copied_out += io->xfer;
 		break;
 	case NKV_IO_DELETE:
-		if (!found) {
+		if (!e) {
 			rc = -ENOENT;
 			break;
 		}
 		if (io->cache) {
-			old_record(io, &t->vals[i]);
-			rc = expired(&t->vals[i]) ? -ENOENT : 0; /* removed, but it was absent to the host */
+			old_record(io, e);
+			rc = expired(e) ? -ENOENT : 0; /* removed, but it was absent to the host */
 		}
-		gone = t->vals[i];
-		t->used -= t->vals[i].len;
-		memmove(&t->keys[i], &t->keys[i + 1], (t->n - i - 1) * sizeof(t->keys[0]));
-		memmove(&t->vals[i], &t->vals[i + 1], (t->n - i - 1) * sizeof(t->vals[0]));
-		t->n--;
+		gone = entry_unlink(t, e);
 		break;
 	case NKV_IO_EXIST:
-		rc = found && !(io->cache && expired(&t->vals[i])) ? 0 : -ENOENT;
+		rc = e && !(io->cache && expired(e)) ? 0 : -ENOENT;
 		break;
 	case NKV_IO_LIST: {
 		uint32_t nrk;
+		size_t i = lower_bound(t, &io->key);
 		/* An empty table has no keys array at all: pack from nothing rather than &NULL[0]. */
 		io->xfer = nkv_list_pack(io->buf, io->len, t->n ? &t->keys[i] : NULL, (uint32_t)(t->n - i), &nrk);
 		break;
@@ -420,11 +455,13 @@ static void mem_lease_release(struct nkv_kvns *h, const char *owner)
 
 static void entry_of(const struct mem_table *t, size_t i, struct nkv_entry *e)
 {
+	const struct mem_val *v = t->vals[i];
+
 	e->key = t->keys[i];
-	e->size = t->vals[i].len;
-	e->has_meta = t->vals[i].has_meta;
-	e->meta = t->vals[i].meta;
-	e->touched_ms = t->vals[i].touched_ms;
+	e->size = v->len;
+	e->has_meta = v->has_meta;
+	e->meta = v->meta;
+	e->touched_ms = v->touched_ms;
 	e->atime_ms = e->touched_ms > e->meta.stored_ms ? e->touched_ms : e->meta.stored_ms;
 	e->rc = 0;
 }
@@ -467,19 +504,15 @@ static void mem_remove_if(struct nkv_kvns *h, struct nkv_entry *e, unsigned n)
 	for (unsigned j = 0; j < n; j++) {
 		struct mem_val gone = {0};
 		pthread_mutex_lock(&t->lock);
-		size_t i = lower_bound(t, &e[j].key);
-		if (i >= t->n || nkv_key_cmp(&t->keys[i], &e[j].key) != 0) {
+		struct mem_val *v = entry_find(t, &e[j].key);
+		if (!v) {
 			e[j].rc = -ENOENT;
-		} else if (t->vals[i].has_meta != e[j].has_meta || t->vals[i].meta.tag != e[j].meta.tag ||
-			   t->vals[i].touched_ms != e[j].touched_ms) {
+		} else if (v->has_meta != e[j].has_meta || v->meta.tag != e[j].meta.tag ||
+			   v->touched_ms != e[j].touched_ms) {
 			e[j].rc = -ECANCELED; /* stored again or used since it was read */
 		} else {
-			gone = t->vals[i];
-			e[j].size = t->vals[i].len;
-			t->used -= t->vals[i].len;
-			memmove(&t->keys[i], &t->keys[i + 1], (t->n - i - 1) * sizeof(t->keys[0]));
-			memmove(&t->vals[i], &t->vals[i + 1], (t->n - i - 1) * sizeof(t->vals[0]));
-			t->n--;
+			e[j].size = v->len;
+			gone = entry_unlink(t, v);
 			e[j].rc = 0;
 		}
 		pthread_mutex_unlock(&t->lock);
