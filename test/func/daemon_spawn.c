@@ -3,10 +3,12 @@
 #include "daemon_spawn.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -88,4 +90,36 @@ unsigned daemon_free_port(void)
 	if (fd >= 0)
 		close(fd);
 	return p;
+}
+
+bool daemon_freeze(pid_t pid)
+{
+	char dir[64];
+	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
+	kill(pid, SIGSTOP);
+	for (int tries = 0; tries < 600; tries++, usleep(5000)) {
+		DIR *d = opendir(dir);
+		struct dirent *de;
+		bool all = d != NULL;
+		while (all && (de = readdir(d))) {
+			char path[400], buf[512];
+			if (de->d_name[0] == '.')
+				continue;
+			snprintf(path, sizeof(path), "%s/%s/stat", dir, de->d_name);
+			FILE *f = fopen(path, "r");
+			size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+			if (f)
+				fclose(f);
+			buf[n] = 0;
+			const char *st = strrchr(buf, ')'); /* "pid (comm) S ...": comm may hold spaces */
+			if (st && st[1] == ' ' && st[2] != 'T' && st[2] != 't')
+				all = false;
+		}
+		if (d)
+			closedir(d);
+		if (all)
+			return true;
+	}
+	fprintf(stderr, "daemon_freeze: pid %d did not stop within 3 s\n", (int)pid);
+	return false;
 }

@@ -34,4 +34,12 @@ void daemon_stop(pid_t pid, int secs);
  *  @return the port, or 0. */
 unsigned daemon_free_port(void);
 
+/**
+ * SIGSTOP @pid and wait up to 3 s until every one of its threads is stopped. kill() returns once one
+ * thread has been told; the others run on until that thread gets a CPU and starts the group stop, so
+ * on a loaded machine a command sent right after kill() can still be taken and run.
+ * @return whether all stopped in time.
+ */
+bool daemon_freeze(pid_t pid);
+
 #endif

@@ -14,7 +14,6 @@
  *     after SIGCONT the engine serves every queue again (a batch over all of them answers).
  * Usage: engine_stall PATH_TO_RADOS_NKV   (77: no daemon binary)
  */
-#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -58,45 +57,12 @@ static void fill_ops(struct nkv_op *ops, uint8_t type, uint8_t *buf, uint32_t le
 	}
 }
 
-/** SIGSTOP @pid and wait until every thread of it is stopped (kill() returns before they are). */
-static void freeze(pid_t pid)
-{
-	kill(pid, SIGSTOP);
-	char dir[64];
-	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
-	for (int tries = 0; tries < 400; tries++) {
-		DIR *d = opendir(dir);
-		struct dirent *de;
-		bool all = d != NULL;
-		while (d && (de = readdir(d))) {
-			if (de->d_name[0] == '.')
-				continue;
-			char path[400], buf[512];
-			snprintf(path, sizeof(path), "%s/%s/stat", dir, de->d_name);
-			FILE *f = fopen(path, "r");
-			size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
-			if (f)
-				fclose(f);
-			buf[n] = 0;
-			const char *st = strrchr(buf, ')'); /* the state follows the command name */
-			if (st && st[1] == ' ' && st[2] != 'T' && st[2] != 't')
-				all = false;
-		}
-		if (d)
-			closedir(d);
-		if (all)
-			return;
-		usleep(5000);
-	}
-	fprintf(stderr, "engine_stall: pid %d did not stop within 2 s\n", (int)pid);
-}
-
 /** Freeze the daemon under a batch: every op must end by the deadline plus the grace. */
 static void frozen_batch(const char *what, struct nkv_engine *e, pid_t pid)
 {
 	struct nkv_op ops[NOPS];
 	fill_ops(ops, NKV_OP_EXIST, NULL, 0);
-	freeze(pid);
+	daemon_freeze(pid);
 	double t0 = now_ms();
 	int rc = nkv_engine_run(e, ops, NOPS);
 	double took = now_ms() - t0;
@@ -149,7 +115,7 @@ static void frozen_stream(const char *what, struct nkv_engine *e, pid_t pid)
 {
 	struct nkv_op ops[NOPS];
 	fill_ops(ops, NKV_OP_EXIST, NULL, 0);
-	freeze(pid);
+	daemon_freeze(pid);
 	double t0 = now_ms();
 	for (unsigned i = 0; i < NOPS; i++)
 		CHECK(nkv_engine_submit(e, &ops[i], 1, i) == 0, "%s: submit %u", what, i);
@@ -177,7 +143,7 @@ static void frozen_one(const char *what, struct nkv_engine *e, pid_t pid)
 {
 	struct nkv_op ops[NOPS];
 	fill_ops(ops, NKV_OP_EXIST, NULL, 0);
-	freeze(pid);
+	daemon_freeze(pid);
 	double t0 = now_ms();
 	int rc = nkv_engine_run(e, ops, 1);
 	double took = now_ms() - t0;
