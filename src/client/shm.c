@@ -529,8 +529,8 @@ static void irq_wait(struct nkv_qpair *qp, int ms)
 /* Whether a wait with one command out spins IRQ_SPIN_NS before it arms is common/spin_pay.h's rule,
  * fed with whether each spin found a CQE within it. Only spins count: a wait spent asleep says little
  * about how soon the CQE came (it includes the wake-up). With more than one command out the spin
- * stays: measured, not spinning there lost throughput at QD 64 (docs/benchmarks.md, "Performance
- * work (2026-12-03): shared memory against NVMe/TCP"). */
+ * stays: measured, not spinning there lost throughput at QD 64 (bench/results/HISTORY.md,
+ * "Performance work (2026-12-03): shared memory against NVMe/TCP"). */
 static int shm_poll(struct nkv_qpair *qp, int timeout_ms)
 {
 	struct nkv_shm_qp *s = qp->shm;
