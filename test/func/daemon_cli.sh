@@ -244,13 +244,13 @@ GRACE_MS=3000
 if [ "$BACKEND" = rados ]; then
 	BACKEND_JSON=$(printf '{"type": "rados", "ceph_conf": "%s", "keyring": "%s", "client_id": "%s", "op_timeout_s": 10}' \
 		"$NKV_CEPH_CONF" "${NKV_CEPH_KEYRING:-}" "${NKV_CEPH_USER:-admin}")
-	CEPH_FLAGS=(-b rados --ceph-conf "$NKV_CEPH_CONF" --client-id "${NKV_CEPH_USER:-admin}")
+	CEPH_FLAGS=(-b rados --ceph-conf "$NKV_CEPH_CONF" --client-id "${NKV_CEPH_USER:-admin}" --run-dir "$T/run-b")
 	[ -n "${NKV_CEPH_KEYRING:-}" ] && CEPH_FLAGS+=(--keyring "$NKV_CEPH_KEYRING")
 	BFLAGS=("${CEPH_FLAGS[@]}" -p "$POOL" -n "1:$RUNID-inuse")
 else
 	BACKEND_JSON='{"type": "mem"}'
-	CEPH_FLAGS=(-b mem)
-	BFLAGS=(-b mem)
+	CEPH_FLAGS=(-b mem --run-dir "$T/run-b")
+	BFLAGS=(-b mem --run-dir "$T/run-b")
 fi
 
 # The file says listener $PFILE and a 10 s grace; the flags after -c move the listener to $PIO
@@ -274,7 +274,7 @@ cat >"$CONF" <<EOF
   "shutdown_grace_ms": 10000
 }
 EOF
-DFLAGS=(-c "$CONF" -l "127.0.0.1:$PIO" --grace-ms "$GRACE_MS")
+DFLAGS=(-c "$CONF" -l "127.0.0.1:$PIO" --grace-ms "$GRACE_MS" --run-dir "$T/run-d")
 
 echo "# backend $BACKEND, ports io $PIO discovery $PDISC, RADOS namespaces $RUNID-*, tmp $T"
 
@@ -656,7 +656,7 @@ check "an unroutable address names the cause (unreachable or no answer)" 1 \
 	"^nkv: (host \[2001:db8::1\] is unreachable|network unreachable for \[2001:db8::1\]|no answer from \[2001:db8::1\]:4420 within)"
 read -r PV6 < <(free_ports 1)
 NQN_V6="nqn.2026-11.io.rados-nkv:dcli-v6-$$"
-"$DAEMON" "${CEPH_FLAGS[@]}" -s "$NQN_V6" -p "$POOL" -l "[::1]:$PV6" -d none >"$T/daemon-v6.log" 2>&1 </dev/null &
+"$DAEMON" "${CEPH_FLAGS[@]}" --run-dir "$T/run-v6" -s "$NQN_V6" -p "$POOL" -l "[::1]:$PV6" -d none >"$T/daemon-v6.log" 2>&1 </dev/null &
 PIDS+=($!)
 V6PID=$!
 for _ in $(seq 100); do
@@ -679,7 +679,8 @@ wait "$V6PID" 2>/dev/null
 # without --max-size; never its first MiB with "truncated": false.
 read -r PBIG < <(free_ports 1)
 NQN_BIG="nqn.2026-11.io.rados-nkv:dcli-big-$$"
-"$DAEMON" "${CEPH_FLAGS[@]}" -s "$NQN_BIG" -p "$POOL" -l "127.0.0.1:$PBIG" -d none -S "$T/big.sock" \
+"$DAEMON" "${CEPH_FLAGS[@]}" --run-dir "$T/run-big" -s "$NQN_BIG" -p "$POOL" -l "127.0.0.1:$PBIG" -d none \
+	-S "$T/big.sock" \
 	--vfio-user "$T/big.vfu" -n "1:$RUNID-big:64M" -n "2:$RUNID-big:1M:ro" >"$T/daemon-big.log" 2>&1 </dev/null &
 PIDS+=($!)
 BIGPID=$!

@@ -9,6 +9,7 @@ set -uo pipefail
 DAEMON=$1
 T=$(mktemp -d)
 PIDS=()
+NRUN=0
 cleanup() {
 	for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
 	rm -rf "$T"
@@ -25,7 +26,10 @@ start() {
 	local log=$1
 	shift
 	rm -f "$T/pid"
-	"$DAEMON" --backend mem --listen 127.0.0.1:0 --discovery none --pid-file "$T/pid" "$@" >"$log" 2>&1 </dev/null &
+	# its own runtime directory: the default one's control socket may be another test's right now
+	NRUN=$((NRUN + 1))
+	"$DAEMON" --backend mem --listen 127.0.0.1:0 --discovery none --run-dir "$T/run$NRUN" --pid-file "$T/pid" \
+		"$@" >"$log" 2>&1 </dev/null &
 	PID=$!
 	PIDS+=("$PID")
 	for _ in $(seq 200); do [ -s "$T/pid" ] || ! kill -0 "$PID" 2>/dev/null && break; sleep 0.05; done
@@ -55,7 +59,8 @@ stop
 start "$T/hold.log"
 HOLD=$PID
 HPORT=$(sed -n 's/.* NVMe\/TCP on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$T/hold.log")
-"$DAEMON" --backend mem --listen "127.0.0.1:$HPORT" --discovery none --log-level error >"$T/inuse.log" 2>&1 </dev/null
+"$DAEMON" --backend mem --listen "127.0.0.1:$HPORT" --discovery none --run-dir "$T/run-inuse" --log-level error \
+	>"$T/inuse.log" 2>&1 </dev/null
 rc=$?
 if [ "$rc" = 1 ] && [ "$(wc -l <"$T/inuse.log")" = 1 ] &&
 	grep -qE "${FORMAT%.}cannot listen on 127\.0\.0\.1:$HPORT: Address already in use$" "$T/inuse.log"; then
