@@ -9,8 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <time.h>
+#include <unistd.h>
 
+#include "common/clock.h"
 #include "mem_index.h"
 
 #define ROTL(x, b) (((x) << (b)) | ((x) >> (64 - (b))))
@@ -53,11 +54,9 @@ void mem_index_init(struct mem_index *x)
 
 	*x = (struct mem_index){0};
 	if (getrandom(k, sizeof(k), 0) != (ssize_t)sizeof(k)) {
-		/* No entropy yet (early boot): a per-process key still differs between runs. */
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		k[0] = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)x;
-		k[1] = (uint64_t)ts.tv_sec ^ (uint64_t)(uintptr_t)&k;
+		/* No entropy source: a key that still differs between processes and tables. */
+		k[0] = nkv_now_ns() ^ ((uint64_t)getpid() << 32);
+		k[1] = (uint64_t)(uintptr_t)x;
 	}
 	x->k0 = k[0];
 	x->k1 = k[1];
