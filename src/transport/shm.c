@@ -1611,16 +1611,21 @@ static void *sock_main(void *arg)
 		/* Wake for HELLO deadlines only while some connection has one. */
 		int tmo = s->pending ? (int)(s->conf.hello_timeout_ms < 400 ? s->conf.hello_timeout_ms / 4 + 1 : 100) : -1;
 		int n = epoll_wait(s->epfd, evs, 32, tmo);
+		/* Connections first, then listeners: a host that disconnects and connects again at once
+		 * has both in one batch, and vfio-user, one client per socket, must see the old one gone
+		 * before it takes the new one. Accepting adds no connection that the batch names. */
 		for (int i = 0; i < n; i++) {
 			enum ep_kind *kind = evs[i].data.ptr;
-			if (*kind == EP_LISTENER)
-				accept_host(s, (struct shm_listener *)kind);
-			else if (*kind == EP_CONN) {
+			if (*kind == EP_CONN) {
 				struct shm_conn *k = (struct shm_conn *)kind;
 				if (!k->l->front->message(s, k) || (evs[i].events & (EPOLLHUP | EPOLLERR)))
 					conn_close(s, k);
+				evs[i].data.ptr = NULL; /* maybe freed */
 			}
 		}
+		for (int i = 0; i < n; i++)
+			if (evs[i].data.ptr && *(enum ep_kind *)evs[i].data.ptr == EP_LISTENER)
+				accept_host(s, evs[i].data.ptr);
 		/* After the batch (its events may name any connection): past MAX_PENDING the oldest
 		 * silent connections go, so a newcomer always gets its turn to say HELLO. */
 		while (s->pending > MAX_PENDING)
