@@ -449,6 +449,11 @@ struct nkv_transport_metrics {
 				* yet connected); shm: controllers live */
 	uint64_t queue_depth;  /* I/O commands the transport holds: received, not yet answered (waiting
 				* for buffers or data, in the core or the backend, or being sent back) */
+	uint64_t waits;        /* since start: times one of its threads (tcp: a reactor; shm: a poller)
+				* went to wait in the kernel for work; the next command pays its wake-up */
+	bool notifies;         /* shm: hosts kick its pollers and take interrupts (the two below) */
+	uint64_t kicks;        /* since start: doorbell kicks that a waiting poller took */
+	uint64_t interrupts;   /* since start: interrupts sent to hosts (eventfd writes) */
 };
 
 /**

@@ -129,8 +129,8 @@ struct nkv_ns_counters {
 struct nkv_transport_reg {
 	struct nkv_transport_reg *next;
 	const char *name;
-	/** Read the gauges (any thread, under tgt->lock): relaxed loads only, never blocks. */
-	void (*read)(void *arg, uint64_t *connections, uint64_t *queue_depth);
+	/** Fill @m but its name (any thread, under tgt->lock): relaxed loads only, never blocks. */
+	void (*read)(void *arg, struct nkv_transport_metrics *m);
 	void *arg;
 };
 

@@ -206,7 +206,7 @@ int nkv_target_transport_metrics(struct nkv_target *t, struct nkv_transport_metr
 			continue;
 		memset(&out[n], 0, sizeof(out[n]));
 		snprintf(out[n].name, sizeof(out[n].name), "%s", r->name);
-		r->read(r->arg, &out[n].connections, &out[n].queue_depth);
+		r->read(r->arg, &out[n]);
 	}
 	pthread_mutex_unlock(&t->lock);
 	return (int)n;

@@ -77,8 +77,10 @@ static void *loop(void *arg)
 		int timeout = now >= next_tick ? 0 : (int)(next_tick - now);
 		/* Producers write the message queue's eventfd only while we say we sleep. */
 		bool sleep = timeout && !ps.until && nkv_msgq_sleep_begin(&r->msgq);
-		if (sleep)
+		if (sleep) {
+			atomic_fetch_add_explicit(&r->waits, 1, memory_order_relaxed);
 			nkv_msgq_unlock(&r->msgq);
+		}
 		int n = epoll_wait(r->epfd, evs, MAX_EVENTS, sleep ? timeout : 0);
 		int err = errno;
 		if (sleep) {

@@ -31,6 +31,7 @@ struct nkv_reactor {
 	unsigned tick_ms;
 	unsigned poll_us;              /* after work, look again without blocking this long (0: block at
 					* once); only while it pays (reactor.c, "Polling after work") */
+	atomic_uint_fast64_t waits;    /* times the loop blocked in epoll_wait (metrics) */
 	void (*tick)(struct nkv_reactor *r);  /* periodic work (timers, teardown) */
 	void (*idle)(struct nkv_reactor *r);  /* after each batch of events: flush deferred work */
 	/* After a backend completion that ran on the backend's thread while this one blocked

@@ -1685,16 +1685,20 @@ static int shm_alloc(struct nkv_target *tgt, const struct nkv_shm_conf *conf, st
 	return 0;
 }
 
-static void shm_read_gauges(void *arg, uint64_t *connections, uint64_t *queue_depth)
+static void shm_read_gauges(void *arg, struct nkv_transport_metrics *m)
 {
 	struct nkv_shm *s = arg;
-	uint64_t qd = 0;
 
-	for (unsigned i = 0; i < s->conf.pollers; i++)
-		qd += atomic_load_explicit(&s->pollers[i].inflight, memory_order_relaxed);
+	m->notifies = true;
+	for (unsigned i = 0; i < s->conf.pollers; i++) {
+		struct shm_poller *p = &s->pollers[i];
+		m->queue_depth += atomic_load_explicit(&p->inflight, memory_order_relaxed);
+		m->waits += atomic_load_explicit(&p->sleeps, memory_order_relaxed);
+		m->kicks += atomic_load_explicit(&p->kicks, memory_order_relaxed);
+		m->interrupts += atomic_load_explicit(&p->irqs, memory_order_relaxed);
+	}
 	int n = atomic_load_explicit(&s->nctrls, memory_order_relaxed);
-	*connections = n > 0 ? (uint64_t)n : 0;
-	*queue_depth = qd;
+	m->connections = n > 0 ? (uint64_t)n : 0;
 }
 
 int nkv_shm_create(struct nkv_target *tgt, const struct nkv_shm_conf *conf, struct nkv_shm **out)

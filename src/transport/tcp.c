@@ -1626,16 +1626,16 @@ static int reactor_done(struct nkv_reactor *r)
 
 /* ---- public API -------------------------------------------------------------------------------- */
 
-static void tcp_read_gauges(void *arg, uint64_t *connections, uint64_t *queue_depth)
+static void tcp_read_gauges(void *arg, struct nkv_transport_metrics *m)
 {
 	struct nkv_tcp *t = arg;
-	uint64_t qd = 0;
 
-	for (unsigned i = 0; i < t->nr; i++)
-		qd += atomic_load_explicit(&t->rs[i].inflight, memory_order_relaxed);
+	for (unsigned i = 0; i < t->nr; i++) {
+		m->queue_depth += atomic_load_explicit(&t->rs[i].inflight, memory_order_relaxed);
+		m->waits += atomic_load_explicit(&t->rs[i].r.waits, memory_order_relaxed);
+	}
 	int n = atomic_load_explicit(&t->nconns, memory_order_relaxed);
-	*connections = n > 0 ? (uint64_t)n : 0;
-	*queue_depth = qd;
+	m->connections = n > 0 ? (uint64_t)n : 0;
 }
 
 int nkv_tcp_create(struct nkv_target *tgt, const struct nkv_tcp_conf *conf, struct nkv_tcp **out)

@@ -402,6 +402,38 @@ try:
         check(ok and delta == want, "%s: data and copies %s (want %s)" % (what, delta, want))
         before = after
 
+    # ---- waits, kicks and interrupts over a QD 1 bench on each transport. Without --tcp-poll-us a
+    # reactor waits in epoll_wait after each command it answers, so about once per command (23.8k
+    # waits for 23.8k commands on mem); a shm poller takes a kick only while it waits (one host: at
+    # most one per wait) and interrupts a host at most once per completion. ----
+    def qd1_bench(*transport):
+        p = subprocess.run([NKV, *transport, "-o", "json", "bench", "mode=mix", "qd=1", "conns=1", "size=4K",
+                            "keys=16", "time=1", "warmup=0", "prefix=w"], capture_output=True, timeout=60)
+        try:
+            r = json.loads(p.stdout.decode().strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            r = {}
+        return sum(x.get("ops", 0) for x in r.get("results", [])) if p.returncode == 0 and r.get("ok") else 0
+
+    def wake_counts(t):
+        s = scrape()[0]
+        return [val(s, "rados_nkv_transport_%s_total" % k, transport=t) for k in ("waits", "kicks", "interrupts")]
+
+    w0 = wake_counts("tcp")
+    ops = qd1_bench("-a", "127.0.0.1", "-s", str(tport), "-n", B)
+    w1 = wake_counts("tcp")
+    ratio = (w1[0] - w0[0]) / ops if ops and w0[0] is not None else -1
+    check(0.3 <= ratio <= 4 and w0[1:] == [None, None] and w1[1:] == [None, None],
+          "tcp: %.2f reactor waits per command over %d QD 1 commands (0.3 .. 4), no kicks or interrupts (%s)"
+          % (ratio, ops, w1[1:]))
+    w0 = wake_counts("shm")
+    ops = qd1_bench("-t", "shm:" + shm)
+    w1 = wake_counts("shm")
+    d = [b - a for a, b in zip(w0, w1)] if None not in w0 + w1 else None
+    check(ops > 0 and d is not None and d[1] <= d[0] and d[2] <= ops + 32,
+          "shm: over %d QD 1 commands %s waits, kicks (at most one per wait), interrupts (at most one per "
+          "command)" % (ops, d))
+
     # ---- connections and queue depth while bench holds them: 2 TCP I/O connections + an admin
     # one on B, one shm controller with one I/O queue ----
     bt = subprocess.Popen([NKV, "-a", "127.0.0.1", "-s", str(tport), "-n", B, "-o", "json", "bench", "mode=mix",

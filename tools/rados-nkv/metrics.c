@@ -88,7 +88,7 @@ enum fam {
 	F_C_LEASE, F_C_GATEWAYS,
 	F_EV_PUB, F_EV_DROP, F_EV_ERR, F_EV_QUEUED,                             /* the event publisher */
 	F_CTRLRS, F_IOQ,                                                       /* per subsystem and transport */
-	F_TR_CONNS, F_TR_QD, F_TR_DATA, F_TR_COPIED,                           /* per transport */
+	F_TR_CONNS, F_TR_QD, F_TR_DATA, F_TR_COPIED, F_TR_WAITS, F_TR_KICKS, F_TR_IRQS, /* per transport */
 	F_OMITTED, F_BUILD,
 	F_COUNT
 };
@@ -153,6 +153,14 @@ static const struct {
 	[F_TR_COPIED] = {"rados_nkv_copied_bytes_total", "counter",
 			 "Bytes of I/O commands' data copied from one buffer into another in the gateway's memory, by "
 			 "the gateway or by librados' C API on its behalf, by transport and direction."},
+	[F_TR_WAITS] = {"rados_nkv_transport_waits_total", "counter",
+			"Times a transport thread (tcp: a reactor; shm: a poller, vfio-user's too) went to wait in the "
+			"kernel for work. The command that ends a wait pays a thread wake-up: compared with the commands, "
+			"it says how many do."},
+	[F_TR_KICKS] = {"rados_nkv_transport_kicks_total", "counter",
+			"shm: doorbell kicks from hosts that woke a waiting poller."},
+	[F_TR_IRQS] = {"rados_nkv_transport_interrupts_total", "counter",
+		       "shm: interrupts sent to hosts (eventfd writes for completion queues they armed)."},
 	[F_OMITTED] = {"rados_nkv_metrics_namespaces_omitted", "gauge",
 		       "Namespaces left out of this scrape because it reached its size limit."},
 	[F_BUILD] = {"rados_nkv_build_info", "gauge", "The daemon's version (value 1)."},
@@ -323,6 +331,14 @@ int metrics_render(struct nkv_target *tgt, size_t max_bytes, char **out, size_t 
 		sb_add(&f[F_TR_CONNS], "%s{transport=\"%s\"} %" PRIu64 "\n", g_fam[F_TR_CONNS].name, tr[t].name,
 		       tr[t].connections);
 		sb_add(&f[F_TR_QD], "%s{transport=\"%s\"} %" PRIu64 "\n", g_fam[F_TR_QD].name, tr[t].name, tr[t].queue_depth);
+		sb_add(&f[F_TR_WAITS], "%s{transport=\"%s\"} %" PRIu64 "\n", g_fam[F_TR_WAITS].name, tr[t].name,
+		       tr[t].waits);
+		if (!tr[t].notifies)
+			continue;
+		sb_add(&f[F_TR_KICKS], "%s{transport=\"%s\"} %" PRIu64 "\n", g_fam[F_TR_KICKS].name, tr[t].name,
+		       tr[t].kicks);
+		sb_add(&f[F_TR_IRQS], "%s{transport=\"%s\"} %" PRIu64 "\n", g_fam[F_TR_IRQS].name, tr[t].name,
+		       tr[t].interrupts);
 	}
 	struct nkv_copy_metrics cp[4];
 	int ncp = nkv_target_copy_metrics(tgt, cp, 4);
