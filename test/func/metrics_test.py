@@ -492,9 +492,28 @@ try:
           "counts add up to them (%d)" % (bcmds, bhist))
 
     # ---- other paths and methods ----
-    for path in ("/", "/metric", "/metrics/", "/metrics.json", "/favicon.ico"):
+    for path in ("/metric", "/metrics/", "/metrics.json", "/favicon.ico", "/../metrics"):
         code, _, _ = http(path)
         check(code == 404, "GET %s: 404 (%d)" % (path, code))
+    code, hdr, body = http("/")
+    check(code == 200 and (hdr.get("Content-Type") or "").startswith("text/html") and 'href="/metrics"' in body,
+          "GET /: 200, an HTML page that links /metrics (%d, %s)" % (code, hdr.get("Content-Type")))
+
+    # ---- the process families (Prometheus' process collector names), against /proc ----
+    s = scrape()[0]
+    pid = daemon.pid
+    with open("/proc/%d/statm" % pid) as f:
+        rss = int(f.read().split()[1]) * os.sysconf("SC_PAGESIZE")
+    nfd = len(os.listdir("/proc/%d/fd" % pid))
+    p_rss, p_fds, p_max = (val(s, "process_" + n) for n in ("resident_memory_bytes", "open_fds", "max_fds"))
+    p_cpu, p_start = val(s, "process_cpu_seconds_total"), val(s, "process_start_time_seconds")
+    check(p_rss is not None and 0.5 * rss <= p_rss <= 2 * rss, "process_resident_memory_bytes %s (/proc: %d)" %
+          (p_rss, rss))
+    check(p_fds is not None and abs(p_fds - nfd) <= 4 and p_max >= p_fds, "process_open_fds %s (/proc: %d), "
+          "max %s" % (p_fds, nfd, p_max))
+    check(p_cpu is not None and 0 < p_cpu < 3600 and p_start is not None and
+          time.time() - 3600 < p_start <= time.time(), "process_cpu_seconds_total %s, process_start_time_seconds "
+          "%s (now %.0f)" % (p_cpu, p_start, time.time()))
     code, hdr, _ = http("/metrics", "POST")
     check(code == 405 and "GET" in (hdr.get("Allow") or ""), "POST /metrics: 405 with Allow: GET (%d)" % code)
     code, _, body = http("/metrics", "HEAD")

@@ -10,12 +10,15 @@
  * whose lines would take the text past its limit is rolled back, and it and the ones after it are
  * counted in rados_nkv_metrics_namespaces_omitted instead.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "daemon.h"
 #include "nkv/nkv_version.h"
@@ -89,6 +92,7 @@ enum fam {
 	F_EV_PUB, F_EV_DROP, F_EV_ERR, F_EV_QUEUED,                             /* the event publisher */
 	F_CTRLRS, F_IOQ,                                                       /* per subsystem and transport */
 	F_TR_CONNS, F_TR_QD, F_TR_DATA, F_TR_COPIED, F_TR_WAITS, F_TR_KICKS, F_TR_IRQS, /* per transport */
+	F_P_CPU, F_P_RSS, F_P_VSZ, F_P_FDS, F_P_MAXFDS, F_P_START,            /* the process */
 	F_OMITTED, F_BUILD,
 	F_COUNT
 };
@@ -161,6 +165,14 @@ static const struct {
 			"shm: doorbell kicks from hosts that woke a waiting poller."},
 	[F_TR_IRQS] = {"rados_nkv_transport_interrupts_total", "counter",
 		       "shm: interrupts sent to hosts (eventfd writes for completion queues they armed)."},
+	/* The process collector's families, as Prometheus' client libraries name them */
+	[F_P_CPU] = {"process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds."},
+	[F_P_RSS] = {"process_resident_memory_bytes", "gauge", "Resident memory size in bytes."},
+	[F_P_VSZ] = {"process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes."},
+	[F_P_FDS] = {"process_open_fds", "gauge", "Number of open file descriptors."},
+	[F_P_MAXFDS] = {"process_max_fds", "gauge", "Maximum number of open file descriptors."},
+	[F_P_START] = {"process_start_time_seconds", "gauge",
+		       "Start time of the process since unix epoch in seconds."},
 	[F_OMITTED] = {"rados_nkv_metrics_namespaces_omitted", "gauge",
 		       "Namespaces left out of this scrape because it reached its size limit."},
 	[F_BUILD] = {"rados_nkv_build_info", "gauge", "The daemon's version (value 1)."},
@@ -285,6 +297,60 @@ static void render_events(struct sbuf *f)
 	sb_add(&f[F_EV_QUEUED], "%s %" PRIu64 "\n", g_fam[F_EV_QUEUED].name, c.queued);
 }
 
+/* The first line of @path into @buf. @return true if one was read. */
+static bool read_line(const char *path, char *buf, size_t n)
+{
+	FILE *f = fopen(path, "re");
+	bool ok = f && fgets(buf, (int)n, f);
+
+	if (f)
+		fclose(f);
+	return ok;
+}
+
+/* The process families, from getrusage, getrlimit and /proc (a family that cannot be read is left
+ * out). The start time is the kernel's: the process's start in clock ticks after boot, plus boot. */
+static void render_process(struct sbuf *f)
+{
+	struct rusage ru;
+	struct rlimit rl;
+	char line[1024];
+	unsigned long long vsz, rss, start;
+	long page = sysconf(_SC_PAGESIZE), hz = sysconf(_SC_CLK_TCK);
+
+	if (getrusage(RUSAGE_SELF, &ru) == 0)
+		sb_add(&f[F_P_CPU], "%s %.6f\n", g_fam[F_P_CPU].name,
+		       (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+			       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6);
+	if (read_line("/proc/self/statm", line, sizeof(line)) && sscanf(line, "%llu %llu", &vsz, &rss) == 2 && page > 0) {
+		sb_add(&f[F_P_RSS], "%s %llu\n", g_fam[F_P_RSS].name, rss * (unsigned long long)page);
+		sb_add(&f[F_P_VSZ], "%s %llu\n", g_fam[F_P_VSZ].name, vsz * (unsigned long long)page);
+	}
+	DIR *d = opendir("/proc/self/fd");
+	if (d) {
+		unsigned long long n = 0;
+		for (struct dirent *e; (e = readdir(d));)
+			n += e->d_name[0] != '.';
+		closedir(d);
+		sb_add(&f[F_P_FDS], "%s %llu\n", g_fam[F_P_FDS].name, n - 1); /* less the one reading it */
+	}
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+		sb_add(&f[F_P_MAXFDS], "%s %llu\n", g_fam[F_P_MAXFDS].name, (unsigned long long)rl.rlim_cur);
+	/* /proc/self/stat: "pid (comm) state ..." with starttime the 20th field after the comm, whose
+	 * name may hold spaces and parentheses: parse from the last ')'. */
+	unsigned long long btime = 0;
+	FILE *st = fopen("/proc/stat", "re");
+	while (st && fgets(line, sizeof(line), st))
+		if (sscanf(line, "btime %llu", &btime) == 1)
+			break;
+	if (st)
+		fclose(st);
+	char *p = read_line("/proc/self/stat", line, sizeof(line)) ? strrchr(line, ')') : NULL;
+	if (p && btime && hz > 0 &&
+	    sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu", &start) == 1)
+		sb_add(&f[F_P_START], "%s %.2f\n", g_fam[F_P_START].name, (double)btime + (double)start / (double)hz);
+}
+
 int metrics_render(struct nkv_target *tgt, size_t max_bytes, char **out, size_t *len)
 {
 	struct sbuf f[F_COUNT] = {0}, all = {0};
@@ -352,6 +418,7 @@ int metrics_render(struct nkv_target *tgt, size_t max_bytes, char **out, size_t 
 		}
 	sb_add(&f[F_BUILD], "%s{version=\"%s\"} 1\n", g_fam[F_BUILD].name, NKV_VERSION_STRING);
 	render_events(f);
+	render_process(f);
 
 	size_t total = 0;
 	for (unsigned i = 0; i < F_COUNT; i++)
