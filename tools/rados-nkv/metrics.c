@@ -332,7 +332,7 @@ static void render_process(struct sbuf *f)
 		for (struct dirent *e; (e = readdir(d));)
 			n += e->d_name[0] != '.';
 		closedir(d);
-		sb_add(&f[F_P_FDS], "%s %llu\n", g_fam[F_P_FDS].name, n - 1); /* less the one reading it */
+		sb_add(&f[F_P_FDS], "%s %llu\n", g_fam[F_P_FDS].name, n ? n - 1 : 0); /* less the one reading it */
 	}
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
 		sb_add(&f[F_P_MAXFDS], "%s %llu\n", g_fam[F_P_MAXFDS].name, (unsigned long long)rl.rlim_cur);
