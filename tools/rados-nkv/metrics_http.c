@@ -68,13 +68,14 @@ struct daemon_metrics {
 static const char ROOT_PAGE[] = "<html><head><title>rados-nkv</title></head><body><h1>rados-nkv</h1>"
 				"<p><a href=\"/metrics\">Metrics</a></p></body></html>\n";
 
-static enum MHD_Result reply(struct MHD_Connection *conn, unsigned code, const char *text, const char *allow)
+/* A static @text of @type (NULL: plain text), with an Allow header if @allow. */
+static enum MHD_Result reply(struct MHD_Connection *conn, unsigned code, const char *text, const char *type,
+			     const char *allow)
 {
 	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_PERSISTENT);
 	if (!r)
 		return MHD_NO;
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
-				text == ROOT_PAGE ? "text/html; charset=utf-8" : "text/plain; charset=utf-8");
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type ? type : "text/plain; charset=utf-8");
 	if (allow)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
 	enum MHD_Result rc = MHD_queue_response(conn, code, r);
@@ -94,15 +95,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	/* Answered on the first call, with the headers: a body sent along is never read. */
 	bool root = strcmp(url, "/") == 0;
 	if (!root && strcmp(url, "/metrics") != 0)
-		return reply(conn, MHD_HTTP_NOT_FOUND, "not found: this server answers GET /metrics (and /)\n", NULL);
+		return reply(conn, MHD_HTTP_NOT_FOUND, "not found: this server answers GET /metrics (and /)\n", NULL,
+			     NULL);
 	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
-		return reply(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed: GET /metrics\n", "GET, HEAD");
+		return reply(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed: GET /metrics\n", NULL,
+			     "GET, HEAD");
 	if (root)
-		return reply(conn, MHD_HTTP_OK, ROOT_PAGE, NULL);
+		return reply(conn, MHD_HTTP_OK, ROOT_PAGE, "text/html; charset=utf-8", NULL);
 	if ((rc = metrics_render(m->tgt, METRICS_MAX_BYTES, &text, &len)) < 0) {
 		NKV_WARN("a scrape failed: %s", strerror(-rc));
 		return reply(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "the metrics could not be gathered (out of memory)\n",
-			     NULL);
+			     NULL, NULL);
 	}
 	struct MHD_Response *r = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
 	if (!r) {
